@@ -1,4 +1,4 @@
-#include "err.h"
+#include "gust/err.h"
 
 #include <stdio.h>
 
