@@ -62,9 +62,9 @@ struct gust_result {
 /* Host-owned handle of one plugin instance (a unit of host.conf). */
 struct gust_instance;
 
-/* Called once per publish, from a host thread, when the bus confirmed (status 0) or
- * refused / timed out (negative GUST_E*). */
-typedef void (*gust_publish_done_fn)(void *ud, int status);
+/* Called once per publish, from a host thread: status 0 and the stream sequence when
+ * the bus stored it, or a negative GUST_E* and the reason when it refused or timed out. */
+typedef void (*gust_publish_done_fn)(void *ud, int status, uint64_t seq, const char *error);
 
 struct gust_host_api {
     uint32_t struct_size;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The two commands of the README, on a fresh Debian 12 machine as root:
+#   ./build.sh run    install what is missing, build, run gust on host.conf (embedded NATS)
+#   ./build.sh test   install what is missing, build (and a sanitizer build), run every test
+# Also: ./build.sh deps | build
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(build-essential cmake pkg-config clang
+          libh2o-evloop-dev libnats-dev libluajit-5.1-dev libyajl-dev libmosquitto-dev
+          libssl-dev libcurl4-openssl-dev zlib1g-dev
+          nats-server mosquitto nginx wrk curl python3)
+
+deps() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+}
+
+# build DIR [cmake options...]
+build() {
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j"$(nproc)"
+}
+
+case "${1:-}" in
+deps)
+    deps
+    ;;
+build)
+    deps
+    build build
+    ;;
+run)
+    deps
+    build build
+    exec build/gust -c host.conf
+    ;;
+test)
+    deps
+    build build -DGUST_WERROR=ON
+    ctest --test-dir build --output-on-failure -j2
+    # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+    build build-asan -DGUST_WERROR=ON -DGUST_SANITIZE=ON
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir build-asan --output-on-failure -j2 -LE bench
+    ;;
+*)
+    echo "usage: $0 run|test|build|deps" >&2
+    exit 2
+    ;;
+esac

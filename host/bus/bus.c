@@ -1,0 +1,366 @@
+#define _GNU_SOURCE /* memmem */
+#include "bus.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+#include "embedded.h"
+#include "streams.h"
+
+struct gust_bus {
+    struct gust_bus_conf conf;
+    struct gust_nats_child *child;
+    char url[64];
+    natsConnection *nc;
+    jsCtx *js;
+    natsSubscription *replies;
+    char inbox[96];
+    size_t inbox_len;
+    struct gust_pending pending;
+
+    /* housekeeping: expires publishes, (re)creates streams, checks JetStream */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stopping;
+    int streams_ready;
+    atomic_int js_ok;
+    atomic_int closing; /* our own close: not worth a warning */
+};
+
+int64_t gust_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A PubAck is {"stream":"GUST","seq":12[,"duplicate":true]} or
+ * {"error":{"code":503,"err_code":10077,"description":"..."}}. Both shapes are fixed
+ * by the server, so a scan is enough and keeps the ack path allocation-free. */
+static int parse_puback(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size)
+{
+    const char *end = data + len;
+    const char *e = memmem(data, len, "\"error\"", 7);
+    if (e != NULL) {
+        const char *d = memmem(e, (size_t)(end - e), "\"description\":\"", 15);
+        if (d != NULL) {
+            d += 15;
+            const char *q = memchr(d, '"', (size_t)(end - d));
+            size_t n = q != NULL ? (size_t)(q - d) : 0;
+            snprintf(why, why_size, "jetstream: %.*s", (int)n, d);
+        } else {
+            snprintf(why, why_size, "jetstream error: %.*s", (int)(len > 200 ? 200 : len), data);
+        }
+        return GUST_EIO;
+    }
+    const char *s = memmem(data, len, "\"seq\":", 6);
+    if (s == NULL) {
+        snprintf(why, why_size, "unexpected PubAck: %.*s", (int)(len > 200 ? 200 : len), data);
+        return GUST_EIO;
+    }
+    uint64_t v = 0;
+    for (s += 6; s < end && *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *seq = v;
+    return 0;
+}
+
+static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    struct gust_bus *bus = closure;
+    const char *subj = natsMsg_GetSubject(msg);
+    uint64_t id = strtoull(subj + bus->inbox_len, NULL, 10);
+    uint64_t seq = 0;
+    char why[256] = "";
+    int status;
+    if (natsMsg_IsNoResponders(msg)) {
+        status = GUST_EIO;
+        snprintf(why, sizeof(why), "no stream takes this subject");
+    } else {
+        status = parse_puback(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &seq, why,
+                              sizeof(why));
+    }
+    gust_pending_complete(&bus->pending, id, status, seq, why);
+    natsMsg_Destroy(msg);
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    struct gust_bus *bus = closure;
+    atomic_store(&bus->js_ok, 0);
+    if (!atomic_load(&bus->closing)) {
+        gust_warn("bus: disconnected from %s", bus->url);
+    }
+    /* Whatever was in flight may or may not be stored: fail it now so callers answer
+     * (or retry) at once instead of waiting for the timeout. */
+    gust_pending_expire(&bus->pending, -1, GUST_EAGAIN, "bus disconnected");
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    struct gust_bus *bus = closure;
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(nc, url, sizeof(url));
+    gust_info("bus: connected to %s", url);
+    pthread_mutex_lock(&bus->lock);
+    pthread_cond_signal(&bus->wake);
+    pthread_mutex_unlock(&bus->lock);
+}
+
+
+static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    (void)closure;
+    gust_warn("bus: %s", natsStatus_GetText(s));
+}
+
+static void *housekeeping(void *arg)
+{
+    struct gust_bus *bus = arg;
+    int64_t next_check = 0;
+    pthread_mutex_lock(&bus->lock);
+    while (!bus->stopping) {
+        pthread_mutex_unlock(&bus->lock);
+        int64_t now = gust_now_ms();
+        gust_pending_expire(&bus->pending, now, GUST_ETIMEOUT, "no PubAck in time");
+        if (now >= next_check) {
+            /* JetStream calls block; they are fine here, never on an event loop. */
+            int connected = natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED;
+            int ok = 0;
+            if (connected && !bus->streams_ready) {
+                struct gust_err err;
+                if (gust_streams_ensure(bus->js, &bus->conf, &err) == 0) {
+                    bus->streams_ready = 1;
+                } else {
+                    gust_error("bus: %s", err.msg);
+                }
+            }
+            if (connected && bus->streams_ready) {
+                jsAccountInfo *ai = NULL;
+                ok = js_GetAccountInfo(&ai, bus->js, NULL, NULL) == NATS_OK;
+                jsAccountInfo_Destroy(ai);
+            }
+            if (ok != atomic_exchange(&bus->js_ok, ok)) {
+                gust_info("bus: jetstream %s", ok ? "available" : "unavailable");
+            }
+            next_check = gust_now_ms() + (ok ? 1000 : 250);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&bus->lock);
+        if (!bus->stopping) {
+            int rc = pthread_cond_timedwait(&bus->wake, &bus->lock, &until);
+            if (rc == 0) {
+                next_check = 0; /* woken by a reconnect: check at once */
+            }
+        }
+    }
+    pthread_mutex_unlock(&bus->lock);
+    return NULL;
+}
+
+static int connect_bus(struct gust_bus *bus, struct gust_err *err)
+{
+    natsOptions *opts = NULL;
+    natsStatus s = natsOptions_Create(&opts);
+    const char *urls[64];
+    size_t n = 0;
+    if (bus->child != NULL) {
+        urls[n++] = bus->url;
+    } else {
+        for (; n < bus->conf.nurls && n < 64; n++) {
+            urls[n] = bus->conf.urls[n];
+        }
+        snprintf(bus->url, sizeof(bus->url), "%s%s", urls[0], n > 1 ? ",..." : "");
+    }
+    if (s == NATS_OK) s = natsOptions_SetServers(opts, urls, (int)n);
+    if (s == NATS_OK) s = natsOptions_SetName(opts, "gust");
+    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+    if (s == NATS_OK) s = natsOptions_SetReconnectJitter(opts, 100, 1000);
+    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_reconnected, bus);
+    if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, bus);
+    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_reconnected, bus);
+    if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, bus);
+    if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 1 << 20);
+    if (s == NATS_OK) {
+        s = natsConnection_Connect(&bus->nc, opts);
+        if (s == NATS_NOT_YET_CONNECTED) {
+            gust_warn("bus: %s not reachable yet; retrying in the background", bus->url);
+            s = NATS_OK;
+        }
+    }
+    if (s == NATS_OK) s = natsConnection_JetStream(&bus->js, bus->nc, NULL);
+    if (s == NATS_OK) {
+        char *inbox = NULL;
+        s = natsInbox_Create(&inbox);
+        if (s == NATS_OK) {
+            bus->inbox_len = (size_t)snprintf(bus->inbox, sizeof(bus->inbox), "%s.", inbox);
+            char wildcard[128];
+            snprintf(wildcard, sizeof(wildcard), "%s*", bus->inbox);
+            natsInbox_Destroy(inbox);
+            s = natsConnection_Subscribe(&bus->replies, bus->nc, wildcard, on_reply, bus);
+        }
+    }
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(bus->replies, -1, -1);
+    natsOptions_Destroy(opts);
+    if (s != NATS_OK) {
+        return gust_err_set(err, GUST_EIO, "nats %s: %s", bus->url, natsStatus_GetText(s));
+    }
+    return 0;
+}
+
+int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, struct gust_err *err)
+{
+    struct gust_bus *bus = calloc(1, sizeof(*bus));
+    if (bus == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    bus->conf = *conf;
+    pthread_mutex_init(&bus->lock, NULL);
+    pthread_cond_init(&bus->wake, NULL);
+    int rc = GUST_ENOMEM;
+    if (gust_pending_init(&bus->pending, conf->max_pending) != 0) {
+        gust_err_set(err, rc, "out of memory");
+        goto fail;
+    }
+    if (conf->nurls == 0) {
+        rc = gust_nats_child_start(conf->server_bin, conf->state_dir, bus->url, sizeof(bus->url),
+                                   &bus->child, err);
+        if (rc != 0) {
+            goto fail;
+        }
+    }
+    rc = connect_bus(bus, err);
+    if (rc != 0) {
+        goto fail;
+    }
+    if (natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED) {
+        /* Set up the streams before serving, so the first ingest finds them. */
+        rc = gust_streams_ensure(bus->js, conf, err);
+        if (rc != 0) {
+            goto fail;
+        }
+        bus->streams_ready = 1;
+        atomic_store(&bus->js_ok, 1);
+    }
+    if (pthread_create(&bus->thread, NULL, housekeeping, bus) != 0) {
+        rc = gust_err_set(err, GUST_EIO, "cannot start the bus thread");
+        goto fail;
+    }
+    *out = bus;
+    return 0;
+fail:
+    gust_bus_destroy(bus);
+    return rc;
+}
+
+void gust_bus_destroy(struct gust_bus *bus)
+{
+    if (bus == NULL) {
+        return;
+    }
+    if (bus->thread != 0) {
+        pthread_mutex_lock(&bus->lock);
+        bus->stopping = 1;
+        pthread_cond_signal(&bus->wake);
+        pthread_mutex_unlock(&bus->lock);
+        pthread_join(bus->thread, NULL);
+    }
+    if (bus->pending.slots != NULL) {
+        gust_pending_expire(&bus->pending, -1, GUST_EAGAIN, "shutting down");
+    }
+    atomic_store(&bus->closing, 1);
+    natsSubscription_Destroy(bus->replies);
+    jsCtx_Destroy(bus->js);
+    if (bus->nc != NULL) {
+        natsConnection_Close(bus->nc);
+        natsConnection_Destroy(bus->nc);
+    }
+    gust_nats_child_stop(bus->child);
+    if (bus->pending.slots != NULL) {
+        gust_pending_dispose(&bus->pending);
+    }
+    pthread_cond_destroy(&bus->wake);
+    pthread_mutex_destroy(&bus->lock);
+    free(bus);
+}
+
+int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                     gust_publish_done_fn fn, void *ud)
+{
+    if (natsConnection_Status(bus->nc) != NATS_CONN_STATUS_CONNECTED) {
+        return GUST_EAGAIN;
+    }
+    uint64_t id = gust_pending_add(&bus->pending, gust_now_ms() + bus->conf.publish_timeout_ms, fn, ud);
+    if (id == 0) {
+        return GUST_EAGAIN;
+    }
+    char reply[128];
+    memcpy(reply, bus->inbox, bus->inbox_len);
+    snprintf(reply + bus->inbox_len, sizeof(reply) - bus->inbox_len, "%" PRIu64, id);
+    natsStatus s = natsConnection_PublishRequest(bus->nc, subject, reply, data, (int)len);
+    if (s != NATS_OK) {
+        /* Not sent: complete it here so the slot is freed; report as the caller's error. */
+        gust_pending_complete(&bus->pending, id, GUST_EAGAIN, 0, natsStatus_GetText(s));
+    }
+    return 0;
+}
+
+int gust_bus_healthy(struct gust_bus *bus)
+{
+    return gust_bus_connected(bus) && atomic_load(&bus->js_ok);
+}
+
+int gust_bus_connected(struct gust_bus *bus)
+{
+    return natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+size_t gust_bus_pending(struct gust_bus *bus)
+{
+    return gust_pending_live(&bus->pending);
+}
+
+void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
+{
+    int64_t until = gust_now_ms() + timeout_ms;
+    natsConnection_FlushTimeout(bus->nc, timeout_ms);
+    while (gust_pending_live(&bus->pending) > 0 && gust_now_ms() < until) {
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+natsConnection *gust_bus_conn(struct gust_bus *bus)
+{
+    return bus->nc;
+}
+
+jsCtx *gust_bus_js(struct gust_bus *bus)
+{
+    return bus->js;
+}
+
+const char *gust_bus_url(struct gust_bus *bus)
+{
+    return bus->url;
+}

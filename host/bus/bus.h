@@ -1,0 +1,59 @@
+/* The durable bus: one NATS connection, the streams, and confirmed publishes.
+ *
+ * A publish is a plain NATS publish with a reply subject of ours; JetStream answers
+ * there with its PubAck. So many publishes are in flight at once from any thread, each
+ * completes through its own callback, and none blocks the caller. */
+#ifndef GUST_BUS_BUS_H
+#define GUST_BUS_BUS_H
+
+#include <nats/nats.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/err.h"
+#include "pending.h"
+
+struct gust_bus_conf {
+    const char *const *urls; /* borrowed; none: start the embedded nats-server */
+    size_t nurls;
+    const char *server_bin; /* embedded: the nats-server binary (NULL: from PATH) */
+    const char *state_dir;  /* embedded: the store goes under <state_dir>/nats */
+    const char *stream;     /* "GUST" */
+    const char *subjects;   /* "ev.>" */
+    const char *dlq_stream; /* "GUST_DLQ" */
+    const char *dlq_subjects;
+    int64_t dlq_max_msgs;
+    int64_t publish_timeout_ms;
+    size_t max_pending; /* publishes awaiting their PubAck at once */
+};
+
+struct gust_bus;
+
+/* Connects (starting the embedded server first when no url is given) and sets up the
+ * streams. With urls, a server that is not up yet is retried forever in the
+ * background; the streams are created once it answers. */
+int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, struct gust_err *err);
+/* Fails what is pending, closes the connection, stops the embedded server. */
+void gust_bus_destroy(struct gust_bus *bus);
+
+/* Publishes data (copied before return) and calls fn once with the PubAck's outcome.
+ * Returns GUST_EAGAIN when the bus is not connected or too many publishes are pending;
+ * fn is then not called. Thread-safe. */
+int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                     gust_publish_done_fn fn, void *ud);
+
+/* Connected, and JetStream answered the last check (once a second). */
+int gust_bus_healthy(struct gust_bus *bus);
+int gust_bus_connected(struct gust_bus *bus);
+size_t gust_bus_pending(struct gust_bus *bus);
+/* Waits up to timeout_ms for every pending publish to complete. */
+void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
+
+/* For the consumer core, which makes its own JetStream calls. Borrowed. */
+natsConnection *gust_bus_conn(struct gust_bus *bus);
+jsCtx *gust_bus_js(struct gust_bus *bus);
+const char *gust_bus_url(struct gust_bus *bus);
+
+int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
+
+#endif

@@ -1,0 +1,94 @@
+#include "pending.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gust_pending_init(struct gust_pending *p, size_t size)
+{
+    size_t n = 1;
+    while (n < size) {
+        n <<= 1;
+    }
+    memset(p, 0, sizeof(*p));
+    p->slots = calloc(n, sizeof(*p->slots));
+    if (p->slots == NULL) {
+        return -1;
+    }
+    p->size = n;
+    p->next_id = 1;
+    p->oldest_id = 1;
+    pthread_mutex_init(&p->lock, NULL);
+    return 0;
+}
+
+void gust_pending_dispose(struct gust_pending *p)
+{
+    free(p->slots);
+    pthread_mutex_destroy(&p->lock);
+}
+
+/* Moves oldest_id past completed entries. Lock held. */
+static void advance_oldest(struct gust_pending *p)
+{
+    while (p->oldest_id < p->next_id && p->slots[p->oldest_id & (p->size - 1)].id != p->oldest_id) {
+        p->oldest_id++;
+    }
+}
+
+uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud)
+{
+    pthread_mutex_lock(&p->lock);
+    struct gust_pending_slot *s = &p->slots[p->next_id & (p->size - 1)];
+    if (s->id != 0) {
+        /* The slot still holds an older live entry: the ring is full. */
+        pthread_mutex_unlock(&p->lock);
+        return 0;
+    }
+    uint64_t id = p->next_id++;
+    *s = (struct gust_pending_slot){.id = id, .deadline_ms = deadline_ms, .fn = fn, .ud = ud};
+    p->live++;
+    pthread_mutex_unlock(&p->lock);
+    return id;
+}
+
+void gust_pending_complete(struct gust_pending *p, uint64_t id, int status, uint64_t seq, const char *error)
+{
+    pthread_mutex_lock(&p->lock);
+    struct gust_pending_slot *s = &p->slots[id & (p->size - 1)];
+    if (id == 0 || s->id != id) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    struct gust_pending_slot done = *s;
+    s->id = 0;
+    p->live--;
+    advance_oldest(p);
+    pthread_mutex_unlock(&p->lock);
+    done.fn(done.ud, status, seq, error);
+}
+
+void gust_pending_expire(struct gust_pending *p, int64_t now_ms, int status, const char *why)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        advance_oldest(p);
+        struct gust_pending_slot *s = &p->slots[p->oldest_id & (p->size - 1)];
+        if (p->oldest_id == p->next_id || (now_ms >= 0 && s->deadline_ms > now_ms)) {
+            pthread_mutex_unlock(&p->lock);
+            return;
+        }
+        struct gust_pending_slot done = *s;
+        s->id = 0;
+        p->live--;
+        pthread_mutex_unlock(&p->lock);
+        done.fn(done.ud, status, 0, why);
+    }
+}
+
+size_t gust_pending_live(struct gust_pending *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->live;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}

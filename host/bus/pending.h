@@ -1,0 +1,43 @@
+/* Replies we are waiting for: confirmed publishes and requests.
+ *
+ * Each publish gets the next id and a reply subject `<inbox>.<id>`; JetStream sends its
+ * PubAck there. Ids are sequential and every entry has the same timeout, so the ring's
+ * oldest live entry is always the first to expire: the sweeper only looks at its head.
+ * The ring's size bounds how many publishes can wait at once (back-pressure). */
+#ifndef GUST_BUS_PENDING_H
+#define GUST_BUS_PENDING_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/plugin.h" /* gust_publish_done_fn: called once, never with a lock held */
+
+
+struct gust_pending_slot {
+    uint64_t id;  /* 0: free */
+    int64_t deadline_ms;
+    gust_publish_done_fn fn;
+    void *ud;
+};
+
+struct gust_pending {
+    pthread_mutex_t lock;
+    struct gust_pending_slot *slots;
+    size_t size;        /* a power of two */
+    uint64_t next_id;   /* ids start at 1 */
+    uint64_t oldest_id; /* no live entry below it */
+    size_t live;
+};
+
+int gust_pending_init(struct gust_pending *p, size_t size);
+void gust_pending_dispose(struct gust_pending *p);
+/* Reserves an id, or returns 0 when the ring is full. */
+uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud);
+/* Completes id; unknown or expired ids are ignored. */
+void gust_pending_complete(struct gust_pending *p, uint64_t id, int status, uint64_t seq, const char *error);
+/* Fails every entry whose deadline is before now_ms (or every entry when now_ms < 0). */
+void gust_pending_expire(struct gust_pending *p, int64_t now_ms, int status, const char *why);
+size_t gust_pending_live(struct gust_pending *p);
+
+#endif

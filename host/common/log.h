@@ -1,0 +1,17 @@
+/* Logging to stderr: one line per event, with a level and a timestamp. */
+#ifndef GUST_COMMON_LOG_H
+#define GUST_COMMON_LOG_H
+
+#include "gust/plugin.h" /* enum gust_log_level */
+
+/* Messages above this level are dropped (default GUST_LOG_INFO). */
+void gust_log_set_level(int level);
+int gust_log_enabled(int level);
+void gust_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define gust_error(...) gust_log(GUST_LOG_ERROR, __VA_ARGS__)
+#define gust_warn(...) gust_log(GUST_LOG_WARN, __VA_ARGS__)
+#define gust_info(...) gust_log(GUST_LOG_INFO, __VA_ARGS__)
+#define gust_debug(...) gust_log(GUST_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,189 @@
+#include "host.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "../flow/flow.h"
+#include "../vpl/vpl.h"
+
+/* plugins/ beside the binary: build/gust finds build/plugins/. */
+static void default_plugin_dir(char *out, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        snprintf(out, size, "plugins");
+        return;
+    }
+    exe[n] = '\0';
+    snprintf(out, size, "%s/plugins", dirname(exe));
+}
+
+static int read_file(const char *path, struct gust_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return GUST_EIO;
+    }
+    char chunk[65536];
+    size_t got;
+    int rc = 0;
+    while (rc == 0 && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        rc = gust_buf_append(out, chunk, got);
+    }
+    fclose(f);
+    return rc;
+}
+
+static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
+{
+    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
+                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow *flow = NULL;
+    struct gust_err ferr = {{0}};
+    int rc = gust_flow_create(&fo, &flow, &ferr);
+    if (rc != 0) {
+        return gust_err_set(err, rc, "%s: flow '%s': %s", gust_cfg_where(u->cfg, "script"), u->name, ferr.msg);
+    }
+    if (gust_cfg_str(u->cfg, "source") == NULL && gust_flow_source(flow) == NULL) {
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: flow '%s' has no source: set `source SUBJECT;` or the script's `source`",
+                          u->where, u->name);
+    }
+    gust_flow_destroy(flow);
+    return rc;
+}
+
+static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
+{
+    const char *path = gust_cfg_str(u->cfg, "rules");
+    struct gust_buf src = {0};
+    int rc = read_file(path, &src);
+    if (rc != 0) {
+        gust_buf_free(&src);
+        return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
+                            u->name, path);
+    }
+    struct vpl_program *prog = NULL;
+    struct vpl_error verr = {0};
+    if (vpl_program_compile(src.data != NULL ? src.data : "", src.len, path, &prog, &verr) != 0) {
+        rc = gust_err_set(err, GUST_ECONFIG, "%s:%s", path, verr.msg);
+    }
+    vpl_program_destroy(prog);
+    gust_buf_free(&src);
+    return rc;
+}
+
+int gust_host_prepare(struct gust_host *host, const char *config_path, struct gust_err *err)
+{
+    int rc = gust_config_load(config_path, &host->config, err);
+    if (rc != 0) {
+        return rc;
+    }
+    struct gust_config *c = host->config;
+    const char *level = gust_cfg_str(c->top, "log_level");
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    int found = 0;
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(level, levels[i]) == 0) {
+            gust_log_set_level(i);
+            found = 1;
+        }
+    }
+    if (!found) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
+                            gust_cfg_where(c->top, "log_level"));
+    }
+    char dir[PATH_MAX];
+    if (gust_cfg_str(c->top, "plugin_dir") != NULL) {
+        snprintf(dir, sizeof(dir), "%s", gust_cfg_str(c->top, "plugin_dir"));
+    } else {
+        default_plugin_dir(dir, sizeof(dir));
+    }
+    for (size_t i = 0; i < c->nplugins; i++) {
+        rc = gust_plugins_load(&host->plugins, dir, c->plugins[i].name, c->plugins[i].where, err);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < c->nunits; i++) {
+        struct gust_unit_conf *u = &c->units[i];
+        switch (u->kind) {
+        case GUST_UNIT_FLOW:
+            rc = check_flow(u, err);
+            break;
+        case GUST_UNIT_DETECT:
+            rc = check_detect(u, err);
+            break;
+        case GUST_UNIT_SINK:
+        case GUST_UNIT_SOURCE: {
+            const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
+            int want = u->kind == GUST_UNIT_SINK ? GUST_PLUGIN_SINK : GUST_PLUGIN_SOURCE;
+            if (t == NULL) {
+                rc = gust_err_set(err, GUST_ECONFIG, "%s: %s '%s' uses '%s', which no loaded plugin provides (load it with `plugin NAME;`)",
+                                  u->where, gust_unit_kind_name(u->kind), u->name, u->use);
+            } else if (t->kind != want) {
+                rc = gust_err_set(err, GUST_ECONFIG, "%s: '%s' is a %s plugin type, not a %s", u->where, u->use,
+                                  t->kind == GUST_PLUGIN_SINK ? "sink" : "source", gust_unit_kind_name(u->kind));
+            } else {
+                rc = gust_config_check_plugin_unit(u, t->schema, err);
+            }
+            break;
+        }
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err)
+{
+    struct gust_config *c = host->config;
+    host->sources = calloc(c->nunits + 1, sizeof(*host->sources));
+    if (host->sources == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < c->nunits; i++) {
+        struct gust_unit_conf *u = &c->units[i];
+        if (u->kind != GUST_UNIT_SOURCE) {
+            continue;
+        }
+        struct gust_instance *inst = &host->sources[host->nsources];
+        const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
+        int rc = gust_instance_create(inst, "source", u->name, t, u->cfg, bus, err);
+        if (rc != 0) {
+            return rc;
+        }
+        host->nsources++;
+        rc = gust_instance_start(inst, err);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void gust_host_stop(struct gust_host *host)
+{
+    for (size_t i = 0; i < host->nsources; i++) {
+        gust_instance_dispose(&host->sources[i]);
+    }
+    host->nsources = 0;
+}
+
+void gust_host_release(struct gust_host *host)
+{
+    gust_host_stop(host);
+    free(host->sources);
+    host->sources = NULL;
+    gust_plugins_unload(&host->plugins);
+    gust_config_destroy(host->config);
+    host->config = NULL;
+}

@@ -1,0 +1,28 @@
+/* One generation of the host: its configuration, plugins, and units. */
+#ifndef GUST_CORE_HOST_H
+#define GUST_CORE_HOST_H
+
+#include "../plugin/instance.h"
+#include "../plugin/loader.h"
+#include "config.h"
+
+struct gust_bus;
+
+struct gust_host {
+    struct gust_config *config;
+    struct gust_plugins plugins;
+    struct gust_instance *sources; /* one per source unit */
+    size_t nsources;
+};
+
+/* Loads and checks everything host.conf names: the config, the plugins, every unit's
+ * keys, every flow script and VPL program. Nothing connects or starts. Errors name
+ * file:line. On failure, release what was made with gust_host_release. */
+int gust_host_prepare(struct gust_host *host, const char *config_path, struct gust_err *err);
+/* Creates and starts the source instances on bus (borrowed). */
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err);
+/* Stops the sources; they publish nothing after it returns. */
+void gust_host_stop(struct gust_host *host);
+void gust_host_release(struct gust_host *host);
+
+#endif

@@ -1,0 +1,212 @@
+/* gust: the host process, and its command-line tools. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "../bus/bus.h"
+#include "../common/log.h"
+#include "../conf/conf_schema.h"
+#include "../http/server.h"
+#include "host.h"
+#include "config.h"
+#include "gust/version.h"
+#include "../flow/flow.h"
+
+/* The VPL engine's command line (host/vpl/vpl_cli.c): argv[0] is the subcommand. */
+int gust_vpl_cli_main(int argc, char **argv);
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gust [-c FILE] [-t]          run (or with -t: check) the host\n"
+            "       gust vpl-check FILE          check a VPL program\n"
+            "       gust vpl-run PROGRAM EVENTS  run a VPL program over JSON lines, alerts on stdout\n"
+            "       gust test-flow SCRIPT CASE.json...  golden tests of a Lua flow\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE  host.conf to use (default: host.conf)\n"
+            "  -t, --test         check the configuration, every script and rule it names, and exit\n"
+            "  -h, --help         this text, and every host.conf key\n"
+            "  -v, --version      print the version\n"
+            "\n"
+            "host.conf keys:\n");
+    gust_schema_print_help(out, "top level", gust_top_schema);
+    gust_schema_print_help(out, "http { }", gust_http_schema);
+    gust_schema_print_help(out, "nats { }", gust_nats_schema);
+    gust_schema_print_help(out, "flow NAME { }", gust_flow_schema);
+    gust_schema_print_help(out, "detect NAME { }", gust_detect_schema);
+    gust_schema_print_help(out, "sink NAME { } (plus the plugin's keys)", gust_sink_schema);
+    gust_schema_print_help(out, "source NAME { } (plus the plugin's keys)", gust_source_schema);
+}
+
+struct signal_ctx {
+    sigset_t set;
+    struct gust_http *http;
+};
+
+/* Signals are blocked in every thread and taken here, synchronously, so their
+ * handling may lock and log. */
+static void *signal_thread(void *arg)
+{
+    struct signal_ctx *s = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&s->set, &sig) != 0) {
+            continue;
+        }
+        if (sig == SIGHUP) {
+            gust_warn("SIGHUP: reload is not implemented yet; keeping the running configuration");
+            continue;
+        }
+        gust_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        gust_http_request_stop(s->http);
+        return NULL;
+    }
+}
+
+/* Kept reachable until exit: h2o's loop is never torn down (see gust_http_close). */
+static struct gust_http *http_server;
+
+static int run(const char *config_path)
+{
+    struct gust_err err = {{0}};
+    struct gust_host host = {0};
+    int rc = gust_host_prepare(&host, config_path, &err);
+    if (rc != 0) {
+        gust_error("%s", err.msg);
+        gust_host_release(&host);
+        return 1;
+    }
+    const struct gust_config *c = host.config;
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
+    signal(SIGPIPE, SIG_IGN);
+
+    const char *urls[64];
+    size_t nurls = gust_cfg_count(c->nats, "url");
+    for (size_t i = 0; i < nurls && i < 64; i++) {
+        urls[i] = gust_cfg_item(c->nats, "url", i);
+    }
+    struct gust_bus_conf bc = {
+        .urls = urls,
+        .nurls = nurls < 64 ? nurls : 64,
+        .server_bin = gust_cfg_str(c->nats, "server_bin"),
+        .state_dir = gust_cfg_str(c->top, "state_dir"),
+        .stream = gust_cfg_str(c->nats, "stream"),
+        .subjects = gust_cfg_str(c->nats, "subjects"),
+        .dlq_stream = gust_cfg_str(c->nats, "dlq_stream"),
+        .dlq_subjects = gust_cfg_str(c->nats, "dlq_subjects"),
+        .dlq_max_msgs = gust_cfg_int(c->nats, "dlq_max_msgs"),
+        .publish_timeout_ms = gust_cfg_int(c->nats, "publish_timeout"),
+        .max_pending = (size_t)gust_cfg_int(c->nats, "max_pending"),
+    };
+    struct gust_bus *bus = NULL;
+    rc = gust_bus_create(&bc, &bus, &err);
+    if (rc == 0) {
+        struct gust_http_conf hc = {
+            .listen = gust_cfg_str(c->http, "listen"),
+            .base_path = gust_cfg_str(c->http, "base_path"),
+            .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
+        };
+        rc = gust_http_create(&hc, bus, &http_server, &err);
+    }
+    if (rc == 0) {
+        rc = gust_host_start(&host, bus, &err);
+    }
+    if (rc != 0) {
+        gust_error("%s", err.msg);
+        gust_host_release(&host);
+        gust_bus_destroy(bus);
+        return 1;
+    }
+
+    struct signal_ctx sc = {.set = set, .http = http_server};
+    pthread_t sig_tid;
+    pthread_create(&sig_tid, NULL, signal_thread, &sc);
+    gust_info("gust %s running with %s", GUST_VERSION, config_path);
+
+    gust_http_run(http_server, gust_cfg_int(c->http, "drain_timeout"));
+
+    /* Stop producing first, then let what is in flight reach the bus. */
+    gust_host_stop(&host);
+    gust_bus_drain(bus, 300);
+    gust_bus_destroy(bus);
+    gust_http_close(http_server);
+    gust_host_release(&host);
+    pthread_join(sig_tid, NULL);
+    nats_Close(); /* the library's own threads and memory */
+    gust_info("stopped");
+    return 0;
+}
+
+static int test_config(const char *config_path)
+{
+    struct gust_err err = {{0}};
+    struct gust_host host = {0};
+    int rc = gust_host_prepare(&host, config_path, &err);
+    gust_host_release(&host);
+    if (rc != 0) {
+        fprintf(stderr, "gust: %s\ngust: configuration file %s test failed\n", err.msg, config_path);
+        return 1;
+    }
+    fprintf(stderr, "gust: configuration file %s test is successful\n", config_path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "vpl-check") == 0 || strcmp(argv[1], "vpl-run") == 0)) {
+        return gust_vpl_cli_main(argc - 1, argv + 1);
+    }
+    if (argc >= 2 && strcmp(argv[1], "test-flow") == 0) {
+        return gust_flow_test_main(argc - 1, argv + 1);
+    }
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"test", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config_path = "host.conf";
+    int test = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:thv", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 't':
+            test = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'v':
+            printf("gust %s (plugin ABI %d.%d)\n", GUST_VERSION, GUST_ABI_MAJOR, GUST_ABI_MINOR);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gust: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return test ? test_config(config_path) : run(config_path);
+}

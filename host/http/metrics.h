@@ -1,0 +1,22 @@
+/* Counters for /metrics. Written on the event-loop thread only, except where noted. */
+#ifndef GUST_HTTP_METRICS_H
+#define GUST_HTTP_METRICS_H
+
+#include <stdint.h>
+
+#include "../common/buf.h"
+
+enum gust_route {
+    GUST_ROUTE_INGEST,
+    GUST_ROUTE_HEALTHZ,
+    GUST_ROUTE_METRICS,
+    GUST_ROUTE_OTHER,
+    GUST_ROUTE_COUNT
+};
+
+void gust_metrics_count_request(enum gust_route route, int status);
+void gust_metrics_observe_publish(int64_t micros);
+/* Appends the Prometheus text of the HTTP and process metrics. */
+void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy);
+
+#endif

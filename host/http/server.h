@@ -1,0 +1,35 @@
+/* The h2o front: one event loop on the main thread serving every route. */
+#ifndef GUST_HTTP_SERVER_H
+#define GUST_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/err.h"
+
+struct gust_bus;
+
+struct gust_http_conf {
+    const char *listen;    /* "127.0.0.1:8787" */
+    const char *base_path; /* "/" or "/gust" */
+    size_t max_body;       /* bytes */
+};
+
+struct gust_http;
+
+/* Binds the listener. bus is borrowed and must outlive the server. */
+int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, struct gust_http **out,
+                     struct gust_err *err);
+/* Runs the loop until a stop was requested and the requests in flight are answered
+ * (or drain_ms passed). */
+void gust_http_run(struct gust_http *http, int64_t drain_ms);
+/* Thread-safe and async-signal-unsafe: called from the signal thread. Stops
+ * accepting and makes gust_http_run return once drained. */
+void gust_http_request_stop(struct gust_http *http);
+/* After the bus is gone: frees what the last publishes left and closes the listener.
+ * The h2o loop itself lives until the process exits. NULL is a no-op. */
+void gust_http_close(struct gust_http *http);
+/* The port actually bound (useful with port 0). */
+int gust_http_port(const struct gust_http *http);
+
+#endif

@@ -1,0 +1,108 @@
+/* The host's API table, and plugin instances. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../bus/bus.h"
+#include "../common/log.h"
+#include "instance.h"
+#include "loader.h"
+
+static void api_log(const struct gust_instance *inst, int level, const char *fmt, ...)
+{
+    if (!gust_log_enabled(level)) {
+        return;
+    }
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gust_log(level, "[%s] %s", inst != NULL ? inst->name : "plugin", msg);
+}
+
+static const char *api_instance_name(const struct gust_instance *inst)
+{
+    return inst->name;
+}
+
+static void ignore_outcome(void *ud, int status, uint64_t seq, const char *error)
+{
+    (void)ud;
+    (void)status;
+    (void)seq;
+    (void)error;
+}
+
+static int api_publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
+                       gust_publish_done_fn done, void *ud)
+{
+    if (inst == NULL || inst->bus == NULL) {
+        return GUST_EINVAL;
+    }
+    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud);
+}
+
+static const struct gust_host_api host_api = {
+    .struct_size = sizeof(struct gust_host_api),
+    .abi_major = GUST_ABI_MAJOR,
+    .abi_minor = GUST_ABI_MINOR,
+    .log = api_log,
+    .instance_name = api_instance_name,
+    .cfg_str = gust_cfg_str,
+    .cfg_int = gust_cfg_int,
+    .cfg_count = gust_cfg_count,
+    .cfg_item = gust_cfg_item,
+    .cfg_where = gust_cfg_where,
+    .publish = api_publish,
+};
+
+const struct gust_host_api *gust_host_api(void)
+{
+    return &host_api;
+}
+
+int gust_instance_create(struct gust_instance *inst, const char *kind, const char *name,
+                         const struct gust_plugin_type *type, const struct gust_cfg *cfg, struct gust_bus *bus,
+                         struct gust_err *err)
+{
+    memset(inst, 0, sizeof(*inst));
+    snprintf(inst->name, sizeof(inst->name), "%s:%s", kind, name);
+    inst->type = type;
+    inst->cfg = cfg;
+    inst->bus = bus;
+    struct gust_err perr = {{0}};
+    int rc = type->create(inst, cfg, &inst->ctx, &perr);
+    if (rc != 0) {
+        inst->type = NULL;
+        return gust_err_set(err, rc < 0 ? rc : GUST_EINVAL, "%s (%s): %s", inst->name, type->name,
+                            perr.msg[0] ? perr.msg : "create failed");
+    }
+    return 0;
+}
+
+int gust_instance_start(struct gust_instance *inst, struct gust_err *err)
+{
+    if (inst->type->start != NULL) {
+        struct gust_err perr = {{0}};
+        int rc = inst->type->start(inst->ctx, &perr);
+        if (rc != 0) {
+            return gust_err_set(err, rc < 0 ? rc : GUST_EIO, "%s: start failed: %s", inst->name,
+                                perr.msg[0] ? perr.msg : "no reason given");
+        }
+    }
+    inst->started = 1;
+    return 0;
+}
+
+void gust_instance_dispose(struct gust_instance *inst)
+{
+    if (inst->type == NULL) {
+        return;
+    }
+    if (inst->started && inst->type->stop != NULL) {
+        inst->type->stop(inst->ctx);
+    }
+    inst->type->destroy(inst->ctx);
+    inst->type = NULL;
+}

@@ -1,0 +1,26 @@
+/* A plugin instance: one sink or source unit of host.conf bound to its plugin type. */
+#ifndef GUST_PLUGIN_INSTANCE_H
+#define GUST_PLUGIN_INSTANCE_H
+
+#include "gust/plugin.h"
+
+struct gust_bus;
+
+struct gust_instance {
+    char name[96]; /* "sink:crm", used as the log prefix */
+    const struct gust_plugin_type *type;
+    const struct gust_cfg *cfg; /* borrowed from the config */
+    struct gust_bus *bus;       /* borrowed; sources publish through it */
+    void *ctx;                  /* the plugin's */
+    int started;
+};
+
+/* Creates the plugin's side (no I/O yet). cfg and bus are borrowed. */
+int gust_instance_create(struct gust_instance *inst, const char *kind, const char *name,
+                         const struct gust_plugin_type *type, const struct gust_cfg *cfg, struct gust_bus *bus,
+                         struct gust_err *err);
+int gust_instance_start(struct gust_instance *inst, struct gust_err *err);
+/* stop (if started) and destroy; a zeroed instance is a no-op. */
+void gust_instance_dispose(struct gust_instance *inst);
+
+#endif

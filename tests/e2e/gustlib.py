@@ -1,0 +1,184 @@
+"""Helpers for the end-to-end tests: real servers on free loopback ports, temp dirs,
+waiting on conditions, cleanup by PID."""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ.get("GUST_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+GUST = os.path.join(BUILD, "gust")
+STREAM_READ = os.path.join(BUILD, "tests", "gust-stream-read")
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class TempDir:
+    def __init__(self):
+        self.path = tempfile.mkdtemp(prefix="gust-test-")
+
+    def file(self, name, text):
+        p = os.path.join(self.path, name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def cleanup(self):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class NatsServer:
+    """A real nats-server with JetStream, its store in a temp dir."""
+
+    def __init__(self, tmp, port=None):
+        self.port = port or free_port()
+        self.store = os.path.join(tmp.path, "nats-%d" % self.port)
+        self.log = open(os.path.join(tmp.path, "nats-%d.log" % self.port), "ab")
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        return "nats://127.0.0.1:%d" % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store],
+            stdout=self.log, stderr=self.log)
+        wait_for(lambda: port_open(self.port), 10, "nats-server on %d" % self.port)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+    def read_stream(self, stream="GUST"):
+        """[(seq, subject, bytes)] read back with nats.c."""
+        out = subprocess.run([STREAM_READ, self.url, stream], check=True, capture_output=True).stdout
+        msgs, i = [], 0
+        while i < len(out):
+            nl = out.index(b"\n", i)
+            seq, subject, n = out[i:nl].split(b" ")
+            n = int(n)
+            data = out[nl + 1:nl + 1 + n]
+            msgs.append((int(seq), subject.decode(), data))
+            i = nl + 1 + n + 1
+        return msgs
+
+    def count(self, stream="GUST"):
+        out = subprocess.run([STREAM_READ, self.url, stream, "--count"], check=True, capture_output=True)
+        return int(out.stdout)
+
+
+class Gust:
+    """The gust binary on a host.conf written into a temp dir."""
+
+    def __init__(self, tmp, conf, port=None, wait_healthy=True, env=None):
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.conf = tmp.file("host.conf", conf.replace("@PORT@", str(self.port)))
+        self.logpath = os.path.join(tmp.path, "gust-%d.log" % self.port)
+        self.proc = subprocess.Popen([GUST, "-c", self.conf], stdout=open(self.logpath, "ab"),
+                                     stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
+        if wait_healthy:
+            wait_for(lambda: self.healthy(), 20, "gust /healthz 200")
+
+    def healthy(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("gust exited with %s:\n%s" % (self.proc.returncode, self.log()))
+        try:
+            return self.request("GET", "/healthz")[0] == 200
+        except OSError:
+            return False
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, r.read(), dict(r.getheaders())
+        finally:
+            c.close()
+
+    def log(self):
+        with open(self.logpath, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout)
+        return self.proc.returncode
+
+
+def children_of(pid):
+    """PIDs whose parent is pid."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    kids.append(int(d))
+            except (OSError, IndexError):
+                pass
+    return kids
+
+
+class Checks:
+    """Counts checks and prints a closing line; exit status 1 on any failure."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: " + what, flush=True)
+
+    def eq(self, got, want, what):
+        self.check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+    def done(self):
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        sys.exit(1 if self.failed else 0)
