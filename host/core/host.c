@@ -10,7 +10,9 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../flow/flow.h"
+#include "../unit/handlers.h"
 #include "../vpl/vpl.h"
+#include "../bus/bus.h"
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
 static void default_plugin_dir(char *out, size_t size)
@@ -99,6 +101,14 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
         return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
                             gust_cfg_where(c->top, "log_level"));
     }
+    const char *dlq = gust_cfg_str(c->nats, "dlq_subjects");
+    size_t dlq_len = strlen(dlq);
+    if (dlq_len < 3 || strcmp(dlq + dlq_len - 2, ".>") != 0 || dlq_len - 1 >= sizeof(host->dlq_prefix)) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: dlq_subjects must end with '.>' (e.g. dlq.>)",
+                            gust_cfg_where(c->nats, "dlq_subjects"));
+    }
+    memcpy(host->dlq_prefix, dlq, dlq_len - 1);
+    host->dlq_prefix[dlq_len - 1] = '\0';
     char dir[PATH_MAX];
     if (gust_cfg_str(c->top, "plugin_dir") != NULL) {
         snprintf(dir, sizeof(dir), "%s", gust_cfg_str(c->top, "plugin_dir"));
@@ -143,12 +153,99 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
     return 0;
 }
 
+static struct gust_consumer_conf consumer_conf(const struct gust_host *host, const struct gust_unit_conf *u,
+                                               const char *kind, const char *filter)
+{
+    const struct gust_config *c = host->config;
+    return (struct gust_consumer_conf){
+        .unit = u->name,
+        .kind = kind,
+        .filter = filter,
+        .stream = gust_cfg_str(c->nats, "stream"),
+        .dlq_prefix = host->dlq_prefix,
+        .batch = (int)gust_cfg_int(u->cfg, "batch"),
+        .max_deliver = gust_cfg_int(c->nats, "max_deliver"),
+        .ack_wait_ms = gust_cfg_int(c->nats, "ack_wait"),
+        .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
+    };
+}
+
+static int start_consumer(struct gust_host *host, const struct gust_consumer_conf *cc, struct gust_handler h,
+                          struct gust_bus *bus, struct gust_err *err)
+{
+    struct gust_consumer *consumer = NULL;
+    int rc = gust_consumer_create(cc, bus, h, &consumer, err);
+    if (rc == 0) {
+        rc = gust_units_add(&host->units, consumer);
+        if (rc != 0) {
+            return gust_err_set(err, rc, "out of memory");
+        }
+        rc = gust_consumer_start(consumer, err);
+    }
+    return rc;
+}
+
+static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
+                      struct gust_err *err)
+{
+    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
+                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow *flow = NULL;
+    int rc = gust_flow_create(&fo, &flow, err);
+    if (rc != 0) {
+        return rc;
+    }
+    const char *source = gust_cfg_str(u->cfg, "source") != NULL ? gust_cfg_str(u->cfg, "source")
+                                                                  : gust_flow_source(flow);
+    struct gust_consumer_conf cc = consumer_conf(host, u, "flow", source);
+    return start_consumer(host, &cc, gust_flow_handler(flow), bus, err);
+}
+
+static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
+                      struct gust_err *err)
+{
+    struct gust_instance *inst = calloc(1, sizeof(*inst));
+    if (inst == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
+    int rc = gust_instance_create(inst, "sink", u->name, t, u->cfg, bus, err);
+    if (rc == 0) {
+        rc = gust_instance_start(inst, err);
+    }
+    struct gust_handler h = gust_sink_handler(inst);
+    if (h.impl == NULL) {
+        rc = rc != 0 ? rc : gust_err_set(err, GUST_ENOMEM, "out of memory");
+        gust_instance_dispose(inst);
+        free(inst);
+        return rc;
+    }
+    if (rc != 0) {
+        h.destroy(h.impl);
+        return rc;
+    }
+    struct gust_consumer_conf cc = consumer_conf(host, u, "sink", gust_cfg_str(u->cfg, "source"));
+    return start_consumer(host, &cc, h, bus, err);
+}
+
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err)
 {
     struct gust_config *c = host->config;
     host->sources = calloc(c->nunits + 1, sizeof(*host->sources));
     if (host->sources == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < c->nunits; i++) {
+        struct gust_unit_conf *u = &c->units[i];
+        int rc = 0;
+        if (u->kind == GUST_UNIT_FLOW) {
+            rc = start_flow(host, u, bus, err);
+        } else if (u->kind == GUST_UNIT_SINK) {
+            rc = start_sink(host, u, bus, err);
+        }
+        if (rc != 0) {
+            return rc;
+        }
     }
     for (size_t i = 0; i < c->nunits; i++) {
         struct gust_unit_conf *u = &c->units[i];
@@ -176,6 +273,7 @@ void gust_host_stop(struct gust_host *host)
         gust_instance_dispose(&host->sources[i]);
     }
     host->nsources = 0;
+    gust_units_destroy(&host->units);
 }
 
 void gust_host_release(struct gust_host *host)

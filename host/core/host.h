@@ -4,6 +4,7 @@
 
 #include "../plugin/instance.h"
 #include "../plugin/loader.h"
+#include "../unit/units.h"
 #include "config.h"
 
 struct gust_bus;
@@ -13,15 +14,18 @@ struct gust_host {
     struct gust_plugins plugins;
     struct gust_instance *sources; /* one per source unit */
     size_t nsources;
+    struct gust_units units; /* flows, detects and sinks on the consumer core */
+    char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
 };
 
 /* Loads and checks everything host.conf names: the config, the plugins, every unit's
  * keys, every flow script and VPL program. Nothing connects or starts. Errors name
  * file:line. On failure, release what was made with gust_host_release. */
 int gust_host_prepare(struct gust_host *host, const char *config_path, struct gust_err *err);
-/* Creates and starts the source instances on bus (borrowed). */
+/* Creates and starts the units on the consumer core and the source instances, on
+ * bus (borrowed). */
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err);
-/* Stops the sources; they publish nothing after it returns. */
+/* Stops the sources, then the units (between batches). */
 void gust_host_stop(struct gust_host *host);
 void gust_host_release(struct gust_host *host);
 

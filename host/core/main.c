@@ -120,6 +120,7 @@ static int run(const char *config_path)
             .listen = gust_cfg_str(c->http, "listen"),
             .base_path = gust_cfg_str(c->http, "base_path"),
             .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
+            .units = &host.units,
         };
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }

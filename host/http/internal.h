@@ -25,6 +25,7 @@ struct gust_http {
     size_t base_len;
     size_t max_body;
     size_t ingest_inflight;
+    struct gust_units *units;
 };
 
 /* Sends body (copied) as the response, counting it for /metrics. */

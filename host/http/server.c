@@ -10,7 +10,9 @@
 
 #include "../bus/bus.h"
 #include "../common/buf.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
+#include "../unit/units.h"
 #include "internal.h"
 
 static const char *reason_of(int status)
@@ -45,22 +47,12 @@ void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const cha
 
 void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, const char *message)
 {
-    char body[512];
-    size_t n = 0;
-    n += (size_t)snprintf(body, sizeof(body), "{\"error\":\"");
-    for (const char *p = message; *p != '\0' && n < sizeof(body) - 8; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\') {
-            body[n++] = '\\';
-            body[n++] = (char)c;
-        } else if (c < 0x20) {
-            n += (size_t)snprintf(body + n, sizeof(body) - n, "\\u%04x", c);
-        } else {
-            body[n++] = (char)c;
-        }
-    }
-    n += (size_t)snprintf(body + n, sizeof(body) - n, "\"}\n");
-    gust_http_send(req, route, status, "application/json", body, n);
+    struct gust_buf body = {0};
+    gust_buf_append(&body, "{\"error\":", 9);
+    gust_json_append_string(&body, message, strlen(message));
+    gust_buf_append(&body, "}\n", 2);
+    gust_http_send(req, route, status, "application/json", body.data, body.len);
+    gust_buf_free(&body);
 }
 
 static int method_is(h2o_req_t *req, const char *m)
@@ -98,7 +90,20 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     }
     struct gust_buf out = {0};
     gust_metrics_render(&out, gust_bus_connected(http->bus), gust_bus_healthy(http->bus));
+    gust_units_render_metrics(http->units, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
+    gust_buf_free(&out);
+}
+
+static void handle_units(struct gust_http *http, h2o_req_t *req)
+{
+    if (!method_is(req, "GET")) {
+        send_method_not_allowed(req, GUST_ROUTE_UNITS, "GET");
+        return;
+    }
+    struct gust_buf out = {0};
+    gust_units_render_json(http->units, &out);
+    gust_http_send(req, GUST_ROUTE_UNITS, 200, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }
 
@@ -123,6 +128,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         handle_healthz(http, req);
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics"))) {
         handle_metrics(http, req);
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/units"))) {
+        handle_units(http, req);
     } else {
         gust_http_send_error(req, GUST_ROUTE_OTHER, 404, "no such route");
     }
@@ -224,6 +231,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     }
     http->bus = bus;
     http->max_body = conf->max_body;
+    http->units = conf->units;
     snprintf(http->base_path, sizeof(http->base_path), "%s", conf->base_path != NULL ? conf->base_path : "");
     http->base_len = strlen(http->base_path);
     while (http->base_len > 0 && http->base_path[http->base_len - 1] == '/') {

@@ -8,11 +8,13 @@
 #include "gust/err.h"
 
 struct gust_bus;
+struct gust_units;
 
 struct gust_http_conf {
     const char *listen;    /* "127.0.0.1:8787" */
     const char *base_path; /* "/" or "/gust" */
     size_t max_body;       /* bytes */
+    struct gust_units *units; /* borrowed: shown by /units and /metrics */
 };
 
 struct gust_http;

@@ -1,0 +1,421 @@
+#include "consumer.h"
+
+#include <inttypes.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../bus/bus.h"
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "dlq.h"
+
+#define FETCH_WAIT_MS 500 /* bounds how long a stop waits for an idle unit */
+
+enum state { STATE_STARTING, STATE_RUNNING, STATE_FAILING, STATE_STOPPED };
+static const char *const state_names[] = {"starting", "running", "failing", "stopped"};
+
+/* One publish of a batch waiting for its PubAck: which input it belongs to. */
+struct ticket {
+    struct gust_consumer *c;
+    size_t msg;
+};
+
+struct gust_consumer {
+    struct gust_consumer_conf conf;
+    char durable[160];
+    struct gust_handler handler;
+    struct gust_bus *bus;
+    natsSubscription *sub;
+    pthread_t thread;
+    int started;
+    atomic_int stopping;
+    atomic_int state;
+    struct gust_unit_stats stats;
+
+    pthread_mutex_t lock; /* the barrier and last_error */
+    pthread_cond_t acked;
+    size_t awaiting;
+    char last_error[GUST_ERROR_MAX];
+
+    /* Per-batch arrays, grown to the largest batch and reused. */
+    size_t cap;
+    struct gust_msg *msgs;
+    int *outcome;
+    char (*error)[GUST_ERROR_MAX];
+    size_t *emit_end;
+    int64_t *first_seen_ns;
+    uint8_t *publish_failed;
+    struct ticket *tickets;
+    size_t ntickets_cap;
+    struct gust_batch batch;
+    struct gust_buf envelope;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void set_last_error(struct gust_consumer *c, const char *msg)
+{
+    pthread_mutex_lock(&c->lock);
+    snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static int grow(struct gust_consumer *c, size_t n)
+{
+    if (n <= c->cap) {
+        return 0;
+    }
+#define GROW(field) \
+    do { \
+        void *p = realloc(c->field, n * sizeof(*c->field)); \
+        if (p == NULL) { \
+            return GUST_ENOMEM; \
+        } \
+        c->field = p; \
+    } while (0)
+    GROW(msgs);
+    GROW(outcome);
+    GROW(error);
+    GROW(emit_end);
+    GROW(first_seen_ns);
+    GROW(publish_failed);
+#undef GROW
+    c->cap = n;
+    return 0;
+}
+
+/* Bus thread: one PubAck (or failure) of the current batch. */
+static void on_stored(void *ud, int status, uint64_t seq, const char *error)
+{
+    (void)seq;
+    struct ticket *t = ud;
+    struct gust_consumer *c = t->c;
+    pthread_mutex_lock(&c->lock);
+    if (status != 0) {
+        c->publish_failed[t->msg] = 1;
+        snprintf(c->last_error, sizeof(c->last_error), "publish failed: %s", error != NULL ? error : "");
+    }
+    if (--c->awaiting == 0) {
+        pthread_cond_signal(&c->acked);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Starts one publish for message i. A full pending ring is back-pressure: wait for
+ * room. A bus that is down fails the message (it is redelivered later). */
+static void publish(struct gust_consumer *c, struct ticket *t, const char *subject, const void *data, size_t len)
+{
+    pthread_mutex_lock(&c->lock);
+    c->awaiting++;
+    pthread_mutex_unlock(&c->lock);
+    for (;;) {
+        int rc = gust_bus_publish(c->bus, subject, data, len, on_stored, t);
+        if (rc == 0) {
+            return;
+        }
+        if (!gust_bus_connected(c->bus) || atomic_load(&c->stopping)) {
+            on_stored(t, GUST_EAGAIN, 0, "bus unavailable");
+            return;
+        }
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static size_t count_publishes(const struct gust_consumer *c, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += c->outcome[i] == GUST_OUTCOME_OK ? c->emit_end[i] - (i > 0 ? c->emit_end[i - 1] : 0) : 1;
+    }
+    return total;
+}
+
+static int dead_now(const struct gust_consumer *c, size_t i)
+{
+    return c->outcome[i] == GUST_OUTCOME_DEAD ||
+           (c->outcome[i] == GUST_OUTCOME_RETRY && (int64_t)c->msgs[i].attempt >= c->conf.max_deliver);
+}
+
+static void run_batch(struct gust_consumer *c, natsMsgList *list)
+{
+    size_t n = (size_t)list->Count;
+    if (grow(c, n) != 0) {
+        gust_error("[%s] out of memory for a batch of %zu", c->durable, n);
+        return; /* not acked: redelivered after ack_wait */
+    }
+    for (size_t i = 0; i < n; i++) {
+        natsMsg *m = list->Msgs[i];
+        jsMsgMetaData *meta = NULL;
+        uint64_t attempt = 1, seq = 0;
+        int64_t ts = 0;
+        if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+            attempt = meta->NumDelivered;
+            seq = meta->Sequence.Stream;
+            ts = meta->Timestamp;
+            jsMsgMetaData_Destroy(meta);
+        }
+        c->msgs[i] = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
+                                       .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
+                                       .attempt = (uint32_t)attempt};
+        c->first_seen_ns[i] = ts;
+        c->outcome[i] = GUST_OUTCOME_OK;
+        c->error[i][0] = '\0';
+        c->publish_failed[i] = 0;
+    }
+
+    /* Handle. */
+    uint64_t t0 = now_ns();
+    gust_emits_clear(&c->batch.emits);
+    c->batch.msgs = c->msgs;
+    c->batch.n = n;
+    c->batch.outcome = c->outcome;
+    c->batch.error = c->error;
+    c->batch.emit_end = c->emit_end;
+    c->handler.run_batch(c->handler.impl, &c->batch);
+    uint64_t t1 = now_ns();
+
+    /* Publish every emit of a message that succeeded, and every dead letter; the tickets
+     * array must not move while publishes are in flight, so size it first. */
+    size_t total = count_publishes(c, n);
+    if (total > c->ntickets_cap) {
+        struct ticket *p = realloc(c->tickets, total * sizeof(*p));
+        if (p == NULL) {
+            gust_error("[%s] out of memory for %zu publishes", c->durable, total);
+            return;
+        }
+        c->tickets = p;
+        c->ntickets_cap = total;
+    }
+    char dlq_subject[300];
+    snprintf(dlq_subject, sizeof(dlq_subject), "%s%s", c->conf.dlq_prefix, c->conf.unit);
+    size_t k = 0, emitted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c->outcome[i] == GUST_OUTCOME_OK) {
+            for (size_t e = i > 0 ? c->emit_end[i - 1] : 0; e < c->emit_end[i]; e++) {
+                const struct gust_emit *em = &c->batch.emits.v[e];
+                c->tickets[k] = (struct ticket){c, i};
+                publish(c, &c->tickets[k++], em->subject, em->payload, em->len);
+                emitted++;
+            }
+        } else if (dead_now(c, i)) {
+            c->envelope.len = 0;
+            if (gust_dlq_envelope(&c->envelope, c->conf.unit, &c->msgs[i], c->first_seen_ns[i], c->error[i]) != 0) {
+                c->publish_failed[i] = 1;
+                continue;
+            }
+            c->tickets[k] = (struct ticket){c, i};
+            publish(c, &c->tickets[k++], dlq_subject, c->envelope.data, c->envelope.len);
+        }
+    }
+
+    /* The barrier: nothing is acked before everything it produced is stored. */
+    pthread_mutex_lock(&c->lock);
+    while (c->awaiting > 0) {
+        pthread_cond_wait(&c->acked, &c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    uint64_t t2 = now_ns();
+
+    uint64_t ok = 0, failed = 0, dead = 0;
+    for (size_t i = 0; i < n; i++) {
+        natsMsg *m = list->Msgs[i];
+        if (c->publish_failed[i]) {
+            failed++;
+            natsMsg_NakWithDelay(m, c->conf.retry_delay_ms, NULL);
+        } else if (c->outcome[i] == GUST_OUTCOME_OK) {
+            ok++;
+            natsMsg_Ack(m, NULL);
+        } else if (dead_now(c, i)) {
+            dead++;
+            natsMsg_Ack(m, NULL);
+            gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->durable,
+                      c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
+        } else {
+            failed++;
+            /* Back off: the delay doubles with each attempt, capped at 30 s. */
+            int64_t delay = c->conf.retry_delay_ms;
+            for (uint32_t a = 1; a < c->msgs[i].attempt && delay < 30000; a++) {
+                delay *= 2;
+            }
+            natsMsg_NakWithDelay(m, delay < 30000 ? delay : 30000, NULL);
+            set_last_error(c, c->error[i]);
+        }
+    }
+    atomic_fetch_add(&c->stats.events_ok, ok);
+    atomic_fetch_add(&c->stats.events_failed, failed + dead);
+    atomic_fetch_add(&c->stats.dead_letters, dead);
+    atomic_fetch_add(&c->stats.emits, emitted);
+    atomic_fetch_add(&c->stats.process_ns, t1 - t0);
+    atomic_fetch_add(&c->stats.barrier_ns, t2 - t1);
+}
+
+static void *unit_thread(void *arg)
+{
+    struct gust_consumer *c = arg;
+    natsMsgList list = {0};
+    while (!atomic_load(&c->stopping)) {
+        uint64_t t0 = now_ns();
+        jsErrCode jerr = 0;
+        natsStatus s = natsSubscription_Fetch(&list, c->sub, c->conf.batch, FETCH_WAIT_MS, &jerr);
+        atomic_fetch_add(&c->stats.fetches, 1);
+        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
+        if (s == NATS_TIMEOUT) {
+            continue;
+        }
+        if (s != NATS_OK) {
+            if (atomic_exchange(&c->state, STATE_FAILING) != STATE_FAILING) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "fetch: %s (jetstream error %d)", natsStatus_GetText(s), (int)jerr);
+                gust_warn("[%s] %s", c->durable, msg);
+                set_last_error(c, msg);
+            }
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
+            gust_info("[%s] fetching again", c->durable);
+        }
+        run_batch(c, &list);
+        natsMsgList_Destroy(&list);
+    }
+    atomic_store(&c->state, STATE_STOPPED);
+    return NULL;
+}
+
+int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus *bus, struct gust_handler handler,
+                         struct gust_consumer **out, struct gust_err *err)
+{
+    struct gust_consumer *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        if (handler.destroy != NULL) {
+            handler.destroy(handler.impl);
+        }
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    c->conf = *conf;
+    c->conf.unit = strdup(conf->unit);
+    c->conf.kind = strdup(conf->kind);
+    c->conf.filter = strdup(conf->filter);
+    c->conf.stream = strdup(conf->stream);
+    c->conf.dlq_prefix = strdup(conf->dlq_prefix);
+    c->handler = handler;
+    c->bus = bus;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->acked, NULL);
+    snprintf(c->durable, sizeof(c->durable), "%s_%s", conf->kind, conf->unit);
+    if (c->conf.unit == NULL || c->conf.kind == NULL || c->conf.filter == NULL || c->conf.stream == NULL ||
+        c->conf.dlq_prefix == NULL) {
+        gust_consumer_destroy(c);
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    *out = c;
+    return 0;
+}
+
+int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
+{
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = c->conf.stream;
+    so.Config.AckPolicy = js_AckExplicit;
+    so.Config.AckWait = c->conf.ack_wait_ms * 1000000;
+    /* Redelivery is unlimited on the server: the unit itself dead-letters a message
+     * after max_deliver attempts, so a crash on the last attempt loses nothing. */
+    so.Config.MaxDeliver = -1;
+    so.Config.MaxAckPending = c->conf.batch * 8 > 1000 ? c->conf.batch * 8 : 1000;
+    jsErrCode jerr = 0;
+    natsStatus s = js_PullSubscribe(&c->sub, gust_bus_js(c->bus), c->conf.filter, c->durable, NULL, &so, &jerr);
+    if (s != NATS_OK) {
+        return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", c->durable,
+                            c->conf.filter, nats_GetLastError(NULL) ? nats_GetLastError(NULL) : natsStatus_GetText(s),
+                            (int)jerr);
+    }
+    if (pthread_create(&c->thread, NULL, unit_thread, c) != 0) {
+        return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->durable);
+    }
+    c->started = 1;
+    gust_info("[%s] consuming %s (batch %d)", c->durable, c->conf.filter, c->conf.batch);
+    return 0;
+}
+
+void gust_consumer_stop(struct gust_consumer *c)
+{
+    if (c->started) {
+        atomic_store(&c->stopping, 1);
+        pthread_join(c->thread, NULL);
+        c->started = 0;
+    }
+}
+
+void gust_consumer_destroy(struct gust_consumer *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    gust_consumer_stop(c);
+    /* Unsubscribe keeps the durable consumer on the server; Destroy alone would too. */
+    natsSubscription_Destroy(c->sub);
+    if (c->handler.destroy != NULL) {
+        c->handler.destroy(c->handler.impl);
+    }
+    gust_emits_free(&c->batch.emits);
+    gust_buf_free(&c->envelope);
+    free(c->msgs);
+    free(c->outcome);
+    free(c->error);
+    free(c->emit_end);
+    free(c->first_seen_ns);
+    free(c->publish_failed);
+    free(c->tickets);
+    free((char *)c->conf.unit);
+    free((char *)c->conf.kind);
+    free((char *)c->conf.filter);
+    free((char *)c->conf.stream);
+    free((char *)c->conf.dlq_prefix);
+    pthread_cond_destroy(&c->acked);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+const char *gust_consumer_name(const struct gust_consumer *c)
+{
+    return c->conf.unit;
+}
+
+const char *gust_consumer_kind(const struct gust_consumer *c)
+{
+    return c->conf.kind;
+}
+
+const char *gust_consumer_filter(const struct gust_consumer *c)
+{
+    return c->conf.filter;
+}
+
+const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c)
+{
+    return &c->stats;
+}
+
+const char *gust_consumer_state(const struct gust_consumer *c)
+{
+    return state_names[atomic_load(&c->state)];
+}
+
+void gust_consumer_last_error(struct gust_consumer *c, char *out, size_t size)
+{
+    pthread_mutex_lock(&c->lock);
+    snprintf(out, size, "%s", c->last_error);
+    pthread_mutex_unlock(&c->lock);
+}

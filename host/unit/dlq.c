@@ -1,0 +1,45 @@
+#include "dlq.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/json_out.h"
+
+static void rfc3339(char *out, size_t size, int64_t ns)
+{
+    time_t sec = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, size - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
+}
+
+int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, int64_t first_seen_ns,
+                      const char *error)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char dead_at[40], first_seen[40];
+    rfc3339(dead_at, sizeof(dead_at), (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+    rfc3339(first_seen, sizeof(first_seen), first_seen_ns);
+    int rc = gust_buf_append(out, "{\"unit\":", 8);
+    rc = rc ? rc : gust_json_append_string(out, unit, strlen(unit));
+    rc = rc ? rc : gust_buf_append(out, ",\"original_subject\":", 20);
+    rc = rc ? rc : gust_json_append_string(out, m->subject, strlen(m->subject));
+    rc = rc ? rc : gust_buf_printf(out, ",\"stream_seq\":%" PRIu64 ",\"attempts\":%u", m->stream_seq, m->attempt);
+    if (first_seen_ns > 0) {
+        rc = rc ? rc : gust_buf_printf(out, ",\"first_seen\":\"%s\"", first_seen);
+    }
+    rc = rc ? rc : gust_buf_printf(out, ",\"dead_at\":\"%s\",\"error\":", dead_at);
+    rc = rc ? rc : gust_json_append_string(out, error, strlen(error));
+    if (gust_utf8_valid(m->data, m->len)) {
+        rc = rc ? rc : gust_buf_append(out, ",\"payload\":", 11);
+        rc = rc ? rc : gust_json_append_string(out, m->data, m->len);
+    } else {
+        rc = rc ? rc : gust_buf_append(out, ",\"payload_base64\":", 18);
+        rc = rc ? rc : gust_json_append_base64(out, m->data, m->len);
+    }
+    return rc ? rc : gust_buf_append(out, "}", 1);
+}

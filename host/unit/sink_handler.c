@@ -1,0 +1,61 @@
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "handlers.h"
+
+struct sink {
+    struct gust_instance *inst;
+    struct gust_result *results;
+    size_t cap;
+};
+
+static void sink_run_batch(void *impl, struct gust_batch *b)
+{
+    struct sink *s = impl;
+    if (b->n > s->cap) {
+        struct gust_result *r = realloc(s->results, b->n * sizeof(*r));
+        if (r == NULL) {
+            for (size_t i = 0; i < b->n; i++) {
+                b->outcome[i] = GUST_OUTCOME_RETRY;
+                snprintf(b->error[i], GUST_ERROR_MAX, "out of memory");
+            }
+            return;
+        }
+        s->results = r;
+        s->cap = b->n;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        s->results[i] = (struct gust_result){.status = GUST_RETRY};
+        b->emit_end[i] = 0;
+    }
+    int rc = s->inst->type->deliver(s->inst->ctx, b->msgs, b->n, s->results);
+    for (size_t i = 0; i < b->n; i++) {
+        if (rc != 0) {
+            b->outcome[i] = GUST_OUTCOME_RETRY;
+            snprintf(b->error[i], GUST_ERROR_MAX, "%s: the whole batch failed (%d)", s->inst->name, rc);
+        } else if (s->results[i].status != GUST_DELIVERED) {
+            /* Both a retry and a rejection get the attempts: the far end may be fixed
+             * meanwhile. Either way it is dead-lettered after max_deliver. */
+            b->outcome[i] = GUST_OUTCOME_RETRY;
+            snprintf(b->error[i], GUST_ERROR_MAX, "%s", s->results[i].error);
+        }
+    }
+}
+
+static void sink_destroy(void *impl)
+{
+    struct sink *s = impl;
+    gust_instance_dispose(s->inst);
+    free(s->inst);
+    free(s->results);
+    free(s);
+}
+
+struct gust_handler gust_sink_handler(struct gust_instance *inst)
+{
+    struct sink *s = calloc(1, sizeof(*s));
+    if (s != NULL) {
+        s->inst = inst;
+    }
+    return (struct gust_handler){.kind = "sink", .impl = s, .run_batch = sink_run_batch, .destroy = sink_destroy};
+}

@@ -1,0 +1,107 @@
+#include "units.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/json_out.h"
+
+int gust_units_add(struct gust_units *u, struct gust_consumer *c)
+{
+    struct gust_consumer **v = realloc(u->v, (u->n + 1) * sizeof(*v));
+    if (v == NULL) {
+        gust_consumer_destroy(c);
+        return GUST_ENOMEM;
+    }
+    v[u->n++] = c;
+    u->v = v;
+    return 0;
+}
+
+void gust_units_destroy(struct gust_units *u)
+{
+    /* Ask them all first, so they stop in parallel rather than one fetch wait each. */
+    for (size_t i = 0; i < u->n; i++) {
+        gust_consumer_stop(u->v[i]);
+    }
+    for (size_t i = 0; i < u->n; i++) {
+        gust_consumer_destroy(u->v[i]);
+    }
+    free(u->v);
+    u->v = NULL;
+    u->n = 0;
+}
+
+struct counter {
+    const char *name;
+    const char *help;
+    size_t offset;
+    int is_ns; /* shown in seconds */
+};
+
+static const struct counter counters[] = {
+    {"events_ok", "Messages handled and acked.", offsetof(struct gust_unit_stats, events_ok), 0},
+    {"events_failed", "Failed attempts (each retry counts).", offsetof(struct gust_unit_stats, events_failed), 0},
+    {"emits", "Messages published by the unit.", offsetof(struct gust_unit_stats, emits), 0},
+    {"dead_letters", "Messages sent to the dead-letter stream.", offsetof(struct gust_unit_stats, dead_letters), 0},
+    {"fetches", "Fetch rounds.", offsetof(struct gust_unit_stats, fetches), 0},
+    {"fetch_seconds", "Time spent fetching.", offsetof(struct gust_unit_stats, fetch_ns), 1},
+    {"process_seconds", "Time spent running the handler.", offsetof(struct gust_unit_stats, process_ns), 1},
+    {"barrier_seconds", "Time spent waiting for PubAcks.", offsetof(struct gust_unit_stats, barrier_ns), 1},
+};
+
+static uint64_t read_counter(const struct gust_consumer *c, const struct counter *k)
+{
+    return atomic_load((atomic_uint_fast64_t *)((char *)gust_consumer_stats(c) + k->offset));
+}
+
+void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
+{
+    gust_buf_append(out, "{\"units\":[", 10);
+    for (size_t i = 0; i < u->n; i++) {
+        struct gust_consumer *c = u->v[i];
+        const char *name = gust_consumer_name(c);
+        const char *filter = gust_consumer_filter(c);
+        gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
+        gust_json_append_string(out, name, strlen(name));
+        gust_buf_printf(out, ",\"kind\":\"%s\",\"state\":\"%s\",\"source\":", gust_consumer_kind(c),
+                        gust_consumer_state(c));
+        gust_json_append_string(out, filter, strlen(filter));
+        for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
+            uint64_t v = read_counter(c, &counters[k]);
+            if (counters[k].is_ns) {
+                gust_buf_printf(out, ",\"%s\":%.6f", counters[k].name, (double)v / 1e9);
+            } else {
+                gust_buf_printf(out, ",\"%s\":%" PRIu64, counters[k].name, v);
+            }
+        }
+        char err[GUST_ERROR_MAX];
+        gust_consumer_last_error(c, err, sizeof(err));
+        gust_buf_append(out, ",\"last_error\":", 14);
+        if (err[0] != '\0') {
+            gust_json_append_string(out, err, strlen(err));
+        } else {
+            gust_buf_append(out, "null", 4);
+        }
+        gust_buf_append(out, "}", 1);
+    }
+    gust_buf_append(out, "]}\n", 3);
+}
+
+void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
+        gust_buf_printf(out, "# HELP gust_unit_%s_total %s\n# TYPE gust_unit_%s_total counter\n", counters[k].name,
+                        counters[k].help, counters[k].name);
+        for (size_t i = 0; i < u->n; i++) {
+            uint64_t v = read_counter(u->v[i], &counters[k]);
+            gust_buf_printf(out, "gust_unit_%s_total{unit=\"%s\",kind=\"%s\"} ", counters[k].name,
+                            gust_consumer_name(u->v[i]), gust_consumer_kind(u->v[i]));
+            if (counters[k].is_ns) {
+                gust_buf_printf(out, "%.6f\n", (double)v / 1e9);
+            } else {
+                gust_buf_printf(out, "%" PRIu64 "\n", v);
+            }
+        }
+    }
+}
