@@ -34,6 +34,7 @@ const struct gust_schema_key gust_nats_schema[] = {
     {"max_deliver", GUST_T_INT, "5", GUST_K_RELOADABLE, "attempts before a message is dead-lettered"},
     {"ack_wait", GUST_T_DURATION, "30s", 0, "redelivery delay of a message that was never acked"},
     {"retry_delay", GUST_T_DURATION, "200ms", GUST_K_RELOADABLE, "first redelivery delay of a failed message (doubles per attempt)"},
+    {"retry_max_delay", GUST_T_DURATION, "5s", GUST_K_RELOADABLE, "longest redelivery delay"},
     {"publish_timeout", GUST_T_DURATION, "5s", 0, "how long a publish waits for its PubAck"},
     {"max_pending", GUST_T_INT, "65536", 0, "publishes awaiting their PubAck at once"},
     {NULL, 0, NULL, 0, NULL},

@@ -167,6 +167,7 @@ static struct gust_consumer_conf consumer_conf(const struct gust_host *host, con
         .max_deliver = gust_cfg_int(c->nats, "max_deliver"),
         .ack_wait_ms = gust_cfg_int(c->nats, "ack_wait"),
         .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
+        .retry_max_delay_ms = gust_cfg_int(c->nats, "retry_max_delay"),
     };
 }
 

@@ -146,6 +146,16 @@ static int dead_now(const struct gust_consumer *c, size_t i)
            (c->outcome[i] == GUST_OUTCOME_RETRY && (int64_t)c->msgs[i].attempt >= c->conf.max_deliver);
 }
 
+/* Backing off: the delay doubles with each attempt, up to retry_max_delay. */
+static int64_t retry_delay(const struct gust_consumer *c, uint32_t attempt)
+{
+    int64_t delay = c->conf.retry_delay_ms;
+    for (uint32_t a = 1; a < attempt && delay < c->conf.retry_max_delay_ms; a++) {
+        delay *= 2;
+    }
+    return delay < c->conf.retry_max_delay_ms ? delay : c->conf.retry_max_delay_ms;
+}
+
 static void run_batch(struct gust_consumer *c, natsMsgList *list)
 {
     size_t n = (size_t)list->Count;
@@ -231,7 +241,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
         natsMsg *m = list->Msgs[i];
         if (c->publish_failed[i]) {
             failed++;
-            natsMsg_NakWithDelay(m, c->conf.retry_delay_ms, NULL);
+            natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
         } else if (c->outcome[i] == GUST_OUTCOME_OK) {
             ok++;
             natsMsg_Ack(m, NULL);
@@ -242,12 +252,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
                       c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
         } else {
             failed++;
-            /* Back off: the delay doubles with each attempt, capped at 30 s. */
-            int64_t delay = c->conf.retry_delay_ms;
-            for (uint32_t a = 1; a < c->msgs[i].attempt && delay < 30000; a++) {
-                delay *= 2;
-            }
-            natsMsg_NakWithDelay(m, delay < 30000 ? delay : 30000, NULL);
+            natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
             set_last_error(c, c->error[i]);
         }
     }

@@ -19,7 +19,8 @@ struct gust_consumer_conf {
     int batch;
     int64_t max_deliver;
     int64_t ack_wait_ms;
-    int64_t retry_delay_ms; /* first redelivery delay; doubles per attempt */
+    int64_t retry_delay_ms;     /* first redelivery delay; doubles per attempt */
+    int64_t retry_max_delay_ms; /* up to this */
 };
 
 struct gust_consumer;

@@ -16,7 +16,7 @@ static void sink_run_batch(void *impl, struct gust_batch *b)
         struct gust_result *r = realloc(s->results, b->n * sizeof(*r));
         if (r == NULL) {
             for (size_t i = 0; i < b->n; i++) {
-                b->outcome[i] = GUST_OUTCOME_RETRY;
+                b->outcome[i] = GUST_OUTCOME_WAIT;
                 snprintf(b->error[i], GUST_ERROR_MAX, "out of memory");
             }
             return;
@@ -31,12 +31,12 @@ static void sink_run_batch(void *impl, struct gust_batch *b)
     int rc = s->inst->type->deliver(s->inst->ctx, b->msgs, b->n, s->results);
     for (size_t i = 0; i < b->n; i++) {
         if (rc != 0) {
-            b->outcome[i] = GUST_OUTCOME_RETRY;
+            b->outcome[i] = GUST_OUTCOME_WAIT;
             snprintf(b->error[i], GUST_ERROR_MAX, "%s: the whole batch failed (%d)", s->inst->name, rc);
         } else if (s->results[i].status != GUST_DELIVERED) {
-            /* Both a retry and a rejection get the attempts: the far end may be fixed
-             * meanwhile. Either way it is dead-lettered after max_deliver. */
-            b->outcome[i] = GUST_OUTCOME_RETRY;
+            /* A sink that is down or overloaded holds messages on the bus until it is
+             * back; one that rejects them gets max_deliver attempts, then the DLQ. */
+            b->outcome[i] = s->results[i].status == GUST_RETRY ? GUST_OUTCOME_WAIT : GUST_OUTCOME_RETRY;
             snprintf(b->error[i], GUST_ERROR_MAX, "%s", s->results[i].error);
         }
     }

@@ -18,6 +18,8 @@
 enum gust_outcome {
     GUST_OUTCOME_OK = 0,  /* done: ack once its emits are stored */
     GUST_OUTCOME_RETRY,   /* failed: redeliver later; dead-letter after max_deliver */
+    GUST_OUTCOME_WAIT,    /* the far end is unavailable: redeliver later, never dead-letter
+                             (the bus keeps it until the sink is back) */
     GUST_OUTCOME_DEAD,    /* cannot succeed (undecodable): dead-letter now */
 };
 

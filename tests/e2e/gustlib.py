@@ -182,3 +182,90 @@ class Checks:
     def done(self):
         print("%d passed, %d failed" % (self.passed, self.failed))
         sys.exit(1 if self.failed else 0)
+
+
+def nats_publish(port, msgs):
+    """Publishes [(subject, bytes)] with the raw NATS protocol (no PubAck wait), then
+    waits for the server's PONG so every message has been read by the server."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.recv(4096)  # INFO
+        out = [b'CONNECT {"verbose":false,"pedantic":false}\r\n']
+        for subject, data in msgs:
+            out.append(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+        out.append(b"PING\r\n")
+        s.sendall(b"".join(out))
+        buf = b""
+        while b"PONG" not in buf:
+            c = s.recv(4096)
+            if not c:
+                raise AssertionError("nats closed: %r" % buf)
+            buf += c
+
+
+class HttpSink:
+    """A real HTTP server that records every POST body; answers with `status` (a
+    callable for per-request control)."""
+
+    def __init__(self, status=200):
+        import http.server
+        import threading
+        self.bodies = []
+        self.status = status
+        self.lock = threading.Lock()
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(n)
+                code = sink.status(body) if callable(sink.status) else sink.status
+                if code == 200:
+                    with sink.lock:
+                        sink.bodies.append(body)
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def received(self):
+        with self.lock:
+            return list(self.bodies)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class CountingSink:
+    """bench/tools' C sink: counts unique ids (order_ref) and duplicates; GET /stats."""
+
+    def __init__(self, tmp):
+        self.proc = subprocess.Popen([os.path.join(BUILD, "bench", "gust-bench-sink"), "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=open(os.path.join(tmp.path, "sink.log"), "ab"))
+        line = self.proc.stdout.readline().decode()
+        assert line.startswith("port "), line
+        self.port = int(line.split()[1])
+
+    def stats(self):
+        import json
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            c.request("GET", "/stats")
+            return json.loads(c.getresponse().read())
+        finally:
+            c.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)

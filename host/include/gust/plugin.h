@@ -49,9 +49,10 @@ struct gust_msg {
 /* What a sink says about one message. */
 enum gust_delivery {
     GUST_DELIVERED = 0, /* done: the host acks it */
-    GUST_RETRY = 1,     /* transient: redelivered later, dead-lettered after max_deliver */
-    GUST_REJECTED = 2,  /* permanent: dead-lettered after max_deliver attempts as well,
-                           since the far end may be fixed meanwhile */
+    GUST_RETRY = 1,     /* the far end is down or busy: redelivered with backoff until it
+                           takes it; the bus holds it meanwhile, never dead-lettered */
+    GUST_REJECTED = 2,  /* the far end refused it: max_deliver attempts (it may be fixed
+                           meanwhile), then the dead-letter stream */
 };
 
 struct gust_result {

@@ -1,0 +1,425 @@
+/* gust_cfg_check and the gust_cfg accessors of gust/schema.h. */
+#include "conf_schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "subject.h"
+#include "value.h"
+
+/* One schema key and what the block (or the default) gave it. */
+struct cfg_val {
+    char *key;
+    enum gust_type type;
+    char **items; /* the text of each value; PATH resolved */
+    size_t nitems;
+    int64_t num; /* INT, BOOL 0/1, SIZE bytes, DURATION ms */
+    char *where; /* "file:line" of the user's statement; NULL when defaulted or absent */
+};
+
+struct gust_cfg {
+    struct cfg_val *vals; /* one per schema key, in schema order */
+    size_t n;
+    char *where; /* of the block */
+};
+
+/* How a bad value of each type is described: "invalid <noun> 'x' for 'key' (<hint>)". */
+static int describe(enum gust_type type, const char **noun, const char **hint)
+{
+    switch (type) {
+    case GUST_T_STR:
+    case GUST_T_LIST:
+        *noun = "string";
+        *hint = "any text";
+        return 0;
+    case GUST_T_INT:
+        *noun = "integer";
+        *hint = "e.g. 10, -3";
+        return 0;
+    case GUST_T_BOOL:
+        *noun = "boolean";
+        *hint = "on, off, true, false, yes, no";
+        return 0;
+    case GUST_T_SIZE:
+        *noun = "size";
+        *hint = "e.g. 512k, 1m";
+        return 0;
+    case GUST_T_DURATION:
+        *noun = "duration";
+        *hint = "e.g. 250ms, 5s, 2m, 1h";
+        return 0;
+    case GUST_T_PATH:
+        *noun = "path";
+        *hint = "a file name, relative to this file's directory";
+        return 0;
+    case GUST_T_SUBJECT:
+        *noun = "subject";
+        *hint = "dot-separated tokens without spaces or wildcards, e.g. ev.orders";
+        return 0;
+    case GUST_T_FILTER:
+        *noun = "subject filter";
+        *hint = "e.g. ev.orders, ev.*.in, ev.>";
+        return 0;
+    case GUST_T_ADDR:
+        *noun = "address";
+        *hint = "host:port, e.g. 127.0.0.1:8787 or [::1]:8787";
+        return 0;
+    }
+    return GUST_EINVAL;
+}
+
+static char *fmt_where(const char *file, int line)
+{
+    size_t n = strlen(file) + 16;
+    char *s = malloc(n);
+    if (s != NULL) {
+        /* The root of a tree has line 0: name the file alone. */
+        if (line > 0) {
+            snprintf(s, n, "%s:%d", file, line);
+        } else {
+            snprintf(s, n, "%s", file);
+        }
+    }
+    return s;
+}
+
+/* text relative to the directory of `file`, unless absolute or `file` has no directory. */
+static char *resolve_path(const char *file, const char *text)
+{
+    const char *slash = strrchr(file, '/');
+    if (text[0] == '/' || slash == NULL) {
+        return strdup(text);
+    }
+    size_t dirlen = (size_t)(slash - file);
+    size_t n = dirlen + 1 + strlen(text) + 1;
+    char *s = malloc(n);
+    if (s != NULL) {
+        snprintf(s, n, "%.*s/%s", (int)dirlen, file, text);
+    }
+    return s;
+}
+
+/* Parses one value of `type`; `file` is where it was written (for PATH). Returns 0 with
+ * *item owned by the caller, GUST_ECONFIG when the text is not a valid value, or
+ * GUST_ENOMEM. */
+static int parse_value(enum gust_type type, const char *text, const char *file, char **item,
+                       int64_t *num)
+{
+    int64_t v = 0;
+    int port;
+    int ok;
+
+    switch (type) {
+    case GUST_T_INT:
+        ok = gust_parse_int(text, &v) == 0;
+        break;
+    case GUST_T_BOOL:
+        ok = gust_parse_bool(text, &v) == 0;
+        break;
+    case GUST_T_SIZE:
+        ok = gust_parse_size(text, &v) == 0;
+        break;
+    case GUST_T_DURATION:
+        ok = gust_parse_duration(text, &v) == 0;
+        break;
+    case GUST_T_SUBJECT:
+    case GUST_T_FILTER:
+        ok = gust_subject_valid(text, strlen(text), type == GUST_T_FILTER);
+        break;
+    case GUST_T_ADDR:
+        ok = gust_parse_addr(text, &port) == 0;
+        break;
+    case GUST_T_PATH:
+        if (text[0] == '\0') {
+            return GUST_ECONFIG;
+        }
+        *item = resolve_path(file, text);
+        *num = 0;
+        return *item ? 0 : GUST_ENOMEM;
+    default: /* STR, LIST: any text */
+        ok = 1;
+        break;
+    }
+    if (!ok) {
+        return GUST_ECONFIG;
+    }
+    *item = strdup(text);
+    *num = v;
+    return *item ? 0 : GUST_ENOMEM;
+}
+
+static void clear_items(struct cfg_val *v)
+{
+    for (size_t i = 0; i < v->nitems; i++) {
+        free(v->items[i]);
+    }
+    free(v->items);
+    v->items = NULL;
+    v->nitems = 0;
+    v->num = 0;
+}
+
+/* Parses text and appends it to v's values. */
+static int add_value(struct cfg_val *v, const char *text, const char *file)
+{
+    char *item;
+    int64_t num;
+    int rc = parse_value(v->type, text, file, &item, &num);
+    if (rc != 0) {
+        return rc;
+    }
+    char **items = realloc(v->items, (v->nitems + 1) * sizeof(*items));
+    if (items == NULL) {
+        free(item);
+        return GUST_ENOMEM;
+    }
+    v->items = items;
+    v->items[v->nitems++] = item;
+    v->num = num;
+    return 0;
+}
+
+static struct cfg_val *find_val(const struct gust_cfg *cfg, const char *key)
+{
+    if (cfg == NULL || key == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->n; i++) {
+        if (strcmp(cfg->vals[i].key, key) == 0) {
+            return &cfg->vals[i];
+        }
+    }
+    return NULL;
+}
+
+static int in_list(const char *const *names, const char *name)
+{
+    for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
+        if (strcmp(names[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Applies the schema's defaults; a default the type rejects is a bug in the table, so it
+ * is reported whether or not the user sets the key. A LIST default is split on spaces. */
+static int apply_defaults(struct gust_cfg *cfg, const struct gust_schema_key *schema,
+                          const struct gust_conf_node *block, const char *what,
+                          struct gust_err *err)
+{
+    for (size_t i = 0; i < cfg->n; i++) {
+        const char *noun, *hint;
+        struct cfg_val *v = &cfg->vals[i];
+        const char *def = schema[i].def;
+        int rc = 0;
+
+        if (describe(v->type, &noun, &hint) != 0) {
+            return gust_err_set(err, GUST_EINVAL, "schema of %s: key '%s' has unknown type %d",
+                                what, v->key, (int)v->type);
+        }
+        if (def == NULL) {
+            continue;
+        }
+        if (v->type != GUST_T_LIST) {
+            rc = add_value(v, def, block->file);
+        } else {
+            char *copy = strdup(def);
+            char *save = NULL;
+            rc = copy ? 0 : GUST_ENOMEM;
+            for (char *t = copy ? strtok_r(copy, " \t", &save) : NULL; t && rc == 0;
+                 t = strtok_r(NULL, " \t", &save)) {
+                rc = add_value(v, t, block->file);
+            }
+            free(copy);
+        }
+        if (rc == GUST_ECONFIG) {
+            return gust_err_set(err, GUST_EINVAL,
+                                "schema of %s: default '%s' of key '%s' is not a valid %s", what,
+                                def, v->key, noun);
+        }
+        if (rc != 0) {
+            return gust_err_set(err, rc, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/* Appends ", name" to list (or "name" when it is empty), stopping quietly when full:
+ * the message is truncated at that length anyway. */
+static void list_add(char *list, size_t size, const char *name)
+{
+    size_t used = strlen(list);
+    snprintf(list + used, size - used, "%s%s", used ? ", " : "", name);
+}
+
+static int unknown_key(const struct gust_cfg *cfg, const struct gust_conf_node *st,
+                       const char *what, const char *const *ignore, struct gust_err *err)
+{
+    char list[384] = "";
+
+    for (size_t i = 0; i < cfg->n; i++) {
+        list_add(list, sizeof(list), cfg->vals[i].key);
+    }
+    /* The caller's keys are valid too, so they belong in the list. */
+    for (size_t i = 0; ignore != NULL && ignore[i] != NULL; i++) {
+        list_add(list, sizeof(list), ignore[i]);
+    }
+    if (list[0] == '\0') {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: unknown key '%s' in %s (it takes no keys)",
+                            st->file, st->line, st->name, what);
+    }
+    return gust_err_set(err, GUST_ECONFIG, "%s:%d: unknown key '%s' in %s (expected one of: %s)",
+                        st->file, st->line, st->name, what, list);
+}
+
+/* Takes one statement of the block. */
+static int apply_statement(struct gust_cfg *cfg, const struct gust_conf_node *st, const char *what,
+                           const char *const *ignore, struct gust_err *err)
+{
+    struct cfg_val *v;
+    const char *noun, *hint;
+
+    if (in_list(ignore, st->name)) {
+        return 0;
+    }
+    v = find_val(cfg, st->name);
+    if (v == NULL) {
+        return unknown_key(cfg, st, what, ignore, err);
+    }
+    if (st->is_block) {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: '%s' in %s takes a value, not a block",
+                            st->file, st->line, st->name, what);
+    }
+    if (v->where != NULL && v->type != GUST_T_LIST) {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: duplicate key '%s' in %s (first set at %s)",
+                            st->file, st->line, st->name, what, v->where);
+    }
+    if (st->nargs == 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: '%s' in %s needs a value", st->file,
+                            st->line, st->name, what);
+    }
+    if (st->nargs > 1 && v->type != GUST_T_LIST) {
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s:%d: '%s' in %s takes one value, not %zu (quote a value with "
+                            "spaces)",
+                            st->file, st->line, st->name, what, st->nargs);
+    }
+    if (v->where == NULL) {
+        clear_items(v); /* the user's values replace the default */
+        v->where = fmt_where(st->file, st->line);
+        if (v->where == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < st->nargs; i++) {
+        int rc = add_value(v, st->args[i], st->file);
+        if (rc == GUST_ECONFIG) {
+            describe(v->type, &noun, &hint);
+            return gust_err_set(err, GUST_ECONFIG, "%s:%d: invalid %s '%s' for '%s' (%s)", st->file,
+                                st->line, noun, st->args[i], st->name, hint);
+        }
+        if (rc != 0) {
+            return gust_err_set(err, rc, "out of memory");
+        }
+    }
+    return 0;
+}
+
+int gust_cfg_check(const struct gust_conf_node *block, const char *what,
+                   const struct gust_schema_key *schema, const char *const *ignore,
+                   struct gust_cfg **out, struct gust_err *err)
+{
+    struct gust_cfg *cfg;
+    size_t n = 0;
+    int rc;
+
+    *out = NULL;
+    while (schema[n].key != NULL) {
+        n++;
+    }
+    cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL || (cfg->vals = calloc(n ? n : 1, sizeof(*cfg->vals))) == NULL ||
+        (cfg->where = fmt_where(block->file, block->line)) == NULL) {
+        rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (; cfg->n < n; cfg->n++) {
+        struct cfg_val *v = &cfg->vals[cfg->n];
+        v->type = schema[cfg->n].type;
+        v->key = strdup(schema[cfg->n].key);
+        if (v->key == NULL) {
+            rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    rc = apply_defaults(cfg, schema, block, what, err);
+    for (size_t i = 0; i < block->nchildren && rc == 0; i++) {
+        rc = apply_statement(cfg, &block->children[i], what, ignore, err);
+    }
+    if (rc != 0) {
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((schema[i].flags & GUST_K_REQUIRED) && cfg->vals[i].where == NULL) {
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: missing required key '%s' in %s", cfg->where,
+                              schema[i].key, what);
+            goto fail;
+        }
+    }
+    *out = cfg;
+    return 0;
+fail:
+    gust_cfg_destroy(cfg);
+    return rc;
+}
+
+void gust_cfg_destroy(struct gust_cfg *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < cfg->n; i++) {
+        clear_items(&cfg->vals[i]);
+        free(cfg->vals[i].key);
+        free(cfg->vals[i].where);
+    }
+    free(cfg->vals);
+    free(cfg->where);
+    free(cfg);
+}
+
+/* For a LIST this is the first item, handy for keys that are usually given once. */
+const char *gust_cfg_str(const struct gust_cfg *cfg, const char *key)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    return v != NULL && v->nitems > 0 ? v->items[0] : NULL;
+}
+
+int64_t gust_cfg_int(const struct gust_cfg *cfg, const char *key)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    return v != NULL ? v->num : 0;
+}
+
+size_t gust_cfg_count(const struct gust_cfg *cfg, const char *key)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    return v != NULL ? v->nitems : 0;
+}
+
+const char *gust_cfg_item(const struct gust_cfg *cfg, const char *key, size_t i)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    return v != NULL && i < v->nitems ? v->items[i] : NULL;
+}
+
+const char *gust_cfg_where(const struct gust_cfg *cfg, const char *key)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    if (cfg == NULL) {
+        return NULL;
+    }
+    return v != NULL && v->where != NULL ? v->where : cfg->where;
+}

@@ -1,0 +1,39 @@
+/* Checking parsed host.conf blocks against declarative schemas (gust/schema.h).
+ *
+ * The check turns a block's statements into a struct gust_cfg with every value parsed
+ * once, so the accessors of gust/schema.h are cheap lookups. */
+#ifndef GUST_CONF_SCHEMA_H
+#define GUST_CONF_SCHEMA_H
+
+#include <stdio.h>
+
+#include "conf.h"
+#include "gust/err.h"
+#include "gust/schema.h"
+
+/* Checks the statements of `block` (borrowed) against `schema` (borrowed, ends with a NULL
+ * key). It works for any node, including struct gust_conf's root for the top level; a
+ * block the caller makes up (to read defaults only) needs a file name, and line 0 makes
+ * messages name the file alone. `what` (borrowed) names the block in messages, e.g.
+ * "flow 'orders'". Statements whose name is in `ignore` (a NULL-terminated array, or NULL)
+ * are skipped: they belong to the caller, e.g. `use` or nested blocks it walks itself.
+ *
+ * On success *out owns the values (free with gust_cfg_destroy); it does not refer to the
+ * tree or the schema. Errors, first one wins, err->msg naming file:line:
+ *   GUST_ECONFIG  unknown key, duplicate non-list key, wrong number of values, bad value,
+ *                 a nested block for a schema key, missing required key (at the block);
+ *   GUST_EINVAL   a default in the schema that its own type rejects (a bug in the table);
+ *   GUST_ENOMEM.
+ * A key marked GUST_K_REQUIRED must be written by the user; its default is not used. */
+int gust_cfg_check(const struct gust_conf_node *block, const char *what,
+                   const struct gust_schema_key *schema, const char *const *ignore,
+                   struct gust_cfg **out, struct gust_err *err);
+
+/* NULL is a no-op. */
+void gust_cfg_destroy(struct gust_cfg *cfg);
+
+/* Prints a table of the schema's keys (type, default, flags, help) under `title` for
+ * `gust --help`. Defaults of GUST_K_SECRET keys are not shown. */
+void gust_schema_print_help(FILE *out, const char *title, const struct gust_schema_key *schema);
+
+#endif

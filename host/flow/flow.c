@@ -1,0 +1,439 @@
+/* The flow runtime: a LuaJIT state per flow, the script's globals (emit, null,
+ * array, json), one event per gust_flow_run, and the time limit. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lauxlib.h>
+#include <luajit.h>
+
+#include "flow.h"
+#include "flow_int.h"
+
+/* The time limit is a count hook, so the JIT compiler is off: LuaJIT never runs
+ * hooks inside compiled traces (Debian's build lacks LUAJIT_ENABLE_CHECKHOOK), and
+ * `while true do end` compiles at once and would then run forever. Measured with
+ * bench-flow on the orders workload (one core), JIT_DECISION_NUMBERS.
+ *
+ * The hook runs every HOOK_COUNT VM instructions (a few microseconds) and reads the
+ * clock. A single slow C call (string.rep of a gigabyte) still runs to its end. */
+#define HOOK_COUNT 1000
+#define DEFAULT_TIMEOUT_MS 1000
+
+struct gust_flow {
+    lua_State *L;
+    char *path;
+    char *source;
+    long timeout_ms;
+    uint64_t deadline_ns;
+    int timed_out;           /* the hook raised the timeout during this call */
+    int ref_on_event;        /* registry references */
+    int ref_decode_event;
+    int ref_traceback;
+    const char *in;          /* the event being decoded; borrowed during a run */
+    size_t in_len;
+    struct gust_emits *out;  /* where emit() appends; non-NULL only during a run */
+    struct gust_json_dec dec;
+    struct gust_json_enc enc;
+};
+
+/* The hook finds its flow under this key in the registry. */
+static const char flow_key;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void arm_deadline(struct gust_flow *f)
+{
+    f->deadline_ns = now_ns() + (uint64_t)f->timeout_ms * 1000000u;
+}
+
+static void on_hook(lua_State *L, lua_Debug *ar)
+{
+    lua_pushlightuserdata(L, (void *)&flow_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    struct gust_flow *f = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (!f->timed_out) {
+        if (now_ns() < f->deadline_ns) {
+            return;
+        }
+        /* From now on fail at every instruction, so a pcall in the script cannot
+         * swallow the timeout and carry on: the error reaches on_event's caller. */
+        f->timed_out = 1;
+        lua_sethook(L, on_hook, LUA_MASKCOUNT, 1);
+    }
+    /* Name the line that was running (level 0; luaL_error would name its caller). */
+    if (lua_getstack(L, 0, ar) && lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
+        lua_pushfstring(L, "%s:%d: ", ar->short_src, ar->currentline);
+    } else {
+        lua_pushliteral(L, "");
+    }
+    lua_pushfstring(L, "timeout: the script ran longer than %d ms", (int)f->timeout_ms);
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
+static void reset_hook(struct gust_flow *f)
+{
+    if (f->timed_out) {
+        f->timed_out = 0;
+        lua_sethook(f->L, on_hook, LUA_MASKCOUNT, HOOK_COUNT);
+    }
+}
+
+/* Message handler of every protected call into the script: the error with its
+ * traceback, while the failing stack is still there to walk. */
+static int add_traceback(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+/* A NATS subject without wildcards: non-empty tokens separated by '.', no spaces
+ * or control characters. Returns why `s` is not one, or NULL. */
+static const char *subject_problem(const char *s, size_t len)
+{
+    size_t token = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '.') {
+            if (token == 0) {
+                return "empty token";
+            }
+            token = 0;
+        } else if (c == '*' || c == '>') {
+            return "wildcards are not allowed";
+        } else if (c <= ' ' || c == 0x7f) {
+            return "spaces and control characters are not allowed";
+        } else {
+            token++;
+        }
+    }
+    return token == 0 ? "empty token" : NULL;
+}
+
+/* Adds one emit. Subject and payload share one allocation, payload first, freed
+ * through the payload pointer. */
+static int append_emit(struct gust_emits *out, const char *subject, size_t slen,
+                       const char *payload, size_t len)
+{
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 8;
+        struct gust_emit *v = realloc(out->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return GUST_ENOMEM;
+        }
+        out->v = v;
+        out->cap = cap;
+    }
+    char *block = malloc(len + 1 + slen + 1);
+    if (block == NULL) {
+        return GUST_ENOMEM;
+    }
+    memcpy(block, payload, len);
+    block[len] = '\0';
+    memcpy(block + len + 1, subject, slen);
+    block[len + 1 + slen] = '\0';
+    out->v[out->n++] = (struct gust_emit){.subject = block + len + 1, .payload = block, .len = len};
+    return 0;
+}
+
+static void truncate_emits(struct gust_emits *e, size_t n)
+{
+    while (e->n > n) {
+        free(e->v[--e->n].payload);
+    }
+}
+
+void gust_emits_clear(struct gust_emits *e)
+{
+    truncate_emits(e, 0);
+}
+
+void gust_emits_free(struct gust_emits *e)
+{
+    truncate_emits(e, 0);
+    free(e->v);
+    *e = (struct gust_emits){0};
+}
+
+/* emit(subject, table); upvalue 1: the flow. */
+static int l_emit(lua_State *L)
+{
+    struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(1));
+    size_t slen;
+    const char *subject = luaL_checklstring(L, 1, &slen);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    if (f->out == NULL) {
+        return luaL_error(L, "emit: only on_event can emit");
+    }
+    const char *why = subject_problem(subject, slen);
+    if (why != NULL) {
+        return luaL_error(L, "emit: invalid subject '%s': %s", subject, why);
+    }
+    f->enc.buf.len = 0;
+    gust_json_encode(L, 2, &f->enc);
+    if (append_emit(f->out, subject, slen, f->enc.buf.p, f->enc.buf.len) != 0) {
+        return luaL_error(L, "emit: not enough memory");
+    }
+    return 0;
+}
+
+/* array(t): tags t as a JSON array; upvalue 1: the array metatable. */
+static int l_array(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* json.encode(v); upvalue 1: the flow. */
+static int l_json_encode(lua_State *L)
+{
+    struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(1));
+    luaL_checkany(L, 1);
+    f->enc.buf.len = 0;
+    gust_json_encode(L, 1, &f->enc);
+    lua_pushlstring(L, f->enc.buf.p, f->enc.buf.len);
+    return 1;
+}
+
+/* json.decode(s) -> value, or nil and a message; upvalues: the tags, then the flow. */
+static int l_json_decode(lua_State *L)
+{
+    struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(4));
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_settop(L, 1);
+    if (gust_json_decode(&f->dec, s, len, 0) != 0) {
+        lua_settop(L, 1);
+        lua_pushnil(L);
+        lua_pushstring(L, f->dec.msg);
+        return 2;
+    }
+    return 1;
+}
+
+/* The event decoder, called protected by gust_flow_run: the event table, or nothing
+ * when the input is not one JSON object (f->dec.msg says why). */
+static int decode_event(lua_State *L)
+{
+    struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(4));
+    if (gust_json_decode(&f->dec, f->in, f->in_len, 1) != 0) {
+        return 0;
+    }
+    return 1;
+}
+
+/* Pushes a C closure with the three tag metatables and the flow as upvalues. */
+static void push_decoder(lua_State *L, struct gust_flow *f, lua_CFunction fn, int mt_base)
+{
+    for (int i = 0; i < 3; i++) {
+        lua_pushvalue(L, mt_base + i);
+    }
+    lua_pushlightuserdata(L, f);
+    lua_pushcclosure(L, fn, 4);
+}
+
+/* Builds the script's world, then loads and runs the script; called protected, its
+ * error message is the one gust_flow_create reports. */
+static int setup(lua_State *L)
+{
+    struct gust_flow *f = lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    gust_flow_open_sandbox(L);
+
+    lua_pushlightuserdata(L, (void *)&flow_key);
+    lua_pushlightuserdata(L, f);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+
+    /* Tags at 1, 2, 3: array, object, bignum (the order of GUST_UV_*). */
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushcfunction(L, gust_json_lua_bignum_tostring);
+    lua_setfield(L, 3, "__tostring");
+    lua_pushcfunction(L, gust_json_lua_bignum_eq);
+    lua_setfield(L, 3, "__eq");
+    lua_pushcfunction(L, gust_json_lua_bignum_concat);
+    lua_setfield(L, 3, "__concat");
+    lua_pushboolean(L, 0); /* getmetatable() hides it, so the script cannot call those */
+    lua_setfield(L, 3, "__metatable");
+    f->enc.tags = (struct gust_json_tags){
+        .array = lua_topointer(L, 1),
+        .object = lua_topointer(L, 2),
+        .bignum = lua_topointer(L, 3),
+    };
+
+    lua_pushlightuserdata(L, NULL);
+    lua_setglobal(L, "null");
+    lua_pushvalue(L, 1);
+    lua_pushcclosure(L, l_array, 1);
+    lua_setglobal(L, "array");
+    lua_pushlightuserdata(L, f);
+    lua_pushcclosure(L, l_emit, 1);
+    lua_setglobal(L, "emit");
+    lua_newtable(L);
+    lua_pushlightuserdata(L, NULL);
+    lua_setfield(L, -2, "null");
+    lua_getglobal(L, "array");
+    lua_setfield(L, -2, "array");
+    lua_pushlightuserdata(L, f);
+    lua_pushcclosure(L, l_json_encode, 1);
+    lua_setfield(L, -2, "encode");
+    push_decoder(L, f, l_json_decode, 1);
+    lua_setfield(L, -2, "decode");
+    lua_setglobal(L, "json");
+
+    push_decoder(L, f, decode_event, 1);
+    f->ref_decode_event = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushcfunction(L, add_traceback);
+    f->ref_traceback = luaL_ref(L, LUA_REGISTRYINDEX);
+
+    /* Text only, like load(): a precompiled script would skip the bytecode check. */
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback);
+    if (luaL_loadfilex(L, f->path, "t") != 0) {
+        return lua_error(L);
+    }
+    lua_Debug ar;
+    lua_pushvalue(L, 2);
+    lua_getinfo(L, ">S", &ar); /* the last line, to point at the missing on_event */
+    arm_deadline(f);
+    if (lua_pcall(L, 0, 1, 1) != 0) {
+        return lua_error(L);
+    }
+    lua_getfield(L, 2, "on_event");
+    if (!lua_istable(L, 2) || !lua_isfunction(L, -1)) {
+        return luaL_error(L, "%s:%d: the script must return a table with an on_event function",
+                          f->path, ar.lastlinedefined);
+    }
+    f->ref_on_event = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_getfield(L, 2, "source");
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            return luaL_error(L, "%s:%d: the field source must be a string", f->path,
+                              ar.lastlinedefined);
+        }
+        f->source = strdup(lua_tostring(L, -1));
+        if (f->source == NULL) {
+            return luaL_error(L, "not enough memory");
+        }
+    }
+    return 0;
+}
+
+int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out,
+                     struct gust_err *err)
+{
+    int rc;
+    *out = NULL;
+    struct gust_flow *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
+    }
+    f->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    f->path = strdup(opts->script_path);
+    f->enc.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    f->L = luaL_newstate();
+    if (f->path == NULL || f->enc.c_locale == (locale_t)0 || f->L == NULL) {
+        rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
+        goto fail;
+    }
+    f->dec.L = f->L;
+    f->dec.c_locale = f->enc.c_locale;
+    luaJIT_setmode(f->L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    lua_sethook(f->L, on_hook, LUA_MASKCOUNT, HOOK_COUNT);
+
+    int status = lua_cpcall(f->L, setup, f);
+    if (status != 0) {
+        const char *msg = lua_tostring(f->L, -1);
+        rc = gust_err_set(err, status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG, "%s",
+                          msg != NULL ? msg : "flow: loading the script failed");
+        goto fail;
+    }
+    reset_hook(f);
+    lua_settop(f->L, 0);
+    *out = f;
+    return 0;
+
+fail:
+    gust_flow_destroy(f);
+    return rc;
+}
+
+const char *gust_flow_source(const struct gust_flow *f)
+{
+    return f->source;
+}
+
+int gust_flow_run(struct gust_flow *f, const char *json, size_t len, struct gust_emits *out,
+                  struct gust_err *err)
+{
+    lua_State *L = f->L;
+    size_t first_emit = out->n;
+    int rc = 0;
+
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback); /* 1 */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_decode_event);
+    f->in = json;
+    f->in_len = len;
+    int status = lua_pcall(L, 0, 1, 0);
+    f->in = NULL;
+    if (status != 0) {
+        rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory to decode the event");
+        goto done;
+    }
+    if (lua_isnil(L, 2)) {
+        rc = gust_err_set(err, GUST_EINVAL, "%s", f->dec.msg);
+        goto done;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_on_event);
+    lua_insert(L, 2);
+    f->out = out;
+    arm_deadline(f);
+    status = lua_pcall(L, 1, 0, 1);
+    f->out = NULL;
+    if (status != 0) {
+        const char *msg = lua_tostring(L, -1);
+        int code = f->timed_out ? GUST_ETIMEOUT
+                   : status == LUA_ERRMEM ? GUST_ENOMEM
+                                          : GUST_ECONFIG;
+        rc = gust_err_set(err, code, "%s", msg != NULL ? msg : "the script failed");
+        truncate_emits(out, first_emit);
+        reset_hook(f);
+    }
+done:
+    lua_settop(L, 0);
+    return rc;
+}
+
+void gust_flow_destroy(struct gust_flow *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    if (f->L != NULL) {
+        lua_close(f->L);
+    }
+    gust_json_dec_release(&f->dec);
+    free(f->enc.buf.p);
+    if (f->enc.c_locale != (locale_t)0) {
+        freelocale(f->enc.c_locale);
+    }
+    free(f->source);
+    free(f->path);
+    free(f);
+}

@@ -1,0 +1,258 @@
+/* JSON -> Lua, straight from yajl's parse events onto the Lua stack: no tree in
+ * between. An open container sits on the stack (with the pending key above an
+ * object), so each value is stored into its parent the moment it is complete. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "flow_int.h"
+
+/* 2^53: every integer up to this magnitude is exact in a double. */
+#define EXACT_INT_MAX 9007199254740992.0
+
+static int fail(struct gust_json_dec *d, const char *why)
+{
+    d->fail = why;
+    return 0; /* makes yajl stop with yajl_status_client_canceled */
+}
+
+/* Stores the value on top of the stack into the open container, if any. */
+static int add_value(struct gust_json_dec *d)
+{
+    lua_State *L = d->L;
+    if (d->depth == 0) {
+        d->done = 1;
+    } else if (d->is_array[d->depth - 1]) {
+        lua_rawseti(L, -2, ++d->index[d->depth - 1]);
+    } else {
+        lua_rawset(L, -3);
+    }
+    return 1;
+}
+
+static int scalar_allowed(struct gust_json_dec *d)
+{
+    return d->depth > 0 || !d->want_object;
+}
+
+static int on_null(void *ctx)
+{
+    struct gust_json_dec *d = ctx;
+    if (!scalar_allowed(d)) {
+        return fail(d, "expected a JSON object");
+    }
+    lua_pushlightuserdata(d->L, NULL);
+    return add_value(d);
+}
+
+static int on_boolean(void *ctx, int v)
+{
+    struct gust_json_dec *d = ctx;
+    if (!scalar_allowed(d)) {
+        return fail(d, "expected a JSON object");
+    }
+    lua_pushboolean(d->L, v);
+    return add_value(d);
+}
+
+static void push_bignum(lua_State *L, const char *s, size_t len)
+{
+    char *box = lua_newuserdata(L, len + 1);
+    memcpy(box, s, len);
+    box[len] = '\0';
+    lua_pushvalue(L, lua_upvalueindex(GUST_UV_BIGNUM));
+    lua_setmetatable(L, -2);
+}
+
+/* JSON's grammar is already checked: a number without '.', 'e' or 'E' is an integer. */
+static int is_integer_text(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.' || s[i] == 'e' || s[i] == 'E') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Integers (the common case: ids, counts, cents) are accumulated by hand; anything
+ * with a fraction or exponent goes through strtod_l in the C locale. A number a
+ * double cannot hold exactly as an integer, or at all, keeps its text in a bignum. */
+static int on_number(void *ctx, const char *s, size_t len)
+{
+    struct gust_json_dec *d = ctx;
+    if (!scalar_allowed(d)) {
+        return fail(d, "expected a JSON object");
+    }
+    size_t i = (s[0] == '-');
+    size_t digits = len - i;
+    int integral = is_integer_text(s, len);
+    if (integral && digits <= 18) {
+        long long v = 0;
+        for (; i < len; i++) {
+            v = v * 10 + (s[i] - '0');
+        }
+        double x = (double)(s[0] == '-' ? -v : v);
+        if (fabs(x) <= EXACT_INT_MAX) {
+            lua_pushnumber(d->L, x);
+        } else {
+            push_bignum(d->L, s, len);
+        }
+        return add_value(d);
+    }
+    char tmp[512];
+    double x = HUGE_VAL;
+    if (!integral && len < sizeof(tmp)) {
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        x = strtod_l(tmp, NULL, d->c_locale);
+    }
+    if (integral || !isfinite(x)) {
+        push_bignum(d->L, s, len);
+    } else {
+        lua_pushnumber(d->L, x);
+    }
+    return add_value(d);
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    struct gust_json_dec *d = ctx;
+    if (!scalar_allowed(d)) {
+        return fail(d, "expected a JSON object");
+    }
+    lua_pushlstring(d->L, (const char *)s, len);
+    return add_value(d);
+}
+
+static int open_container(struct gust_json_dec *d, int is_array)
+{
+    lua_State *L = d->L;
+    if (d->depth == GUST_JSON_MAX_DEPTH) {
+        return fail(d, "nested too deeply");
+    }
+    if (d->depth == 0 && d->want_object && is_array) {
+        return fail(d, "expected a JSON object");
+    }
+    /* The table, its pending key and a metatable while it is being set. */
+    if (!lua_checkstack(L, 3)) {
+        return fail(d, "nested too deeply");
+    }
+    lua_createtable(L, 0, 0);
+    lua_pushvalue(L, lua_upvalueindex(is_array ? GUST_UV_ARRAY : GUST_UV_OBJECT));
+    lua_setmetatable(L, -2);
+    d->is_array[d->depth] = (unsigned char)is_array;
+    d->index[d->depth] = 0;
+    d->depth++;
+    return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+    return open_container(ctx, 0);
+}
+
+static int on_start_array(void *ctx)
+{
+    return open_container(ctx, 1);
+}
+
+static int on_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+    struct gust_json_dec *d = ctx;
+    lua_pushlstring(d->L, (const char *)key, len);
+    return 1;
+}
+
+static int on_end_container(void *ctx)
+{
+    struct gust_json_dec *d = ctx;
+    d->depth--;
+    return add_value(d);
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_boolean,
+    .yajl_number = on_number, /* raw text, so no integer is rounded or dropped */
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_map_key,
+    .yajl_end_map = on_end_container,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end_container,
+};
+
+void gust_json_dec_release(struct gust_json_dec *d)
+{
+    if (d->h != NULL) {
+        yajl_free(d->h);
+        d->h = NULL;
+    }
+}
+
+int gust_json_decode(struct gust_json_dec *d, const char *s, size_t len, int want_object)
+{
+    gust_json_dec_release(d);
+    d->h = yajl_alloc(&callbacks, NULL, d);
+    if (d->h == NULL) {
+        luaL_error(d->L, "not enough memory");
+    }
+    d->depth = 0;
+    d->done = 0;
+    d->want_object = want_object;
+    d->fail = NULL;
+
+    /* yajl checks UTF-8 in strings by default; comments, trailing garbage and
+     * several top-level values stay refused. */
+    yajl_status st = yajl_parse(d->h, (const unsigned char *)s, len);
+    if (st == yajl_status_ok) {
+        st = yajl_complete_parse(d->h);
+    }
+    if (st == yajl_status_ok && !d->done) {
+        d->fail = "empty input";
+        st = yajl_status_error;
+    }
+    if (st != yajl_status_ok) {
+        if (d->fail != NULL) {
+            snprintf(d->msg, sizeof(d->msg), "invalid JSON: %s", d->fail);
+        } else {
+            unsigned char *e = yajl_get_error(d->h, 0, (const unsigned char *)s, len);
+            size_t n = strcspn((const char *)e, "\n");
+            snprintf(d->msg, sizeof(d->msg), "invalid JSON: %.*s", (int)n, (const char *)e);
+            yajl_free_error(d->h, e);
+        }
+        gust_json_dec_release(d);
+        return GUST_EINVAL;
+    }
+    gust_json_dec_release(d);
+    return 0;
+}
+
+/* A bignum is a userdata holding the number's text, NUL-terminated. */
+int gust_json_lua_bignum_tostring(lua_State *L)
+{
+    lua_pushstring(L, lua_touserdata(L, 1));
+    return 1;
+}
+
+int gust_json_lua_bignum_eq(lua_State *L)
+{
+    lua_pushboolean(L, strcmp(lua_touserdata(L, 1), lua_touserdata(L, 2)) == 0);
+    return 1;
+}
+
+/* `..` with a bignum on either side (the other side a string or number). */
+int gust_json_lua_bignum_concat(lua_State *L)
+{
+    for (int i = 1; i <= 2; i++) {
+        if (lua_type(L, i) == LUA_TUSERDATA) {
+            lua_pushstring(L, lua_touserdata(L, i));
+            lua_replace(L, i);
+        }
+    }
+    lua_concat(L, 2);
+    return 1;
+}

@@ -1,0 +1,44 @@
+/* Name resolution and semantic checks of expressions. Each expression is checked in a
+ * scope that says what bare names read (enum ctx_kind) and which sequence aliases are
+ * visible; the checker rewrites nodes in place: names become fields, aliases or
+ * folded constants, calls become builtins or aggregates. */
+#ifndef VPL_CHECK_H
+#define VPL_CHECK_H
+
+#include "ast.h"
+#include "program.h"
+
+struct alias {
+    const char *name;
+    uint32_t len;
+    uint8_t kleene;
+};
+
+struct scope {
+    uint8_t ctx;              /* enum ctx_kind */
+    const struct alias *al;   /* slot i = al[i]; NULL outside sequences */
+    uint32_t nal;
+    const char *self;         /* `stream S = A as a` without `->`: a.f reads the event */
+    uint32_t self_len;
+    uint8_t in_agg;           /* inside an aggregate's argument */
+};
+
+struct checker {
+    struct vpl_program *prog;
+    const struct ast_program *ast;
+    struct vpl_error *err;
+    uint8_t *const_state; /* per ast const: 0 new, 1 folding, 2 folded, 3 not a literal */
+    struct vval *const_val;
+};
+
+int check_init(struct checker *ck, struct vpl_program *prog, const struct ast_program *ast,
+               struct vpl_error *err);
+void check_fini(struct checker *ck);
+
+/* Resolves e in sc. 0 or VPL_ESEMANTIC/VPL_ENOMEM with ck->err filled. */
+int check_expr(struct checker *ck, struct expr *e, const struct scope *sc);
+
+/* Interns a field name and marks it as read, so the decoder keeps it. */
+int check_field(struct checker *ck, const char *name, uint32_t len, uint32_t *sym);
+
+#endif

@@ -1,0 +1,40 @@
+/* JSON in and out.
+ *
+ * Decoding follows Varpulis's EventDecoder: "event_type" names the type and is not a
+ * field; event time is "@timestamp" (RFC 3339), else integer "ts", else integer
+ * "timestamp", else the arrival time; those keys stay fields. Top-level keys no
+ * expression of the program reads are skipped while parsing, so unused parts of a
+ * payload cost no memory. The decoder is event-driven (yajl callbacks) and builds the
+ * event in the caller's scratch arena; it keeps no state between events. */
+#ifndef VPL_JSON_H
+#define VPL_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symtab.h"
+#include "util.h"
+#include "value.h"
+
+struct decoder;
+
+struct decoded {
+    struct vpl_event *ev; /* transient, in the arena */
+    const char *type;     /* event_type, or NULL when the payload has none */
+    uint32_t type_len;
+    int has_time;
+    uint64_t truncated; /* fields, elements or string bytes dropped by the limits */
+};
+
+/* `syms` and `limits` are borrowed for the decoder's life. */
+struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limits *limits);
+void decoder_destroy(struct decoder *d);
+
+/* 0, VPL_EJSON (message in err[0..errlen)) or VPL_ENOMEM. */
+int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
+                struct decoded *out, char *err, size_t errlen);
+
+int json_write_string(struct buf *b, const char *s, size_t n);
+int json_write_value(struct buf *b, const struct vval *v);
+
+#endif

@@ -1,0 +1,122 @@
+/* A compiled program: the dataflow graph of streams with their stages, patterns and
+ * windows, the routing tables and the symbol table. Immutable once compiled, so any
+ * number of engines may share it. */
+#ifndef VPL_PROGRAM_H
+#define VPL_PROGRAM_H
+
+#include <stdint.h>
+
+#include "ast.h"
+#include "symtab.h"
+#include "util.h"
+
+#define KLEENE_MAX 20 /* events kept per closure (Varpulis's cap) */
+
+/* What the bare names of an expression read. */
+enum ctx_kind {
+    CX_EVENT,  /* the current event */
+    CX_MATCH,  /* the completing event; aliases read the run's captures */
+    CX_WINDOW, /* the last event; aggregates read every event of the closed window */
+};
+
+enum stage_kind {
+    SG_FILTER,  /* .where / .having */
+    SG_PROJECT, /* .emit / .select / .aggregate: a new event made of named values */
+};
+
+struct stage {
+    uint8_t kind;
+    uint8_t ctx; /* enum ctx_kind the expressions were checked in */
+    uint32_t n;
+    struct expr **e;
+    uint32_t *names; /* SG_PROJECT: field symbols, in declaration order */
+};
+
+/* A type and predicate that kill or cancel a run, or that must stay absent. */
+struct neg {
+    uint32_t type;
+    struct expr *pred; /* NULL: any event of the type */
+};
+
+struct pstep {
+    uint32_t type;
+    struct expr *pred; /* NULL: any event of the type */
+    uint8_t kleene;    /* `-> all X`: one or more */
+    struct neg *negs;  /* `-> NOT X` written just before this step */
+    uint32_t nnegs;
+};
+
+struct pattern {
+    struct pstep *steps; /* positive steps; step k captures alias slot k */
+    uint32_t nsteps;
+    struct neg *absent; /* trailing `-> NOT X`: the run completes when its deadline passes */
+    uint32_t nabsent;
+    struct neg *cancel; /* .not(X where p) */
+    uint32_t ncancel;
+    int64_t within;     /* ms; -1: runs never expire */
+    uint32_t partition; /* field symbol, or SYM_NONE */
+    uint8_t stnm, strict, longest;
+    int32_t each_slot;  /* .each(): the Kleene slot a completion enumerates, or -1 */
+    struct expr **first_where; /* .where() written before the first `->`: filters step 0 */
+    uint32_t nfirst_where;
+    uint32_t *types;    /* every type the pattern reads */
+    uint32_t ntypes;
+};
+
+enum window_kind { W_COUNT, W_COUNT_SLIDING, W_TIME, W_TIME_SLIDING, W_SESSION };
+
+struct window {
+    uint8_t kind;
+    uint8_t aligned; /* .watermark(): time windows are epoch-aligned bins */
+    int64_t size;    /* events, or ms (session: the gap) */
+    int64_t slide;   /* events, or ms */
+    uint32_t partition;
+};
+
+struct route {
+    uint32_t n;
+    uint32_t *s; /* stream indices */
+};
+
+struct stream {
+    const char *name;
+    uint32_t sym;
+    uint32_t type;     /* routing type of its output */
+    uint32_t src_type; /* without a pattern: the type it reads */
+    struct stage *pre; /* stages before a window (context CX_EVENT) */
+    uint32_t npre;
+    struct pattern *pat;
+    struct window *win;
+    struct stage *post;
+    uint32_t npost;
+    uint8_t emits;   /* has .emit(): its results are alerts */
+    uint8_t timed;   /* has state that closes on the clock */
+    uint32_t *roots; /* input types whose clocks drive it */
+    uint32_t nroots;
+    const char *connector, *topic; /* .to() */
+};
+
+struct vpl_program {
+    struct arena arena; /* everything below except the tables noted */
+    struct symtab syms;
+    struct stream *streams;
+    uint32_t nstreams;
+    uint32_t ntypes;
+    uint32_t *type_sym;  /* routing type -> symbol */
+    struct route *routes; /* type -> streams reading it, in declaration order */
+    struct route *timed;  /* type -> timed streams it drives, upstream first */
+    int64_t *lag;         /* type -> watermark out_of_order, ms */
+    struct vpl_binding *bindings;
+    size_t nbindings;
+    struct vpl_output *outputs;
+    size_t noutputs;
+    void **regex; /* compiled literal regexes (regex_t *), freed with the program */
+    uint32_t nregex, capregex;
+};
+
+static inline const char *sym_name(const struct vpl_program *p, uint32_t id)
+{
+    return p->syms.v[id]->node.key;
+}
+
+#endif

@@ -1,0 +1,13 @@
+/* RFC 3339 timestamps <-> epoch milliseconds (UTC, proleptic Gregorian). */
+#ifndef VPL_RFC3339_H
+#define VPL_RFC3339_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 0 and *ms on success, -1 when s[0..len) is not an RFC 3339 date-time. */
+int rfc3339_parse(const char *s, size_t len, int64_t *ms);
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ"; returns the length (24 for years 0-9999). */
+size_t rfc3339_format(int64_t ms, char out[40]);
+
+#endif

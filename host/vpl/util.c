@@ -1,0 +1,167 @@
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct arena_chunk {
+    struct arena_chunk *next;
+    size_t size, used;
+    _Alignas(16) char data[];
+};
+
+void arena_init(struct arena *a, size_t chunk_size)
+{
+    a->head = NULL;
+    a->chunk_size = chunk_size;
+}
+
+void *arena_alloc(struct arena *a, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    struct arena_chunk *c = a->head;
+    if (c == NULL || c->size - c->used < size) {
+        size_t want = size > a->chunk_size / 4 ? size : a->chunk_size;
+        c = malloc(sizeof(*c) + want);
+        if (c == NULL)
+            return NULL;
+        c->size = want;
+        c->used = 0;
+        if (want == size && a->head != NULL) {
+            /* A big one-off block goes behind the current chunk so the chunk's
+             * free space stays usable. */
+            c->next = a->head->next;
+            a->head->next = c;
+        } else {
+            c->next = a->head;
+            a->head = c;
+        }
+    }
+    void *p = c->data + c->used;
+    c->used += size;
+    return p;
+}
+
+char *arena_strndup(struct arena *a, const char *s, size_t len)
+{
+    char *p = arena_alloc(a, len + 1);
+    if (p != NULL) {
+        if (len > 0)
+            memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+void arena_reset(struct arena *a)
+{
+    struct arena_chunk *keep = NULL;
+    struct arena_chunk *c = a->head;
+    while (c != NULL) {
+        struct arena_chunk *next = c->next;
+        if (keep == NULL && c->size == a->chunk_size) {
+            keep = c;
+        } else {
+            free(c);
+        }
+        c = next;
+    }
+    if (keep != NULL) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    a->head = keep;
+}
+
+void arena_free(struct arena *a)
+{
+    struct arena_chunk *c = a->head;
+    while (c != NULL) {
+        struct arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+}
+
+int buf_reserve(struct buf *b, size_t extra)
+{
+    if (b->cap - b->len > extra)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len <= extra) {
+        if (cap > SIZE_MAX / 2)
+            return VPL_ENOMEM;
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (p == NULL)
+        return VPL_ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int buf_put(struct buf *b, const void *p, size_t n)
+{
+    if (buf_reserve(b, n) != 0)
+        return VPL_ENOMEM;
+    if (n > 0)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+int buf_putc(struct buf *b, char c)
+{
+    return buf_put(b, &c, 1);
+}
+
+int buf_puts(struct buf *b, const char *s)
+{
+    return buf_put(b, s, strlen(s));
+}
+
+void buf_free(struct buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+uint64_t hash_bytes(const void *p, size_t n)
+{
+    /* FNV-1a with a final avalanche: keys are short (field names, partition keys)
+     * and the map masks the low bits, so the mix matters more than the speed. */
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
+               const char *fmt, ...)
+{
+    if (err == NULL)
+        return code;
+    char msg[sizeof(err->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    err->code = code;
+    err->line = line;
+    err->col = col;
+    if (line > 0)
+        snprintf(err->msg, sizeof(err->msg), "%u:%u: %s", line, col, msg);
+    else
+        snprintf(err->msg, sizeof(err->msg), "%s", msg);
+    return code;
+}

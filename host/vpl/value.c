@@ -1,0 +1,216 @@
+#include "value.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+static size_t deep_size(const struct vval *v)
+{
+    size_t n = 0;
+    switch (v->t) {
+    case V_STR:
+        return ALIGN8(v->n);
+    case V_ARR:
+        n = (size_t)v->n * sizeof(struct vval);
+        for (uint32_t i = 0; i < v->n; i++)
+            n += deep_size(&v->u.a[i]);
+        return n;
+    case V_MAP:
+        n = (size_t)v->n * sizeof(struct vkv);
+        for (uint32_t i = 0; i < v->n; i++)
+            n += ALIGN8(v->u.m[i].klen) + deep_size(&v->u.m[i].v);
+        return n;
+    default:
+        return 0;
+    }
+}
+
+/* Copies what v points to at *cur and returns the copy's view. */
+static struct vval deep_copy(const struct vval *v, char **cur)
+{
+    struct vval out = *v;
+    switch (v->t) {
+    case V_STR:
+        if (v->n > 0)
+            memcpy(*cur, v->u.s, v->n);
+        out.u.s = *cur;
+        *cur += ALIGN8(v->n);
+        break;
+    case V_ARR: {
+        struct vval *a = (struct vval *)*cur;
+        *cur += (size_t)v->n * sizeof(*a);
+        for (uint32_t i = 0; i < v->n; i++)
+            a[i] = deep_copy(&v->u.a[i], cur);
+        out.u.a = a;
+        break;
+    }
+    case V_MAP: {
+        struct vkv *m = (struct vkv *)*cur;
+        *cur += (size_t)v->n * sizeof(*m);
+        for (uint32_t i = 0; i < v->n; i++) {
+            char *k = *cur;
+            if (v->u.m[i].klen > 0)
+                memcpy(k, v->u.m[i].k, v->u.m[i].klen);
+            *cur += ALIGN8(v->u.m[i].klen);
+            m[i].k = k;
+            m[i].klen = v->u.m[i].klen;
+            m[i].v = deep_copy(&v->u.m[i].v, cur);
+        }
+        out.u.m = m;
+        break;
+    }
+    default:
+        break;
+    }
+    return out;
+}
+
+struct vpl_event *event_freeze(const struct vpl_event *ev)
+{
+    size_t head = ALIGN8(sizeof(struct vpl_event));
+    size_t keys = ALIGN8((size_t)ev->nf * sizeof(uint32_t));
+    size_t size = head + keys + (size_t)ev->nf * sizeof(struct vval);
+    for (uint32_t i = 0; i < ev->nf; i++)
+        size += deep_size(&ev->vals[i]);
+    char *blk = malloc(size);
+    if (blk == NULL)
+        return NULL;
+    struct vpl_event *out = (struct vpl_event *)blk;
+    uint32_t *k = (uint32_t *)(blk + head);
+    struct vval *v = (struct vval *)(blk + head + keys);
+    char *cur = (char *)(v + ev->nf);
+    for (uint32_t i = 0; i < ev->nf; i++) {
+        k[i] = ev->keys[i];
+        v[i] = deep_copy(&ev->vals[i], &cur);
+    }
+    out->refs = 1;
+    out->nf = ev->nf;
+    out->time = ev->time;
+    out->size = size;
+    out->frozen = NULL;
+    out->keys = k;
+    out->vals = v;
+    return out;
+}
+
+int value_copy(struct arena *a, const struct vval *v, struct vval *out)
+{
+    size_t n = deep_size(v);
+    char *cur = n ? arena_alloc(a, n) : NULL;
+    if (n && cur == NULL)
+        return VPL_ENOMEM;
+    *out = deep_copy(v, &cur);
+    return 0;
+}
+
+int value_eq(const struct vval *a, const struct vval *b)
+{
+    if (a->t == V_MISSING || b->t == V_MISSING)
+        return 0;
+    if (v_num(a) && v_num(b)) {
+        if (a->t == V_INT && b->t == V_INT)
+            return a->u.i == b->u.i;
+        return v_as_f(a) == v_as_f(b);
+    }
+    if (a->t != b->t)
+        return 0;
+    switch (a->t) {
+    case V_NULL:
+        return 1;
+    case V_BOOL:
+        return a->u.i == b->u.i;
+    case V_STR:
+        return a->n == b->n && (a->n == 0 || memcmp(a->u.s, b->u.s, a->n) == 0);
+    case V_ARR:
+        if (a->n != b->n)
+            return 0;
+        for (uint32_t i = 0; i < a->n; i++)
+            if (!value_eq(&a->u.a[i], &b->u.a[i]))
+                return 0;
+        return 1;
+    case V_MAP:
+        if (a->n != b->n)
+            return 0;
+        for (uint32_t i = 0; i < a->n; i++) {
+            const struct vkv *x = &a->u.m[i];
+            uint32_t j = 0;
+            while (j < b->n && !(b->u.m[j].klen == x->klen &&
+                                 memcmp(b->u.m[j].k, x->k, x->klen) == 0))
+                j++;
+            if (j == b->n || !value_eq(&x->v, &b->u.m[j].v))
+                return 0;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int value_order(const struct vval *a, const struct vval *b, int *out)
+{
+    if (v_num(a) && v_num(b)) {
+        if (a->t == V_INT && b->t == V_INT) {
+            *out = (a->u.i > b->u.i) - (a->u.i < b->u.i);
+            return 1;
+        }
+        double x = v_as_f(a), y = v_as_f(b);
+        if (isnan(x) || isnan(y))
+            return 0;
+        *out = (x > y) - (x < y);
+        return 1;
+    }
+    if (a->t == V_STR && b->t == V_STR) {
+        uint32_t n = a->n < b->n ? a->n : b->n;
+        int c = n ? memcmp(a->u.s, b->u.s, n) : 0;
+        if (c == 0)
+            c = (a->n > b->n) - (a->n < b->n);
+        *out = (c > 0) - (c < 0);
+        return 1;
+    }
+    return 0;
+}
+
+size_t format_double(double f, char out[32], int json)
+{
+    if (!isfinite(f)) {
+        /* JSON has no NaN or infinity; null is what a reader can still parse. */
+        strcpy(out, json ? "null" : (isnan(f) ? "NaN" : (f > 0 ? "inf" : "-inf")));
+        return strlen(out);
+    }
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(out, 32, "%.*g", prec, f);
+        if (strtod(out, NULL) == f)
+            break;
+    }
+    if (json && strpbrk(out, ".eE") == NULL) {
+        out[n++] = '.';
+        out[n++] = '0';
+        out[n] = '\0';
+    }
+    return (size_t)n;
+}
+
+int value_text(struct buf *b, const struct vval *v)
+{
+    char tmp[32];
+    switch (v->t) {
+    case V_MISSING:
+        return 0;
+    case V_STR:
+        return buf_put(b, v->u.s, v->n);
+    case V_INT:
+        snprintf(tmp, sizeof(tmp), "%" PRId64, v->u.i);
+        return buf_puts(b, tmp);
+    case V_FLOAT:
+        return buf_put(b, tmp, format_double(v->u.f, tmp, 0));
+    default:
+        return json_write_value(b, v);
+    }
+}

@@ -1,0 +1,138 @@
+/* VPL correlation engine: compile a VPL program, feed it JSON events, get alerts.
+ *
+ * The library has no dependency on the rest of gust (only libc and yajl), so the
+ * detect unit, the CLI, the tests and the fuzzers all link the same code.
+ *
+ * Ownership rules, for every function below:
+ *  - A `const char *` / buffer parameter is borrowed for the duration of the call.
+ *  - Strings and arrays returned by vpl_program_* are owned by the program and stay
+ *    valid until vpl_program_destroy.
+ *  - An engine borrows its program: destroy every engine before its program.
+ *  - An engine is single-threaded: one thread at a time may call into it.
+ *  - `_destroy(NULL)` is a no-op.
+ *
+ * Errors: functions that can fail return 0 or a negative VPL_E* code and, when given
+ * a struct vpl_error, fill it with "line:col: message" (message says what was
+ * expected). */
+#ifndef GUST_VPL_H
+#define GUST_VPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    VPL_OK = 0,
+    VPL_EINVAL = -1,    /* bad argument from the caller */
+    VPL_ENOMEM = -2,
+    VPL_ESYNTAX = -3,   /* program: lexical or syntax error */
+    VPL_ESEMANTIC = -4, /* program: name, type or structure error */
+    VPL_EJSON = -5,     /* event: malformed JSON (dead-letter it) */
+};
+
+struct vpl_error {
+    int code;      /* the VPL_E* value also returned */
+    uint32_t line; /* 1-based position in the program, 0 when not about the source */
+    uint32_t col;
+    char msg[384]; /* "line:col: message", or just "message" when line is 0 */
+};
+
+/* ---- Program ------------------------------------------------------------------ */
+
+struct vpl_program;
+
+/* Compiles src[0..len) (need not be NUL-terminated). `filename` is only used by
+ * callers for messages and may be NULL. On success *out owns a new program. */
+int vpl_program_compile(const char *src, size_t len, const char *filename,
+                        struct vpl_program **out, struct vpl_error *err);
+void vpl_program_destroy(struct vpl_program *prog);
+
+/* `stream S = Type.from(Conn, topic: "subj")`: events on `topic` are of `event_type`.
+ * A detect unit subscribes to every topic and passes event_type as the default type
+ * of payloads that carry no "event_type" key. */
+struct vpl_binding {
+    const char *event_type;
+    const char *connector;
+    const char *topic; /* NULL when .from() has no topic: parameter */
+};
+
+/* Every stream that produces alerts (has .emit()), in declaration order, with the
+ * topic of its `.to(Conn, topic: "subj")`, or NULL (the host picks a default). */
+struct vpl_output {
+    const char *stream;
+    const char *connector; /* NULL without .to() */
+    const char *topic;     /* NULL without .to() or without a topic: parameter */
+};
+
+size_t vpl_program_bindings(const struct vpl_program *prog, const struct vpl_binding **out);
+size_t vpl_program_outputs(const struct vpl_program *prog, const struct vpl_output **out);
+
+/* ---- Engine -------------------------------------------------------------------- */
+
+/* Bounds on state. Whatever they drop is counted in vpl_stats. Zero fields take the
+ * defaults of vpl_limits_default(). */
+struct vpl_limits {
+    uint32_t max_partitions;         /* per stream (sequence or window), default 100000 */
+    uint32_t max_runs_per_partition; /* open sequence runs, default 10000 (new ones dropped) */
+    uint32_t max_window_events;      /* events held by one window, default 100000 */
+    uint32_t max_fields;             /* top-level fields kept per event, default 256 */
+    uint32_t max_string;             /* bytes per string value, default 65536 (truncated) */
+    uint32_t max_depth;              /* JSON nesting kept, default 32 (deeper is dropped) */
+    uint32_t max_array;              /* elements per array or object, default 4096 */
+};
+
+struct vpl_limits vpl_limits_default(void);
+
+struct vpl_stats {
+    uint64_t events;             /* events fed successfully */
+    uint64_t events_unrouted;    /* events whose type no stream reads */
+    uint64_t alerts;             /* alerts delivered to callbacks */
+    uint64_t open_runs;          /* sequence runs open now */
+    uint64_t partitions;         /* partitions (sequence + window) alive now */
+    uint64_t window_events;      /* events buffered in windows now */
+    uint64_t state_bytes;        /* heap bytes held by runs, partitions, windows and
+                                    the events they keep (not the program) */
+    uint64_t runs_dropped;       /* runs not opened: max_runs_per_partition */
+    uint64_t partitions_dropped; /* partitions not created: max_partitions */
+    uint64_t window_dropped;     /* events not buffered: max_window_events */
+    uint64_t kleene_truncated;   /* closure events beyond the 20-event cap */
+    uint64_t input_truncated;    /* fields, strings or elements dropped by the decoder */
+};
+
+struct vpl_engine;
+
+/* `limits` may be NULL for the defaults. The engine borrows `prog`. */
+int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *limits,
+                      struct vpl_engine **out, struct vpl_error *err);
+void vpl_engine_destroy(struct vpl_engine *eng);
+
+/* One alert: `stream` is the emitting stream's name, `topic` its .to() topic or NULL,
+ * `json[0..len)` the alert object (NUL-terminated too):
+ * {"event_type":"<stream>","timestamp":"<RFC 3339>",<emit fields in order>}.
+ * All pointers are borrowed for the duration of the callback only. The callback must
+ * not call back into the engine. */
+typedef void (*vpl_alert_fn)(void *ud, const char *stream, const char *topic,
+                             const char *json, size_t len);
+
+/* Feeds one event. `json[0..len)` is one JSON value (need not be NUL-terminated).
+ * `default_event_type` (may be NULL) types a payload without an "event_type" key.
+ * `arrival_ms` is the event time of a payload without @timestamp/ts/timestamp.
+ * Alerts caused by the event are delivered through cb before the call returns.
+ * Returns 0, VPL_EJSON for undecodable input (the engine state is unchanged), or
+ * VPL_ENOMEM. vpl_engine_last_error() describes the last failure. */
+int vpl_engine_feed_json(struct vpl_engine *eng, const char *json, size_t len,
+                         const char *default_event_type, int64_t arrival_ms,
+                         vpl_alert_fn cb, void *ud);
+
+const char *vpl_engine_last_error(const struct vpl_engine *eng);
+
+void vpl_engine_stats(const struct vpl_engine *eng, struct vpl_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
