@@ -54,6 +54,13 @@ const struct gust_schema_key gust_detect_schema[] = {
     {NULL, 0, NULL, 0, NULL},
 };
 
+const struct gust_schema_key gust_relay_schema[] = {
+    {"source", GUST_T_FILTER, NULL, GUST_K_REQUIRED, "subject consumed"},
+    {"to", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "subject every message is forwarded to, unchanged"},
+    {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
 const struct gust_schema_key gust_sink_schema[] = {
     {"use", GUST_T_STR, NULL, GUST_K_REQUIRED, "the plugin type"},
     {"source", GUST_T_FILTER, NULL, GUST_K_REQUIRED, "subject consumed"},
@@ -66,14 +73,15 @@ const struct gust_schema_key gust_source_schema[] = {
     {NULL, 0, NULL, 0, NULL},
 };
 
-static const char *const unit_kinds[] = {"flow", "detect", "sink", "source"};
+static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
 
 const char *gust_unit_kind_name(enum gust_unit_kind kind)
 {
     return unit_kinds[kind];
 }
 
-static const struct gust_schema_key *const unit_schemas[] = {gust_flow_schema, gust_detect_schema, NULL, NULL};
+static const struct gust_schema_key *const unit_schemas[] = {gust_flow_schema, gust_detect_schema, gust_relay_schema,
+                                                             NULL, NULL};
 
 static int error_at(struct gust_err *err, const struct gust_conf_node *n, const char *fmt, const char *arg)
 {
@@ -171,7 +179,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "sink", "source", NULL};
+    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top, err);
     if (rc != 0) {
         goto fail;

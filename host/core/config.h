@@ -9,7 +9,7 @@
 #include "gust/err.h"
 #include "gust/schema.h"
 
-enum gust_unit_kind { GUST_UNIT_FLOW, GUST_UNIT_DETECT, GUST_UNIT_SINK, GUST_UNIT_SOURCE };
+enum gust_unit_kind { GUST_UNIT_FLOW, GUST_UNIT_DETECT, GUST_UNIT_RELAY, GUST_UNIT_SINK, GUST_UNIT_SOURCE };
 
 struct gust_unit_conf {
     enum gust_unit_kind kind;
@@ -42,6 +42,7 @@ extern const struct gust_schema_key gust_http_schema[];
 extern const struct gust_schema_key gust_nats_schema[];
 extern const struct gust_schema_key gust_flow_schema[];
 extern const struct gust_schema_key gust_detect_schema[];
+extern const struct gust_schema_key gust_relay_schema[];
 extern const struct gust_schema_key gust_sink_schema[];   /* besides the plugin's keys */
 extern const struct gust_schema_key gust_source_schema[]; /* besides the plugin's keys */
 

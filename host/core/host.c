@@ -130,6 +130,8 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
         case GUST_UNIT_DETECT:
             rc = check_detect(u, err);
             break;
+        case GUST_UNIT_RELAY:
+            break;
         case GUST_UNIT_SINK:
         case GUST_UNIT_SOURCE: {
             const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
@@ -241,6 +243,10 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_er
         int rc = 0;
         if (u->kind == GUST_UNIT_FLOW) {
             rc = start_flow(host, u, bus, err);
+        } else if (u->kind == GUST_UNIT_RELAY) {
+            struct gust_handler h = gust_relay_handler(gust_cfg_str(u->cfg, "to"));
+            struct gust_consumer_conf cc = consumer_conf(host, u, "relay", gust_cfg_str(u->cfg, "source"));
+            rc = h.impl != NULL ? start_consumer(host, &cc, h, bus, err) : gust_err_set(err, GUST_ENOMEM, "out of memory");
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
         }

@@ -19,9 +19,7 @@
 #include "config.h"
 #include "gust/version.h"
 #include "../flow/flow.h"
-
-/* The VPL engine's command line (host/vpl/vpl_cli.c): argv[0] is the subcommand. */
-int gust_vpl_cli_main(int argc, char **argv);
+#include "../vpl/vpl_cli.h"
 
 static void usage(FILE *out)
 {
@@ -43,6 +41,7 @@ static void usage(FILE *out)
     gust_schema_print_help(out, "nats { }", gust_nats_schema);
     gust_schema_print_help(out, "flow NAME { }", gust_flow_schema);
     gust_schema_print_help(out, "detect NAME { }", gust_detect_schema);
+    gust_schema_print_help(out, "relay NAME { }", gust_relay_schema);
     gust_schema_print_help(out, "sink NAME { } (plus the plugin's keys)", gust_sink_schema);
     gust_schema_print_help(out, "source NAME { } (plus the plugin's keys)", gust_source_schema);
 }

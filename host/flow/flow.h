@@ -25,16 +25,18 @@
  *
  * JSON <-> Lua, both directions:
  *   - objects and arrays become tables tagged with a metatable, so [] stays [] and
- *     {} stays {} when re-encoded; an untagged table encodes as an array when its
+ *     {} stays {} when re-encoded; a table tagged as an array encodes t[1..#t] (use
+ *     null, not nil, for holes) and one tagged as an object all its keys; an
+ *     untagged table encodes as an array when its
  *     keys are exactly 1..n (n > 0) and as an object otherwise (so an untagged
  *     empty table is {}); integral number keys of an object become strings;
  *   - integers within +-2^53 are Lua numbers; larger integers, and numbers a double
  *     cannot hold (1e400), become a "bignum": an immutable userdata that keeps the
  *     original text, encodes back verbatim, converts with tostring() and `..`, and
  *     compares equal (==) to a bignum with the same text;
- *   - other numbers are doubles; an integral double prints as an integer (347,
- *     1000000000000000), any other as the shortest text that reads back as the same
- *     double (70.7, 4.5, 1764400000000.123);
+ *   - other numbers are doubles; an integral double within +-2^53 prints as an
+ *     integer (347, 1000000000000000), any other as the shortest text that reads
+ *     back as the same double (70.7, 4.5, 1764400000000.123, 1e+300);
  *   - strings must be valid UTF-8 (checked on input and on output) and pass through
  *     unchanged; object key order is not kept.
  *
@@ -62,6 +64,10 @@ struct gust_emits {
     size_t n, cap;
 };
 
+/* Appends a copy of `subject` (NUL-terminated) and of `len` bytes of `payload`, both
+ * borrowed; for units that emit without a script (a relay). Returns 0 or
+ * GUST_ENOMEM, leaving `e` unchanged on failure. */
+int gust_emits_push(struct gust_emits *e, const char *subject, const char *payload, size_t len);
 /* Frees every emit's strings and sets n to 0, keeping the array for reuse. */
 void gust_emits_clear(struct gust_emits *e);
 /* Frees everything; `e` is zero-filled afterwards, ready for reuse. */
@@ -80,8 +86,7 @@ struct gust_flow;
  * that is not a string); GUST_ENOMEM when out of memory. On success *out is a new
  * flow owned by the caller (free it with gust_flow_destroy). `opts` is borrowed, `err`
  * may be NULL. */
-int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out,
-                     struct gust_err *err);
+int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, struct gust_err *err);
 
 /* The `source` field of the script's table, or NULL. Owned by the flow. */
 const char *gust_flow_source(const struct gust_flow *f);
@@ -107,7 +112,8 @@ void gust_flow_destroy(struct gust_flow *f);
 /* The golden-test runner behind `gust test-flow`: argv[0] is the command name, then
  * SCRIPT CASE.json... Each case is {"input": {...}, "expect_emits": [{"subject": s,
  * "payload": {...}}...]} or {"input": {...}, "expect_error": "substring"}, with an
- * optional "timeout_ms". Prints `PASS name` or `FAIL name: why` per case, then
+ * optional "timeout_ms" and "description"; expect_error also matches an error loading
+ * the script. Prints `PASS name` or `FAIL name: why` per case, then
  * `N passed, N failed`; returns 0 when all pass, 1 when one fails, 2 on bad usage. */
 int gust_flow_test_main(int argc, char **argv);
 

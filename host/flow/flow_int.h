@@ -9,6 +9,7 @@
 #include <lua.h>
 #include <yajl/yajl_parse.h>
 
+#include "../common/buf.h"
 #include "gust/err.h"
 
 /* Deepest nesting of arrays and objects accepted when decoding or encoding. Encoding
@@ -28,24 +29,23 @@ struct gust_json_tags {
     const void *array, *object, *bignum;
 };
 
-/* A growable byte buffer, reused between calls (len = 0 resets it). */
-struct gust_buf {
-    char *p;
-    size_t len, cap;
-};
-
-/* The decoder's state. Owned by the flow so that an out-of-memory error, which
- * unwinds through yajl, leaks nothing: the next decode frees a handle left over. */
+/* The decoder's state, owned by the flow. It keeps its yajl handle between decodes;
+ * an out-of-memory error that unwinds through yajl leaves `reusable` at 0, so the
+ * next decode replaces the handle, and the flow frees it at the end. */
 struct gust_json_dec {
     lua_State *L;
     yajl_handle h;
+    int reusable;      /* h finished its last parse cleanly */
     locale_t c_locale; /* numbers parse the same whatever the process locale */
     int depth;
-    int want_object; /* the top-level value must be an object */
-    int done;        /* the top-level value is complete */
+    int want_object;  /* the top-level value must be an object */
+    int done;         /* the top-level value is complete */
     const char *fail; /* why a callback stopped the parse */
+    /* Per open container: its kind and how many members it has so far. */
     unsigned char is_array[GUST_JSON_MAX_DEPTH];
-    int index[GUST_JSON_MAX_DEPTH]; /* last array index used, per open array */
+    int count[GUST_JSON_MAX_DEPTH];
+    /* Per depth, [0] object, [1] array: the size of the last one closed. */
+    int size_hint[GUST_JSON_MAX_DEPTH][2];
     char msg[160];
 };
 
@@ -55,11 +55,11 @@ struct gust_json_dec {
  * GUST_EINVAL with the reason in d->msg (the Lua stack then holds partial values
  * above its entry top, which the caller discards). */
 int gust_json_decode(struct gust_json_dec *d, const char *s, size_t len, int want_object);
-/* Frees a yajl handle a failed or interrupted decode left behind. */
+/* Frees the yajl handle. */
 void gust_json_dec_release(struct gust_json_dec *d);
 
 /* The encoder's state, owned by the flow: its buffer keeps its capacity between
- * calls. */
+ * calls (len = 0 starts a new text). */
 struct gust_json_enc {
     struct gust_json_tags tags;
     struct gust_buf buf;

@@ -1,6 +1,6 @@
-/* Lua -> JSON: a hand-written encoder into a growable buffer. This is the hot path
- * of every emit; it measured about 2x faster than driving yajl_gen, whose double
- * output (17 digits, %g) would need rewriting anyway. */
+/* Lua -> JSON: a hand-written encoder into a growable buffer, the hot path of every
+ * emit. yajl_gen would add a state check per call and prints doubles with %.17g
+ * (70.700000000000003), so numbers would need their own code anyway. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,31 +18,18 @@ struct enc {
     locale_t c_locale;
 };
 
-static void grow(lua_State *L, struct gust_buf *b, size_t need)
-{
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < need) {
-        cap *= 2;
-    }
-    char *p = realloc(b->p, cap);
-    if (p == NULL) {
-        luaL_error(L, "not enough memory");
-    }
-    b->p = p;
-    b->cap = cap;
-}
-
+/* The check is inline: it runs for every piece of every emit. */
 static inline void reserve(struct enc *e, size_t need)
 {
-    if (e->b->cap - e->b->len < need) {
-        grow(e->L, e->b, need);
+    if (e->b->cap - e->b->len < need && gust_buf_reserve(e->b, need) != 0) {
+        luaL_error(e->L, "not enough memory");
     }
 }
 
 static inline void put(struct enc *e, const char *s, size_t n)
 {
     reserve(e, n);
-    memcpy(e->b->p + e->b->len, s, n);
+    memcpy(e->b->data + e->b->len, s, n);
     e->b->len += n;
 }
 
@@ -114,8 +101,9 @@ size_t gust_json_fmt_number(double x, char *out, locale_t c_locale)
     if (!isfinite(x)) {
         return 0;
     }
-    /* Integral values print as integers: ids, counts, cents, 1e15. */
-    if (x > -9.2e18 && x < 9.2e18) {
+    /* Integral values print as integers (ids, counts, cents, 1e15) up to 2^53, where
+     * every integer is exact; above, the digits would be the double's noise. */
+    if (x >= -9007199254740992.0 && x <= 9007199254740992.0) {
         int64_t v = (int64_t)x;
         if ((double)v == x) {
             if (v < 0) {
@@ -129,8 +117,10 @@ size_t gust_json_fmt_number(double x, char *out, locale_t c_locale)
             return n;
         }
     }
-    /* Rare: huge, tiny or 17-digit values. The shortest %g precision that reads
-     * back exactly, printed in the C locale so the decimal point is a '.'. */
+    /* Rare: huge, tiny or 17-digit values. The shortest %g precision from 15 up
+     * that reads back exactly (%g drops trailing zeros, so below 15 digits this is
+     * already the shortest, subnormals aside), in the C locale so the decimal point
+     * is a '.'. */
     locale_t old = uselocale(c_locale);
     int n = 0;
     for (int prec = 15; prec <= 17; prec++) {
@@ -144,6 +134,7 @@ size_t gust_json_fmt_number(double x, char *out, locale_t c_locale)
 }
 
 /* 0: copy as is; 1: needs an escape; 2: first byte of a multi-byte UTF-8 sequence. */
+/* clang-format off */
 static const unsigned char byte_class[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -162,6 +153,7 @@ static const unsigned char byte_class[256] = {
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
 };
+/* clang-format on */
 
 /* Length of the UTF-8 sequence at s, or 0 if malformed. The same structural check
  * yajl applies to its input, so every string that came in can go out again. */
@@ -186,14 +178,14 @@ static void put_string(struct enc *e, const char *str, size_t len)
     /* Invariant: before byte i, the buffer has room for the rest of the input plus
      * the closing quote; only escapes need more. */
     reserve(e, len + 2);
-    b->p[b->len++] = '"';
+    b->data[b->len++] = '"';
     size_t i = 0;
     while (i < len) {
         size_t start = i;
         while (i < len && byte_class[s[i]] == 0) {
             i++;
         }
-        memcpy(b->p + b->len, s + start, i - start);
+        memcpy(b->data + b->len, s + start, i - start);
         b->len += i - start;
         if (i == len) {
             break;
@@ -203,24 +195,22 @@ static void put_string(struct enc *e, const char *str, size_t len)
             if (n == 0) {
                 luaL_error(e->L, "cannot encode a string that is not valid UTF-8");
             }
-            memcpy(b->p + b->len, s + i, n);
+            memcpy(b->data + b->len, s + i, n);
             b->len += n;
             i += n;
             continue;
         }
         reserve(e, 6 + (len - i));
-        char *o = b->p + b->len;
         unsigned char c = s[i++];
+        char *o = b->data + b->len;
         o[0] = '\\';
-        switch (c) {
-        case '"': o[1] = '"'; b->len += 2; break;
-        case '\\': o[1] = '\\'; b->len += 2; break;
-        case '\n': o[1] = 'n'; b->len += 2; break;
-        case '\r': o[1] = 'r'; b->len += 2; break;
-        case '\t': o[1] = 't'; b->len += 2; break;
-        case '\b': o[1] = 'b'; b->len += 2; break;
-        case '\f': o[1] = 'f'; b->len += 2; break;
-        default:
+        /* Pairs of (character, escape letter); only '"', '\\' and control characters
+         * get here, and each first occurs at the start of its pair. */
+        const char *pair = strchr("\"\"\\\\\nn\rr\tt\bb\ff", c);
+        if (pair != NULL && c != '\0') {
+            o[1] = pair[1];
+            b->len += 2;
+        } else {
             o[1] = 'u';
             o[2] = '0';
             o[3] = '0';
@@ -229,13 +219,13 @@ static void put_string(struct enc *e, const char *str, size_t len)
             b->len += 6;
         }
     }
-    b->p[b->len++] = '"';
+    b->data[b->len++] = '"';
 }
 
 static void put_number(struct enc *e, double x)
 {
     reserve(e, 32);
-    size_t n = gust_json_fmt_number(x, e->b->p + e->b->len, e->c_locale);
+    size_t n = gust_json_fmt_number(x, e->b->data + e->b->len, e->c_locale);
     if (n == 0) {
         luaL_error(e->L, "cannot encode NaN or infinity");
     }

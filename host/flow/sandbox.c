@@ -44,6 +44,21 @@ static int safe_load(lua_State *L)
     return 1;
 }
 
+/* xpcall as pcall plus a handler called after the stack has unwound. LuaJIT runs the
+ * handler of its own xpcall while the hook that raised the timeout is still marked
+ * active, so a handler that loops forever would never be stopped. Without the debug
+ * library a handler cannot tell the difference. An error in the handler gives the
+ * message LuaJIT's xpcall gives. */
+static const char safe_xpcall[] = "local pcall = pcall\n"
+                                  "local function finish(handler, ok, ...)\n"
+                                  "  if ok then return true, ... end\n"
+                                  "  local handled, result = pcall(handler, (...))\n"
+                                  "  return false, handled and result or 'error in error handling'\n"
+                                  "end\n"
+                                  "return function(f, handler, ...)\n"
+                                  "  return finish(handler, pcall(f, ...))\n"
+                                  "end\n";
+
 int gust_flow_open_sandbox(lua_State *L)
 {
     static const luaL_Reg libs[] = {
@@ -73,5 +88,10 @@ int gust_flow_open_sandbox(lua_State *L)
     lua_pushvalue(L, -1);
     lua_setglobal(L, "load");
     lua_setglobal(L, "loadstring");
+    if (luaL_loadbuffer(L, safe_xpcall, sizeof(safe_xpcall) - 1, "=xpcall") != 0) {
+        return lua_error(L);
+    }
+    lua_call(L, 0, 1);
+    lua_setglobal(L, "xpcall");
     return 0;
 }

@@ -216,8 +216,8 @@ static int check_emits(const struct json_case *c, const struct gust_emits *out, 
             return -1;
         }
         if (strcmp(subject->u.string, out->v[i].subject) != 0) {
-            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1,
-                     subject->u.string, out->v[i].subject);
+            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1, subject->u.string,
+                     out->v[i].subject);
             return -1;
         }
         yajl_val got = yajl_tree_parse(out->v[i].payload, NULL, 0);
@@ -263,11 +263,10 @@ static int run_case(const char *script, const char *case_path, char *why)
     one_line(err.msg);
     if (c.expect_error != NULL) {
         if (status == 0) {
-            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got %zu emits",
-                     c.expect_error, out.n);
+            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got %zu emits", c.expect_error,
+                     out.n);
         } else if (strstr(err.msg, c.expect_error) == NULL) {
-            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got: %s",
-                     c.expect_error, err.msg);
+            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got: %s", c.expect_error, err.msg);
         } else {
             rc = 0;
         }

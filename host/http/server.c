@@ -245,9 +245,10 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
 
     h2o_config_init(&http->config);
     http->config.server_name = h2o_iovec_init(H2O_STRLIT("gust"));
-    /* One byte over the limit, so that the handler sees an oversized body and answers
-     * 413 in JSON; larger declared lengths are refused by h2o itself (also 413). */
-    http->config.max_request_entity_size = conf->max_body + 1;
+    /* h2o refuses bodies over its own limit with a plain-text 413 before any handler
+     * runs. Give it headroom so that the handler sees moderately oversized bodies and
+     * answers them in JSON; only bodies far over max_body get h2o's text. */
+    http->config.max_request_entity_size = conf->max_body + (conf->max_body > 65536 ? conf->max_body : 65536);
     h2o_hostconf_t *host = h2o_config_register_host(&http->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler) + sizeof(http));

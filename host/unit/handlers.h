@@ -10,6 +10,8 @@ struct gust_flow;
 
 /* A Lua flow: each message runs on_event; its emits are published. */
 struct gust_handler gust_flow_handler(struct gust_flow *flow);
+/* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
+struct gust_handler gust_relay_handler(const char *to);
 /* A sink plugin instance (created and started by the caller): each batch is delivered. */
 struct gust_handler gust_sink_handler(struct gust_instance *inst);
 

@@ -655,8 +655,66 @@ int builtin_find(const char *name, size_t len)
 
 /* ---- regex ---------------------------------------------------------------------- */
 
+/* glibc's regcomp copies a subexpression once per repetition ("x+" is "xx*",
+ * "x{2,5}" five copies), so nested or stacked repetitions grow exponentially. Bound
+ * the pattern length and the product of every repetition's copies, much as Rust's
+ * regex bounds its compiled size; stacked quantifiers ("a++") are an error there too. */
+#define REGEX_MAX_LEN 4096
+#define REGEX_MAX_COPIES 10000
+
+static int regex_too_big(const char *pat, size_t len)
+{
+    if (len > REGEX_MAX_LEN)
+        return 1;
+    uint64_t product = 1;
+    int after_quantifier = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = pat[i];
+        if (ch == '\\') {
+            i++;
+            after_quantifier = 0;
+            continue;
+        }
+        uint64_t copies = 0;
+        if (ch == '+') {
+            copies = 2;
+        } else if (ch == '*' || ch == '?') {
+            copies = 1;
+        } else if (ch == '{') {
+            size_t j = i + 1;
+            for (; j < len && pat[j] != '}'; j++) {
+                if (pat[j] >= '0' && pat[j] <= '9')
+                    copies = copies * 10 + (uint64_t)(pat[j] - '0');
+                else if (pat[j] == ',')
+                    copies = 0; /* the upper bound counts; "{m,}" is m + 1 */
+                if (copies > REGEX_MAX_COPIES)
+                    return 1;
+            }
+            copies = copies ? copies + 1 : 2;
+            i = j;
+        } else {
+            after_quantifier = 0;
+            continue;
+        }
+        /* A lazy '?' after a quantifier is dropped by the translation below. */
+        if (after_quantifier && !(ch == '?'))
+            return 1;
+        after_quantifier = 1;
+        product *= copies;
+        if (product > REGEX_MAX_COPIES)
+            return 1;
+    }
+    return 0;
+}
+
 void *regex_compile(const char *pat, size_t len, char *err, size_t errlen)
 {
+    if (regex_too_big(pat, len)) {
+        snprintf(err, errlen, "pattern too large or with stacked repetitions (at most %d "
+                              "bytes and %d repeated copies)",
+                 REGEX_MAX_LEN, REGEX_MAX_COPIES);
+        return NULL;
+    }
     int flags = REG_EXTENDED | REG_NOSUB;
     if (len >= 4 && memcmp(pat, "(?i)", 4) == 0) {
         flags |= REG_ICASE;

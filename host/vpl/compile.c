@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ struct compiler {
     int64_t *watermark;
     int32_t *type_stream;
     uint8_t *state;
+    uint32_t *chain; /* per stream: length of the longest chain of streams feeding it */
     uint32_t *topo, ntopo;
 };
 
@@ -130,19 +132,37 @@ static int resolve_type(struct compiler *c, uint32_t si, const char *name, uint3
     return add_read(c, si, *type);
 }
 
-static int duration_arg(struct compiler *c, const struct ast_op *op, int64_t *ms)
+static int duration_expr(struct compiler *c, struct expr *e, int64_t *ms)
 {
-    if (op->nargs != 1 || op->args[0].name != NULL)
-        return fail(c, op->line, op->col, "%.*s() takes one duration (e.g. 5m)", (int)op->nlen,
-                    op->name);
     struct scope sc = {.ctx = CX_EVENT};
-    struct expr *e = op->args[0].e;
     int rc = check_expr(&c->ck, e, &sc);
     if (rc != 0)
         return rc;
     if (e->kind != X_LIT || e->lit.t != V_INT || e->op != 'd' || e->lit.u.i < 0)
         return fail(c, e->line, e->col, "expected a duration (e.g. 30s, 5m, 1h)");
     *ms = e->lit.u.i;
+    return 0;
+}
+
+static int duration_arg(struct compiler *c, const struct ast_op *op, int64_t *ms)
+{
+    if (op->nargs != 1 || op->args[0].name != NULL)
+        return fail(c, op->line, op->col, "%.*s() takes one duration (e.g. 5m)", (int)op->nlen,
+                    op->name);
+    return duration_expr(c, op->args[0].e, ms);
+}
+
+/* .watermark(out_of_order: D) */
+static int watermark_arg(struct compiler *c, const struct ast_op *op, int64_t *ms)
+{
+    for (uint32_t k = 0; k < op->nargs; k++) {
+        const struct ast_arg *a = &op->args[k];
+        if (a->name == NULL || a->nlen != 12 || memcmp(a->name, "out_of_order", 12) != 0)
+            return fail(c, a->line, a->col, "watermark() takes out_of_order: DURATION");
+        int rc = duration_expr(c, a->e, ms);
+        if (rc != 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -451,16 +471,8 @@ static int compile_sequence(struct compiler *c, uint32_t si, int pattern_source)
                 return rc;
             break;
         case OP_WATERMARK:
-            for (uint32_t k = 0; k < op->nargs; k++)
-                if (op->args[k].name && op->args[k].nlen == 12 &&
-                    memcmp(op->args[k].name, "out_of_order", 12) == 0) {
-                    struct ast_op one = *op;
-                    one.args = &op->args[k];
-                    one.nargs = 1;
-                    one.args->name = NULL;
-                    if ((rc = duration_arg(c, &one, &c->watermark[si])) != 0)
-                        return rc;
-                }
+            if ((rc = watermark_arg(c, op, &c->watermark[si])) != 0)
+                return rc;
             break;
         default:
             break;
@@ -471,9 +483,18 @@ static int compile_sequence(struct compiler *c, uint32_t si, int pattern_source)
         for (uint32_t k = 0; k + 1 < pat->nsteps; k++)
             if (pat->steps[k].kleene)
                 pat->each_slot = (int32_t)k;
-    if (pat->nabsent > 0 && pat->within < 0)
-        return fail(c, as->line, as->col,
+    if (pat->nabsent > 0 && pat->within < 0) {
+        uint32_t line = as->line, col = as->col;
+        if (pattern_source) {
+            uint32_t sym;
+            if (intern(c, as->steps[0].type, as->steps[0].tlen, &sym) != 0)
+                return VPL_ENOMEM;
+            line = c->ast->patterns[c->decl_idx[sym]].line;
+            col = c->ast->patterns[c->decl_idx[sym]].col;
+        }
+        return fail(c, line, col,
                     "an absence (-> NOT X) needs a time bound: add 'within' or .within()");
+    }
     s->timed = pat->within >= 0;
     pat->types = c->reads[si];
     pat->ntypes = c->nreads[si];
@@ -563,16 +584,8 @@ static int compile_flow(struct compiler *c, uint32_t si)
                 return rc;
             break;
         case OP_WATERMARK:
-            for (uint32_t k = 0; k < op->nargs; k++)
-                if (op->args[k].name && op->args[k].nlen == 12 &&
-                    memcmp(op->args[k].name, "out_of_order", 12) == 0) {
-                    struct ast_op one = *op;
-                    one.args = &op->args[k];
-                    one.nargs = 1;
-                    one.args->name = NULL;
-                    if ((rc = duration_arg(c, &one, &c->watermark[si])) != 0)
-                        return rc;
-                }
+            if ((rc = watermark_arg(c, op, &c->watermark[si])) != 0)
+                return rc;
             break;
         default:
             break;
@@ -603,9 +616,10 @@ static int visit(struct compiler *c, uint32_t si, uint32_t depth)
     const struct ast_stream *as = &c->ast->streams[si];
     if (c->state[si] == 1)
         return fail(c, as->line, as->col, "stream '%s' reads its own output", s->name);
-    if (depth > MAX_CHAIN)
+    if (depth > MAX_CHAIN) /* the path being walked is itself a chain */
         return fail(c, as->line, as->col, "streams are chained more than %d deep", MAX_CHAIN);
     c->state[si] = 1;
+    c->chain[si] = 1;
     uint32_t n = 0, cap = 0;
     uint32_t *roots = NULL;
     for (uint32_t i = 0; i < c->nreads[si]; i++) {
@@ -613,11 +627,17 @@ static int visit(struct compiler *c, uint32_t si, uint32_t depth)
         const uint32_t *add = &t;
         uint32_t nadd = 1;
         if (c->type_stream[t] >= 0) {
-            int rc = visit(c, (uint32_t)c->type_stream[t], depth + 1);
+            uint32_t up = (uint32_t)c->type_stream[t];
+            int rc = visit(c, up, depth + 1);
+            if (rc == 0 && c->chain[up] + 1 > MAX_CHAIN)
+                rc = fail(c, as->line, as->col, "streams are chained more than %d deep",
+                          MAX_CHAIN);
             if (rc != 0) {
                 free(roots);
                 return rc;
             }
+            if (c->chain[up] + 1 > c->chain[si])
+                c->chain[si] = c->chain[up] + 1;
             add = p->streams[c->type_stream[t]].roots;
             nadd = p->streams[c->type_stream[t]].nroots;
         }
@@ -653,7 +673,8 @@ static int visit(struct compiler *c, uint32_t si, uint32_t depth)
     return 0;
 }
 
-/* Fills table[type] with the stream indices `pick` selects, in the order given. */
+/* Per type, the streams that read it (timed = 0, in `order`), or the timed streams
+ * its clock drives (timed = 1, in `order`, which is then topological). */
 static int build_routes(struct compiler *c, struct route **out, const uint32_t *order, int timed)
 {
     struct vpl_program *p = c->prog;
@@ -724,7 +745,7 @@ static int declare(struct compiler *c)
             memset(c->decl + c->ndecl, 0, n - c->ndecl);
             c->ndecl = n;
         }
-        if (c->decl[sym] != D_NONE && !(c->decl[sym] == D_EVENT && d.kind == D_EVENT))
+        if (c->decl[sym] != D_NONE)
             return fail(c, d.line, d.col, "'%.*s' is declared twice", (int)d.len, d.name);
         c->decl[sym] = (uint8_t)d.kind;
         c->decl_idx[sym] = d.idx;
@@ -752,7 +773,8 @@ static int finish(struct compiler *c)
     c->type_stream = malloc((p->ntypes ? p->ntypes : 1) * sizeof(*c->type_stream));
     c->state = calloc(p->nstreams ? p->nstreams : 1, 1);
     c->topo = malloc((p->nstreams ? p->nstreams : 1) * sizeof(*c->topo));
-    if (c->type_stream == NULL || c->state == NULL || c->topo == NULL)
+    c->chain = calloc(p->nstreams ? p->nstreams : 1, sizeof(*c->chain));
+    if (c->type_stream == NULL || c->state == NULL || c->topo == NULL || c->chain == NULL)
         return nomem(c);
     for (uint32_t t = 0; t < p->ntypes; t++)
         c->type_stream[t] = -1;
@@ -779,7 +801,8 @@ static int finish(struct compiler *c)
     uint32_t *ts = alloc(c, p->ntypes * sizeof(*ts));
     if (ts == NULL)
         return nomem(c);
-    memcpy(ts, p->type_sym, p->ntypes * sizeof(*ts));
+    if (p->ntypes > 0)
+        memcpy(ts, p->type_sym, p->ntypes * sizeof(*ts));
     free(p->type_sym);
     p->type_sym = ts;
     c->tcap = 0;
@@ -869,6 +892,7 @@ static void compiler_fini(struct compiler *c)
     free(c->watermark);
     free(c->type_stream);
     free(c->state);
+    free(c->chain);
     free(c->topo);
     if (c->tcap != 0) {
         free(c->prog->type_sym); /* not moved into the arena: compile failed */
@@ -896,8 +920,7 @@ int vpl_program_compile(const char *src, size_t len, const char *filename,
         rc = parse_program(&toks, &p->arena, &ast, err);
     if (rc == 0)
         rc = compile(&c);
-    if (rc == 0 || c.prog->nstreams > 0)
-        compiler_fini(&c);
+    compiler_fini(&c);
     free(toks.v);
     if (rc != 0) {
         vpl_program_destroy(p);

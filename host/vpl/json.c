@@ -288,7 +288,7 @@ static int close_container(struct decoder *d)
     }
     struct frame *f = &d->fr[d->depth - 1];
     uint32_t n = d->nst - f->base;
-    struct item *items = &d->st[f->base];
+    struct item *items = n > 0 ? &d->st[f->base] : NULL;
     if (d->depth == 1) {
         /* The event itself. A repeated key keeps its last value, as a JSON map would. */
         uint32_t *keys = arena_alloc(d->arena, (n ? n : 1) * sizeof(*keys));

@@ -251,10 +251,14 @@ static int lex_op(struct lexer *lx, uint32_t line, uint32_t col)
 int lex(const char *src, size_t len, struct arena *arena, struct tokens *toks,
         struct vpl_error *err)
 {
-    struct lexer lx = {.src = src, .len = len, .line = 1, .col = 1, .arena = arena,
-                       .out = toks, .err = err};
     toks->v = NULL;
     toks->n = 0;
+    /* Tokens point into a copy of the source that lives as long as the program. */
+    src = arena_strndup(arena, src, len);
+    if (src == NULL)
+        return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+    struct lexer lx = {.src = src, .len = len, .line = 1, .col = 1, .arena = arena,
+                       .out = toks, .err = err};
     int rc;
     for (;;) {
         if ((rc = skip_space(&lx)) != 0)

@@ -265,26 +265,24 @@ static struct expr *parse_list(struct parser *p, enum expr_kind kind, enum tok c
     uint32_t n = 0, cap = 0;
     if (!accept(p, close)) {
         do {
-            uint32_t need = kind == X_MAP ? 2 : 1;
-            if (n + need > UINT16_MAX) {
+            if (n + 2 > UINT16_MAX) {
                 fail_at(p, cur(p), "too many elements in a literal");
                 return NULL;
             }
-            if ((items = grow(p, items, n + need - 1, &cap, sizeof(*items))) == NULL ||
-                (need == 2 && (items = grow(p, items, n + 1, &cap, sizeof(*items))) == NULL))
-                return NULL;
             if (kind == X_MAP) {
                 const struct token *k = cur(p);
                 if (k->t != T_STRING && k->t != T_IDENT && k->t != T_QIDENT) {
                     expected(p, "a key (string or name)");
                     return NULL;
                 }
-                if ((items[n++] = literal(p, k, v_str(k->s, k->len))) == NULL)
+                if ((items = grow(p, items, n, &cap, sizeof(*items))) == NULL ||
+                    (items[n++] = literal(p, k, v_str(k->s, k->len))) == NULL)
                     return NULL;
                 if (expect(p, T_COLON, "':' after a map key") != 0)
                     return NULL;
             }
-            if ((items[n++] = parse_expr(p)) == NULL)
+            if ((items = grow(p, items, n, &cap, sizeof(*items))) == NULL ||
+                (items[n++] = parse_expr(p)) == NULL)
                 return NULL;
         } while (accept(p, T_COMMA));
         if (expect(p, close, close == T_RBRACK ? "',' or ']'" : "',' or '}'") != 0)
@@ -626,16 +624,16 @@ static int parse_event(struct parser *p, struct ast_program *prog, uint32_t *cap
 {
     const struct token *kw = cur(p);
     next(p);
-    const char *name;
-    uint32_t len;
-    const struct token *at;
+    const char *name = NULL;
+    uint32_t len = 0;
+    const struct token *at = NULL;
     if (parse_name(p, is_event ? "an event name" : "a type name", &name, &len, &at) != 0)
         return VPL_ESYNTAX;
     if (!is_event && accept(p, T_ASSIGN))
         return parse_type(p, 0);
     if (is_event && accept_word(p, "extends")) {
-        const char *base;
-        uint32_t blen;
+        const char *base = NULL;
+        uint32_t blen = 0;
         if (parse_name(p, "the name of the base event", &base, &blen, NULL) != 0)
             return VPL_ESYNTAX;
     }
@@ -687,8 +685,8 @@ static int parse_cparams(struct parser *p, int after_name, const char **topic, u
 static int parse_connector(struct parser *p)
 {
     next(p);
-    const char *name;
-    uint32_t len;
+    const char *name = NULL;
+    uint32_t len = 0;
     if (parse_name(p, "a connector name", &name, &len, NULL) != 0 ||
         expect(p, T_ASSIGN, "'=' after the connector name") != 0 ||
         parse_name(p, "a connector kind (nats, mqtt, ...)", &name, &len, NULL) != 0 ||
@@ -700,9 +698,9 @@ static int parse_connector(struct parser *p)
 static int parse_const(struct parser *p, struct ast_program *prog, uint32_t *cap)
 {
     next(p);
-    const char *name;
-    uint32_t len;
-    const struct token *at;
+    const char *name = NULL;
+    uint32_t len = 0;
+    const struct token *at = NULL;
     if (parse_name(p, "a constant name", &name, &len, &at) != 0)
         return VPL_ESYNTAX;
     if (accept(p, T_COLON) && parse_type(p, 0) != 0)
@@ -731,7 +729,7 @@ static int parse_step(struct parser *p, struct ast_step *st, int first)
         st->kleene = (uint8_t)accept_word(p, "all");
         st->neg = (uint8_t)accept_word(p, "NOT");
     }
-    const struct token *at;
+    const struct token *at = NULL;
     if (parse_name(p, "an event type, stream or pattern name", &st->type, &st->tlen, &at) != 0)
         return VPL_ESYNTAX;
     st->line = at->line;
@@ -749,7 +747,7 @@ static int parse_pattern(struct parser *p, struct ast_program *prog, uint32_t *c
     struct ast_pattern pat;
     memset(&pat, 0, sizeof(pat));
     pat.within = -1;
-    const struct token *at;
+    const struct token *at = NULL;
     if (parse_name(p, "a pattern name", &pat.name, &pat.nlen, &at) != 0 ||
         expect(p, T_ASSIGN, "'=' after the pattern name") != 0)
         return VPL_ESYNTAX;
@@ -851,7 +849,7 @@ static int parse_op(struct parser *p, struct ast_op *op)
         return VPL_ESYNTAX;
     switch (op->kind) {
     case OP_NOT: {
-        const struct token *at;
+        const struct token *at = NULL;
         if (parse_name(p, "the cancelling event type", &op->type, &op->tlen, &at) != 0)
             return VPL_ESYNTAX;
         if (accept_word(p, "where") && (op->pred = parse_expr(p)) == NULL)
@@ -887,7 +885,7 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
     next(p);
     struct ast_stream s;
     memset(&s, 0, sizeof(s));
-    const struct token *at;
+    const struct token *at = NULL;
     if (parse_name(p, "a stream name", &s.name, &s.nlen, &at) != 0 ||
         expect(p, T_ASSIGN, "'=' after the stream name") != 0)
         return VPL_ESYNTAX;

@@ -151,17 +151,13 @@ int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
 {
     if (err == NULL)
         return code;
-    char msg[sizeof(err->msg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     err->code = code;
     err->line = line;
     err->col = col;
-    if (line > 0)
-        snprintf(err->msg, sizeof(err->msg), "%u:%u: %s", line, col, msg);
-    else
-        snprintf(err->msg, sizeof(err->msg), "%s", msg);
+    int n = line > 0 ? snprintf(err->msg, sizeof(err->msg), "%u:%u: ", line, col) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg + n, sizeof(err->msg) - (size_t)n, fmt, ap);
+    va_end(ap);
     return code;
 }

@@ -132,7 +132,7 @@ class Gust:
         try:
             c.request(method, path, body=body, headers=headers or {})
             r = c.getresponse()
-            return r.status, r.read(), dict(r.getheaders())
+            return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
         finally:
             c.close()
 

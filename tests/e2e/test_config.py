@@ -19,7 +19,8 @@ def main():
     tmp.file("scripts/broken.lua", 'return { on_event = function(ev)\n  emit("ev.out", ev)\n end\n')
     tmp.file("rules/ok.vpl", open(os.path.join(SOURCE_DIR, "rules", "bench_orders.vpl")).read())
     tmp.file("rules/broken.vpl", "stream X = Foo\n    .where(a >\n")
-    tmp.file("conf.d/extra.conf", "flow extra { script scripts/ok.lua; }\n")
+    # paths are relative to the file that names them
+    tmp.file("conf.d/extra.conf", "flow extra { script ../scripts/ok.lua; }\n")
 
     good = """
 # a full example

@@ -49,7 +49,7 @@ def main():
             body = ORDER if i == 0 else json.dumps({"n": i, "suffix": suffix}).encode()
             status, resp, headers = g.request("POST", "/ingest/" + suffix, body)
             t.eq(status, 202, "POST /ingest/%s" % suffix)
-            t.eq(headers.get("Content-Type"), "application/json", "202 content type")
+            t.eq(headers.get("content-type"), "application/json", "202 content type")
             r = json.loads(resp)
             t.eq(r["subject"], "ev." + suffix, "202 names the subject")
             sent.append((r["seq"], "ev." + suffix, body))

@@ -1,0 +1,72 @@
+# Shared by the benchmark scripts: servers on free loopback ports in a temp dir,
+# stopped by PID on exit. Source it; set BUILD to override the build directory.
+set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH_DIR/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+GUST=$BUILD/gust
+TOOLS=$BUILD/bench
+WORK=$(mktemp -d /tmp/gust-bench.XXXXXX)
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+for f in "$GUST" "$TOOLS/gust-bench-pub" "$TOOLS/gust-bench-counter" "$TOOLS/gust-bench-coldstart" \
+         "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$BUILD/tests/gust-stream-read"; do
+    [ -x "$f" ] || { echo "missing $f: build first (./build.sh build)" >&2; exit 1; }
+done
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() {
+    for _ in $(seq 1 1000); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+        sleep 0.01
+    done
+    echo "port $1 never opened" >&2
+    return 1
+}
+
+# start_nats: sets NATS_PORT, NATS_URL, NATS_PID
+start_nats() {
+    NATS_PORT=$(free_port)
+    NATS_URL=nats://127.0.0.1:$NATS_PORT
+    nats-server -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$WORK/nats-$NATS_PORT" >"$WORK/nats.log" 2>&1 &
+    NATS_PID=$!
+    PIDS+=("$NATS_PID")
+    wait_port "$NATS_PORT"
+}
+
+# start_gust CONF_FILE HTTP_PORT: sets GUST_PID and COLD_START_MS (spawn -> /healthz 200)
+start_gust() {
+    local out
+    out=$("$TOOLS/gust-bench-coldstart" "$2" "$GUST" -c "$1" 2>>"$WORK/gust.log")
+    GUST_PID=$(echo "$out" | sed 's/.*"pid":\([0-9]*\).*/\1/')
+    COLD_START_MS=$(echo "$out" | sed 's/.*"cold_start_ms":\([0-9.]*\).*/\1/')
+    PIDS+=("$GUST_PID")
+}
+
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+rss_kb() {
+    awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+}
+
+# median of the numbers given as arguments
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'
+}
+
+json_field() { # json_field NAME JSON
+    echo "$2" | python3 -c "import json,sys; print(json.load(sys.stdin)$1)"
+}

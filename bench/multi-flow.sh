@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# multi-flow.sh [PER_FLOW]: 1, 10 and 50 copies of bench_orders.lua in one gust, each
+# on its own subjects (ev.m<i> -> ev.m<i>.out). PER_FLOW events per flow are stored
+# first; a counter checks every output id; reports the aggregate rate and RSS.
+source "$(dirname "$0")/lib.sh"
+PER=${1:-4000}
+start_nats
+results=()
+for flows in 1 10 50; do
+    port=$(free_port)
+    conf=$WORK/multi-$flows.conf
+    printf 'log_level warn;\nhttp { listen 127.0.0.1:%s; }\nnats { url %s; }\n' "$port" "$NATS_URL" >"$conf"
+    for i in $(seq 1 "$flows"); do
+        sed "s/ev\.orders\.out/ev.m$flows-$i.out/" "$ROOT/scripts/bench_orders.lua" >"$WORK/m$flows-$i.lua"
+        echo "flow m$flows-$i { script $WORK/m$flows-$i.lua; source ev.m$flows-$i; }" >>"$conf"
+        "$TOOLS/gust-bench-pub" "$NATS_URL" "ev.m$flows-$i" "$PER" $(( (i - 1) * PER + 1 )) >/dev/null
+    done
+    total=$((flows * PER))
+    "$TOOLS/gust-bench-counter" "$NATS_URL" "ev.*.out" "$total" 180 >"$WORK/count.json" 2>"$WORK/counter.err" &
+    counter=$!
+    while ! grep -q ready "$WORK/counter.err" 2>/dev/null; do sleep 0.01; done
+    start_gust "$conf" "$port"
+    wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; exit 1; }
+    rss=$(rss_kb "$GUST_PID")
+    stop_pid "$GUST_PID"
+    results+=("{\"flows\":$flows,\"events\":$total,\"count\":$(cat "$WORK/count.json"),\"rss_kb\":$rss,\"cold_start_ms\":$COLD_START_MS}")
+done
+echo "{\"scenario\":\"multi-flow\",\"per_flow\":$PER,\"runs\":[$(IFS=,; echo "${results[*]}")]}"

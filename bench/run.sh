@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# run.sh [SECS] [CONNS]: the end-to-end path of WORKLOAD.md, saturated.
+#   gust-bench-loadgen (HTTP POST, keep-alive, unique ids, t stamped) -> /ingest ->
+#   JetStream -> flow bench_orders.lua -> JetStream -> http_out -> gust-bench-sink,
+#   which measures latency from t and counts unique ids.
+# Checks delivered == accepted before it reports. With RATE set (paced.sh), the load
+# generator holds that rate instead of saturating.
+source "$(dirname "$0")/lib.sh"
+SECS=${1:-10}
+CONNS=${2:-32}
+RATE=${RATE:-}
+
+start_nats
+"$TOOLS/gust-bench-sink" --port 0 >"$WORK/sink.out" 2>"$WORK/sink.err" &
+PIDS+=("$!")
+while ! grep -q '^port' "$WORK/sink.out" 2>/dev/null; do sleep 0.01; done
+sink_port=$(awk '/^port/ {print $2}' "$WORK/sink.out")
+port=$(free_port)
+cat >"$WORK/host.conf" <<CONF
+log_level warn;
+plugin_dir $BUILD/plugins;
+plugin http_out;
+http { listen 127.0.0.1:$port; }
+nats { url $NATS_URL; }
+flow orders { script $ROOT/scripts/bench_orders.lua; source ev.orders; }
+sink out { use http_out; source ev.orders.out; url http://127.0.0.1:$sink_port/hit; }
+CONF
+start_gust "$WORK/host.conf" "$port"
+
+# Sample RSS while the load runs; keep the largest.
+( peak=0; while kill -0 "$GUST_PID" 2>/dev/null; do
+      r=$(rss_kb "$GUST_PID" 2>/dev/null || echo 0); [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" >"$WORK/rss"
+      sleep 0.2; done ) &
+sampler=$!
+lg=$("$TOOLS/gust-bench-loadgen" --url "http://127.0.0.1:$port/ingest/orders" --connections "$CONNS" \
+     --duration "$SECS" ${RATE:+--rate "$RATE"})
+accepted=$(json_field '["accepted"]' "$lg")
+stats() { curl -s "http://127.0.0.1:$sink_port/stats"; }
+for _ in $(seq 1 600); do
+    [ "$(json_field '["unique"]' "$(stats)")" -ge "$accepted" ] && break
+    sleep 0.1
+done
+sink=$(stats)
+kill "$sampler" 2>/dev/null || true
+unique=$(json_field '["unique"]' "$sink")
+cat <<JSON
+{"scenario":"${SCENARIO:-e2e-saturated}","seconds":$SECS,"connections":$CONNS,"rate_target":${RATE:-null},
+ "cold_start_ms":$COLD_START_MS,
+ "ingest":$lg,
+ "sink":$sink,
+ "accepted":$accepted,"delivered_unique":$unique,"delivered_equals_accepted":$([ "$unique" = "$accepted" ] && echo true || echo false),
+ "rss_peak_kb":$(cat "$WORK/rss" 2>/dev/null || echo null),"binary_bytes":$(stat -c %s "$GUST")}
+JSON
+[ "$unique" = "$accepted" ]

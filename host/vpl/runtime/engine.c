@@ -1,0 +1,416 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rfc3339.h"
+#include "runtime.h"
+
+struct vpl_limits vpl_limits_default(void)
+{
+    struct vpl_limits l = {
+        .max_partitions = 100000,
+        .max_runs_per_partition = 10000,
+        .max_window_events = 100000,
+        .max_fields = 256,
+        .max_string = 65536,
+        .max_depth = 32,
+        .max_array = 4096,
+    };
+    return l;
+}
+
+static void fill_limits(struct vpl_limits *l, const struct vpl_limits *in)
+{
+    struct vpl_limits d = vpl_limits_default();
+    *l = in ? *in : d;
+#define DEF(f) if (l->f == 0) l->f = d.f
+    DEF(max_partitions);
+    DEF(max_runs_per_partition);
+    DEF(max_window_events);
+    DEF(max_fields);
+    DEF(max_string);
+    DEF(max_depth);
+    DEF(max_array);
+#undef DEF
+    if (l->max_depth > 1000)
+        l->max_depth = 1000;
+}
+
+int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *limits,
+                      struct vpl_engine **out, struct vpl_error *err)
+{
+    *out = NULL;
+    if (prog == NULL)
+        return vpl_err_at(err, VPL_EINVAL, 0, 0, "no program");
+    struct vpl_engine *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+    e->prog = prog;
+    fill_limits(&e->lim, limits);
+    arena_init(&e->scratch, 64 * 1024);
+    e->dec = decoder_create(&prog->syms, &e->lim);
+    e->clock = malloc((prog->ntypes ? prog->ntypes : 1) * sizeof(*e->clock));
+    e->ss = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->ss));
+    if (e->dec == NULL || e->clock == NULL || e->ss == NULL) {
+        vpl_engine_destroy(e);
+        return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+    }
+    for (uint32_t t = 0; t < prog->ntypes; t++)
+        e->clock[t] = INT64_MIN;
+    const struct sym *s = symtab_find(&prog->syms, "timestamp", 9);
+    e->sym_timestamp = s ? s->id : SYM_NONE;
+    s = symtab_find(&prog->syms, "event_type", 10);
+    e->sym_event_type = s ? s->id : SYM_NONE;
+    *out = e;
+    return 0;
+}
+
+void vpl_engine_destroy(struct vpl_engine *e)
+{
+    if (e == NULL)
+        return;
+    if (e->ss != NULL)
+        for (uint32_t i = 0; i < e->prog->nstreams; i++) {
+            if (e->prog->streams[i].pat)
+                seq_destroy(e, i);
+            else if (e->prog->streams[i].win)
+                window_destroy(e, i);
+        }
+    for (uint32_t i = 0; i < e->nheld; i++)
+        rt_drop(e, e->held[i]);
+    free(e->held);
+    free(e->pend);
+    free(e->ss);
+    free(e->clock);
+    decoder_destroy(e->dec);
+    arena_free(&e->scratch);
+    buf_free(&e->out);
+    buf_free(&e->key);
+    free(e);
+}
+
+const char *vpl_engine_last_error(const struct vpl_engine *e)
+{
+    return e->errmsg;
+}
+
+void vpl_engine_stats(const struct vpl_engine *e, struct vpl_stats *out)
+{
+    *out = e->st;
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+void *rt_alloc(struct vpl_engine *e, size_t n)
+{
+    void *p = malloc(n);
+    if (p == NULL)
+        e->oom = 1;
+    else
+        e->st.state_bytes += n;
+    return p;
+}
+
+void *rt_realloc(struct vpl_engine *e, void *p, size_t old, size_t n)
+{
+    void *q = realloc(p, n);
+    if (q == NULL) {
+        e->oom = 1;
+        return NULL;
+    }
+    e->st.state_bytes += n - old;
+    return q;
+}
+
+void rt_free(struct vpl_engine *e, void *p, size_t n)
+{
+    if (p != NULL) {
+        e->st.state_bytes -= n;
+        free(p);
+    }
+}
+
+struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
+{
+    if (ev->refs > 0) {
+        ev->refs++;
+        return ev;
+    }
+    if (ev->frozen == NULL) {
+        if (e->nheld == e->capheld) {
+            uint32_t cap = e->capheld ? e->capheld * 2 : 16;
+            struct vpl_event **v = realloc(e->held, cap * sizeof(*v));
+            if (v == NULL) {
+                e->oom = 1;
+                return NULL;
+            }
+            e->held = v;
+            e->capheld = cap;
+        }
+        struct vpl_event *f = event_freeze(ev);
+        if (f == NULL) {
+            e->oom = 1;
+            return NULL;
+        }
+        e->st.state_bytes += f->size;
+        ev->frozen = f;
+        e->held[e->nheld++] = f; /* the transient event's own reference */
+    }
+    ev->frozen->refs++;
+    return ev->frozen;
+}
+
+void rt_drop(struct vpl_engine *e, struct vpl_event *ev)
+{
+    if (ev != NULL && --ev->refs == 0) {
+        e->st.state_bytes -= ev->size;
+        free(ev);
+    }
+}
+
+/* ---- evaluation and output ------------------------------------------------------ */
+
+void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, int64_t time)
+{
+    memset(c, 0, sizeof(*c));
+    c->ev = ev;
+    c->view_slot = -1;
+    c->time = time;
+    c->arena = &e->scratch;
+    c->oom = &e->oom;
+}
+
+void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
+                      uint64_t *hash)
+{
+    e->key.len = 0;
+    const struct vval *v = event_get(ev, field);
+    /* A missing field is the empty key; int 1 and string "1" share a partition. */
+    if (v != NULL && value_text(&e->key, v) != 0)
+        e->oom = 1;
+    if (buf_reserve(&e->key, 1) != 0)
+        e->oom = 1;
+    *hash = hash_bytes(e->key.p ? e->key.p : "", e->key.len);
+}
+
+int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int32_t slot,
+            uint32_t view, int done)
+{
+    if (e->npend == e->cappend) {
+        uint32_t cap = e->cappend ? e->cappend * 2 : 64;
+        struct pend *v = realloc(e->pend, cap * sizeof(*v));
+        if (v == NULL) {
+            e->oom = 1;
+            return -1;
+        }
+        e->pend = v;
+        e->cappend = cap;
+    }
+    struct pend *p = &e->pend[e->npend++];
+    p->run = r;
+    p->ev = ev;
+    p->pos = e->npend - 1;
+    p->slot = slot;
+    p->view = view;
+    p->done = (uint8_t)done;
+    return 0;
+}
+
+static void deliver(struct vpl_engine *e, const struct stream *s, const struct vpl_event *ev)
+{
+    struct buf *b = &e->out;
+    int rc = 0;
+    b->len = 0;
+    rc |= buf_puts(b, "{\"event_type\":");
+    rc |= json_write_string(b, s->name, strlen(s->name));
+    if (e->sym_timestamp == SYM_NONE || event_get(ev, e->sym_timestamp) == NULL) {
+        char ts[40];
+        rc |= buf_puts(b, ",\"timestamp\":\"");
+        rc |= buf_put(b, ts, rfc3339_format(ev->time, ts));
+        rc |= buf_putc(b, '"');
+    }
+    for (uint32_t i = 0; i < ev->nf && rc == 0; i++) {
+        if (ev->keys[i] == e->sym_event_type)
+            continue; /* the stream's name is the type; never write the key twice */
+        const char *k = sym_name(e->prog, ev->keys[i]);
+        rc |= buf_putc(b, ',');
+        rc |= json_write_string(b, k, strlen(k));
+        rc |= buf_putc(b, ':');
+        rc |= json_write_value(b, &ev->vals[i]);
+    }
+    rc |= buf_putc(b, '}');
+    if (rc != 0) {
+        e->oom = 1;
+        return;
+    }
+    e->st.alerts++;
+    if (e->cb != NULL)
+        e->cb(e->ud, s->name, s->topic, b->p, b->len);
+}
+
+/* A new transient event of the named values of a projection. */
+static struct vpl_event *project(struct vpl_engine *e, const struct stage *st, struct ectx *c)
+{
+    struct vpl_event *ev = arena_alloc(&e->scratch, sizeof(*ev));
+    uint32_t *keys = arena_alloc(&e->scratch, (st->n ? st->n : 1) * sizeof(*keys));
+    struct vval *vals = arena_alloc(&e->scratch, (st->n ? st->n : 1) * sizeof(*vals));
+    if (ev == NULL || keys == NULL || vals == NULL) {
+        e->oom = 1;
+        return NULL;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < st->n; i++) {
+        struct vval v = eval(st->e[i], c);
+        if (v.t == V_MISSING)
+            continue; /* an emit argument that evaluates to none is omitted */
+        keys[n] = st->names[i];
+        vals[n++] = v;
+    }
+    memset(ev, 0, sizeof(*ev));
+    ev->nf = n;
+    ev->time = c->time;
+    ev->keys = keys;
+    ev->vals = vals;
+    return ev;
+}
+
+static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev);
+
+/* The record of c after stages st[0..n): NULL when a filter drops it. */
+static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st, uint32_t n,
+                                    struct ectx *c)
+{
+    struct vpl_event *cur = (struct vpl_event *)c->ev;
+    for (uint32_t i = 0; i < n; i++) {
+        if (st[i].kind == SG_FILTER) {
+            if (!eval_true(st[i].e[0], c))
+                return NULL;
+            continue;
+        }
+        if ((cur = project(e, &st[i], c)) == NULL)
+            return NULL;
+        rt_ectx(e, c, cur, c->time);
+    }
+    return cur;
+}
+
+void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
+               struct ectx *c)
+{
+    const struct stream *s = &e->prog->streams[si];
+    struct vpl_event *out = run_stages(e, st, n, c);
+    if (out == NULL || e->oom)
+        return;
+    if (s->emits)
+        deliver(e, s, out);
+    if (e->prog->routes[s->type].n > 0)
+        route(e, s->type, out);
+}
+
+static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev)
+{
+    const struct stream *s = &e->prog->streams[si];
+    if (s->pat != NULL) {
+        seq_input(e, si, type, ev);
+        return;
+    }
+    if (s->win == NULL) {
+        struct ectx c;
+        rt_ectx(e, &c, ev, ev->time);
+        rt_finish(e, si, s->pre, s->npre, &c);
+        return;
+    }
+    struct ectx c;
+    rt_ectx(e, &c, ev, ev->time);
+    struct vpl_event *in = run_stages(e, s->pre, s->npre, &c);
+    if (in != NULL)
+        window_input(e, si, in);
+}
+
+/* Depth-first: a derived event reaches every stream below before the next stream of
+ * this level runs. The compiler bounds the chain, so the recursion is bounded. */
+static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
+{
+    const struct route *r = &e->prog->routes[type];
+    for (uint32_t i = 0; i < r->n && !e->oom; i++)
+        stream_input(e, r->s[i], type, ev);
+}
+
+/* Advances the clocks an input of `type` drives, closing windows and expiring or
+ * confirming runs, upstream streams first. */
+static void advance(struct vpl_engine *e, uint32_t type, int64_t now)
+{
+    const struct vpl_program *p = e->prog;
+    int64_t t = now - p->lag[type];
+    if (t <= e->clock[type])
+        return;
+    e->clock[type] = t;
+    const struct route *r = &p->timed[type];
+    for (uint32_t i = 0; i < r->n && !e->oom; i++) {
+        const struct stream *s = &p->streams[r->s[i]];
+        /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
+         * slowest type feeding it (§1.12). */
+        int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
+        for (uint32_t k = 0; k < s->nroots; k++) {
+            int64_t c = e->clock[s->roots[k]];
+            if (s->pat ? c > clock : c < clock)
+                clock = c;
+        }
+        if (s->pat)
+            seq_clock(e, r->s[i], clock, now);
+        else
+            window_clock(e, r->s[i], clock, now);
+    }
+}
+
+int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
+                         const char *default_event_type, int64_t arrival_ms, vpl_alert_fn cb,
+                         void *ud)
+{
+    if (e == NULL || (json == NULL && len > 0))
+        return VPL_EINVAL;
+    const struct vpl_program *p = e->prog;
+    struct decoded d;
+    e->errmsg[0] = '\0';
+    int rc = decoder_run(e->dec, &e->scratch, json ? json : "", len, &d, e->errmsg,
+                         sizeof(e->errmsg));
+    if (rc != 0) {
+        if (rc == VPL_ENOMEM)
+            snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
+        arena_reset(&e->scratch);
+        return rc;
+    }
+    e->cb = cb;
+    e->ud = ud;
+    e->st.input_truncated += d.truncated;
+    struct vpl_event *ev = d.ev;
+    if (!d.has_time)
+        ev->time = arrival_ms;
+    const char *tname = d.type ? d.type : default_event_type;
+    size_t tlen = d.type ? d.type_len : (tname ? strlen(tname) : 0);
+    const struct sym *sym = tname ? symtab_find(&p->syms, tname, tlen) : NULL;
+    if (sym == NULL || sym->type < 0) {
+        e->st.events_unrouted++;
+    } else {
+        uint32_t type = (uint32_t)sym->type;
+        if (p->routes[type].n == 0 && p->timed[type].n == 0)
+            e->st.events_unrouted++;
+        advance(e, type, ev->time);
+        if (!e->oom)
+            route(e, type, ev);
+    }
+    for (uint32_t i = 0; i < e->nheld; i++)
+        rt_drop(e, e->held[i]);
+    e->nheld = 0;
+    arena_reset(&e->scratch);
+    e->cb = NULL;
+    e->ud = NULL;
+    if (e->oom) {
+        /* State stays consistent, but what this input should have done may be partial. */
+        e->oom = 0;
+        snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
+        return VPL_ENOMEM;
+    }
+    e->st.events++;
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* Engine internals shared by engine.c (decode, clocks, routing, alerts), seq.c
+ * (sequence runs) and window.c (windows). */
+#ifndef VPL_RUNTIME_H
+#define VPL_RUNTIME_H
+
+#include "eval.h"
+#include "heap.h"
+#include "hmap.h"
+#include "json.h"
+#include "program.h"
+
+/* A match waiting to be emitted: runs completed by one event come out in creation
+ * order, so matches are collected during the pass and sorted. */
+struct pend {
+    struct run *run;
+    const struct vpl_event *ev; /* what bare names read in the emit */
+    uint32_t pos;               /* order of collection, to keep the sort stable */
+    int32_t slot;               /* .each(): this Kleene slot is seen with `view` events; */
+    uint32_t view;              /* slot -1: every closure whole */
+    uint8_t done;               /* free the run after emitting */
+};
+
+/* State of one stream: partitions of runs or windows, and their deadlines. */
+struct sstate {
+    struct hmap parts;
+    void *single;  /* the one partition of an unpartitioned stream */
+    void *pinned;  /* a partition being iterated: not freed when it empties */
+    struct heap due;
+    uint64_t nparts;
+};
+
+struct vpl_engine {
+    const struct vpl_program *prog;
+    struct vpl_limits lim;
+    struct decoder *dec;
+    struct arena scratch; /* everything transient of the current input */
+    struct buf out;       /* alert JSON */
+    struct buf key;       /* partition key text */
+    int64_t *clock;       /* per routing type: event-time clock */
+    struct sstate *ss;    /* per stream */
+    struct vpl_event **held; /* frozen copies owned by transient events until the input ends */
+    uint32_t nheld, capheld;
+    struct pend *pend;
+    uint32_t npend, cappend;
+    vpl_alert_fn cb;
+    void *ud;
+    int oom;
+    uint64_t seq; /* creation order of runs and windows */
+    uint32_t sym_timestamp, sym_event_type;
+    struct vpl_stats st;
+    char errmsg[256];
+};
+
+/* ---- engine.c ---- */
+
+/* Takes a reference to ev for state that outlives the input (freezing a transient
+ * event once). NULL on OOM (e->oom set). */
+struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev);
+void rt_drop(struct vpl_engine *e, struct vpl_event *ev);
+
+/* Accounted heap memory for runs, partitions and window buffers. */
+void *rt_alloc(struct vpl_engine *e, size_t n);
+void *rt_realloc(struct vpl_engine *e, void *p, size_t old, size_t n);
+void rt_free(struct vpl_engine *e, void *p, size_t n);
+
+void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, int64_t time);
+
+/* Runs a stream's stages from c and, when the record survives, delivers it as an
+ * alert (streams with .emit) and routes it to the streams that read this one. */
+void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
+               struct ectx *c);
+
+/* The text of ev's partition field in e->key, and its hash. */
+void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
+                      uint64_t *hash);
+
+int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int32_t slot,
+            uint32_t view, int done);
+
+/* ---- seq.c ---- */
+void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev);
+void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
+void seq_destroy(struct vpl_engine *e, uint32_t si);
+
+/* ---- window.c ---- */
+void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev);
+void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
+void window_destroy(struct vpl_engine *e, uint32_t si);
+
+#endif

@@ -1,0 +1,473 @@
+/* Sequences (SPEC §1.9-1.11, §2.1): SASE+ runs kept per partition.
+ *
+ * A partition holds one list of runs per step they wait for, so an event visits only
+ * the runs whose next step (or Kleene closure, NOT constraint, absence) names its
+ * type. Lists are walked from the last step down: a run that advances lands in a
+ * list already walked this pass and is not offered the same event twice. Deadlines
+ * live in one heap per stream; the clock pops what is due instead of sweeping. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+struct run {
+    struct heap_item hi; /* due: deadline; seq: creation order */
+    struct spart *part;
+    struct run *prev, *next;
+    uint32_t step;      /* the list it is in: the next step it waits for, or nsteps */
+    uint8_t linked;     /* in part->lists[step] */
+    union capture cap[]; /* one slot per positive step */
+};
+
+struct rlist {
+    struct run *head, *tail;
+};
+
+struct spart {
+    struct hnode node;
+    uint32_t nruns;
+    uint32_t size;
+    struct rlist lists[]; /* nsteps + 1; the key bytes follow */
+};
+
+#define NO_DEADLINE INT64_MAX
+
+static size_t run_size(const struct pattern *pat)
+{
+    return sizeof(struct run) + pat->nsteps * sizeof(union capture);
+}
+
+static size_t closure_size(uint32_t cap)
+{
+    return sizeof(struct closure) + cap * sizeof(struct vpl_event *);
+}
+
+static void link_run(struct spart *p, struct run *r, uint32_t step)
+{
+    struct rlist *l = &p->lists[step];
+    r->step = step;
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    r->linked = 1;
+}
+
+static void unlink_run(struct run *r)
+{
+    if (!r->linked)
+        return;
+    struct rlist *l = &r->part->lists[r->step];
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
+    r->linked = 0;
+}
+
+static void part_free(struct vpl_engine *e, uint32_t si, struct spart *p)
+{
+    struct sstate *ss = &e->ss[si];
+    if (ss->single != p)
+        hmap_del(&ss->parts, &p->node);
+    else
+        ss->single = NULL;
+    ss->nparts--;
+    e->st.partitions--;
+    rt_free(e, p, p->size);
+}
+
+/* Drops what a run holds and frees it. */
+static void run_release(struct vpl_engine *e, const struct pattern *pat, struct run *r)
+{
+    for (uint32_t k = 0; k < pat->nsteps; k++) {
+        if (!pat->steps[k].kleene) {
+            rt_drop(e, r->cap[k].ev);
+        } else if (r->cap[k].clo != NULL) {
+            for (uint32_t i = 0; i < r->cap[k].clo->n; i++)
+                rt_drop(e, r->cap[k].clo->ev[i]);
+            rt_free(e, r->cap[k].clo, closure_size(r->cap[k].clo->cap));
+        }
+    }
+    rt_free(e, r, run_size(pat));
+    e->st.open_runs--;
+}
+
+static void run_free(struct vpl_engine *e, uint32_t si, struct run *r)
+{
+    struct sstate *ss = &e->ss[si];
+    unlink_run(r);
+    if (r->hi.idx != HEAP_NONE)
+        heap_remove(&ss->due, &r->hi);
+    struct spart *p = r->part;
+    run_release(e, e->prog->streams[si].pat, r);
+    if (--p->nruns == 0 && ss->pinned != p)
+        part_free(e, si, p);
+}
+
+/* The partition of ev, created when `create`; NULL when absent or over the limit. */
+static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev,
+                              int create)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    struct sstate *ss = &e->ss[si];
+    uint64_t h = 0;
+    if (pat->partition == SYM_NONE) {
+        if (ss->single != NULL || !create)
+            return ss->single;
+        e->key.len = 0;
+    } else {
+        rt_partition_key(e, ev, pat->partition, &h);
+        struct hnode *n = hmap_get(&ss->parts, h, e->key.p, e->key.len);
+        if (n != NULL || !create)
+            return (struct spart *)n;
+    }
+    if (ss->nparts >= e->lim.max_partitions) {
+        e->st.partitions_dropped++;
+        return NULL;
+    }
+    size_t lists = (pat->nsteps + 1) * sizeof(struct rlist);
+    size_t size = sizeof(struct spart) + lists + e->key.len + 1;
+    struct spart *p = rt_alloc(e, size);
+    if (p == NULL)
+        return NULL;
+    memset(p, 0, sizeof(*p) + lists);
+    char *key = (char *)p->lists + lists;
+    if (e->key.len)
+        memcpy(key, e->key.p, e->key.len);
+    key[e->key.len] = '\0';
+    p->node.hash = h;
+    p->node.key = key;
+    p->node.klen = (uint32_t)e->key.len;
+    p->size = (uint32_t)size;
+    if (pat->partition == SYM_NONE) {
+        ss->single = p;
+    } else if (hmap_put(&ss->parts, &p->node) != 0) {
+        rt_free(e, p, size);
+        e->oom = 1;
+        return NULL;
+    }
+    ss->nparts++;
+    e->st.partitions++;
+    return p;
+}
+
+static void run_ctx(struct vpl_engine *e, struct ectx *c, const struct pattern *pat,
+                    const struct run *r, const struct vpl_event *ev)
+{
+    rt_ectx(e, c, ev, ev->time);
+    c->caps = r ? r->cap : NULL;
+    c->pat = pat;
+}
+
+static int pred_ok(const struct expr *pred, const struct ectx *c)
+{
+    return pred == NULL || eval_true(pred, c);
+}
+
+/* Adds ev to the closure of Kleene slot k. */
+static int grow(struct vpl_engine *e, struct run *r, uint32_t k, struct vpl_event *ev)
+{
+    struct closure *clo = r->cap[k].clo;
+    if (clo != NULL && clo->n >= KLEENE_MAX) {
+        e->st.kleene_truncated++;
+        return 0;
+    }
+    if (clo == NULL || clo->n == clo->cap) {
+        uint16_t old = clo ? clo->cap : 0;
+        uint16_t cap = old ? (uint16_t)(old * 2 > KLEENE_MAX ? KLEENE_MAX : old * 2) : 2;
+        clo = rt_realloc(e, clo, clo ? closure_size(old) : 0, closure_size(cap));
+        if (clo == NULL)
+            return -1;
+        if (old == 0)
+            clo->n = 0;
+        clo->cap = cap;
+        r->cap[k].clo = clo;
+    }
+    struct vpl_event *held = rt_hold(e, ev);
+    if (held == NULL)
+        return -1;
+    clo->ev[clo->n++] = held;
+    return 0;
+}
+
+static int is_type_of(const struct neg *n, uint32_t count, uint32_t type)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (n[i].type == type)
+            return 1;
+    return 0;
+}
+
+static int neg_hit(const struct neg *n, uint32_t count, uint32_t type, const struct ectx *c)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (n[i].type == type && pred_ok(n[i].pred, c))
+            return 1;
+    return 0;
+}
+
+static int reads_type(const struct pattern *pat, uint32_t type)
+{
+    for (uint32_t i = 0; i < pat->ntypes; i++)
+        if (pat->types[i] == type)
+            return 1;
+    return 0;
+}
+
+/* Whether runs waiting in list k can react to an event of `type`. */
+static int relevant(const struct pattern *pat, uint32_t k, uint32_t type)
+{
+    if (pat->strict)
+        return reads_type(pat, type);
+    if (k < pat->nsteps &&
+        (pat->steps[k].type == type || is_type_of(pat->steps[k].negs, pat->steps[k].nnegs, type)))
+        return 1;
+    if (pat->steps[k - 1].kleene && pat->steps[k - 1].type == type)
+        return 1;
+    return k == pat->nsteps && is_type_of(pat->absent, pat->nabsent, type);
+}
+
+/* A run matched its last step: queue its match(es) and take it out of its list. */
+static void complete(struct vpl_engine *e, const struct pattern *pat, struct run *r,
+                     const struct vpl_event *ev)
+{
+    unlink_run(r);
+    if (pat->each_slot >= 0) {
+        /* .each(): one match per closure event, the closure as it stood then. */
+        uint32_t n = r->cap[pat->each_slot].clo->n;
+        for (uint32_t v = 1; v <= n; v++)
+            rt_pend(e, r, ev, pat->each_slot, v, v == n);
+    } else {
+        rt_pend(e, r, ev, -1, 0, 1);
+    }
+}
+
+/* Offers ev to run r waiting in list k. Returns 1 when the run took the event. */
+static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k,
+                 struct vpl_event *ev, uint32_t type)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    if (ev->time > r->hi.due)
+        return 0; /* past the deadline (inclusive): it will expire */
+    struct ectx c;
+    run_ctx(e, &c, pat, r, ev);
+    if (k == pat->nsteps) {
+        if (pat->nabsent > 0) {
+            if (neg_hit(pat->absent, pat->nabsent, type, &c))
+                run_free(e, si, r); /* what had to stay absent arrived */
+            return 0;
+        }
+        /* A closure that ends the pattern grows until an event of its type breaks it. */
+        const struct pstep *ks = &pat->steps[k - 1];
+        if (ks->type == type && pred_ok(ks->pred, &c)) {
+            if (grow(e, r, k - 1, ev) != 0)
+                return 0;
+            if (!pat->longest)
+                rt_pend(e, r, ev, (int32_t)k - 1, r->cap[k - 1].clo->n, 0);
+            return 1;
+        }
+        if (ks->type == type && pat->longest) {
+            unlink_run(r);
+            rt_pend(e, r, ev, -1, 0, 1);
+        } else if (pat->strict && reads_type(pat, type)) {
+            run_free(e, si, r);
+        }
+        return 0;
+    }
+    const struct pstep *st = &pat->steps[k];
+    if (neg_hit(st->negs, st->nnegs, type, &c)) {
+        run_free(e, si, r);
+        return 0;
+    }
+    if (st->type == type && pred_ok(st->pred, &c)) {
+        if (st->kleene) {
+            if (grow(e, r, k, ev) != 0)
+                return 0;
+            unlink_run(r);
+            link_run(r->part, r, k + 1);
+            if (k + 1 == pat->nsteps && !pat->longest)
+                rt_pend(e, r, ev, (int32_t)k, 1, 0);
+            return 1;
+        }
+        if ((r->cap[k].ev = rt_hold(e, ev)) == NULL)
+            return 0;
+        unlink_run(r);
+        if (k + 1 < pat->nsteps || pat->nabsent > 0)
+            link_run(r->part, r, k + 1);
+        else
+            complete(e, pat, r, ev);
+        return 1;
+    }
+    if (k >= 1 && pat->steps[k - 1].kleene && pat->steps[k - 1].type == type &&
+        pred_ok(pat->steps[k - 1].pred, &c)) {
+        return grow(e, r, k - 1, ev) == 0;
+    }
+    if (pat->strict && reads_type(pat, type))
+        run_free(e, si, r);
+    return 0;
+}
+
+static void open_run(struct vpl_engine *e, uint32_t si, struct spart *p, struct vpl_event *ev)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    if (p->nruns >= e->lim.max_runs_per_partition) {
+        e->st.runs_dropped++;
+        return;
+    }
+    struct run *r = rt_alloc(e, run_size(pat));
+    if (r == NULL)
+        return;
+    memset(r, 0, run_size(pat));
+    if ((r->cap[0].ev = rt_hold(e, ev)) == NULL) {
+        rt_free(e, r, run_size(pat));
+        return;
+    }
+    r->part = p;
+    r->hi.seq = ++e->seq;
+    r->hi.idx = HEAP_NONE;
+    r->hi.due = NO_DEADLINE;
+    if (pat->within >= 0)
+        r->hi.due = ev->time > NO_DEADLINE - pat->within ? NO_DEADLINE - 1 : ev->time + pat->within;
+    p->nruns++;
+    e->st.open_runs++;
+    link_run(p, r, 1);
+    if (pat->within >= 0 && heap_push(&e->ss[si].due, &r->hi) != 0) {
+        e->oom = 1;
+        run_free(e, si, r);
+    }
+}
+
+static int cmp_pend(const void *a, const void *b)
+{
+    const struct pend *x = a, *y = b;
+    if (x->run->hi.seq != y->run->hi.seq)
+        return x->run->hi.seq < y->run->hi.seq ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Emits the matches queued since `base` in run creation order, then frees the runs
+ * that completed. */
+static void flush(struct vpl_engine *e, uint32_t si, uint32_t base, int64_t now)
+{
+    const struct stream *s = &e->prog->streams[si];
+    uint32_t n = e->npend - base;
+    if (n == 0)
+        return;
+    if (n > 1)
+        qsort(e->pend + base, n, sizeof(*e->pend), cmp_pend);
+    for (uint32_t i = base; i < e->npend; i++) {
+        struct pend *p = &e->pend[i];
+        struct ectx c;
+        run_ctx(e, &c, s->pat, p->run, p->ev);
+        c.time = now;
+        c.view_slot = p->slot;
+        c.view_n = p->view;
+        if (!e->oom)
+            rt_finish(e, si, s->post, s->npost, &c);
+    }
+    for (uint32_t i = base; i < e->npend; i++)
+        if (e->pend[i].done)
+            run_free(e, si, e->pend[i].run);
+    e->npend = base;
+}
+
+void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    struct sstate *ss = &e->ss[si];
+    uint32_t base = e->npend;
+    int taken = 0;
+    struct spart *p = part_get(e, si, ev, 0);
+    if (p != NULL) {
+        ss->pinned = p;
+        if (is_type_of(pat->cancel, pat->ncancel, type)) {
+            /* .not(X): an X cancels every open run of its partition. */
+            for (uint32_t k = 1; k <= pat->nsteps; k++)
+                for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+                    next = r->next;
+                    struct ectx c;
+                    run_ctx(e, &c, pat, r, ev);
+                    if (neg_hit(pat->cancel, pat->ncancel, type, &c))
+                        run_free(e, si, r);
+                }
+        }
+        for (uint32_t k = pat->nsteps; k >= 1; k--) {
+            if (!relevant(pat, k, type))
+                continue;
+            for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+                next = r->next;
+                taken |= offer(e, si, r, k, ev, type);
+            }
+        }
+    }
+    if (pat->steps[0].type == type && !(pat->stnm && taken)) {
+        struct ectx c;
+        run_ctx(e, &c, pat, NULL, ev);
+        int ok = pred_ok(pat->steps[0].pred, &c);
+        for (uint32_t i = 0; ok && i < pat->nfirst_where; i++)
+            ok = eval_true(pat->first_where[i], &c);
+        if (ok && (p != NULL || (p = part_get(e, si, ev, 1)) != NULL)) {
+            ss->pinned = p;
+            open_run(e, si, p, ev);
+        }
+    }
+    flush(e, si, base, ev->time);
+    ss->pinned = NULL;
+    if (p != NULL && p->nruns == 0)
+        part_free(e, si, p);
+}
+
+void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    struct sstate *ss = &e->ss[si];
+    uint32_t base = e->npend;
+    int closes = pat->nabsent > 0 || (pat->longest && pat->steps[pat->nsteps - 1].kleene);
+    struct heap_item *top;
+    while ((top = heap_top(&ss->due)) != NULL && top->due < clock) {
+        struct run *r = (struct run *)top;
+        heap_remove(&ss->due, top);
+        if (closes && r->step == pat->nsteps && r->linked) {
+            /* Nothing can change it any more: an absence is confirmed, a final
+             * .longest() closure is complete. */
+            unlink_run(r);
+            const struct vpl_event *last = NULL;
+            for (uint32_t k = pat->nsteps; k-- > 0 && last == NULL;)
+                last = pat->steps[k].kleene ? (r->cap[k].clo ? r->cap[k].clo->ev[r->cap[k].clo->n - 1] : NULL)
+                                            : r->cap[k].ev;
+            rt_pend(e, r, last, -1, 0, 1);
+        } else {
+            run_free(e, si, r);
+        }
+    }
+    flush(e, si, base, now);
+}
+
+void seq_destroy(struct vpl_engine *e, uint32_t si)
+{
+    struct sstate *ss = &e->ss[si];
+    const struct pattern *pat = e->prog->streams[si].pat;
+    size_t n = ss->parts.cap;
+    for (size_t i = 0; i <= n; i++) {
+        struct spart *p = i < n ? (struct spart *)ss->parts.slot[i] : ss->single;
+        if (p == NULL)
+            continue;
+        for (uint32_t k = 1; k <= pat->nsteps; k++)
+            for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+                next = r->next;
+                run_release(e, pat, r);
+            }
+        e->st.partitions--;
+        rt_free(e, p, p->size);
+    }
+    hmap_free(&ss->parts);
+    heap_free(&ss->due);
+}

@@ -1,0 +1,275 @@
+/* Windows and aggregates (SPEC §1.12). A window buffers references to its events and
+ * aggregates them when it closes; partitioned windows live in a hash map and are
+ * freed once closed and empty. Time and session windows sit in a heap keyed by the
+ * clock value that closes them, so the clock closes what is due without a sweep. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+struct wpart {
+    struct hnode node;
+    struct heap_item hi; /* due: the clock value that closes the window */
+    struct vpl_event **ev; /* ev[head..n) */
+    uint32_t head, n, cap;
+    uint32_t size;       /* bytes of this struct with its key */
+    uint64_t total;      /* events ever added (count sliding) */
+    int64_t end;         /* time tumbling: start + size */
+    int64_t last;        /* session: time of the last event */
+    int64_t last_emit;   /* time sliding */
+    uint8_t open, emitted;
+};
+
+static uint32_t held(const struct wpart *w)
+{
+    return w->n - w->head;
+}
+
+static void clear(struct vpl_engine *e, struct wpart *w)
+{
+    for (uint32_t i = w->head; i < w->n; i++)
+        rt_drop(e, w->ev[i]);
+    e->st.window_events -= held(w);
+    w->head = w->n = 0;
+    w->open = 0;
+}
+
+static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
+{
+    struct sstate *ss = &e->ss[si];
+    clear(e, w);
+    if (w->hi.idx != HEAP_NONE)
+        heap_remove(&ss->due, &w->hi);
+    if (ss->single == w)
+        ss->single = NULL;
+    else
+        hmap_del(&ss->parts, &w->node);
+    rt_free(e, w->ev, w->cap * sizeof(*w->ev));
+    rt_free(e, w, w->size);
+    ss->nparts--;
+    e->st.partitions--;
+}
+
+static struct wpart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev)
+{
+    const struct window *win = e->prog->streams[si].win;
+    struct sstate *ss = &e->ss[si];
+    uint64_t h = 0;
+    if (win->partition == SYM_NONE) {
+        if (ss->single != NULL)
+            return ss->single;
+        e->key.len = 0;
+    } else {
+        rt_partition_key(e, ev, win->partition, &h);
+        struct hnode *n = hmap_get(&ss->parts, h, e->key.p, e->key.len);
+        if (n != NULL)
+            return (struct wpart *)n;
+    }
+    if (ss->nparts >= e->lim.max_partitions) {
+        e->st.partitions_dropped++;
+        return NULL;
+    }
+    size_t size = sizeof(struct wpart) + e->key.len + 1;
+    struct wpart *w = rt_alloc(e, size);
+    if (w == NULL)
+        return NULL;
+    memset(w, 0, sizeof(*w));
+    char *key = (char *)(w + 1);
+    if (e->key.len)
+        memcpy(key, e->key.p, e->key.len);
+    key[e->key.len] = '\0';
+    w->node.hash = h;
+    w->node.key = key;
+    w->node.klen = (uint32_t)e->key.len;
+    w->hi.idx = HEAP_NONE;
+    w->size = (uint32_t)size;
+    if (win->partition == SYM_NONE) {
+        ss->single = w;
+    } else if (hmap_put(&ss->parts, &w->node) != 0) {
+        rt_free(e, w, size);
+        e->oom = 1;
+        return NULL;
+    }
+    ss->nparts++;
+    e->st.partitions++;
+    return w;
+}
+
+static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
+{
+    if (held(w) >= e->lim.max_window_events) {
+        e->st.window_dropped++;
+        return 0;
+    }
+    if (w->n == w->cap) {
+        if (w->head > 0) {
+            /* Slide the live part to the front before growing. */
+            memmove(w->ev, w->ev + w->head, held(w) * sizeof(*w->ev));
+            w->n -= w->head;
+            w->head = 0;
+        }
+        if (w->n == w->cap) {
+            uint32_t cap = w->cap ? w->cap * 2 : 8;
+            struct vpl_event **v =
+                rt_realloc(e, w->ev, w->cap * sizeof(*v), cap * sizeof(*v));
+            if (v == NULL)
+                return -1;
+            w->ev = v;
+            w->cap = cap;
+        }
+    }
+    struct vpl_event *h = rt_hold(e, ev);
+    if (h == NULL)
+        return -1;
+    w->ev[w->n++] = h;
+    e->st.window_events++;
+    return 0;
+}
+
+static void drop_oldest(struct vpl_engine *e, struct wpart *w)
+{
+    rt_drop(e, w->ev[w->head++]);
+    e->st.window_events--;
+}
+
+/* Aggregates the window's events into the stream's next stages. */
+static void emit(struct vpl_engine *e, uint32_t si, struct wpart *w, int64_t now)
+{
+    const struct stream *s = &e->prog->streams[si];
+    if (held(w) == 0)
+        return;
+    struct ectx c;
+    rt_ectx(e, &c, w->ev[w->n - 1], now);
+    c.win = w->ev + w->head;
+    c.nwin = held(w);
+    rt_finish(e, si, s->post, s->npost, &c);
+}
+
+/* Emits and empties a tumbling or session window; a partition's window is freed. */
+static void close_window(struct vpl_engine *e, uint32_t si, struct wpart *w, int64_t now)
+{
+    emit(e, si, w, now);
+    if (e->ss[si].single == w) {
+        clear(e, w);
+        if (w->hi.idx != HEAP_NONE)
+            heap_remove(&e->ss[si].due, &w->hi);
+    } else {
+        part_free(e, si, w);
+    }
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
+{
+    const struct window *win = e->prog->streams[si].win;
+    struct sstate *ss = &e->ss[si];
+    int64_t t = ev->time;
+    struct wpart *w = part_get(e, si, ev);
+    if (w == NULL)
+        return;
+    switch (win->kind) {
+    case W_COUNT:
+        if (add(e, w, ev) == 0 && held(w) >= (uint64_t)win->size)
+            close_window(e, si, w, t);
+        break;
+    case W_COUNT_SLIDING:
+        if (add(e, w, ev) != 0)
+            break;
+        if (held(w) > (uint64_t)win->size)
+            drop_oldest(e, w);
+        w->total++;
+        if (w->total >= (uint64_t)win->size && (w->total - (uint64_t)win->size) % (uint64_t)win->slide == 0)
+            emit(e, si, w, t);
+        break;
+    case W_TIME:
+        /* An event at or past the end closes the window and opens the next. */
+        if (w->open && t >= w->end) {
+            close_window(e, si, w, t);
+            if ((w = part_get(e, si, ev)) == NULL)
+                return;
+        }
+        if (!w->open) {
+            int64_t start = win->aligned ? floor_div(t, win->size) * win->size : t;
+            w->end = sat_add(start, win->size);
+            w->open = 1;
+            w->hi.due = w->end;
+            w->hi.seq = ++e->seq;
+            if (heap_push(&ss->due, &w->hi) != 0) {
+                e->oom = 1;
+                return;
+            }
+        }
+        add(e, w, ev);
+        break;
+    case W_TIME_SLIDING:
+        if (add(e, w, ev) != 0)
+            break;
+        while (held(w) > 0 && w->ev[w->head]->time < t - win->size)
+            drop_oldest(e, w);
+        if (!w->emitted || t >= sat_add(w->last_emit, win->slide)) {
+            w->emitted = 1;
+            w->last_emit = t;
+            emit(e, si, w, t);
+        }
+        break;
+    case W_SESSION:
+        /* A gap of more than the session gap ends the session. */
+        if (w->open && t - w->last > win->size) {
+            close_window(e, si, w, t);
+            if ((w = part_get(e, si, ev)) == NULL)
+                return;
+        }
+        if (add(e, w, ev) != 0)
+            break;
+        w->last = t > w->last || !w->open ? t : w->last;
+        w->open = 1;
+        w->hi.due = sat_add(sat_add(w->last, win->size), 1);
+        if (w->hi.idx == HEAP_NONE) {
+            w->hi.seq = ++e->seq;
+            if (heap_push(&ss->due, &w->hi) != 0)
+                e->oom = 1;
+        } else {
+            heap_fix(&ss->due, &w->hi);
+        }
+        break;
+    }
+}
+
+void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
+{
+    struct sstate *ss = &e->ss[si];
+    struct heap_item *top;
+    while (!e->oom && (top = heap_top(&ss->due)) != NULL && top->due <= clock) {
+        struct wpart *w = (struct wpart *)((char *)top - offsetof(struct wpart, hi));
+        heap_remove(&ss->due, top);
+        close_window(e, si, w, now);
+    }
+}
+
+void window_destroy(struct vpl_engine *e, uint32_t si)
+{
+    struct sstate *ss = &e->ss[si];
+    size_t n = ss->parts.cap;
+    for (size_t i = 0; i <= n; i++) {
+        struct wpart *w = i < n ? (struct wpart *)ss->parts.slot[i] : ss->single;
+        if (w == NULL)
+            continue;
+        clear(e, w);
+        rt_free(e, w->ev, w->cap * sizeof(*w->ev));
+        e->st.partitions--;
+        rt_free(e, w, w->size);
+    }
+    hmap_free(&ss->parts);
+    heap_free(&ss->due);
+}

@@ -1,0 +1,232 @@
+/* The fake host for plugin tests: see fake_host.h. */
+#include "fake_host.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PAIRS 32
+
+struct gust_cfg {
+    const struct gust_schema_key *schema;
+    const char *key[MAX_PAIRS];
+    const char *val[MAX_PAIRS];
+    size_t n;
+    char where[64];
+};
+
+struct gust_instance {
+    const char *name;
+};
+
+static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fake host: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static const struct gust_schema_key *schema_key(const struct gust_cfg *cfg, const char *key)
+{
+    for (const struct gust_schema_key *k = cfg->schema; k->key; k++) {
+        if (strcmp(k->key, key) == 0) {
+            return k;
+        }
+    }
+    /* A real host refuses unknown keys before the plugin runs; asking for one is a bug. */
+    fatal("the plugin reads key \"%s\", which its schema does not declare", key);
+}
+
+/* The value as written: the pair's, else the schema default, else NULL. */
+static const char *raw(const struct gust_cfg *cfg, const char *key)
+{
+    const struct gust_schema_key *k = schema_key(cfg, key);
+    for (size_t i = 0; i < cfg->n; i++) {
+        if (strcmp(cfg->key[i], key) == 0) {
+            return cfg->val[i];
+        }
+    }
+    return k->def;
+}
+
+static const char *cfg_str(const struct gust_cfg *cfg, const char *key)
+{
+    return raw(cfg, key);
+}
+
+static int64_t cfg_int(const struct gust_cfg *cfg, const char *key)
+{
+    const char *v = raw(cfg, key);
+    char *end;
+
+    if (!v) {
+        return 0;
+    }
+    long long n = strtoll(v, &end, 10);
+    switch (schema_key(cfg, key)->type) {
+    case GUST_T_INT:
+        return n;
+    case GUST_T_DURATION: /* normalised to milliseconds, like the host */
+        return strcmp(end, "s") == 0 ? n * 1000 : strcmp(end, "m") == 0 ? n * 60000 : n;
+    default:
+        fatal("key \"%s\": cfg_int on a type the fake host does not parse", key);
+    }
+}
+
+static size_t cfg_count(const struct gust_cfg *cfg, const char *key)
+{
+    size_t c = 0;
+    schema_key(cfg, key);
+    for (size_t i = 0; i < cfg->n; i++) {
+        c += strcmp(cfg->key[i], key) == 0;
+    }
+    return c;
+}
+
+static const char *cfg_item(const struct gust_cfg *cfg, const char *key, size_t idx)
+{
+    for (size_t i = 0; i < cfg->n; i++) {
+        if (strcmp(cfg->key[i], key) == 0 && idx-- == 0) {
+            return cfg->val[i];
+        }
+    }
+    return NULL;
+}
+
+/* Pair i stands on line i + 2 of a made-up host.conf (line 1 opens the block). */
+static const char *cfg_where(const struct gust_cfg *cfg, const char *key)
+{
+    struct gust_cfg *c = (struct gust_cfg *)cfg;
+    size_t line = 1;
+    for (size_t i = 0; i < cfg->n; i++) {
+        if (strcmp(cfg->key[i], key) == 0) {
+            line = i + 2;
+            break;
+        }
+    }
+    snprintf(c->where, sizeof(c->where), "host.conf:%zu", line);
+    return c->where;
+}
+
+static void host_log(const struct gust_instance *inst, int level, const char *fmt, ...)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%s] %s: ", names[level & 3], inst ? inst->name : "-");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static const char *instance_name(const struct gust_instance *inst)
+{
+    return inst->name;
+}
+
+static int publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
+                   gust_publish_done_fn done, void *ud)
+{
+    (void)data, (void)len, (void)done, (void)ud;
+    fatal("%s published to %s, but a sink has nothing to publish", inst->name, subject);
+}
+
+static const struct gust_host_api api = {
+    .struct_size = sizeof(struct gust_host_api),
+    .abi_major = GUST_ABI_MAJOR,
+    .abi_minor = GUST_ABI_MINOR,
+    .log = host_log,
+    .instance_name = instance_name,
+    .cfg_str = cfg_str,
+    .cfg_int = cfg_int,
+    .cfg_count = cfg_count,
+    .cfg_item = cfg_item,
+    .cfg_where = cfg_where,
+    .publish = publish,
+};
+
+void fake_plugin_load(struct fake_plugin *p, const char *path)
+{
+    struct gust_err err = {{0}};
+
+    p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->dl) {
+        fatal("%s", dlerror());
+    }
+    gust_plugin_entry_fn entry = (gust_plugin_entry_fn)dlsym(p->dl, GUST_PLUGIN_ENTRY_NAME);
+    if (!entry) {
+        fatal("%s: no %s", path, GUST_PLUGIN_ENTRY_NAME);
+    }
+    p->desc = entry(&api);
+    if (!p->desc || p->desc->abi_major != GUST_ABI_MAJOR) {
+        fatal("%s: no descriptor, or ABI major other than %d", path, GUST_ABI_MAJOR);
+    }
+    if (p->desc->init && p->desc->init(&api, &err) != 0) {
+        fatal("%s: init: %s", path, err.msg);
+    }
+}
+
+void fake_plugin_unload(struct fake_plugin *p)
+{
+    if (p->desc->fini) {
+        p->desc->fini();
+    }
+    dlclose(p->dl);
+}
+
+const struct gust_plugin_type *fake_plugin_type(const struct fake_plugin *p, const char *name)
+{
+    for (size_t i = 0; i < p->desc->ntypes; i++) {
+        if (strcmp(p->desc->types[i].name, name) == 0) {
+            return &p->desc->types[i];
+        }
+    }
+    return NULL;
+}
+
+struct gust_cfg *fake_cfg_create(const struct gust_schema_key *schema, ...)
+{
+    struct gust_cfg *cfg = calloc(1, sizeof(*cfg));
+    const char *key;
+    va_list ap;
+
+    if (!cfg) {
+        fatal("out of memory");
+    }
+    cfg->schema = schema;
+    va_start(ap, schema);
+    while ((key = va_arg(ap, const char *))) {
+        if (cfg->n == MAX_PAIRS) {
+            fatal("more than %d config pairs", MAX_PAIRS);
+        }
+        cfg->key[cfg->n] = key;
+        cfg->val[cfg->n++] = va_arg(ap, const char *);
+    }
+    va_end(ap);
+    for (const struct gust_schema_key *k = schema; k->key; k++) {
+        if ((k->flags & GUST_K_REQUIRED) && cfg_count(cfg, k->key) == 0) {
+            fatal("required key \"%s\" missing (the host would refuse the block)", k->key);
+        }
+    }
+    return cfg;
+}
+
+void fake_cfg_destroy(struct gust_cfg *cfg)
+{
+    free(cfg);
+}
+
+struct gust_instance *fake_instance(const char *name)
+{
+    static struct gust_instance inst;
+    inst.name = name;
+    return &inst;
+}

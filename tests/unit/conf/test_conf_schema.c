@@ -1,0 +1,273 @@
+/* gust_cfg_check: every type with good and bad values, defaults, the structural errors
+ * (unknown, duplicate, arity, blocks, missing), the accessors and the help table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "conf.h"
+#include "conf_schema.h"
+
+static const struct gust_schema_key schema[] = {
+    {"name", GUST_T_STR, NULL, GUST_K_REQUIRED, "what the flow is called"},
+    {"count", GUST_T_INT, "3", 0, "how many"},
+    {"enabled", GUST_T_BOOL, "off", GUST_K_RELOADABLE, "on or off"},
+    {"max_body", GUST_T_SIZE, "1m", GUST_K_RELOADABLE, "largest body"},
+    {"timeout", GUST_T_DURATION, "5s", 0, "how long to wait"},
+    {"script", GUST_T_PATH, NULL, 0, "the Lua file"},
+    {"subject", GUST_T_SUBJECT, NULL, 0, "where to publish"},
+    {"source", GUST_T_FILTER, "ev.>", 0, "what to read"},
+    {"urls", GUST_T_LIST, "nats://a:4222 nats://b:4222", 0, "servers"},
+    {"listen", GUST_T_ADDR, "127.0.0.1:8787", 0, "address to bind"},
+    {"token", GUST_T_STR, "s3cret", GUST_K_SECRET, "bearer token"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+static const char *const ignore[] = {"use", "route", NULL};
+
+/* Parses text (named "conf/t.conf") and checks its first statement, a block. Returns the
+ * check's code; *cfg and *conf are set on success and must be freed by the caller. */
+static int check_text(const char *text, const struct gust_schema_key *keys, struct gust_conf **conf,
+                      struct gust_cfg **cfg, struct gust_err *err)
+{
+    int rc = gust_conf_parse_string(text, strlen(text), "conf/t.conf", conf, err);
+    *cfg = NULL;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = gust_cfg_check(&(*conf)->root.children[0], "flow 'orders'", keys, ignore, cfg, err);
+    gust_conf_destroy(*conf);
+    *conf = NULL;
+    return rc;
+}
+
+static void test_values(void)
+{
+    static const char text[] = "flow orders {\n"
+                               "    name orders;\n"
+                               "    count -42;\n"
+                               "    enabled yes;\n"
+                               "    max_body 64k;\n"
+                               "    timeout 250ms;\n"
+                               "    script scripts/orders.lua;\n"
+                               "    subject ev.orders.out;\n"
+                               "    source ev.*.in;\n"
+                               "    urls x y;\n"
+                               "    urls z;\n"
+                               "    listen [::1]:9000;\n"
+                               "    use http_out;\n"
+                               "    route a { b c; }\n"
+                               "}\n";
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    int rc = check_text(text, schema, &conf, &cfg, &err);
+
+    CHECK_INT(err.msg, rc, 0);
+    CHECK_STR("str", gust_cfg_str(cfg, "name"), "orders");
+    CHECK_INT("int", gust_cfg_int(cfg, "count"), -42);
+    CHECK_STR("int text", gust_cfg_str(cfg, "count"), "-42");
+    CHECK_INT("bool", gust_cfg_int(cfg, "enabled"), 1);
+    CHECK_INT("size", gust_cfg_int(cfg, "max_body"), 65536);
+    CHECK_STR("size text", gust_cfg_str(cfg, "max_body"), "64k");
+    CHECK_INT("duration", gust_cfg_int(cfg, "timeout"), 250);
+    CHECK_STR("path relative to the file", gust_cfg_str(cfg, "script"), "conf/scripts/orders.lua");
+    CHECK_STR("subject", gust_cfg_str(cfg, "subject"), "ev.orders.out");
+    CHECK_STR("filter", gust_cfg_str(cfg, "source"), "ev.*.in");
+    CHECK_INT("list accumulates, default replaced", (int64_t)gust_cfg_count(cfg, "urls"), 3);
+    CHECK_STR("list item 0", gust_cfg_item(cfg, "urls", 0), "x");
+    CHECK_STR("list item 2", gust_cfg_item(cfg, "urls", 2), "z");
+    CHECK_STR("list item out of range", gust_cfg_item(cfg, "urls", 3), NULL);
+    CHECK_STR("list str is the first item", gust_cfg_str(cfg, "urls"), "x");
+    CHECK_STR("addr", gust_cfg_str(cfg, "listen"), "[::1]:9000");
+    CHECK_INT("single-valued count", (int64_t)gust_cfg_count(cfg, "name"), 1);
+    CHECK_STR("single-valued item", gust_cfg_item(cfg, "name", 0), "orders");
+    CHECK_STR("where of a key", gust_cfg_where(cfg, "count"), "conf/t.conf:3");
+    CHECK_STR("where of a repeated list", gust_cfg_where(cfg, "urls"), "conf/t.conf:10");
+    CHECK_STR("where of a defaulted key", gust_cfg_where(cfg, "token"), "conf/t.conf:1");
+    CHECK_STR("default still there", gust_cfg_str(cfg, "token"), "s3cret");
+    CHECK_STR("unknown key reads NULL", gust_cfg_str(cfg, "nope"), NULL);
+    CHECK_INT("unknown key reads 0", gust_cfg_int(cfg, "nope"), 0);
+    CHECK_INT("unknown key counts 0", (int64_t)gust_cfg_count(cfg, "nope"), 0);
+    CHECK_STR("unknown key where is the block", gust_cfg_where(cfg, "nope"), "conf/t.conf:1");
+    gust_cfg_destroy(cfg);
+}
+
+static void test_defaults(void)
+{
+    static const char text[] = "flow orders { name n; script /abs/x.lua; }";
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    int rc = check_text(text, schema, &conf, &cfg, &err);
+
+    CHECK_INT(err.msg, rc, 0);
+    CHECK_INT("int default", gust_cfg_int(cfg, "count"), 3);
+    CHECK_INT("bool default", gust_cfg_int(cfg, "enabled"), 0);
+    CHECK_INT("size default", gust_cfg_int(cfg, "max_body"), 1 << 20);
+    CHECK_INT("duration default", gust_cfg_int(cfg, "timeout"), 5000);
+    CHECK_STR("absolute path kept", gust_cfg_str(cfg, "script"), "/abs/x.lua");
+    CHECK_STR("no default", gust_cfg_str(cfg, "subject"), NULL);
+    CHECK_INT("no default count", (int64_t)gust_cfg_count(cfg, "subject"), 0);
+    CHECK_INT("list default split", (int64_t)gust_cfg_count(cfg, "urls"), 2);
+    CHECK_STR("list default item", gust_cfg_item(cfg, "urls", 1), "nats://b:4222");
+    CHECK_STR("filter default", gust_cfg_str(cfg, "source"), "ev.>");
+    gust_cfg_destroy(cfg);
+    gust_cfg_destroy(NULL);
+}
+
+struct bad_case {
+    const char *line; /* statement on line 3, after `name n;` */
+    const char *msg;  /* the whole message */
+};
+
+static const struct bad_case bad_cases[] = {
+    {"count 1x;", "conf/t.conf:3: invalid integer '1x' for 'count' (e.g. 10, -3)"},
+    {"count 99999999999999999999;",
+     "conf/t.conf:3: invalid integer '99999999999999999999' for 'count' (e.g. 10, -3)"},
+    {"enabled maybe;",
+     "conf/t.conf:3: invalid boolean 'maybe' for 'enabled' (on, off, true, false, yes, no)"},
+    {"max_body 12q;", "conf/t.conf:3: invalid size '12q' for 'max_body' (e.g. 512k, 1m)"},
+    {"timeout 5x;", "conf/t.conf:3: invalid duration '5x' for 'timeout' (e.g. 250ms, 5s, 2m, 1h)"},
+    {"script \"\";",
+     "conf/t.conf:3: invalid path '' for 'script' (a file name, relative to this file's "
+     "directory)"},
+    {"subject ev.*;",
+     "conf/t.conf:3: invalid subject 'ev.*' for 'subject' (dot-separated tokens without spaces "
+     "or wildcards, e.g. ev.orders)"},
+    {"subject ev..x;",
+     "conf/t.conf:3: invalid subject 'ev..x' for 'subject' (dot-separated tokens without spaces "
+     "or wildcards, e.g. ev.orders)"},
+    {"source ev.>.x;",
+     "conf/t.conf:3: invalid subject filter 'ev.>.x' for 'source' (e.g. ev.orders, ev.*.in, "
+     "ev.>)"},
+    {"listen localhost;",
+     "conf/t.conf:3: invalid address 'localhost' for 'listen' (host:port, e.g. 127.0.0.1:8787 "
+     "or [::1]:8787)"},
+    {"listen 1.2.3.4:70000;",
+     "conf/t.conf:3: invalid address '1.2.3.4:70000' for 'listen' (host:port, e.g. "
+     "127.0.0.1:8787 or [::1]:8787)"},
+    {"nope 1;",
+     "conf/t.conf:3: unknown key 'nope' in flow 'orders' (expected one of: name, count, "
+     "enabled, max_body, timeout, script, subject, source, urls, listen, token, use, route)"},
+    {"count 1;\ncount 2;",
+     "conf/t.conf:4: duplicate key 'count' in flow 'orders' (first set at conf/t.conf:3)"},
+    {"count 1 2;",
+     "conf/t.conf:3: 'count' in flow 'orders' takes one value, not 2 (quote a value with "
+     "spaces)"},
+    {"count;", "conf/t.conf:3: 'count' in flow 'orders' needs a value"},
+    {"urls;", "conf/t.conf:3: 'urls' in flow 'orders' needs a value"},
+    {"count { x 1; }", "conf/t.conf:3: 'count' in flow 'orders' takes a value, not a block"},
+};
+
+static void test_bad_values(void)
+{
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        char text[512];
+        struct gust_conf *conf;
+        struct gust_cfg *cfg = (struct gust_cfg *)1;
+        struct gust_err err = {""};
+        snprintf(text, sizeof(text), "flow orders {\n    name n;\n    %s\n}\n", bad_cases[i].line);
+        CHECK_INT(bad_cases[i].line, check_text(text, schema, &conf, &cfg, &err), GUST_ECONFIG);
+        CHECK_STR(bad_cases[i].line, err.msg, bad_cases[i].msg);
+        CHECK(cfg == NULL);
+    }
+}
+
+static void test_missing_required(void)
+{
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+
+    CHECK_INT("missing", check_text("\nflow orders {\n count 1;\n}", schema, &conf, &cfg, &err),
+              GUST_ECONFIG);
+    CHECK_STR("missing", err.msg, "conf/t.conf:2: missing required key 'name' in flow 'orders'");
+}
+
+/* A default its own type rejects is a bug in the table, reported even when the user sets
+ * the key. */
+static void test_bad_default(void)
+{
+    static const struct gust_schema_key bad[] = {
+        {"max_body", GUST_T_SIZE, "12q", 0, "largest body"},
+        {NULL, 0, NULL, 0, NULL},
+    };
+    static const struct gust_schema_key bad_type[] = {
+        {"x", (enum gust_type)99, NULL, 0, ""},
+        {NULL, 0, NULL, 0, NULL},
+    };
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+
+    CHECK_INT("bad default", check_text("b { max_body 1m; }", bad, &conf, &cfg, &err), GUST_EINVAL);
+    CHECK_STR("bad default", err.msg,
+              "schema of flow 'orders': default '12q' of key 'max_body' is not a valid size");
+    CHECK_INT("bad type", check_text("b { }", bad_type, &conf, &cfg, &err), GUST_EINVAL);
+    CHECK_STR("bad type", err.msg, "schema of flow 'orders': key 'x' has unknown type 99");
+}
+
+/* The top level is checked through the root; its blocks belong to the caller. */
+static void test_top_level(void)
+{
+    static const struct gust_schema_key top[] = {
+        {"state_dir", GUST_T_PATH, NULL, GUST_K_REQUIRED, "runtime files"},
+        {NULL, 0, NULL, 0, NULL},
+    };
+    static const char *const blocks[] = {"http", "flow", NULL};
+    static const char text[] = "http { listen x; }\nflow a { }\n";
+    struct gust_conf *conf = NULL;
+    struct gust_cfg *cfg = NULL;
+    struct gust_err err = {""};
+
+    CHECK_INT(err.msg, gust_conf_parse_string(text, strlen(text), "etc/host.conf", &conf, &err), 0);
+    if (conf == NULL) {
+        return;
+    }
+    CHECK_INT("top missing", gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err),
+              GUST_ECONFIG);
+    CHECK_STR("top missing", err.msg,
+              "etc/host.conf: missing required key 'state_dir' in host.conf");
+    gust_conf_destroy(conf);
+
+    static const char good[] = "state_dir var;\nhttp { }\n";
+    CHECK_INT(err.msg, gust_conf_parse_string(good, strlen(good), "etc/host.conf", &conf, &err), 0);
+    CHECK_INT(err.msg, gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err), 0);
+    CHECK_STR("top path", gust_cfg_str(cfg, "state_dir"), "etc/var");
+    CHECK_STR("top where", gust_cfg_where(cfg, "state_dir"), "etc/host.conf:1");
+    gust_cfg_destroy(cfg);
+    gust_conf_destroy(conf);
+}
+
+static void test_help(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    CHECK(f != NULL);
+    if (f == NULL) {
+        return;
+    }
+    gust_schema_print_help(f, "flow:", schema);
+    fclose(f);
+    CHECK_CONTAINS("title", buf, "flow:\n  KEY ");
+    CHECK_CONTAINS("size row", buf, "  max_body  size      1m ");
+    CHECK_CONTAINS("flags", buf, "required ");
+    CHECK_CONTAINS("help text", buf, "largest body");
+    CHECK_CONTAINS("secret default hidden", buf, "(hidden)");
+    CHECK(strstr(buf, "s3cret") == NULL);
+    free(buf);
+}
+
+int main(void)
+{
+    test_values();
+    test_defaults();
+    test_bad_values();
+    test_missing_required();
+    test_bad_default();
+    test_top_level();
+    test_help();
+    return check_result("test_conf_schema");
+}

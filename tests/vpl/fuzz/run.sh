@@ -1,0 +1,52 @@
+#!/bin/sh
+# Builds the VPL fuzz targets with clang (libFuzzer + ASan + UBSan) into a temp dir and
+# runs each for SECONDS (default 20), seeded with the acceptance and own cases.
+# usage: tests/vpl/fuzz/run.sh [SECONDS] [KEEP_DIR]
+set -eu
+secs=${1:-20}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../../host/vpl" && pwd)
+cases="$here/../cases"
+shared="$here/../../../../shared/vpl/cases"
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+[ -n "${2:-}" ] || trap 'rm -rf "$work"' EXIT
+
+CC=${CC:-clang}
+flags="-g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src"
+lib="util.c hmap.c heap.c symtab.c rfc3339.c value.c json.c lexer.c parser.c check.c
+     compile.c eval.c builtins.c runtime/engine.c runtime/seq.c runtime/window.c"
+objs=""
+for f in $lib; do
+    o="$work/$(echo "$f" | tr / _).o"
+    $CC $flags -c "$src/$f" -o "$o"
+    objs="$objs $o"
+done
+
+mkdir -p "$work/corpus_parser" "$work/corpus_event"
+for d in "$cases" "$shared"; do
+    [ -d "$d" ] || continue
+    for c in "$d"/*/; do
+        n=$(basename "$c")
+        [ -f "$c/program.vpl" ] && cp "$c/program.vpl" "$work/corpus_parser/$n.vpl"
+        [ -f "$c/events.jsonl" ] && cp "$c/events.jsonl" "$work/corpus_event/$n.jsonl"
+    done
+done
+cp "$here"/../errors/*.vpl "$work/corpus_parser/" 2>/dev/null || true
+
+status=0
+for t in parser event; do
+    $CC $flags "$here/fuzz_$t.c" $objs -lyajl -lm -o "$work/fuzz_$t"
+    echo "fuzz_$t: ${secs}s"
+    if ! "$work/fuzz_$t" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=0 -artifact_prefix="$work/crash_$t-" "$work/corpus_$t" \
+            >"$work/fuzz_$t.log" 2>&1; then
+        echo "fuzz_$t FAILED:"
+        tail -n 60 "$work/fuzz_$t.log"
+        ls "$work"/crash_"$t"-* 2>/dev/null || true
+        status=1
+    else
+        grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" "$work/fuzz_$t.log" | tail -n 1 || true
+    fi
+done
+exit $status

@@ -1,0 +1,216 @@
+/* API-level tests of the VPL engine: what the detect unit relies on beyond the
+ * JSON-lines cases (bindings, outputs, default types, error codes, limits, stats,
+ * number and string output). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vpl.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                       \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
+            failures++;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+struct sink {
+    char last[1024];
+    char stream[64];
+    const char *topic;
+    int n;
+};
+
+static void collect(void *ud, const char *stream, const char *topic, const char *json,
+                    size_t len)
+{
+    struct sink *s = ud;
+    snprintf(s->last, sizeof(s->last), "%.*s", (int)len, json);
+    snprintf(s->stream, sizeof(s->stream), "%s", stream);
+    s->topic = topic;
+    s->n++;
+}
+
+static struct vpl_program *compile(const char *src)
+{
+    struct vpl_program *p = NULL;
+    struct vpl_error err;
+    if (vpl_program_compile(src, strlen(src), "test.vpl", &p, &err) != 0) {
+        fprintf(stderr, "compile failed: %s\n", err.msg);
+        failures++;
+    }
+    return p;
+}
+
+static int feed(struct vpl_engine *e, const char *json, const char *type, struct sink *s)
+{
+    return vpl_engine_feed_json(e, json, strlen(json), type, 1000, collect, s);
+}
+
+/* Drops the "timestamp" member so the rest can be compared exactly. */
+static const char *strip_ts(char *json)
+{
+    char *t = strstr(json, ",\"timestamp\":\"");
+    if (t != NULL) {
+        char *end = strchr(t + 14, '"');
+        memmove(t, end + 1, strlen(end + 1) + 1);
+    }
+    return json;
+}
+
+static void test_bindings_and_outputs(void)
+{
+    struct vpl_program *p = compile(
+        "connector Bus = nats(url: \"x\")\n"
+        "stream Net = Conn.from(Bus, topic: \"ev.net\")\n"
+        "stream Proc = ProcStart.from(Bus, topic: \"ev.proc\")\n"
+        "stream Quiet = Net.where(port == 445)\n"
+        "stream Alert = Quiet.emit(host: host).to(Bus, topic: \"ev.alerts\")\n"
+        "stream Other = Proc.emit(image: image)\n");
+    if (p == NULL)
+        return;
+    const struct vpl_binding *b;
+    size_t nb = vpl_program_bindings(p, &b);
+    CHECK(nb == 2);
+    CHECK(nb == 2 && strcmp(b[0].event_type, "Conn") == 0 && strcmp(b[0].topic, "ev.net") == 0);
+    CHECK(nb == 2 && strcmp(b[1].event_type, "ProcStart") == 0 &&
+          strcmp(b[1].connector, "Bus") == 0);
+    const struct vpl_output *o;
+    size_t no = vpl_program_outputs(p, &o);
+    CHECK(no == 2);
+    CHECK(no == 2 && strcmp(o[0].stream, "Alert") == 0 && strcmp(o[0].topic, "ev.alerts") == 0);
+    CHECK(no == 2 && strcmp(o[1].stream, "Other") == 0 && o[1].topic == NULL);
+
+    struct vpl_engine *e = NULL;
+    CHECK(vpl_engine_create(p, NULL, &e, NULL) == 0);
+    struct sink s = {0};
+    /* No event_type in the payload: the binding's type given by the host applies. */
+    CHECK(feed(e, "{\"port\": 445, \"host\": \"h1\"}", "Conn", &s) == 0);
+    CHECK(s.n == 1 && strcmp(s.stream, "Alert") == 0 && s.topic && strcmp(s.topic, "ev.alerts") == 0);
+    CHECK(strcmp(strip_ts(s.last), "{\"event_type\":\"Alert\",\"host\":\"h1\"}") == 0);
+    /* The payload's event_type wins over the default. */
+    CHECK(feed(e, "{\"event_type\": \"ProcStart\", \"image\": \"a.exe\"}", "Conn", &s) == 0);
+    CHECK(s.n == 2 && strcmp(s.stream, "Other") == 0 && s.topic == NULL);
+    CHECK(feed(e, "{\"port\": 445}", NULL, &s) == 0); /* no type at all: unrouted */
+    CHECK(feed(e, "{\"port\": 445", "Conn", &s) == VPL_EJSON);
+    CHECK(strstr(vpl_engine_last_error(e), "invalid JSON") != NULL);
+    CHECK(feed(e, "", "Conn", &s) == VPL_EJSON);
+    CHECK(feed(e, "{\"port\": 445}{}", "Conn", &s) == VPL_EJSON);
+    CHECK(feed(e, "{\"a\": \"\xff\"}", "Conn", &s) == VPL_EJSON); /* invalid UTF-8 */
+    struct vpl_stats st;
+    vpl_engine_stats(e, &st);
+    CHECK(st.events == 3 && st.events_unrouted == 1 && st.alerts == 2);
+    vpl_engine_destroy(e);
+    vpl_program_destroy(p);
+}
+
+static void test_values_out(void)
+{
+    struct vpl_program *p = compile(
+        "stream Out = E.emit(f: to_float(n), g: x * 1.0, h: 0.1 + 0.2, i: n, big: big,\n"
+        "    s: s, arr: arr, m: m, neg: -0.0, huge: 1.0e308 * 10.0)\n");
+    if (p == NULL)
+        return;
+    struct vpl_engine *e = NULL;
+    CHECK(vpl_engine_create(p, NULL, &e, NULL) == 0);
+    struct sink s = {0};
+    CHECK(feed(e, "{\"event_type\":\"E\",\"n\":347,\"x\":70.7,\"big\":18446744073709551615,"
+                  "\"s\":\"tab\\t quote\\\" \\u00e9 \\ud83d\\ude00 ctl\\u0001\","
+                  "\"arr\":[1,2.5,null,true],\"m\":{\"k\":\"v\",\"n\":{\"d\":1}}}",
+               NULL, &s) == 0);
+    CHECK(strcmp(strip_ts(s.last),
+                 "{\"event_type\":\"Out\",\"f\":347.0,\"g\":70.7,\"h\":0.30000000000000004,"
+                 "\"i\":347,\"big\":1.8446744073709552e+19,"
+                 "\"s\":\"tab\\t quote\\\" \xc3\xa9 \xf0\x9f\x98\x80 ctl\\u0001\","
+                 "\"arr\":[1,2.5,null,true],\"m\":{\"k\":\"v\",\"n\":{\"d\":1}},\"neg\":-0.0,"
+                 "\"huge\":null}") == 0);
+    if (failures)
+        fprintf(stderr, "got %s\n", s.last);
+    vpl_engine_destroy(e);
+    vpl_program_destroy(p);
+}
+
+static void test_limits_and_memory(void)
+{
+    struct vpl_program *p = compile("stream Pair = A as a -> B where id == a.id as b\n"
+                                    "    .within(1h).partition_by(host)\n"
+                                    "    .emit(id: a.id)\n");
+    if (p == NULL)
+        return;
+    struct vpl_limits lim = vpl_limits_default();
+    lim.max_partitions = 100;
+    lim.max_runs_per_partition = 5;
+    struct vpl_engine *e = NULL;
+    CHECK(vpl_engine_create(p, &lim, &e, NULL) == 0);
+    struct sink s = {0};
+    char buf[256];
+    /* 100 partitions x 5 runs fit; the rest is dropped and counted. */
+    for (int i = 0; i < 1000; i++) {
+        snprintf(buf, sizeof(buf),
+                 "{\"event_type\":\"A\",\"ts\":%d,\"host\":\"h%d\",\"id\":%d,\"pad\":\"%0100d\"}",
+                 i, i % 110, i, 0);
+        CHECK(feed(e, buf, NULL, &s) == 0);
+    }
+    struct vpl_stats st;
+    vpl_engine_stats(e, &st);
+    CHECK(st.open_runs == 500);
+    CHECK(st.partitions == 100);
+    CHECK(st.partitions_dropped == 10 * 9); /* h100..h109 in each of 9 full rounds */
+    CHECK(st.runs_dropped == 1000 - 500 - st.partitions_dropped);
+    /* The unread "pad" field is not decoded, so a run costs well under 300 bytes. */
+    CHECK(st.state_bytes > 0 && st.state_bytes / st.open_runs < 300);
+    printf("state: %llu runs, %llu bytes, %llu bytes/run\n", (unsigned long long)st.open_runs,
+           (unsigned long long)st.state_bytes,
+           (unsigned long long)(st.state_bytes / st.open_runs));
+    /* Completing every run frees every partition. */
+    for (int i = 0; i < 1000; i++) {
+        snprintf(buf, sizeof(buf), "{\"event_type\":\"B\",\"ts\":%d,\"host\":\"h%d\",\"id\":%d}",
+                 2000 + i, i % 110, i);
+        CHECK(feed(e, buf, NULL, &s) == 0);
+    }
+    vpl_engine_stats(e, &st);
+    CHECK(s.n == 500);
+    CHECK(st.open_runs == 0 && st.partitions == 0 && st.state_bytes == 0);
+    /* Runs past their deadline are dropped by the clock. */
+    for (int i = 0; i < 50; i++) {
+        snprintf(buf, sizeof(buf), "{\"event_type\":\"A\",\"ts\":%d,\"host\":\"h%d\",\"id\":1}",
+                 10000 + i, i);
+        CHECK(feed(e, buf, NULL, &s) == 0);
+    }
+    CHECK(feed(e, "{\"event_type\":\"B\",\"ts\":99999999,\"host\":\"zz\"}", NULL, &s) == 0);
+    vpl_engine_stats(e, &st);
+    CHECK(st.open_runs == 0 && st.partitions == 0 && st.state_bytes == 0);
+    vpl_engine_destroy(e);
+    vpl_program_destroy(p);
+}
+
+static void test_errors(void)
+{
+    struct vpl_program *p = NULL;
+    struct vpl_error err;
+    CHECK(vpl_program_compile("stream S = A .where(x >", 23, NULL, &p, &err) == VPL_ESYNTAX);
+    CHECK(p == NULL && err.line == 1 && err.col == 24);
+    CHECK(strcmp(err.msg, "1:24: expected an expression, found end of input") == 0);
+    const char *src = "event A:\n  x: int\nstream S = B";
+    CHECK(vpl_program_compile(src, strlen(src), NULL, &p, &err) == VPL_ESEMANTIC);
+    CHECK(strcmp(err.msg, "3:12: unknown event type 'B' (E033)") == 0);
+    vpl_program_destroy(NULL);
+    vpl_engine_destroy(NULL);
+}
+
+int main(void)
+{
+    test_bindings_and_outputs();
+    test_values_out();
+    test_limits_and_memory();
+    test_errors();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("all API checks passed\n");
+    return 0;
+}
