@@ -34,6 +34,7 @@ def run(t, tmp, what, disrupt):
     sink = CountingSink(tmp)
     conf = CONF % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "src": SOURCE_DIR, "sink": sink.port}
     g = Gust(tmp, conf)
+    ok = False
     try:
         for first in range(0, N, 2000):
             nats_publish(nats.port, events(first, 2000))
@@ -44,11 +45,17 @@ def run(t, tmp, what, disrupt):
         t.eq(s["unique"], N, what + ": unique ids at the sink")
         print("%s: delivered %d unique, %d duplicates" % (what, s["unique"], s["duplicates"]))
         t.eq(g.stop(), 0, what + ": clean stop")
+        ok = True
     finally:
+        if t.failed or not ok:
+            print("sink:", sink.stats())
+            try:
+                print("units:", g.request("GET", "/units")[1].decode())
+            except OSError as e:
+                print("units: %s" % e)
+            print(g.log()[-3000:])
         if g.proc.poll() is None:
             g.proc.kill()
-        if t.failed:
-            print(g.log()[-3000:])
         sink.stop()
         nats.stop()
 

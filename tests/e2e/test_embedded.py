@@ -29,8 +29,10 @@ def main():
 
         # The supervisor restarts a child that dies, and ingest recovers.
         os.kill(kids[0], 9)
-        wait_for(lambda: len(children_of(g.proc.pid)) == 1 and children_of(g.proc.pid)[0] != kids[0], 10,
-                 "a new nats-server child")
+        def replaced():
+            now = children_of(g.proc.pid)
+            return len(now) == 1 and now[0] != kids[0]
+        wait_for(replaced, 10, "a new nats-server child")
         wait_for(lambda: g.request("POST", "/ingest/demo", b'{"a":2}')[0] == 202, 15, "ingest after the restart")
         child = children_of(g.proc.pid)[0]
 
