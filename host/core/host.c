@@ -11,7 +11,6 @@
 #include "../common/log.h"
 #include "../flow/flow.h"
 #include "../unit/handlers.h"
-#include "../vpl/vpl.h"
 #include "../bus/bus.h"
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
@@ -61,7 +60,8 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
     return rc;
 }
 
-static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
+/* Reads and compiles a detect unit's program. */
+static int load_detect(const struct gust_unit_conf *u, struct gust_handler *h, char **filter, struct gust_err *err)
 {
     const char *path = gust_cfg_str(u->cfg, "rules");
     struct gust_buf src = {0};
@@ -71,13 +71,20 @@ static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
                             u->name, path);
     }
-    struct vpl_program *prog = NULL;
-    struct vpl_error verr = {0};
-    if (vpl_program_compile(src.data != NULL ? src.data : "", src.len, path, &prog, &verr) != 0) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s:%s", path, verr.msg);
-    }
-    vpl_program_destroy(prog);
+    rc = gust_detect_handler_create(u->name, src.data != NULL ? src.data : "", src.len, path, h, filter, err);
     gust_buf_free(&src);
+    return rc;
+}
+
+static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
+{
+    struct gust_handler h;
+    char *filter = NULL;
+    int rc = load_detect(u, &h, &filter, err);
+    if (rc == 0) {
+        h.destroy(h.impl);
+        free(filter);
+    }
     return rc;
 }
 
@@ -243,6 +250,15 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_er
         int rc = 0;
         if (u->kind == GUST_UNIT_FLOW) {
             rc = start_flow(host, u, bus, err);
+        } else if (u->kind == GUST_UNIT_DETECT) {
+            struct gust_handler h;
+            char *filter = NULL;
+            rc = load_detect(u, &h, &filter, err);
+            if (rc == 0) {
+                struct gust_consumer_conf cc = consumer_conf(host, u, "detect", filter);
+                rc = start_consumer(host, &cc, h, bus, err);
+                free(filter);
+            }
         } else if (u->kind == GUST_UNIT_RELAY) {
             struct gust_handler h = gust_relay_handler(gust_cfg_str(u->cfg, "to"));
             struct gust_consumer_conf cc = consumer_conf(host, u, "relay", gust_cfg_str(u->cfg, "source"));

@@ -47,7 +47,6 @@ struct gust_consumer {
     int *outcome;
     char (*error)[GUST_ERROR_MAX];
     size_t *emit_end;
-    int64_t *first_seen_ns;
     uint8_t *publish_failed;
     struct ticket *tickets;
     size_t ntickets_cap;
@@ -86,7 +85,6 @@ static int grow(struct gust_consumer *c, size_t n)
     GROW(outcome);
     GROW(error);
     GROW(emit_end);
-    GROW(first_seen_ns);
     GROW(publish_failed);
 #undef GROW
     c->cap = n;
@@ -176,8 +174,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
         }
         c->msgs[i] = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
                                        .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
-                                       .attempt = (uint32_t)attempt};
-        c->first_seen_ns[i] = ts;
+                                       .attempt = (uint32_t)attempt, .stored_ns = ts};
         c->outcome[i] = GUST_OUTCOME_OK;
         c->error[i][0] = '\0';
         c->publish_failed[i] = 0;
@@ -219,7 +216,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
             }
         } else if (dead_now(c, i)) {
             c->envelope.len = 0;
-            if (gust_dlq_envelope(&c->envelope, c->conf.unit, &c->msgs[i], c->first_seen_ns[i], c->error[i]) != 0) {
+            if (gust_dlq_envelope(&c->envelope, c->conf.unit, &c->msgs[i], c->error[i]) != 0) {
                 c->publish_failed[i] = 1;
                 continue;
             }
@@ -380,7 +377,6 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->outcome);
     free(c->error);
     free(c->emit_end);
-    free(c->first_seen_ns);
     free(c->publish_failed);
     free(c->tickets);
     free((char *)c->conf.unit);

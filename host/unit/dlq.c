@@ -16,20 +16,19 @@ static void rfc3339(char *out, size_t size, int64_t ns)
     snprintf(out + n, size - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
 }
 
-int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, int64_t first_seen_ns,
-                      const char *error)
+int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     char dead_at[40], first_seen[40];
     rfc3339(dead_at, sizeof(dead_at), (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
-    rfc3339(first_seen, sizeof(first_seen), first_seen_ns);
+    rfc3339(first_seen, sizeof(first_seen), m->stored_ns);
     int rc = gust_buf_append(out, "{\"unit\":", 8);
     rc = rc ? rc : gust_json_append_string(out, unit, strlen(unit));
     rc = rc ? rc : gust_buf_append(out, ",\"original_subject\":", 20);
     rc = rc ? rc : gust_json_append_string(out, m->subject, strlen(m->subject));
     rc = rc ? rc : gust_buf_printf(out, ",\"stream_seq\":%" PRIu64 ",\"attempts\":%u", m->stream_seq, m->attempt);
-    if (first_seen_ns > 0) {
+    if (m->stored_ns > 0) {
         rc = rc ? rc : gust_buf_printf(out, ",\"first_seen\":\"%s\"", first_seen);
     }
     rc = rc ? rc : gust_buf_printf(out, ",\"dead_at\":\"%s\",\"error\":", dead_at);

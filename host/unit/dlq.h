@@ -9,9 +9,8 @@
 
 /* Appends {unit, original_subject, stream_seq, attempts, first_seen, dead_at, error,
  * payload} to out. payload is the original body as a JSON string, or payload_base64
- * when it is not valid UTF-8, so a replay restores it byte for byte. first_seen_ns is
- * the stream's time of the message (0: unknown). */
-int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, int64_t first_seen_ns,
-                      const char *error);
+ * when it is not valid UTF-8, so a replay restores it byte for byte. first_seen is
+ * when the stream stored the message. */
+int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error);
 
 #endif

@@ -43,7 +43,8 @@ struct gust_msg {
     const void *data;
     size_t len;
     uint64_t stream_seq;
-    uint32_t attempt; /* 1 on first delivery */
+    uint32_t attempt;  /* 1 on first delivery */
+    int64_t stored_ns; /* when the stream stored it, ns since the epoch (0: unknown) */
 };
 
 /* What a sink says about one message. */

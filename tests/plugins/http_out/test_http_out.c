@@ -180,7 +180,7 @@ static void test_exactly_once(void)
         for (int i = 0; i < BATCH; i++) {
             int len = snprintf(bodies[i], sizeof(bodies[i]), "{\"order_ref\":\"%d\",\"t\":%.3f}",
                                b * BATCH + i, now_ms());
-            msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1};
+            msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0};
         }
         memset(results, 0xff, sizeof(results));
         CHECK(type->deliver(ctx, msgs, BATCH, results) == 0, "batch %d failed", b);
@@ -238,9 +238,9 @@ static void test_statuses(void)
     for (int i = 0; i < N; i++) {
         int len = snprintf(bodies[i], sizeof(bodies[i]), "{\"id\":%d,\"status\":%d}", i,
                            codes[i % 11]);
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0};
     }
-    msgs[N] = (struct gust_msg){"ev.out", NULL, 0, 1, 1};
+    msgs[N] = (struct gust_msg){"ev.out", NULL, 0, 1, 1, 0};
     CHECK(type->deliver(ctx, msgs, N + 1, results) == 0, "batch failed");
 
     for (int i = 0; i < N; i++) {
@@ -313,7 +313,7 @@ static void test_timeout(void)
     struct gust_cfg *cfg = fake_cfg_create(type->schema, "url", url, "timeout", "300", NULL);
     void *ctx = open_instance(cfg);
     for (int i = 0; i < 3; i++) {
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i], strlen(bodies[i]), 1, 1};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[i], strlen(bodies[i]), 1, 1, 0};
     }
 
     double t0 = mono_ms();
@@ -333,7 +333,7 @@ static void test_timeout(void)
 
 static void test_refused(void)
 {
-    struct gust_msg msgs[2] = {{"ev.out", "{}", 2, 1, 1}, {"ev.out", "{}", 2, 1, 2}};
+    struct gust_msg msgs[2] = {{"ev.out", "{}", 2, 1, 1, 0}, {"ev.out", "{}", 2, 1, 2, 0}};
     struct gust_result results[2];
     char url[64];
     int fd;
