@@ -15,6 +15,10 @@ struct gust_http_conf {
     const char *base_path; /* "/" or "/gust" */
     size_t max_body;       /* bytes */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
+    /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the
+     * reload runs on the host's own thread). */
+    void (*request_reload)(void *ud);
+    void *reload_ud;
 };
 
 struct gust_http;
