@@ -186,7 +186,7 @@ static int start_consumer(struct gust_host *host, const struct gust_consumer_con
     struct gust_consumer *consumer = NULL;
     int rc = gust_consumer_create(cc, bus, h, &consumer, err);
     if (rc == 0) {
-        rc = gust_units_add(&host->units, consumer);
+        rc = gust_units_add(host->units, consumer);
         if (rc != 0) {
             return gust_err_set(err, rc, "out of memory");
         }
@@ -238,9 +238,10 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     return start_consumer(host, &cc, h, bus, err);
 }
 
-int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err)
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units, struct gust_err *err)
 {
     struct gust_config *c = host->config;
+    host->units = units;
     host->sources = calloc(c->nunits + 1, sizeof(*host->sources));
     if (host->sources == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -296,14 +297,17 @@ void gust_host_stop(struct gust_host *host)
         gust_instance_dispose(&host->sources[i]);
     }
     host->nsources = 0;
-    gust_units_destroy(&host->units);
+    free(host->sources);
+    host->sources = NULL;
+    if (host->units != NULL) {
+        gust_units_clear(host->units);
+        host->units = NULL;
+    }
 }
 
 void gust_host_release(struct gust_host *host)
 {
     gust_host_stop(host);
-    free(host->sources);
-    host->sources = NULL;
     gust_plugins_unload(&host->plugins);
     gust_config_destroy(host->config);
     host->config = NULL;

@@ -14,7 +14,8 @@ struct gust_host {
     struct gust_plugins plugins;
     struct gust_instance *sources; /* one per source unit */
     size_t nsources;
-    struct gust_units units; /* flows, detects and sinks on the consumer core */
+    struct gust_units *units; /* borrowed: the process's registry, which this generation's
+                                 flows, detects, relays and sinks join when started */
     char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
 };
 
@@ -22,10 +23,10 @@ struct gust_host {
  * keys, every flow script and VPL program. Nothing connects or starts. Errors name
  * file:line. On failure, release what was made with gust_host_release. */
 int gust_host_prepare(struct gust_host *host, const char *config_path, struct gust_err *err);
-/* Creates and starts the units on the consumer core and the source instances, on
- * bus (borrowed). */
-int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_err *err);
-/* Stops the sources, then the units (between batches). */
+/* Creates and starts the units on the consumer core (into units, borrowed) and the
+ * source instances, on bus (borrowed). */
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units, struct gust_err *err);
+/* Stops the sources, then the units (between batches); they leave the registry. */
 void gust_host_stop(struct gust_host *host);
 void gust_host_release(struct gust_host *host);
 

@@ -16,6 +16,7 @@
 #include "../conf/conf_schema.h"
 #include "../http/server.h"
 #include "host.h"
+#include "reload.h"
 #include "config.h"
 #include "gust/version.h"
 #include "../flow/flow.h"
@@ -49,6 +50,7 @@ static void usage(FILE *out)
 struct signal_ctx {
     sigset_t set;
     struct gust_http *http;
+    struct gust_reloader *reloader;
 };
 
 /* Signals are blocked in every thread and taken here, synchronously, so their
@@ -62,7 +64,8 @@ static void *signal_thread(void *arg)
             continue;
         }
         if (sig == SIGHUP) {
-            gust_warn("SIGHUP: reload is not implemented yet; keeping the running configuration");
+            gust_info("SIGHUP: reloading");
+            gust_reloader_request(s->reloader);
             continue;
         }
         gust_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -73,18 +76,25 @@ static void *signal_thread(void *arg)
 
 /* Kept reachable until exit: h2o's loop is never torn down (see gust_http_close). */
 static struct gust_http *http_server;
+static struct gust_units units;
+static struct gust_reloader reloader;
 
 static int run(const char *config_path)
 {
     struct gust_err err = {{0}};
-    struct gust_host host = {0};
-    int rc = gust_host_prepare(&host, config_path, &err);
+    struct gust_host *host = calloc(1, sizeof(*host));
+    int rc = host != NULL ? gust_host_prepare(host, config_path, &err) : gust_err_set(&err, GUST_ENOMEM, "out of memory");
     if (rc != 0) {
         gust_error("%s", err.msg);
-        gust_host_release(&host);
+        if (host != NULL) {
+            gust_host_release(host);
+        }
+        free(host);
         return 1;
     }
-    const struct gust_config *c = host.config;
+    gust_units_init(&units);
+    /* http and nats are read once, from the first generation. */
+    const struct gust_config *c = host->config;
 
     sigset_t set;
     sigemptyset(&set);
@@ -119,33 +129,39 @@ static int run(const char *config_path)
             .listen = gust_cfg_str(c->http, "listen"),
             .base_path = gust_cfg_str(c->http, "base_path"),
             .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
-            .units = &host.units,
+            .units = &units,
+            .request_reload = gust_reloader_request,
+            .reload_ud = &reloader,
         };
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }
     if (rc == 0) {
-        rc = gust_host_start(&host, bus, &err);
+        rc = gust_host_start(host, bus, &units, &err);
+    }
+    int64_t drain_ms = gust_cfg_int(c->http, "drain_timeout");
+    if (rc == 0) {
+        rc = gust_reloader_start(&reloader, config_path, bus, &units, host, &err); /* owns host now */
     }
     if (rc != 0) {
         gust_error("%s", err.msg);
-        gust_host_release(&host);
+        gust_host_release(host);
+        free(host);
         gust_bus_destroy(bus);
         return 1;
     }
 
-    struct signal_ctx sc = {.set = set, .http = http_server};
+    struct signal_ctx sc = {.set = set, .http = http_server, .reloader = &reloader};
     pthread_t sig_tid;
     pthread_create(&sig_tid, NULL, signal_thread, &sc);
     gust_info("gust %s running with %s", GUST_VERSION, config_path);
 
-    gust_http_run(http_server, gust_cfg_int(c->http, "drain_timeout"));
+    gust_http_run(http_server, drain_ms);
 
     /* Stop producing first, then let what is in flight reach the bus. */
-    gust_host_stop(&host);
+    gust_reloader_stop(&reloader);
     gust_bus_drain(bus, 300);
     gust_bus_destroy(bus);
     gust_http_close(http_server);
-    gust_host_release(&host);
     pthread_join(sig_tid, NULL);
     nats_Close(); /* the library's own threads and memory */
     gust_info("stopped");

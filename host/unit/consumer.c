@@ -351,7 +351,12 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
     return 0;
 }
 
-void gust_consumer_stop(struct gust_consumer *c)
+void gust_consumer_request_stop(struct gust_consumer *c)
+{
+    atomic_store(&c->stopping, 1);
+}
+
+static void stop_thread(struct gust_consumer *c)
 {
     if (c->started) {
         atomic_store(&c->stopping, 1);
@@ -365,7 +370,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     if (c == NULL) {
         return;
     }
-    gust_consumer_stop(c);
+    stop_thread(c);
     /* Unsubscribe keeps the durable consumer on the server; Destroy alone would too. */
     natsSubscription_Destroy(c->sub);
     if (c->handler.destroy != NULL) {

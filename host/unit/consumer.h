@@ -32,10 +32,10 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus 
 /* Creates or binds the durable consumer <kind>_<unit> (blocking JetStream calls: not
  * on an event loop) and starts the unit's thread. */
 int gust_consumer_start(struct gust_consumer *c, struct gust_err *err);
-/* Asks the thread to stop between batches and waits for it. Nothing in flight is
- * acked without its emits stored. */
-void gust_consumer_stop(struct gust_consumer *c);
-/* Stops if needed and frees. NULL is a no-op. */
+/* Asks the thread to stop after its current batch; returns at once. */
+void gust_consumer_request_stop(struct gust_consumer *c);
+/* Stops the thread between batches (waiting for it) and frees. Nothing in flight is
+ * acked without its emits stored. NULL is a no-op. */
 void gust_consumer_destroy(struct gust_consumer *c);
 
 const char *gust_consumer_name(const struct gust_consumer *c);

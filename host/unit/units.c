@@ -1,35 +1,64 @@
 #include "units.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/json_out.h"
 
+void gust_units_init(struct gust_units *u)
+{
+    memset(u, 0, sizeof(*u));
+    pthread_mutex_init(&u->lock, NULL);
+    u->generation = 1;
+}
+
 int gust_units_add(struct gust_units *u, struct gust_consumer *c)
 {
+    pthread_mutex_lock(&u->lock);
     struct gust_consumer **v = realloc(u->v, (u->n + 1) * sizeof(*v));
+    if (v != NULL) {
+        v[u->n++] = c;
+        u->v = v;
+    }
+    pthread_mutex_unlock(&u->lock);
     if (v == NULL) {
         gust_consumer_destroy(c);
         return GUST_ENOMEM;
     }
-    v[u->n++] = c;
-    u->v = v;
     return 0;
 }
 
-void gust_units_destroy(struct gust_units *u)
+void gust_units_clear(struct gust_units *u)
 {
-    /* Ask them all first, so they stop in parallel rather than one fetch wait each. */
-    for (size_t i = 0; i < u->n; i++) {
-        gust_consumer_stop(u->v[i]);
-    }
-    for (size_t i = 0; i < u->n; i++) {
-        gust_consumer_destroy(u->v[i]);
-    }
-    free(u->v);
+    pthread_mutex_lock(&u->lock);
+    struct gust_consumer **v = u->v;
+    size_t n = u->n;
     u->v = NULL;
     u->n = 0;
+    pthread_mutex_unlock(&u->lock);
+    /* Ask them all first, so they stop in parallel rather than one fetch wait each. */
+    for (size_t i = 0; i < n; i++) {
+        gust_consumer_request_stop(v[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        gust_consumer_destroy(v[i]);
+    }
+    free(v);
+}
+
+void gust_units_reloaded(struct gust_units *u, const char *error)
+{
+    pthread_mutex_lock(&u->lock);
+    u->reloads++;
+    if (error == NULL) {
+        u->generation++;
+        u->last_reload_error[0] = '\0';
+    } else {
+        snprintf(u->last_reload_error, sizeof(u->last_reload_error), "%s", error);
+    }
+    pthread_mutex_unlock(&u->lock);
 }
 
 struct counter {
@@ -57,7 +86,15 @@ static uint64_t read_counter(const struct gust_consumer *c, const struct counter
 
 void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
 {
-    gust_buf_append(out, "{\"units\":[", 10);
+    pthread_mutex_lock(&u->lock);
+    gust_buf_printf(out, "{\"generation\":%" PRIu64 ",\"reload_count\":%" PRIu64 ",\"last_reload_error\":",
+                    u->generation, u->reloads);
+    if (u->last_reload_error[0] != '\0') {
+        gust_json_append_string(out, u->last_reload_error, strlen(u->last_reload_error));
+    } else {
+        gust_buf_append(out, "null", 4);
+    }
+    gust_buf_append(out, ",\"units\":[", 10);
     for (size_t i = 0; i < u->n; i++) {
         struct gust_consumer *c = u->v[i];
         const char *name = gust_consumer_name(c);
@@ -86,10 +123,16 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
         gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]}\n", 3);
+    pthread_mutex_unlock(&u->lock);
 }
 
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
+    pthread_mutex_lock(&u->lock);
+    gust_buf_printf(out, "# HELP gust_generation Configuration generation running.\n# TYPE gust_generation gauge\n"
+                         "gust_generation %" PRIu64 "\n# HELP gust_reloads_total Reloads tried.\n"
+                         "# TYPE gust_reloads_total counter\ngust_reloads_total %" PRIu64 "\n",
+                    u->generation, u->reloads);
     for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
         gust_buf_printf(out, "# HELP gust_unit_%s_total %s\n# TYPE gust_unit_%s_total counter\n", counters[k].name,
                         counters[k].help, counters[k].name);
@@ -104,4 +147,5 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
             }
         }
     }
+    pthread_mutex_unlock(&u->lock);
 }

@@ -1,21 +1,35 @@
-/* The running units, and how /units and /metrics show them. */
+/* The running units, and how /units and /metrics show them.
+ *
+ * One registry per process: a reload stops the old generation's units and starts the
+ * new one's in it, while the HTTP thread reads it under the lock. */
 #ifndef GUST_UNIT_UNITS_H
 #define GUST_UNIT_UNITS_H
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/buf.h"
 #include "consumer.h"
 
 struct gust_units {
+    pthread_mutex_t lock;
     struct gust_consumer **v;
     size_t n;
+    /* reload status, shown by /units */
+    uint64_t generation;
+    uint64_t reloads;
+    char last_reload_error[512];
 };
 
+void gust_units_init(struct gust_units *u);
 /* Appends c (owned from here on). */
 int gust_units_add(struct gust_units *u, struct gust_consumer *c);
-/* Stops every unit (each between batches), then frees them. */
-void gust_units_destroy(struct gust_units *u);
+/* Stops every unit (each between batches, all at once), then frees them; the registry
+ * stays usable. */
+void gust_units_clear(struct gust_units *u);
+/* Records the outcome of a reload: error NULL for success (a new generation). */
+void gust_units_reloaded(struct gust_units *u, const char *error);
 /* {"units": [{name, kind, source, state, counters..., last_error}]} */
 void gust_units_render_json(struct gust_units *u, struct gust_buf *out);
 /* Prometheus text, one series per unit and counter. */

@@ -1,0 +1,97 @@
+"""Reload under load: 20 000 events posted while SIGHUP arrives every 300 ms and the
+flow script changes twice (and once to a broken version, which is refused): every
+event is delivered, no request gets a 5xx, the last good version is in effect at the
+end, and /units reports the generations."""
+import http.client
+import json
+import os
+import signal
+import threading
+import time
+
+from gustlib import Checks, Gust, NatsServer, TempDir, wait_for
+
+N = 20000
+THREADS = 4
+SCRIPT = """
+return {
+  source = "ev.in",
+  on_event = function(ev) emit("ev.out", { id = ev.id, v = %d }) end,
+}
+"""
+CONF = """
+http { listen 127.0.0.1:@PORT@; }
+nats { url %s; }
+flow f { script f.lua; }
+"""
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    tmp.file("f.lua", SCRIPT % 1)
+    nats = NatsServer(tmp)
+    g = Gust(tmp, CONF % nats.url)
+    statuses = {}
+    lock = threading.Lock()
+
+    def post(first):
+        c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=30)
+        for i in range(first, N, THREADS):
+            c.request("POST", "/ingest/in", body=b'{"id": %d}' % i)
+            r = c.getresponse()
+            r.read()
+            with lock:
+                statuses[r.status] = statuses.get(r.status, 0) + 1
+        c.close()
+
+    posters = [threading.Thread(target=post, args=(k,)) for k in range(THREADS)]
+    for p in posters:
+        p.start()
+    hups = 0
+    versions = iter([(5, 2), (10, "broken"), (15, 3)])
+    pending = next(versions)
+    while any(p.is_alive() for p in posters):
+        time.sleep(0.3)
+        if pending is not None and hups >= pending[0]:
+            v = pending[1]
+            tmp.file("f.lua", SCRIPT % v if v != "broken" else "return { on_event = function(ev) emit( end }\n")
+            pending = next(versions, None)
+        g.proc.send_signal(signal.SIGHUP)
+        hups += 1
+    for p in posters:
+        p.join()
+    t.eq(statuses, {202: N}, "every post answered 202, none 5xx (after %d SIGHUPs)" % hups)
+    t.check(hups >= 10, "several reloads happened during the load: %d" % hups)
+
+    # The last good version (3) runs now: a fresh event gets v = 3.
+    g.proc.send_signal(signal.SIGHUP)
+    time.sleep(1)
+    t.eq(g.request("POST", "/ingest/in", b'{"id": -1}')[0], 202, "post after the last reload")
+
+    def outputs():
+        return [json.loads(m[2]) for m in nats.read_stream() if m[1] == "ev.out"]
+    out = wait_for(lambda: (lambda o: len({x["id"] for x in o}) >= N + 1 and o)(outputs()), 60, "every event delivered")
+    ids = [x["id"] for x in out]
+    t.eq(len(set(ids)), N + 1, "every id delivered")
+    print("delivered %d unique, %d duplicates" % (len(set(ids)), len(ids) - len(set(ids))))
+    last = [x for x in out if x["id"] == -1]
+    t.eq([x["v"] for x in last][-1:], [3], "the last script version is in effect")
+    t.check(set(x["v"] for x in out) <= {1, 2, 3}, "only good versions ran")
+
+    units = json.loads(g.request("GET", "/units")[1])
+    t.check(units["reload_count"] >= hups, "reload_count %d >= %d" % (units["reload_count"], hups))
+    t.check(units["generation"] > 1, "generation advanced: %d" % units["generation"])
+    log = g.log()
+    t.check("reload failed, keeping the running configuration" in log and "f.lua" in log,
+            "the broken script was refused with its file name")
+    t.eq(g.stop(), 0, "clean stop")
+    nats.stop()
+    if t.failed:
+        print(log[-4000:])
+    tmp.cleanup()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
