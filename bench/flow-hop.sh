@@ -9,6 +9,7 @@ N=${1:-100000}
 ROUNDS=${2:-3}
 
 start_nats
+make_streams
 "$TOOLS/gust-bench-pub" "$NATS_URL" ev.orders "$N" >"$WORK/pub.json"
 
 one_round() { # one_round KIND ROUND: prints "rate rss_kb"

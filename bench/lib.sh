@@ -7,12 +7,13 @@ BUILD=${BUILD:-$ROOT/build}
 GUST=$BUILD/gust
 TOOLS=$BUILD/bench
 WORK=$(mktemp -d /tmp/gust-bench.XXXXXX)
+[ -n "${KEEP:-}" ] && echo "work dir: $WORK" >&2
 PIDS=()
 
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -51,6 +52,16 @@ start_gust() {
     GUST_PID=$(echo "$out" | sed 's/.*"pid":\([0-9]*\).*/\1/')
     COLD_START_MS=$(echo "$out" | sed 's/.*"cold_start_ms":\([0-9.]*\).*/\1/')
     PIDS+=("$GUST_PID")
+}
+
+# make_streams: runs gust once without units, so that its streams exist before a
+# benchmark stores events in them.
+make_streams() {
+    local port
+    port=$(free_port)
+    printf 'log_level warn;\nhttp { listen 127.0.0.1:%s; }\nnats { url %s; }\n' "$port" "$NATS_URL" >"$WORK/streams.conf"
+    start_gust "$WORK/streams.conf" "$port"
+    stop_pid "$GUST_PID"
 }
 
 stop_pid() {

@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 PER=${1:-4000}
 start_nats
+make_streams
 results=()
 for flows in 1 10 50; do
     port=$(free_port)

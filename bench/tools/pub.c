@@ -17,6 +17,18 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static long failed;
+
+/* A PubAck that says no (no stream for the subject, say): counted, and fatal below. */
+static void on_error(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    (void)closure;
+    if (failed++ == 0) {
+        fprintf(stderr, "gust-bench-pub: %s\n", pae->ErrText != NULL ? pae->ErrText : natsStatus_GetText(pae->Err));
+    }
+}
+
 static double mono_s(void)
 {
     struct timespec ts;
@@ -37,6 +49,7 @@ int main(int argc, char **argv)
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.PublishAsync.MaxPending = 4096;
+    jo.PublishAsync.ErrHandler = on_error;
     natsStatus s = natsConnection_ConnectTo(&nc, argv[1]);
     if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, &jo);
     double start = mono_s();
@@ -58,8 +71,8 @@ int main(int argc, char **argv)
         s = js_PublishAsyncComplete(js, &po);
     }
     double secs = mono_s() - start;
-    if (s != NATS_OK) {
-        fprintf(stderr, "gust-bench-pub: %s\n", natsStatus_GetText(s));
+    if (s != NATS_OK || failed > 0) {
+        fprintf(stderr, "gust-bench-pub: %s, %ld of %ld not stored\n", natsStatus_GetText(s), failed, n);
         return 1;
     }
     printf("{\"published\":%ld,\"seconds\":%.3f,\"rate\":%.0f}\n", n, secs, (double)n / secs);
