@@ -132,6 +132,17 @@ static int run(const char *config_path)
             .units = &units,
             .request_reload = gust_reloader_request,
             .reload_ud = &reloader,
+            .admin_token_file = gust_cfg_str(c->http, "admin_token_file"),
+            .admin_token_env = gust_cfg_str(c->http, "admin_token_env"),
+            .ingest_token_file = gust_cfg_str(c->http, "ingest_token_file"),
+            .ingest_token_env = gust_cfg_str(c->http, "ingest_token_env"),
+            .metrics_public = (int)gust_cfg_int(c->http, "metrics_public"),
+            .http_cfg = c->http,
+            .client_timeout_ms = gust_cfg_int(c->http, "client_timeout"),
+            .max_connections = (size_t)gust_cfg_int(c->http, "max_connections"),
+            .max_header = (size_t)gust_cfg_int(c->http, "max_header_size"),
+            .dlq_stream = gust_cfg_str(c->nats, "dlq_stream"),
+            .dlq_subjects = gust_cfg_str(c->nats, "dlq_subjects"),
         };
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }

@@ -4,10 +4,50 @@
 
 #define H2O_USE_LIBUV 0
 #include <h2o.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
+#include "../common/buf.h"
+#include "auth.h"
 #include "metrics.h"
+#include "proxy.h"
 #include "server.h"
+
+/* What a DLQ request asks for, parsed on the loop from the query string or the body. */
+struct gust_dlq_query {
+    char unit[128]; /* "" for every unit */
+    uint64_t seq;   /* replay: one dead letter; 0 when not given */
+    uint64_t after_seq;
+    size_t limit;
+    int all;
+};
+
+/* A request handed to the admin worker: its blocking JetStream calls run there, and the
+ * answer comes back to the loop as a multithread message. The client may go away
+ * meanwhile: the request and the job are linked through an anchor in the request's
+ * pool (as in ingest.c), and whichever side finishes first unlinks the other. */
+struct gust_admin_job {
+    h2o_multithread_message_t msg; /* first: messages are cast back to the job */
+    struct gust_admin_job *next;   /* the worker's queue */
+    struct gust_http *http;
+    struct gust_admin_job **anchor; /* NULL once the request is gone */
+    h2o_req_t *req;
+    enum gust_route route;
+    void (*run)(struct gust_admin_job *job); /* on the worker thread */
+    struct gust_dlq_query q;
+    int status;           /* filled by run */
+    struct gust_buf body; /* filled by run: the JSON answer */
+};
+
+struct gust_admin_worker {
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct gust_admin_job *head, *tail;
+    size_t queued;
+    int stopping;
+};
 
 struct gust_http {
     h2o_globalconf_t config;
@@ -16,16 +56,31 @@ struct gust_http {
     h2o_socket_t *listener;
     int port;
     h2o_multithread_queue_t *queue;
-    h2o_multithread_receiver_t acks;    /* ingest publishes completed on bus threads */
-    h2o_multithread_receiver_t control; /* stop requests from the signal thread */
+    h2o_multithread_receiver_t acks;       /* ingest publishes completed on bus threads */
+    h2o_multithread_receiver_t control;    /* stop requests from the signal thread */
+    h2o_multithread_receiver_t admin_done; /* admin jobs finished on the worker */
     atomic_int stop_requested;
     int stopping;
     struct gust_bus *bus;
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     size_t max_body;
+    size_t max_header;
     size_t ingest_inflight;
+    size_t admin_inflight;
+    size_t connections;     /* open client connections */
+    size_t max_connections; /* beyond it, new connections are closed at accept */
+    int metrics_public;
     struct gust_units *units;
+    void (*request_reload)(void *ud);
+    void *reload_ud;
+    struct gust_auth admin_auth;
+    struct gust_auth ingest_auth;
+    struct gust_proxies proxies;
+    struct gust_admin_worker worker;
+    char dlq_stream[128];
+    char dlq_filter[256]; /* "dlq.>" */
+    char dlq_prefix[256]; /* "dlq.": a unit's dead letters are on <prefix><unit> */
 };
 
 /* Sends body (copied) as the response, counting it for /metrics. */
@@ -33,9 +88,29 @@ void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const cha
                     const char *body, size_t len);
 /* Sends {"error": message}. */
 void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, const char *message);
+/* The value of query parameter name, %-decoded into out; 1 when present. */
+int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size);
 
 /* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
 void gust_ingest_on_acks(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);
+
+/* admin.c: the worker thread for blocking admin calls. */
+int gust_admin_start(struct gust_http *http, struct gust_err *err);
+/* Queues run for req (answers 503 itself when the queue is full). */
+void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                       void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q);
+/* Waits for the job running now, answers what is still queued with 503. */
+void gust_admin_stop(struct gust_http *http);
+void gust_admin_on_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);
+
+/* dlq_routes.c: GET /dlq, POST /dlq/replay, POST /dlq/purge. rest is what follows "/dlq". */
+void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest);
+
+/* events.c: GET /events[?unit=NAME]. */
+void gust_events_handle(struct gust_http *http, h2o_req_t *req);
+
+/* status_page.c: GET / */
+void gust_status_page_handle(struct gust_http *http, h2o_req_t *req);
 
 #endif

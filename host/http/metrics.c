@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static const char *const route_names[GUST_ROUTE_COUNT] = {"ingest", "healthz", "metrics", "units", "other"};
+static const char *const route_names[GUST_ROUTE_COUNT] = {"ingest", "healthz", "metrics", "units", "events",
+                                                          "dlq",    "reload",  "status",  "other"};
 
 /* Indexed by status - 100; HTTP statuses are 100..599. */
 static uint64_t requests[GUST_ROUTE_COUNT][500];
@@ -14,6 +15,18 @@ static const double bucket_le[] = {0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01,
 #define NBUCKETS (sizeof(bucket_le) / sizeof(bucket_le[0]))
 static uint64_t bucket_count[NBUCKETS + 1];
 static uint64_t publish_count;
+static size_t connections_open;
+static uint64_t connections_refused;
+
+void gust_metrics_set_connections(size_t open)
+{
+    connections_open = open;
+}
+
+void gust_metrics_count_refused(void)
+{
+    connections_refused++;
+}
 static double publish_sum;
 
 void gust_metrics_count_request(enum gust_route route, int status)
@@ -81,8 +94,15 @@ void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_health
                     "# HELP gust_bus_healthy 1 when connected and JetStream answers.\n"
                     "# TYPE gust_bus_healthy gauge\n"
                     "gust_bus_healthy %d\n"
+                    "# HELP gust_http_connections Open client connections.\n"
+                    "# TYPE gust_http_connections gauge\n"
+                    "gust_http_connections %zu\n"
+                    "# HELP gust_http_connections_refused_total Connections closed at accept (max_connections).\n"
+                    "# TYPE gust_http_connections_refused_total counter\n"
+                    "gust_http_connections_refused_total %llu\n"
                     "# HELP gust_process_resident_memory_bytes Resident set size.\n"
                     "# TYPE gust_process_resident_memory_bytes gauge\n"
                     "gust_process_resident_memory_bytes %ld\n",
-                    bus_connected, bus_healthy, rss_bytes());
+                    bus_connected, bus_healthy, connections_open,
+                    (unsigned long long)connections_refused, rss_bytes());
 }

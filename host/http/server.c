@@ -13,7 +13,18 @@
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../unit/units.h"
+#include "gust/schema.h"
 #include "internal.h"
+
+/* Routes and who may call them:
+ *   POST /ingest/<suffix>       ingest token when one is set, else open
+ *   GET  /healthz               open (load balancers and probes)
+ *   GET  /metrics               admin token, unless `metrics_public on`
+ *   GET  /units, /events, /dlq  admin token
+ *   POST /dlq/replay, /dlq/purge, /reload
+ *   GET  /                      the status page: admin token
+ * With no admin token configured the admin routes are open: the listener binds
+ * loopback by default, so only local users (or a proxy in front) reach them. */
 
 static const char *reason_of(int status)
 {
@@ -24,18 +35,43 @@ static const char *reason_of(int status)
     case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 301: return "Moved Permanently";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     default: return "Status";
     }
+}
+
+/* The http of a request: its context is the one embedded in struct gust_http. */
+static struct gust_http *http_of(h2o_req_t *req)
+{
+    return (struct gust_http *)((char *)req->conn->ctx - offsetof(struct gust_http, ctx));
+}
+
+/* At debug level, one access-log line per response, with the client as the trusted
+ * proxies tell it. */
+static void access_log(h2o_req_t *req, int status, size_t len)
+{
+    if (!gust_log_enabled(GUST_LOG_DEBUG)) {
+        return;
+    }
+    struct gust_client client;
+    gust_client_of(&http_of(req)->proxies, req, &client);
+    gust_debug("http: %s %.*s %.*s %d %zu%s%s%s%s", client.addr, (int)req->method.len, req->method.base,
+               (int)(req->path.len < 512 ? req->path.len : 512), req->path.base, status, len,
+               client.via_proxy ? " via " : "", client.via_proxy ? client.peer : "",
+               client.via_proxy ? " " : "", client.via_proxy ? client.proto : "");
 }
 
 void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const char *content_type,
                     const char *body, size_t len)
 {
     gust_metrics_count_request(route, status);
+    access_log(req, status, len);
     req->res.status = status;
     req->res.reason = reason_of(status);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
@@ -53,6 +89,43 @@ void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, con
     gust_buf_append(&body, "}\n", 2);
     gust_http_send(req, route, status, "application/json", body.data, body.len);
     gust_buf_free(&body);
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size)
+{
+    if (req->query_at == SIZE_MAX || size == 0) {
+        return 0;
+    }
+    const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
+    size_t nlen = strlen(name);
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp != NULL ? amp : end;
+        const char *eq = memchr(q, '=', (size_t)(stop - q));
+        const char *kend = eq != NULL ? eq : stop;
+        if ((size_t)(kend - q) == nlen && memcmp(q, name, nlen) == 0) {
+            size_t n = 0;
+            for (const char *v = eq != NULL ? eq + 1 : stop; v < stop && n + 1 < size; v++) {
+                char c = *v;
+                if (c == '+') {
+                    c = ' ';
+                } else if (c == '%' && stop - v > 2 && hex_digit(v[1]) >= 0 && hex_digit(v[2]) >= 0) {
+                    c = (char)(hex_digit(v[1]) * 16 + hex_digit(v[2]));
+                    v += 2;
+                }
+                out[n++] = c;
+            }
+            out[n] = '\0';
+            return 1;
+        }
+        q = stop + 1;
+    }
+    return 0;
 }
 
 static int method_is(h2o_req_t *req, const char *m)
@@ -107,10 +180,91 @@ static void handle_units(struct gust_http *http, h2o_req_t *req)
     gust_buf_free(&out);
 }
 
+/* 1 when the request may go on; otherwise answers 401 (and logs who it was). */
+static int authorized(struct gust_http *http, h2o_req_t *req, const struct gust_auth *auth, enum gust_route route,
+                      const char *realm)
+{
+    if (!auth->enabled) {
+        return 1;
+    }
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    const h2o_iovec_t *v = i >= 0 ? &req->headers.entries[i].value : NULL;
+    if (gust_auth_check(auth, v != NULL ? v->base : NULL, v != NULL ? v->len : 0)) {
+        return 1;
+    }
+    struct gust_client client;
+    gust_client_of(&http->proxies, req, &client);
+    gust_info("http: 401 for %.*s %.*s from %s%s%s (%s token)", (int)req->method.len, req->method.base,
+              (int)(req->path.len < 256 ? req->path.len : 256), req->path.base, client.addr,
+              client.via_proxy ? " via " : "", client.via_proxy ? client.peer : "",
+              v != NULL ? "wrong" : "no");
+    char challenge[64];
+    int n = snprintf(challenge, sizeof(challenge), "Bearer realm=\"%s\"", realm);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
+                   h2o_strdup(&req->pool, challenge, (size_t)n).base, (size_t)n);
+    gust_http_send_error(req, route, 401,
+                         v != NULL ? "invalid bearer token" : "missing bearer token (Authorization: Bearer <token>)");
+    return 0;
+}
+
+static int admin_ok(struct gust_http *http, h2o_req_t *req, enum gust_route route)
+{
+    return authorized(http, req, &http->admin_auth, route, "gust");
+}
+
+static void handle_reload(struct gust_http *http, h2o_req_t *req)
+{
+    if (!method_is(req, "POST")) {
+        send_method_not_allowed(req, GUST_ROUTE_RELOAD, "POST");
+        return;
+    }
+    if (http->request_reload == NULL) {
+        gust_http_send_error(req, GUST_ROUTE_RELOAD, 503, "reload is not available");
+        return;
+    }
+    /* Returns at once: the reload runs on the host's thread; /units shows its outcome. */
+    http->request_reload(http->reload_ud);
+    static const char accepted[] = "{\"reload\":\"requested\"}\n";
+    gust_http_send(req, GUST_ROUTE_RELOAD, 202, "application/json", accepted, sizeof(accepted) - 1);
+}
+
+/* "<base>" without the slash: the status page's relative links need "<base>/". */
+static void redirect_to_base(struct gust_http *http, h2o_req_t *req)
+{
+    char *loc = h2o_mem_alloc_pool(&req->pool, http->base_len + 2);
+    memcpy(loc, http->base_path, http->base_len);
+    loc[http->base_len] = '/';
+    loc[http->base_len + 1] = '\0';
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, loc, http->base_len + 1);
+    gust_http_send_error(req, GUST_ROUTE_STATUS, 301, "moved to the base path with a slash");
+}
+
+/* Request line and headers; h2o has its own, larger, hard limit before this. */
+static size_t header_bytes(h2o_req_t *req)
+{
+    size_t n = req->method.len + req->path.len + 12;
+    for (size_t i = 0; i < req->headers.size; i++) {
+        n += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+    }
+    return n;
+}
+
+static int starts_with_segment(h2o_iovec_t path, const char *prefix, size_t plen)
+{
+    return path.len >= plen && memcmp(path.base, prefix, plen) == 0 && (path.len == plen || path.base[plen] == '/');
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gust_http *http = *(struct gust_http **)(self + 1);
+    if (http->max_header > 0 && header_bytes(req) > http->max_header) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "request headers over %zu bytes", http->max_header);
+        gust_http_send_error(req, GUST_ROUTE_OTHER, 431, msg);
+        return 0;
+    }
     h2o_iovec_t path = req->path_normalized;
+    int had_base = 0;
     /* Mounted under a prefix: accept paths with it, and without it for a proxy
      * that strips it. */
     if (http->base_len > 0 && path.len >= http->base_len &&
@@ -118,22 +272,56 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         (path.len == http->base_len || path.base[http->base_len] == '/')) {
         path.base += http->base_len;
         path.len -= http->base_len;
+        had_base = 1;
     }
     static const char ingest[] = "/ingest/";
     if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
         (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
-        gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
+        if (authorized(http, req, &http->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
+            gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
+        }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics"))) {
-        handle_metrics(http, req);
+        if (http->metrics_public || admin_ok(http, req, GUST_ROUTE_METRICS)) {
+            handle_metrics(http, req);
+        }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/units"))) {
-        handle_units(http, req);
+        if (admin_ok(http, req, GUST_ROUTE_UNITS)) {
+            handle_units(http, req);
+        }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/events"))) {
+        if (admin_ok(http, req, GUST_ROUTE_EVENTS)) {
+            gust_events_handle(http, req);
+        }
+    } else if (starts_with_segment(path, H2O_STRLIT("/dlq"))) {
+        if (admin_ok(http, req, GUST_ROUTE_DLQ)) {
+            gust_dlq_handle(http, req, h2o_iovec_init(path.base + 4, path.len - 4));
+        }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/reload"))) {
+        if (admin_ok(http, req, GUST_ROUTE_RELOAD)) {
+            handle_reload(http, req);
+        }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/")) ||
+               h2o_memis(path.base, path.len, H2O_STRLIT("/index.html"))) {
+        if (admin_ok(http, req, GUST_ROUTE_STATUS)) {
+            gust_status_page_handle(http, req);
+        }
+    } else if (had_base && path.len == 0) {
+        redirect_to_base(http, req);
     } else {
         gust_http_send_error(req, GUST_ROUTE_OTHER, 404, "no such route");
     }
     return 0;
+}
+
+/* h2o calls this when it disposes of a client socket, whoever closed it. */
+static void on_conn_close(void *data)
+{
+    struct gust_http *http = data;
+    http->connections--;
+    gust_metrics_set_connections(http->connections);
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err)
@@ -146,6 +334,19 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     if (sock == NULL) {
         return;
     }
+    /* The connection cap: accepting and closing at once (rather than leaving the
+     * connection in the backlog) tells the client right away and keeps the backlog
+     * free for when connections close. */
+    if (http->max_connections > 0 && http->connections >= http->max_connections) {
+        gust_metrics_count_refused();
+        gust_debug("http: %zu connections open (max_connections): closing a new one", http->connections);
+        h2o_socket_close(sock);
+        return;
+    }
+    http->connections++;
+    gust_metrics_set_connections(http->connections);
+    sock->on_close.cb = on_conn_close;
+    sock->on_close.data = http;
     int one = 1;
     setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     h2o_accept(&http->accept_ctx, sock);
@@ -231,7 +432,30 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     }
     http->bus = bus;
     http->max_body = conf->max_body;
+    http->max_header = conf->max_header;
+    http->max_connections = conf->max_connections;
+    http->metrics_public = conf->metrics_public;
     http->units = conf->units;
+    http->request_reload = conf->request_reload;
+    http->reload_ud = conf->reload_ud;
+    int rc = gust_auth_load(&http->admin_auth, "admin", conf->admin_token_file, conf->admin_token_env, err);
+    rc = rc ? rc : gust_auth_load(&http->ingest_auth, "ingest", conf->ingest_token_file, conf->ingest_token_env, err);
+    size_t nproxies = conf->http_cfg != NULL ? gust_cfg_count(conf->http_cfg, "trusted_proxies") : 0;
+    for (size_t i = 0; i < nproxies && rc == 0; i++) {
+        rc = gust_proxies_add(&http->proxies, gust_cfg_item(conf->http_cfg, "trusted_proxies", i), err);
+    }
+    snprintf(http->dlq_stream, sizeof(http->dlq_stream), "%s", conf->dlq_stream != NULL ? conf->dlq_stream : "GUST_DLQ");
+    snprintf(http->dlq_filter, sizeof(http->dlq_filter), "%s", conf->dlq_subjects != NULL ? conf->dlq_subjects : "dlq.>");
+    /* "dlq.>" -> "dlq.": host.c has already checked that it ends with ".>". */
+    snprintf(http->dlq_prefix, sizeof(http->dlq_prefix), "%s", http->dlq_filter);
+    size_t plen = strlen(http->dlq_prefix);
+    if (plen >= 1 && http->dlq_prefix[plen - 1] == '>') {
+        http->dlq_prefix[plen - 1] = '\0';
+    }
+    if (rc != 0) {
+        free(http);
+        return rc;
+    }
     snprintf(http->base_path, sizeof(http->base_path), "%s", conf->base_path != NULL ? conf->base_path : "");
     http->base_len = strlen(http->base_path);
     while (http->base_len > 0 && http->base_path[http->base_len - 1] == '/') {
@@ -245,6 +469,11 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
 
     h2o_config_init(&http->config);
     http->config.server_name = h2o_iovec_init(H2O_STRLIT("gust"));
+    /* Slow clients: headers and body must arrive within this, and an idle keep-alive
+     * connection is closed after it (h2o's http1 request timeout covers both). */
+    if (conf->client_timeout_ms > 0) {
+        http->config.http1.req_timeout = (uint64_t)conf->client_timeout_ms;
+    }
     /* h2o refuses bodies over its own limit with a plain-text 413 before any handler
      * runs. Give it headroom so that the handler sees moderately oversized bodies and
      * answers them in JSON; only bodies far over max_body get h2o's text. */
@@ -261,12 +490,19 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
     h2o_multithread_register_receiver(http->queue, &http->acks, gust_ingest_on_acks);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
+    h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
+    if ((rc = gust_admin_start(http, err)) != 0) {
+        close(fd);
+        return rc; /* the loop and context are never torn down (see gust_http_close) */
+    }
 
     http->listener = h2o_evloop_socket_create(http->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     http->listener->data = http;
     h2o_socket_read_start(http->listener, on_accept);
-    gust_info("http: listening on %s (port %d)%s%s", conf->listen, http->port,
-              http->base_len > 0 ? ", base path " : "", http->base_path);
+    gust_info("http: listening on %s (port %d)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
+              http->base_len > 0 ? ", base path " : "", http->base_path,
+              http->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
+              http->ingest_auth.enabled ? "needs the ingest token" : "open");
     *out = http;
     return 0;
 }
@@ -288,10 +524,13 @@ void gust_http_run(struct gust_http *http, int64_t drain_ms)
         if (deadline == 0) {
             deadline = now + drain_ms;
         }
-        if (http->ingest_inflight == 0 || now >= deadline) {
+        if ((http->ingest_inflight == 0 && http->admin_inflight == 0) || now >= deadline) {
             if (http->ingest_inflight > 0) {
                 gust_warn("http: %zu ingest requests still waiting at shutdown", http->ingest_inflight);
             }
+            /* The worker's JetStream calls must end before the bus goes away, which
+             * happens right after this returns. */
+            gust_admin_stop(http);
             return;
         }
     }
@@ -302,6 +541,7 @@ void gust_http_close(struct gust_http *http)
     if (http == NULL) {
         return;
     }
+    gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
     /* Answer (or free) the ingest waits the bus completed while it shut down. */
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {

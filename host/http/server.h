@@ -8,6 +8,7 @@
 #include "gust/err.h"
 
 struct gust_bus;
+struct gust_cfg;
 struct gust_units;
 
 struct gust_http_conf {
@@ -19,6 +20,22 @@ struct gust_http_conf {
      * reload runs on the host's own thread). */
     void (*request_reload)(void *ud);
     void *reload_ud;
+
+    /* Security and limits (see DESIGN.md §7 and the README's HTTP section). */
+    const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
+    const char *admin_token_env;   /* NULL, or the environment variable holding it */
+    const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */
+    const char *ingest_token_env;
+    int metrics_public;            /* 1: /metrics needs no token even with an admin token */
+    const struct gust_cfg *http_cfg; /* borrowed, read at create: trusted_proxies (a list) */
+    int64_t client_timeout_ms;     /* a request's headers and body must arrive within it;
+                                      also the keep-alive idle timeout */
+    size_t max_connections;        /* beyond it new connections are closed at accept */
+    size_t max_header;             /* request line + headers, bytes (431 beyond) */
+
+    /* The dead-letter stream, for /dlq. */
+    const char *dlq_stream;   /* "GUST_DLQ" */
+    const char *dlq_subjects; /* "dlq.>" */
 };
 
 struct gust_http;

@@ -12,6 +12,7 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "dlq.h"
+#include "recent.h"
 
 #define FETCH_WAIT_MS 500 /* bounds how long a stop waits for an idle unit */
 
@@ -48,6 +49,8 @@ struct gust_consumer {
     char (*error)[GUST_ERROR_MAX];
     size_t *emit_end;
     uint8_t *publish_failed;
+    uint8_t *fate; /* enum gust_fate per message, for GET /events */
+    struct gust_recent *recent;
     struct ticket *tickets;
     size_t ntickets_cap;
     struct gust_batch batch;
@@ -86,6 +89,7 @@ static int grow(struct gust_consumer *c, size_t n)
     GROW(error);
     GROW(emit_end);
     GROW(publish_failed);
+    GROW(fate);
 #undef GROW
     c->cap = n;
     return 0;
@@ -236,6 +240,11 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
     uint64_t ok = 0, failed = 0, dead = 0;
     for (size_t i = 0; i < n; i++) {
         natsMsg *m = list->Msgs[i];
+        c->fate[i] = c->publish_failed[i]                    ? GUST_FATE_PUBLISH_FAILED
+                     : c->outcome[i] == GUST_OUTCOME_OK        ? GUST_FATE_OK
+                     : dead_now(c, i)                          ? GUST_FATE_DEAD
+                     : c->outcome[i] == GUST_OUTCOME_WAIT      ? GUST_FATE_WAIT
+                                                               : GUST_FATE_RETRY;
         if (c->publish_failed[i]) {
             failed++;
             natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
@@ -259,6 +268,11 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
     atomic_fetch_add(&c->stats.emits, emitted);
     atomic_fetch_add(&c->stats.process_ns, t1 - t0);
     atomic_fetch_add(&c->stats.barrier_ns, t2 - t1);
+    /* The last events, for GET /events: a bounded copy into a fixed ring. */
+    if (c->recent == NULL) {
+        c->recent = gust_recent_get(c->conf.unit);
+    }
+    gust_recent_record(c->recent, &c->batch, c->fate);
 }
 
 static void *unit_thread(void *arg)
@@ -383,6 +397,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->error);
     free(c->emit_end);
     free(c->publish_failed);
+    free(c->fate);
     free(c->tickets);
     free((char *)c->conf.unit);
     free((char *)c->conf.kind);

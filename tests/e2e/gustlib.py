@@ -269,3 +269,111 @@ class CountingSink:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
+
+
+class Nginx:
+    """A real nginx (Debian's) in a temp prefix, on a free port, in the foreground;
+    server_body is the inside of its server block. upstreams maps an upstream name to
+    a loopback port. Stopped by PID."""
+
+    def __init__(self, tmp, server_body, upstreams=None, extra_servers=()):
+        self.port = free_port()
+        self.prefix = os.path.join(tmp.path, "nginx-%d" % self.port)
+        for d in ("logs", "tmp"):
+            os.makedirs(os.path.join(self.prefix, d), exist_ok=True)
+        ups = "".join("    upstream %s { server 127.0.0.1:%d; keepalive 8; }\n" % (name, port)
+                      for name, port in (upstreams or {}).items())
+        servers = [(self.port, server_body)]
+        self.extra_ports = []
+        for body in extra_servers:
+            p = free_port()
+            self.extra_ports.append(p)
+            servers.append((p, body))
+        conf = ["user root;", "worker_processes 1;", "pid %s/logs/nginx.pid;" % self.prefix,
+                "error_log %s/logs/error.log info;" % self.prefix, "events { worker_connections 256; }",
+                "http {", "    access_log %s/logs/access.log;" % self.prefix,
+                "    client_body_temp_path %s/tmp/body;" % self.prefix,
+                "    proxy_temp_path %s/tmp/proxy;" % self.prefix,
+                "    fastcgi_temp_path %s/tmp/fastcgi;" % self.prefix,
+                "    uwsgi_temp_path %s/tmp/uwsgi;" % self.prefix,
+                "    scgi_temp_path %s/tmp/scgi;" % self.prefix, ups]
+        for port, body in servers:
+            conf.append("    server {\n        listen 127.0.0.1:%d;\n%s\n    }" % (port, body))
+        conf.append("}")
+        self.conf = os.path.join(self.prefix, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write("\n".join(conf) + "\n")
+        test = subprocess.run(["nginx", "-t", "-p", self.prefix, "-c", self.conf], capture_output=True)
+        if test.returncode != 0:
+            raise AssertionError("nginx -t failed:\n%s\n%s" % (test.stderr.decode(), "\n".join(conf)))
+        self.proc = subprocess.Popen(["nginx", "-p", self.prefix, "-c", self.conf, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.prefix, "stderr.log"), "ab"))
+        wait_for(lambda: port_open(self.port), 10, "nginx on %d" % self.port)
+
+    def request(self, method, path, body=None, headers=None, timeout=10, port=None):
+        c = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+        finally:
+            c.close()
+
+    def error_log(self):
+        with open(os.path.join(self.prefix, "logs", "error.log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+class Mosquitto:
+    """A real mosquitto 2.0 broker on a free loopback port with a temp config and its
+    persistence in a temp dir. Anonymous clients are allowed unless users is given
+    ({name: password}, written with mosquitto_passwd). It runs as root (`user root`),
+    with Nagle off, unlimited queues for offline persistent sessions (the default 1000
+    would drop QoS 1 messages while gust is down) and `inflight` QoS 1 messages in
+    flight per client. stop() is a clean shutdown (the store is saved); start() again
+    reuses port and store."""
+
+    def __init__(self, tmp, users=None, inflight=100, port=None):
+        self.port = port or free_port()
+        self.dir = os.path.join(tmp.path, "mosquitto-%d" % self.port)
+        os.makedirs(self.dir, exist_ok=True)
+        conf = ["listener %d 127.0.0.1" % self.port, "persistence true",
+                "persistence_location %s/" % self.dir, "user root", "set_tcp_nodelay true",
+                "max_queued_messages 0", "max_inflight_messages %d" % inflight]
+        if users:
+            pwfile = os.path.join(self.dir, "passwd")
+            open(pwfile, "w").close()
+            for name, password in users.items():
+                subprocess.run(["mosquitto_passwd", "-b", pwfile, name, password], check=True)
+            conf += ["allow_anonymous false", "password_file %s" % pwfile]
+        else:
+            conf.append("allow_anonymous true")
+        self.conf = os.path.join(self.dir, "mosquitto.conf")
+        with open(self.conf, "w") as f:
+            f.write("\n".join(conf) + "\n")
+        self.log = open(os.path.join(self.dir, "mosquitto.log"), "ab")
+        self.proc = None
+        self.start()
+
+    @property
+    def addr(self):
+        return "127.0.0.1:%d" % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen(["mosquitto", "-c", self.conf], stdout=self.log, stderr=self.log)
+        wait_for(lambda: port_open(self.port), 10, "mosquitto on %d" % self.port)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.proc = None

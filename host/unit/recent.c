@@ -1,0 +1,232 @@
+#include "recent.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/json_out.h"
+
+/* Sizes chosen so that an entry stays under 5 KiB: 50 entries, ~240 KiB per unit. */
+#define PAYLOAD_MAX 2048
+#define SUBJECT_MAX 256
+#define ERROR_MAX 256
+#define EMITS_KEPT 8
+#define EMIT_BYTES 1536 /* subjects and payloads of the kept emits, packed */
+
+struct emit_ref {
+    uint16_t subject_off, subject_len;
+    uint16_t payload_off, payload_len;
+    uint32_t payload_bytes; /* before truncation */
+};
+
+struct entry {
+    uint64_t seq;
+    int64_t at_ms; /* wall clock, when the batch finished */
+    uint32_t attempt;
+    uint8_t fate;
+    uint16_t payload_len;
+    uint32_t payload_bytes;
+    uint16_t nemits;
+    uint32_t emits_total;
+    char subject[SUBJECT_MAX];
+    char error[ERROR_MAX];
+    char payload[PAYLOAD_MAX];
+    struct emit_ref emits[EMITS_KEPT];
+    char emit_bytes[EMIT_BYTES];
+};
+
+struct gust_recent {
+    struct gust_recent *next; /* registry */
+    char unit[128];
+    pthread_mutex_t lock;
+    size_t head; /* next slot to write */
+    size_t count;
+    struct entry ring[GUST_RECENT_EVENTS];
+};
+
+/* Kept reachable until exit (see recent.h). */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gust_recent *registry;
+
+static struct gust_recent *find_locked(const char *unit)
+{
+    for (struct gust_recent *r = registry; r != NULL; r = r->next) {
+        if (strcmp(r->unit, unit) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+struct gust_recent *gust_recent_find(const char *unit)
+{
+    pthread_mutex_lock(&registry_lock);
+    struct gust_recent *r = find_locked(unit);
+    pthread_mutex_unlock(&registry_lock);
+    return r;
+}
+
+struct gust_recent *gust_recent_get(const char *unit)
+{
+    pthread_mutex_lock(&registry_lock);
+    struct gust_recent *r = find_locked(unit);
+    if (r == NULL && (r = calloc(1, sizeof(*r))) != NULL) {
+        snprintf(r->unit, sizeof(r->unit), "%s", unit);
+        pthread_mutex_init(&r->lock, NULL);
+        r->next = registry;
+        registry = r;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return r;
+}
+
+/* How many bytes of s[0..len) fit in max without splitting a UTF-8 sequence (when the
+ * text is UTF-8; binary is cut anywhere and shown in base64). */
+static size_t cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max) {
+        return len;
+    }
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) {
+        n--;
+    }
+    return n > 0 ? n : max;
+}
+
+static void record_one(struct entry *e, const struct gust_batch *b, size_t i, uint8_t fate, int64_t now_ms)
+{
+    const struct gust_msg *m = &b->msgs[i];
+    e->seq = m->stream_seq;
+    e->at_ms = now_ms;
+    e->attempt = m->attempt;
+    e->fate = fate;
+    snprintf(e->subject, sizeof(e->subject), "%s", m->subject != NULL ? m->subject : "");
+    e->payload_bytes = (uint32_t)m->len;
+    e->payload_len = (uint16_t)cut(m->data, m->len, PAYLOAD_MAX);
+    memcpy(e->payload, m->data, e->payload_len);
+    e->error[0] = '\0';
+    if (fate != GUST_FATE_OK) {
+        const char *why = b->error[i][0] != '\0' ? b->error[i]
+                          : fate == GUST_FATE_PUBLISH_FAILED ? "an emit was not stored"
+                                                              : "";
+        size_t n = cut(why, strlen(why), ERROR_MAX - 1);
+        memcpy(e->error, why, n);
+        e->error[n] = '\0';
+    }
+    /* Emits only exist for messages that succeeded (or whose emits failed to store). */
+    size_t from = i > 0 ? b->emit_end[i - 1] : 0, to = b->emit_end[i];
+    if (to > b->emits.n) {
+        to = b->emits.n;
+    }
+    if (to < from || b->outcome[i] != GUST_OUTCOME_OK) {
+        to = from;
+    }
+    e->emits_total = (uint32_t)(to - from);
+    e->nemits = 0;
+    size_t used = 0;
+    for (size_t k = from; k < to && e->nemits < EMITS_KEPT; k++) {
+        const struct gust_emit *em = &b->emits.v[k];
+        size_t slen = strlen(em->subject);
+        if (used + slen + 16 > EMIT_BYTES) {
+            break;
+        }
+        struct emit_ref *ref = &e->emits[e->nemits++];
+        ref->subject_off = (uint16_t)used;
+        ref->subject_len = (uint16_t)slen;
+        memcpy(e->emit_bytes + used, em->subject, slen);
+        used += slen;
+        /* Each emit gets at most an equal share of what is left. */
+        size_t room = (EMIT_BYTES - used) / (EMITS_KEPT - e->nemits + 1);
+        ref->payload_off = (uint16_t)used;
+        ref->payload_len = (uint16_t)cut(em->payload, em->len, room);
+        ref->payload_bytes = (uint32_t)em->len;
+        memcpy(e->emit_bytes + used, em->payload, ref->payload_len);
+        used += ref->payload_len;
+    }
+}
+
+void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const uint8_t *fate)
+{
+    if (r == NULL || b->n == 0) {
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    /* Only the last messages of a big batch would survive in the ring anyway. */
+    size_t first = b->n > GUST_RECENT_EVENTS ? b->n - GUST_RECENT_EVENTS : 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = first; i < b->n; i++) {
+        record_one(&r->ring[r->head], b, i, fate[i], now_ms);
+        r->head = (r->head + 1) % GUST_RECENT_EVENTS;
+        if (r->count < GUST_RECENT_EVENTS) {
+            r->count++;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static const char *const fate_names[] = {"ok", "retry", "wait", "dead", "publish_failed"};
+
+static int append_payload(struct gust_buf *out, const char *p, size_t len, size_t bytes)
+{
+    int rc;
+    if (gust_utf8_valid(p, len)) {
+        rc = gust_buf_append(out, "\"payload\":", 10);
+        rc = rc ? rc : gust_json_append_string(out, p, len);
+    } else {
+        rc = gust_buf_append(out, "\"payload_base64\":", 17);
+        rc = rc ? rc : gust_json_append_base64(out, (const unsigned char *)p, len);
+    }
+    return rc ? rc : gust_buf_printf(out, ",\"payload_bytes\":%zu,\"truncated\":%s", bytes, len < bytes ? "true" : "false");
+}
+
+static void rfc3339_ms(char *out, size_t size, int64_t ms)
+{
+    time_t sec = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, size - n, ".%03dZ", (int)(ms % 1000));
+}
+
+int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
+{
+    int rc = gust_buf_append(out, "[", 1);
+    if (r == NULL) {
+        return rc ? rc : gust_buf_append(out, "]", 1);
+    }
+    pthread_mutex_lock(&r->lock);
+    for (size_t k = 0; k < r->count && rc == 0; k++) {
+        const struct entry *e = &r->ring[(r->head + GUST_RECENT_EVENTS - 1 - k) % GUST_RECENT_EVENTS];
+        char at[40];
+        rfc3339_ms(at, sizeof(at), e->at_ms);
+        rc = gust_buf_printf(out, "%s{\"seq\":%" PRIu64 ",\"subject\":", k > 0 ? "," : "", e->seq);
+        rc = rc ? rc : gust_json_append_string(out, e->subject, strlen(e->subject));
+        rc = rc ? rc : gust_buf_printf(out, ",\"attempt\":%u,\"at\":\"%s\",\"outcome\":\"%s\",\"error\":", e->attempt, at,
+                                       fate_names[e->fate]);
+        if (e->error[0] != '\0') {
+            rc = rc ? rc : gust_json_append_string(out, e->error, strlen(e->error));
+        } else {
+            rc = rc ? rc : gust_buf_append(out, "null", 4);
+        }
+        rc = rc ? rc : gust_buf_append(out, ",", 1);
+        rc = rc ? rc : append_payload(out, e->payload, e->payload_len, e->payload_bytes);
+        rc = rc ? rc : gust_buf_append(out, ",\"emits\":[", 10);
+        for (size_t j = 0; j < e->nemits && rc == 0; j++) {
+            const struct emit_ref *ref = &e->emits[j];
+            rc = gust_buf_printf(out, "%s{\"subject\":", j > 0 ? "," : "");
+            rc = rc ? rc : gust_json_append_string(out, e->emit_bytes + ref->subject_off, ref->subject_len);
+            rc = rc ? rc : gust_buf_append(out, ",", 1);
+            rc = rc ? rc : append_payload(out, e->emit_bytes + ref->payload_off, ref->payload_len, ref->payload_bytes);
+            rc = rc ? rc : gust_buf_append(out, "}", 1);
+        }
+        rc = rc ? rc : gust_buf_printf(out, "],\"emits_total\":%u}", e->emits_total);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc ? rc : gust_buf_append(out, "]", 1);
+}

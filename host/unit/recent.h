@@ -1,0 +1,42 @@
+/* The last events of each unit, in memory, for GET /events and the status page.
+ *
+ * One fixed ring of GUST_RECENT_EVENTS entries per unit name, allocated once when the
+ * unit first records and kept for the life of the process (so a unit restarted by a
+ * reload keeps its history). Recording copies at most a few KiB per event into the
+ * ring (payloads and emits truncated), under a lock taken once per batch, and never
+ * allocates. The unit's thread writes, the HTTP thread reads. */
+#ifndef GUST_UNIT_RECENT_H
+#define GUST_UNIT_RECENT_H
+
+#include <stdint.h>
+
+#include "../common/buf.h"
+#include "unit.h"
+
+#define GUST_RECENT_EVENTS 50
+
+/* What became of a message, as /events shows it. */
+enum gust_fate {
+    GUST_FATE_OK = 0,         /* handled; its emits stored; acked */
+    GUST_FATE_RETRY,          /* failed; redelivered later */
+    GUST_FATE_WAIT,           /* the far end was unavailable; redelivered later */
+    GUST_FATE_DEAD,           /* dead-lettered */
+    GUST_FATE_PUBLISH_FAILED, /* an emit or its dead letter was not stored; redelivered */
+};
+
+struct gust_recent;
+
+/* The ring of unit, created on first use (NULL only when out of memory). Thread-safe. */
+struct gust_recent *gust_recent_get(const char *unit);
+/* The ring of unit, or NULL when it never recorded anything. Thread-safe. */
+struct gust_recent *gust_recent_find(const char *unit);
+/* Records the last messages of a finished batch: fate[i] (enum gust_fate) for msgs[i],
+ * with its error and emits as b holds them. r NULL is a no-op. */
+void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const uint8_t *fate);
+/* Appends a JSON array of the ring's events, newest first:
+ * [{seq, subject, attempt, at, outcome, error, payload | payload_base64,
+ *   payload_bytes, truncated, emits: [{subject, payload | payload_base64,
+ *   payload_bytes, truncated}], emits_total}]. */
+int gust_recent_render(struct gust_recent *r, struct gust_buf *out);
+
+#endif
