@@ -577,8 +577,9 @@ void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest)
         }
         gust_admin_submit(http, req, GUST_ROUTE_DLQ, run_replay, &q);
     } else {
-        if (q.seq != 0) {
-            gust_http_send_error(req, GUST_ROUTE_DLQ, 400, "purge: by unit or all, not by seq");
+        /* Deleting every dead letter is never the default: it must be asked for. */
+        if (q.seq != 0 || (q.unit[0] != '\0') + (q.all != 0) != 1) {
+            gust_http_send_error(req, GUST_ROUTE_DLQ, 400, "purge: give exactly one of unit or all");
             return;
         }
         gust_admin_submit(http, req, GUST_ROUTE_DLQ, run_purge, &q);
