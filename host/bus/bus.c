@@ -32,6 +32,7 @@ struct gust_bus {
     int streams_ready;
     atomic_int js_ok;
     atomic_int closing; /* our own close: not worth a warning */
+    int closed;         /* the closed callback ran: no callback can touch us after it */
 };
 
 int64_t gust_now_ms(void)
@@ -119,6 +120,16 @@ static void on_reconnected(natsConnection *nc, void *closure)
 }
 
 
+static void on_closed(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    struct gust_bus *bus = closure;
+    pthread_mutex_lock(&bus->lock);
+    bus->closed = 1;
+    pthread_cond_broadcast(&bus->wake);
+    pthread_mutex_unlock(&bus->lock);
+}
+
 static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
 {
     (void)nc;
@@ -199,6 +210,7 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_reconnected, bus);
     if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, bus);
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_reconnected, bus);
+    if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, bus);
     if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, bus);
     if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 1 << 20);
     if (s == NATS_OK) {
@@ -293,6 +305,15 @@ void gust_bus_destroy(struct gust_bus *bus)
     jsCtx_Destroy(bus->js);
     if (bus->nc != NULL) {
         natsConnection_Close(bus->nc);
+        /* Connection callbacks run on a library thread and hold `bus`: wait for the
+         * last of them (closed comes after disconnected) before freeing it. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2;
+        pthread_mutex_lock(&bus->lock);
+        while (!bus->closed && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
+        }
+        pthread_mutex_unlock(&bus->lock);
         natsConnection_Destroy(bus->nc);
     }
     gust_nats_child_stop(bus->child);

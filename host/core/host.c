@@ -152,6 +152,13 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
             } else {
                 rc = gust_config_check_plugin_unit(u, t->schema, err);
             }
+            if (rc == 0) {
+                /* create does no I/O: run it now so the plugin's own checks report at
+                 * `gust -t` and before a reload replaces anything. */
+                struct gust_instance probe;
+                rc = gust_instance_create(&probe, gust_unit_kind_name(u->kind), u->name, t, u->cfg, NULL, err);
+                gust_instance_dispose(&probe);
+            }
             break;
         }
         }

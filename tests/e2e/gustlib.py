@@ -339,10 +339,10 @@ class Mosquitto:
     ({name: password}, written with mosquitto_passwd). It runs as root (`user root`),
     with Nagle off, unlimited queues for offline persistent sessions (the default 1000
     would drop QoS 1 messages while gust is down) and `inflight` QoS 1 messages in
-    flight per client. stop() is a clean shutdown (the store is saved); start() again
-    reuses port and store."""
+    flight per client; tls=(ca, cert, key) makes it a TLS listener. stop() is a clean
+    shutdown (the store is saved); start() again reuses port and store."""
 
-    def __init__(self, tmp, users=None, inflight=100, port=None):
+    def __init__(self, tmp, users=None, inflight=100, port=None, tls=None):
         self.port = port or free_port()
         self.dir = os.path.join(tmp.path, "mosquitto-%d" % self.port)
         os.makedirs(self.dir, exist_ok=True)
@@ -357,6 +357,8 @@ class Mosquitto:
             conf += ["allow_anonymous false", "password_file %s" % pwfile]
         else:
             conf.append("allow_anonymous true")
+        if tls:  # (ca, cert, key) files: the listener speaks TLS only
+            conf += ["cafile %s" % tls[0], "certfile %s" % tls[1], "keyfile %s" % tls[2]]
         self.conf = os.path.join(self.dir, "mosquitto.conf")
         with open(self.conf, "w") as f:
             f.write("\n".join(conf) + "\n")

@@ -76,7 +76,7 @@ def run_through(t, g, ngx, port, mode):
         return st == 200 and json.loads(body)["total"] > 0 and json.loads(body)
     d = wait_for(dead, 10, "%s: a dead letter" % mode)
     t.eq(d["dead_letters"][0]["envelope"]["original_subject"], "ev.picky", "%s: dlq" % mode)
-    st, body, _ = req("POST", "/gust/dlq/purge", headers=auth())
+    st, body, _ = req("POST", "/gust/dlq/purge?all=1", headers=auth())
     t.eq((st, json.loads(body)["purged"] >= 1), (200, True), "%s: dlq purge" % mode)
     st, body, _ = req("POST", "/gust/dlq/replay?all=1", headers=auth())
     t.eq(st, 200, "%s: dlq replay" % mode)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# broker-mqtt.sh [N] [ROUNDS] [BATCH]: MQTT round trips through gust, QoS 1 both ways:
+#   gust-mqtt-pub -> mosquitto -> mqtt_in -> JetStream -> mqtt_out -> mosquitto -> gust-mqtt-sub
+# against mosquitto's own pub -> sub at QoS 1 (the same tools, same broker) in the same
+# run. Every message is checked at the subscriber (count, unique ids, none foreign);
+# a round that misses one fails the run. Rounds alternate baseline and gust; medians
+# are reported. A round trip rate is N / (last new id at the subscriber - publisher
+# start). BATCH is the mqtt_out unit's fetch batch (default 1024).
+#
+# The broker is configured as the e2e tests do and as a deployment should: Nagle off
+# (`set_tcp_nodelay true`), max_inflight_messages 1000 (its default of 20 QoS 1 messages
+# in flight per client caps mqtt_in's pipeline), max_queued_messages 0 (the default 1000
+# drops QoS 1 messages for a persistent session that is offline or slow).
+source "$(dirname "$0")/lib.sh"
+N=${1:-50000}
+ROUNDS=${2:-3}
+BATCH=${3:-1024}
+PUB=$TOOLS/gust-mqtt-pub
+SUB=$TOOLS/gust-mqtt-sub
+for f in "$PUB" "$SUB" "$BUILD/plugins/mqtt.so"; do
+    [ -x "$f" ] || [ -f "$f" ] || { echo "missing $f: build first" >&2; exit 1; }
+done
+
+start_nats
+MQTT_PORT=$(free_port)
+cat >"$WORK/mosquitto.conf" <<CONF
+listener $MQTT_PORT 127.0.0.1
+allow_anonymous true
+user root
+set_tcp_nodelay true
+max_inflight_messages 1000
+max_queued_messages 0
+CONF
+mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
+MOSQ_PID=$!
+PIDS+=("$MOSQ_PID")
+wait_port "$MQTT_PORT"
+
+HTTP_PORT=$(free_port)
+cat >"$WORK/host.conf" <<CONF
+log_level info;
+plugin_dir $BUILD/plugins;
+plugin mqtt;
+http { listen 127.0.0.1:$HTTP_PORT; }
+nats { url $NATS_URL; }
+source min { use mqtt_in; broker 127.0.0.1:$MQTT_PORT; topic in/#; subject ev.mqtt.in; qos 1; }
+sink mout { use mqtt_out; source ev.mqtt.in; broker 127.0.0.1:$MQTT_PORT; topic out/all; qos 1; batch $BATCH; }
+CONF
+start_gust "$WORK/host.conf" "$HTTP_PORT"
+for _ in $(seq 1 500); do grep -q "subscribed to in/#" "$WORK/gust.log" && break; sleep 0.01; done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# one_round KIND ROUND: prints "rate duplicates out_of_order"
+one_round() {
+    local kind=$1 r=$2 in out start sub
+    start=$((r * 10000000))
+    if [ "$kind" = gust ]; then in=in/dev; out=out/#; else in=base/dev; out=base/#; fi
+    "$SUB" 127.0.0.1 "$MQTT_PORT" "$out" "$N" 300 --start "$start" --id "bench-$kind-$r" \
+        >"$WORK/sub.json" 2>"$WORK/sub.err" &
+    sub=$!
+    while ! grep -q ready "$WORK/sub.err" 2>/dev/null; do sleep 0.01; done
+    "$PUB" 127.0.0.1 "$MQTT_PORT" "$in" "$N" --start "$start" --window 1000 --id "bench-pub-$r" >"$WORK/pub.json"
+    wait "$sub" || { echo "$kind round $r lost messages: $(cat "$WORK/sub.json")" >&2; exit 1; }
+    python3 - "$WORK/pub.json" "$WORK/sub.json" "$N" <<'PY'
+import json, sys
+p, s, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+assert s["unique"] == n and s["missing"] == 0 and s["foreign"] == 0, s
+print("%.0f %d %d" % (n / ((s["last_ms"] - p["start_ms"]) / 1e3), s["duplicates"], s["out_of_order"]))
+PY
+}
+
+gust_rates=() base_rates=() dups=0 ooo=0
+g0=$(cpu_ticks "$GUST_PID") m0=$(cpu_ticks "$MOSQ_PID")
+for r in $(seq 1 "$ROUNDS"); do
+    read -r rate d o < <(one_round base "$((2 * r))"); base_rates+=("$rate")
+    read -r rate d o < <(one_round gust "$((2 * r + 1))"); gust_rates+=("$rate")
+    dups=$((dups + d)) ooo=$((ooo + o))
+done
+g1=$(cpu_ticks "$GUST_PID") m1=$(cpu_ticks "$MOSQ_PID")
+hz=$(getconf CLK_TCK)
+gust=$(median "${gust_rates[@]}")
+base=$(median "${base_rates[@]}")
+cat <<JSON
+{"scenario":"broker-mqtt","messages":$N,"rounds":$ROUNDS,"qos":1,"sink_batch":$BATCH,
+ "round_trips_per_s_median":$gust,"mosquitto_pub_sub_per_s_median":$base,
+ "ratio_gust_to_mosquitto":$(awk -v a="$gust" -v b="$base" 'BEGIN{printf "%.2f", a/b}'),
+ "round_trips_per_s":[$(IFS=,; echo "${gust_rates[*]}")],"mosquitto_pub_sub_per_s":[$(IFS=,; echo "${base_rates[*]}")],
+ "gust_duplicates":$dups,"gust_out_of_order":$ooo,
+ "gust_cpu_s":$(awk -v t=$((g1 - g0)) -v h="$hz" 'BEGIN{printf "%.2f", t/h}'),
+ "mosquitto_cpu_s_all_rounds":$(awk -v t=$((m1 - m0)) -v h="$hz" 'BEGIN{printf "%.2f", t/h}'),
+ "gust_rss_kb":$(rss_kb "$GUST_PID"),"cold_start_ms":$COLD_START_MS,
+ "load_average_1m":$(cut -d' ' -f1 /proc/loadavg)}
+JSON

@@ -1,0 +1,86 @@
+/* mqtt plugin internals shared by its files. Nothing here is exported from the .so.
+ *
+ *   mqtt.c          the descriptor: types mqtt_in and mqtt_out, init/fini
+ *   mqtt_conf.c     keys both types share (broker, credentials, TLS), error helper
+ *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
+ *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
+ *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
+ *   mqtt_sock.c     TCP (+TLS) connection with non-blocking I/O for mqtt_in
+ *   mqtt_in.c       the source: network thread, in-flight ring, deferred PUBACKs
+ *   mqtt_out.c      the sink, on libmosquitto */
+#ifndef GUST_MQTT_H
+#define GUST_MQTT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/plugin.h"
+
+extern const struct gust_host_api *mqtt_host;
+
+/* Formats into err->msg and returns code. */
+int mqtt_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* What both types read from their block. Strings are borrowed from the cfg (which
+ * outlives the instance) except password, which is owned (read from password_file). */
+struct mqtt_conf {
+    char host[256];
+    int port;
+    const char *client_id;
+    const char *username;
+    char *password; /* owned, NULL when none; never logged */
+    const char *tls_ca, *tls_cert, *tls_key;
+    int tls;          /* any of the three set */
+    int keepalive_s;  /* seconds */
+    int qos;          /* 0 or 1 */
+    int64_t timeout_ms; /* connect (and, for mqtt_out, PUBACK) limit */
+};
+
+/* The schema entries both types share; expand inside a schema table. */
+#define MQTT_COMMON_KEYS                                                                          \
+    {"broker", GUST_T_ADDR, NULL, GUST_K_REQUIRED, "MQTT broker host:port"},                        \
+    {"qos", GUST_T_INT, "1", 0, "0 (at most once) or 1 (at least once, acked end to end)"},         \
+    {"client_id", GUST_T_STR, NULL, 0, "MQTT client id (default: gust-<unit>)"},                    \
+    {"username", GUST_T_STR, NULL, 0, "MQTT user name"},                                          \
+    {"password", GUST_T_STR, NULL, GUST_K_SECRET, "MQTT password (use ${ENV}); never logged"},     \
+    {"password_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file whose first line is the password"},  \
+    {"tls_ca", GUST_T_PATH, NULL, 0, "CA certificate file: connect with TLS"},                     \
+    {"tls_cert", GUST_T_PATH, NULL, 0, "client certificate (with tls_key)"},                       \
+    {"tls_key", GUST_T_PATH, NULL, GUST_K_SECRET, "client private key"},                           \
+    {"keepalive", GUST_T_DURATION, "30s", 0, "MQTT keepalive"},                                    \
+    {"timeout", GUST_T_DURATION, "5s", 0, "connect timeout; mqtt_out: longest wait for PUBACKs"}
+
+/* Fills conf from cfg; default client id "gust-<unit name>". No I/O. */
+int mqtt_conf_load(struct mqtt_conf *conf, const struct gust_cfg *cfg, const char *unit,
+                   char *client_id_buf, size_t bufsz, struct gust_err *err);
+/* Reads password_file when set (at start: create does no I/O). */
+int mqtt_conf_read_password(struct mqtt_conf *conf, const struct gust_cfg *cfg, struct gust_err *err);
+void mqtt_conf_free(struct mqtt_conf *conf);
+/* Text for a CONNACK return code (MQTT 3.1.1 §3.2.2.3). */
+const char *mqtt_connack_text(int rc);
+
+/* Topic <-> subject (see mqtt_subject.c for the mapping). Both return the length
+ * written (NUL excluded) or -1 when out does not have room. */
+int mqtt_topic_to_subject(const char *prefix, const char *topic, size_t topic_len, char *out, size_t outsz);
+int mqtt_subject_to_topic(const char *strip, const char *subject, char *out, size_t outsz);
+
+/* 1 when data is exactly one JSON object (surrounding white space allowed). */
+int mqtt_is_json_object(const void *data, size_t len);
+/* {"payload_base64":"...","topic":"..."}: malloc'd, length in *outlen; NULL on ENOMEM. */
+char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen);
+
+/* The two types; mqtt.c puts them in the descriptor. */
+extern const struct gust_schema_key mqtt_in_schema[];
+int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
+int mqtt_in_start(void *ctx, struct gust_err *err);
+void mqtt_in_stop(void *ctx);
+void mqtt_in_destroy(void *ctx);
+
+extern const struct gust_schema_key mqtt_out_schema[];
+int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
+int mqtt_out_start(void *ctx, struct gust_err *err);
+int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results);
+void mqtt_out_stop(void *ctx);
+void mqtt_out_destroy(void *ctx);
+
+#endif

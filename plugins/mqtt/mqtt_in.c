@@ -1,0 +1,276 @@
+/* mqtt_in: a source that subscribes to MQTT topics and publishes each message to the bus.
+ *
+ *   source sensors { use mqtt_in; broker 127.0.0.1:1883; topic sensors/# alerts/+;
+ *                    subject_prefix ev.mqtt; qos 1; non_json wrap; }
+ *
+ * QoS 1 end to end: the broker gets the PUBACK of a message only once JetStream has
+ * stored it (see mqtt_in.h for why this needs our own client). Instance lifecycle and
+ * the network thread's loop live here; the ring and the connection in their files. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mqtt_in.h"
+
+const struct gust_schema_key mqtt_in_schema[] = {
+    MQTT_COMMON_KEYS,
+    {"topic", GUST_T_LIST, NULL, GUST_K_REQUIRED, "MQTT topic filters to subscribe to (+ and # allowed)"},
+    {"subject", GUST_T_SUBJECT, NULL, 0, "publish every message to this subject"},
+    {"subject_prefix", GUST_T_SUBJECT, NULL, 0,
+     "or derive the subject from the topic: prefix + levels as tokens, bytes a token cannot "
+     "hold as %XX, empty levels as %00"},
+    {"non_json", GUST_T_STR, "reject", 0,
+     "payload that is not one JSON object: reject (counted, logged, acked), wrap "
+     "({\"payload_base64\",\"topic\"}) or pass (unchanged)"},
+    {"max_payload", GUST_T_SIZE, "1m", 0, "larger payloads are rejected (counted, logged)"},
+    {"max_inflight", GUST_T_INT, "1024", 0, "messages read and not yet stored; past it reading pauses"},
+    {"reconnect_max", GUST_T_DURATION, "10s", 0, "longest wait between reconnect attempts"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+int64_t mqtt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err *err)
+{
+    const struct gust_host_api *h = mqtt_host;
+    const char *nj = h->cfg_str(cfg, "non_json");
+    int64_t v;
+
+    in->subject = h->cfg_str(cfg, "subject");
+    in->prefix = h->cfg_str(cfg, "subject_prefix");
+    if (!in->subject == !in->prefix) {
+        return mqtt_err(err, GUST_ECONFIG, "%s: set exactly one of subject and subject_prefix",
+                        h->cfg_where(cfg, in->subject ? "subject_prefix" : "topic"));
+    }
+    if (strcmp(nj, "reject") == 0) {
+        in->non_json = NJ_REJECT;
+    } else if (strcmp(nj, "wrap") == 0) {
+        in->non_json = NJ_WRAP;
+    } else if (strcmp(nj, "pass") == 0) {
+        in->non_json = NJ_PASS;
+    } else {
+        return mqtt_err(err, GUST_ECONFIG, "%s: non_json: \"%s\" is not reject, wrap or pass",
+                        h->cfg_where(cfg, "non_json"), nj);
+    }
+    in->max_payload = (size_t)h->cfg_int(cfg, "max_payload");
+    v = h->cfg_int(cfg, "max_inflight");
+    if (v < 1 || v > 65535) {
+        return mqtt_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
+                        h->cfg_where(cfg, "max_inflight"), (long long)v);
+    }
+    in->cap = (size_t)v;
+    in->reconnect_max_ms = h->cfg_int(cfg, "reconnect_max");
+    if (in->reconnect_max_ms < 100) {
+        in->reconnect_max_ms = 100;
+    }
+    in->nfilters = h->cfg_count(cfg, "topic");
+    if (!(in->filters = calloc(in->nfilters, sizeof(*in->filters)))) {
+        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < in->nfilters; i++) {
+        in->filters[i] = h->cfg_item(cfg, "topic", i);
+        if (!in->filters[i][0] || strlen(in->filters[i]) > 65535) {
+            return mqtt_err(err, GUST_ECONFIG, "%s: topic #%zu is empty or too long", h->cfg_where(cfg, "topic"), i + 1);
+        }
+    }
+    return 0;
+}
+
+int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+{
+    struct mqtt_in *in = calloc(1, sizeof(*in));
+    int rc;
+
+    if (!in) {
+        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+    }
+    in->inst = inst;
+    in->cfg = cfg;
+    in->wake_fd = -1;
+    pthread_mutex_init(&in->lock, NULL);
+    pthread_cond_init(&in->idle, NULL);
+    if ((rc = mqtt_conf_load(&in->conf, cfg, mqtt_host->instance_name(inst), in->client_id, sizeof(in->client_id),
+                             err)) != 0 ||
+        (rc = load(in, cfg, err)) != 0) {
+        mqtt_in_destroy(in);
+        return rc;
+    }
+    if (!(in->ring = calloc(in->cap, sizeof(*in->ring))) || !(in->cq = calloc(in->cap, sizeof(*in->cq))) ||
+        !(in->cq_local = calloc(in->cap, sizeof(*in->cq_local)))) {
+        mqtt_in_destroy(in);
+        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+    }
+    *ctx = in;
+    return 0;
+}
+
+/* After stop: nothing more is read; what is in flight gets its PUBACK if the bus stores it
+ * within `timeout`; then DISCONNECT (the session stays, as clean session is off). */
+static void drain(struct mqtt_in *in)
+{
+    int64_t deadline = mqtt_now_ms() + in->conf.timeout_ms;
+
+    while (in->sock && mqtt_now_ms() < deadline) {
+        in_ring_progress(in);
+        if (in_conn_flush(in) != 0) {
+            break;
+        }
+        if (in_outstanding(in) == 0 && in->out.len == 0) {
+            break;
+        }
+        struct pollfd p = {.fd = in->wake_fd, .events = POLLIN};
+        uint64_t n;
+        if (poll(&p, 1, 20) > 0 && read(in->wake_fd, &n, sizeof(n)) < 0) {
+            /* nothing to do: the eventfd is only a wake-up */
+        }
+    }
+    if (in->sock && mqtt_wire_disconnect(&in->out) == 0) {
+        in_conn_flush(in);
+    }
+    if (in->sock) {
+        mqtt_sock_close(in->sock);
+        in->sock = NULL;
+    }
+}
+
+static void *run(void *arg)
+{
+    struct mqtt_in *in = arg;
+
+    mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
+                   in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
+    while (!atomic_load(&in->stopping)) {
+        int64_t now = mqtt_now_ms(), wait;
+        if (!in->sock && now >= in->reconnect_at) {
+            in_conn_connect(in);
+        }
+        in_ring_progress(in);
+        if (in->sock) {
+            in_conn_input(in);
+        }
+        wait = in_conn_timers(in, mqtt_now_ms());
+        if (in->sock) {
+            in_conn_flush(in);
+        }
+        if (in->nretry && wait > 50) {
+            wait = 50;
+        }
+
+        int room = in->count < in->cap, sock = in->sock != NULL;
+        struct pollfd p[2] = {{.fd = in->wake_fd, .events = POLLIN}};
+        if (sock) {
+            p[1].fd = mqtt_sock_fd(in->sock);
+            p[1].events = (short)((room ? POLLIN : 0) |
+                                  (in->out.len || mqtt_sock_wants_write(in->sock) ? POLLOUT : 0));
+            if (room && mqtt_sock_buffered(in->sock)) {
+                wait = 0;
+            }
+        }
+        int n = poll(p, sock ? 2 : 1, (int)(wait < 0 ? 0 : wait));
+        if (n < 0 && errno != EINTR) {
+            mqtt_host->log(in->inst, GUST_LOG_ERROR, "poll: %s", strerror(errno));
+            break;
+        }
+        if (n > 0 && (p[0].revents & POLLIN)) {
+            uint64_t v;
+            if (read(in->wake_fd, &v, sizeof(v)) < 0) {
+                /* spurious: the eventfd is non-blocking */
+            }
+        }
+        if (in->sock && room && ((n > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) ||
+                                 mqtt_sock_buffered(in->sock) || mqtt_sock_wants_write(in->sock))) {
+            in_conn_read(in);
+        } else if (in->sock && n > 0 && (p[1].revents & (POLLERR | POLLHUP))) {
+            /* Reported even though not asked for: with a full ring, polling again would spin.
+             * What was not read is not PUBACKed, so the broker sends it again. */
+            in_conn_drop(in, "connection closed while the ring was full");
+        }
+    }
+    drain(in);
+    mqtt_host->log(in->inst, GUST_LOG_INFO,
+                   "stopped: %" PRIu64 " received, %" PRIu64 " stored, %" PRIu64 " rejected, %" PRIu64
+                   " wrapped, %" PRIu64 " QoS 0 lost to bus errors",
+                   in->received, in->stored, in->rejected, in->wrapped, in->lost);
+    return NULL;
+}
+
+int mqtt_in_start(void *ctx, struct gust_err *err)
+{
+    struct mqtt_in *in = ctx;
+    int rc;
+
+    if ((rc = mqtt_conf_read_password(&in->conf, in->cfg, err)) != 0 ||
+        (rc = mqtt_tls_create(&in->tls, &in->conf, err)) != 0) {
+        return rc;
+    }
+    if ((in->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        return mqtt_err(err, GUST_EIO, "eventfd: %s", strerror(errno));
+    }
+    in->backoff_ms = 100;
+    if (pthread_create(&in->thread, NULL, run, in) != 0) {
+        return mqtt_err(err, GUST_EIO, "cannot start the network thread");
+    }
+    in->running = 1;
+    return 0;
+}
+
+void mqtt_in_stop(void *ctx)
+{
+    struct mqtt_in *in = ctx;
+    uint64_t one = 1;
+
+    if (!in->running) {
+        return;
+    }
+    atomic_store(&in->stopping, 1);
+    if (write(in->wake_fd, &one, sizeof(one)) < 0) {
+        /* cannot fail on a fresh eventfd */
+    }
+    pthread_join(in->thread, NULL);
+    in->running = 0;
+    /* The bus calls on_stored for every publish (stored, refused, or timed out after
+     * publish_timeout); the entries must live until then. */
+    pthread_mutex_lock(&in->lock);
+    while (in->outstanding > 0) {
+        pthread_cond_wait(&in->idle, &in->lock);
+    }
+    pthread_mutex_unlock(&in->lock);
+}
+
+void mqtt_in_destroy(void *ctx)
+{
+    struct mqtt_in *in = ctx;
+
+    if (!in) {
+        return;
+    }
+    mqtt_in_stop(in);
+    for (size_t i = 0; in->ring && i < in->cap; i++) {
+        free(in->ring[i].buf);
+    }
+    free(in->ring);
+    free(in->cq);
+    free(in->cq_local);
+    free(in->filters);
+    free(in->rbuf);
+    mqtt_wbuf_free(&in->out);
+    mqtt_tls_destroy(in->tls);
+    mqtt_conf_free(&in->conf);
+    if (in->wake_fd >= 0) {
+        close(in->wake_fd);
+    }
+    pthread_cond_destroy(&in->idle);
+    pthread_mutex_destroy(&in->lock);
+    free(in);
+}

@@ -1,0 +1,111 @@
+/* mqtt_in internals: one instance, its network thread and its in-flight ring.
+ *
+ * Why not libmosquitto here: libmosquitto 2.0 sends the PUBACK of a QoS 1 message
+ * itself, before or right after on_message returns (eclipse-mosquitto/mosquitto issue
+ * #118 "Support delaying PUBACKs", open; PR #1932 never merged; 2.0.11 has no manual-ack
+ * option). The broker would then forget a message gust has not stored yet, and a kill -9
+ * at that moment loses it. So mqtt_in speaks MQTT 3.1.1 itself (mqtt_wire.c) and sends
+ * each PUBACK only after the bus's PubAck for that message.
+ *
+ * Threads: one network thread owns the socket, the ring and the connection. Bus threads
+ * run on_stored (the publish callback): it only records the outcome in a queue under
+ * `lock` and wakes the network thread through an eventfd.
+ *
+ * The ring holds every message from when it is read off the socket until its PUBACK is
+ * queued, in the order the broker sent them, so PUBACKs go out in that order (MQTT 3.1.1
+ * §4.6) and a full ring stops reading: the broker holds the rest (back-pressure). */
+#ifndef GUST_MQTT_IN_H
+#define GUST_MQTT_IN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mqtt.h"
+#include "mqtt_sock.h"
+#include "mqtt_wire.h"
+
+enum { E_FREE, E_INFLIGHT, E_RETRY, E_DONE };   /* entry states */
+enum { NJ_REJECT, NJ_WRAP, NJ_PASS };           /* non_json */
+enum { C_DOWN, C_CONNECTING, C_UP };            /* connection states */
+
+struct in_entry {
+    struct mqtt_in *in; /* for on_stored, which only gets the entry */
+    char *buf;          /* owned: subject, NUL, payload */
+    const char *subject;
+    const char *data;
+    size_t len;
+    uint64_t epoch;     /* connection it arrived on: a PUBACK only goes back on that one */
+    uint16_t id;        /* MQTT packet id (QoS 1) */
+    uint8_t qos;
+    uint8_t ack;        /* E_DONE: PUBACK it (stored, or rejected on purpose) */
+    int state;          /* E_*; network thread only */
+    int status;         /* outcome from on_stored (read after dequeuing) */
+    char why[120];
+    int64_t retry_at;
+    int delay_ms;
+};
+
+struct mqtt_in {
+    struct gust_instance *inst;
+    const struct gust_cfg *cfg;
+    struct mqtt_conf conf;
+    char client_id[160];
+    const char *subject, *prefix; /* exactly one set */
+    int non_json;                 /* NJ_* */
+    size_t max_payload;
+    int64_t reconnect_max_ms;
+    const char **filters;         /* borrowed items of the cfg */
+    size_t nfilters;
+    struct mqtt_tls *tls;
+
+    pthread_t thread;
+    int running;
+    int wake_fd;
+    atomic_int stopping;
+
+    /* Network thread only. */
+    struct in_entry *ring;
+    size_t cap, head, count, nretry;
+    size_t *cq_local;
+    struct mqtt_sock *sock;
+    int cstate;
+    uint64_t epoch;
+    struct mqtt_wbuf out;
+    unsigned char *rbuf;
+    size_t rlen, rcap;
+    int64_t last_send, last_recv, connect_deadline, reconnect_at, backoff_ms;
+    uint16_t next_id;
+    int bus_failing;
+    uint64_t received, stored, rejected, wrapped, lost;
+
+    /* Shared with bus threads, under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    size_t *cq; /* indexes of entries whose publish completed */
+    size_t cq_len;
+    size_t outstanding; /* publishes whose callback has not run yet */
+};
+
+int64_t mqtt_now_ms(void);
+
+/* mqtt_in_ring.c */
+/* Takes one PUBLISH read off the wire (the ring has room); -1 when out of memory. */
+int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p);
+/* Completions, due retries, and releasing the head (queuing PUBACKs). */
+void in_ring_progress(struct mqtt_in *in);
+/* The bus callback. */
+void in_on_stored(void *ud, int status, uint64_t seq, const char *error);
+size_t in_outstanding(struct mqtt_in *in);
+
+/* mqtt_in_conn.c */
+void in_conn_connect(struct mqtt_in *in);
+void in_conn_drop(struct mqtt_in *in, const char *why);
+/* Parses what has been read; 0, or -1 when the connection was dropped. */
+int in_conn_input(struct mqtt_in *in);
+int in_conn_read(struct mqtt_in *in);
+int in_conn_flush(struct mqtt_in *in);
+/* Keepalive and CONNACK deadline; returns ms until the next timer. */
+int64_t in_conn_timers(struct mqtt_in *in, int64_t now);
+
+#endif

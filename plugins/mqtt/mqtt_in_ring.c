@@ -1,0 +1,210 @@
+/* mqtt_in's in-flight ring: from a PUBLISH read off the wire to its PUBACK.
+ *
+ *   accept:   the message becomes an entry at the tail and is published to the bus
+ *   on_stored (bus thread): queues the entry's index with the outcome
+ *   progress: stored -> E_DONE; failed -> E_RETRY with backoff (the broker still holds
+ *             the message, so retrying is safe); then the head is released while it is
+ *             E_DONE, queueing PUBACKs in arrival order.
+ * A QoS 1 entry from an earlier connection is never PUBACKed (its packet id means
+ * nothing on the new connection): the broker redelivers it, at least once. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mqtt_in.h"
+
+void in_on_stored(void *ud, int status, uint64_t seq, const char *error)
+{
+    struct in_entry *e = ud;
+    struct mqtt_in *in = e->in;
+    uint64_t one = 1;
+
+    (void)seq;
+    pthread_mutex_lock(&in->lock);
+    e->status = status;
+    if (status != 0) {
+        snprintf(e->why, sizeof(e->why), "%s", error ? error : "unknown");
+    }
+    in->cq[in->cq_len++] = (size_t)(e - in->ring);
+    /* Wake the network thread once per batch of completions. Done under the lock: once
+     * outstanding reaches 0 the instance may be freed, so nothing is touched after. */
+    if (in->cq_len == 1 && write(in->wake_fd, &one, sizeof(one)) < 0) {
+        /* an eventfd write only fails on overflow, and then it is readable anyway */
+    }
+    if (--in->outstanding == 0) {
+        pthread_cond_broadcast(&in->idle);
+    }
+    pthread_mutex_unlock(&in->lock);
+}
+
+size_t in_outstanding(struct mqtt_in *in)
+{
+    pthread_mutex_lock(&in->lock);
+    size_t n = in->outstanding;
+    pthread_mutex_unlock(&in->lock);
+    return n;
+}
+
+static void schedule_retry(struct mqtt_in *in, struct in_entry *e, const char *why)
+{
+    if (!in->bus_failing) {
+        in->bus_failing = 1;
+        mqtt_host->log(in->inst, GUST_LOG_WARN,
+                       "bus publish to %s failed (%s): retrying with backoff; the broker keeps "
+                       "the message (QoS 1) until it is stored",
+                       e->subject, why);
+    }
+    e->delay_ms = e->delay_ms ? (e->delay_ms * 2 > 2000 ? 2000 : e->delay_ms * 2) : 50;
+    e->retry_at = mqtt_now_ms() + e->delay_ms;
+    e->state = E_RETRY;
+    in->nretry++;
+}
+
+static void publish(struct mqtt_in *in, struct in_entry *e)
+{
+    pthread_mutex_lock(&in->lock);
+    in->outstanding++; /* before the call: on_stored may run inside it */
+    pthread_mutex_unlock(&in->lock);
+    e->state = E_INFLIGHT;
+    int rc = mqtt_host->publish(in->inst, e->subject, e->data, e->len, in_on_stored, e);
+    if (rc != 0) {
+        /* Refused before sending (bus down or too many pending): on_stored will not run. */
+        pthread_mutex_lock(&in->lock);
+        if (--in->outstanding == 0) {
+            pthread_cond_broadcast(&in->idle);
+        }
+        pthread_mutex_unlock(&in->lock);
+        schedule_retry(in, e, rc == GUST_EAGAIN ? "bus disconnected or too many publishes pending"
+                                                : "refused by the host");
+    }
+}
+
+static void reject(struct mqtt_in *in, const struct mqtt_publish *p, const char *why)
+{
+    in->rejected++;
+    /* Every rejection is counted; the log names the first ten, then every thousandth. */
+    if (in->rejected <= 10 || in->rejected % 1000 == 0) {
+        mqtt_host->log(in->inst, GUST_LOG_WARN, "rejected a message on topic %.*s: %s (%" PRIu64 " rejected so far)",
+                       (int)p->topic_len, p->topic, why, in->rejected);
+    }
+}
+
+int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p)
+{
+    struct in_entry *e = &in->ring[(in->head + in->count) % in->cap];
+    char *wrapped = NULL;
+    const void *data = p->payload;
+    size_t len = p->payload_len, slen;
+
+    in->count++;
+    memset(e, 0, sizeof(*e));
+    e->in = in;
+    e->epoch = in->epoch;
+    e->id = p->id;
+    e->qos = (uint8_t)p->qos;
+    e->state = E_DONE;
+    e->ack = 1; /* a rejected message is PUBACKed: redelivering it would not change it */
+    in->received++;
+
+    if (len > in->max_payload) {
+        reject(in, p, "payload over max_payload");
+        return 0;
+    }
+    if (in->non_json != NJ_PASS && !mqtt_is_json_object(data, len)) {
+        if (in->non_json == NJ_REJECT) {
+            reject(in, p, "payload is not a JSON object (non_json reject)");
+            return 0;
+        }
+        if (!(wrapped = mqtt_wrap_payload(p->topic, p->topic_len, data, len, &len))) {
+            goto nomem;
+        }
+        data = wrapped;
+        in->wrapped++;
+    }
+    slen = in->subject ? strlen(in->subject) : strlen(in->prefix) + 2 + 7 * (p->topic_len + 1);
+    if (!(e->buf = malloc(slen + 1 + len))) {
+        goto nomem;
+    }
+    if (in->subject) {
+        memcpy(e->buf, in->subject, slen + 1);
+    } else {
+        int n = mqtt_topic_to_subject(in->prefix, p->topic, p->topic_len, e->buf, slen + 1);
+        slen = (size_t)(n < 0 ? 0 : n);
+    }
+    memcpy(e->buf + slen + 1, data, len);
+    free(wrapped);
+    e->subject = e->buf;
+    e->data = e->buf + slen + 1;
+    e->len = len;
+    e->ack = 0;
+    publish(in, e);
+    return 0;
+
+nomem:
+    free(wrapped);
+    /* Not PUBACKed: the caller drops the connection and the broker redelivers it. */
+    e->ack = 0;
+    return -1;
+}
+
+static void complete(struct mqtt_in *in, struct in_entry *e)
+{
+    if (e->status == 0) {
+        e->state = E_DONE;
+        e->ack = 1;
+        in->stored++;
+        if (in->bus_failing) {
+            in->bus_failing = 0;
+            mqtt_host->log(in->inst, GUST_LOG_INFO, "bus publishes succeed again");
+        }
+    } else if ((e->qos == 1 && e->epoch != in->epoch) || atomic_load(&in->stopping)) {
+        e->state = E_DONE; /* QoS 1: the broker redelivers; QoS 0: gone, and counted */
+        in->lost += e->qos == 0;
+    } else {
+        schedule_retry(in, e, e->why);
+    }
+}
+
+void in_ring_progress(struct mqtt_in *in)
+{
+    size_t n;
+
+    pthread_mutex_lock(&in->lock);
+    n = in->cq_len;
+    memcpy(in->cq_local, in->cq, n * sizeof(*in->cq));
+    in->cq_len = 0;
+    pthread_mutex_unlock(&in->lock);
+    for (size_t i = 0; i < n; i++) {
+        complete(in, &in->ring[in->cq_local[i]]);
+    }
+
+    if (in->nretry && !atomic_load(&in->stopping)) {
+        int64_t now = mqtt_now_ms();
+        for (size_t k = 0; k < in->count; k++) {
+            struct in_entry *e = &in->ring[(in->head + k) % in->cap];
+            if (e->state != E_RETRY || e->retry_at > now) {
+                continue;
+            }
+            in->nretry--;
+            if (e->qos == 1 && e->epoch != in->epoch) {
+                e->state = E_DONE; /* the broker redelivers it on this connection */
+            } else {
+                publish(in, e);
+            }
+        }
+    }
+
+    while (in->count && in->ring[in->head].state == E_DONE) {
+        struct in_entry *e = &in->ring[in->head];
+        if (e->qos == 1 && e->ack && e->epoch == in->epoch && in->sock && mqtt_wire_puback(&in->out, e->id) != 0) {
+            break; /* out of memory: try again on the next round */
+        }
+        free(e->buf);
+        e->buf = NULL;
+        e->state = E_FREE;
+        in->head = (in->head + 1) % in->cap;
+        in->count--;
+    }
+}
