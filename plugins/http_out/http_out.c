@@ -32,7 +32,7 @@ static const struct gust_schema_key schema[] = {
      "extra request header \"Name: value\", repeatable; values are literal (use ${ENV})"},
     {"content_type", GUST_T_STR, "application/json", 0, "Content-Type of the requests"},
     {"timeout", GUST_T_DURATION, "5s", 0, "limit for one request, connecting included"},
-    {"max_inflight", GUST_T_INT, "64", 0,
+    {"max_inflight", GUST_T_INT, "16", 0,
      "requests of one batch in flight at once; HTTP/1.1 needs a connection for each, so "
      "`connections` bounds it too"},
     {"connections", GUST_T_INT, "16", 0,
