@@ -12,7 +12,7 @@ start_nats
 make_streams
 "$TOOLS/gust-bench-pub" "$NATS_URL" ev.orders "$N" >"$WORK/pub.json"
 
-one_round() { # one_round KIND ROUND: prints "rate rss_kb"
+one_round() { # one_round KIND ROUND: writes "rate rss_kb duplicates" to $WORK/round
     local kind=$1 round=$2 port unit out
     port=$(free_port)
     if [ "$kind" = flow ]; then
@@ -30,19 +30,21 @@ $unit
 CONF
     "$TOOLS/gust-bench-counter" "$NATS_URL" "$out" "$N" 120 >"$WORK/count.json" 2>"$WORK/counter.err" &
     local counter=$!
+    PIDS+=("$counter")
     while ! grep -q ready "$WORK/counter.err" 2>/dev/null; do sleep 0.01; done
     start_gust "$WORK/host.conf" "$port"
     wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; exit 1; }
     local rss
     rss=$(rss_kb "$GUST_PID")
     stop_pid "$GUST_PID"
-    echo "$(json_field '["rate"]' "$(cat "$WORK/count.json")") $rss $(json_field '["duplicates"]' "$(cat "$WORK/count.json")")"
+    echo "$(json_field '["rate"]' "$(cat "$WORK/count.json")") $rss $(json_field '["duplicates"]' "$(cat "$WORK/count.json")")" >"$WORK/round"
 }
 
 flow_rates=() relay_rates=() flow_rss=() relay_rss=()
 for r in $(seq 1 "$ROUNDS"); do
-    read -r rate rss dup < <(one_round relay "r$r"); relay_rates+=("$rate"); relay_rss+=("$rss")
-    read -r rate rss dup < <(one_round flow "f$r"); flow_rates+=("$rate"); flow_rss+=("$rss")
+    # In this shell, not a subshell: the EXIT trap must see every PID it started.
+    one_round relay "r$r"; read -r rate rss dup <"$WORK/round"; relay_rates+=("$rate"); relay_rss+=("$rss")
+    one_round flow "f$r"; read -r rate rss dup <"$WORK/round"; flow_rates+=("$rate"); flow_rss+=("$rss")
 done
 flow=$(median "${flow_rates[@]}")
 relay=$(median "${relay_rates[@]}")

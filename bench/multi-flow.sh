@@ -19,6 +19,7 @@ for flows in 1 10 50; do
     total=$((flows * PER))
     "$TOOLS/gust-bench-counter" "$NATS_URL" "ev.*.out" "$total" 180 >"$WORK/count.json" 2>"$WORK/counter.err" &
     counter=$!
+    PIDS+=("$counter")
     while ! grep -q ready "$WORK/counter.err" 2>/dev/null; do sleep 0.01; done
     start_gust "$conf" "$port"
     wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; exit 1; }
