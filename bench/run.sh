@@ -4,7 +4,7 @@
 #   JetStream -> flow bench_orders.lua -> JetStream -> http_out -> gust-bench-sink,
 #   which measures latency from t and counts unique ids.
 # Checks delivered == accepted before it reports. With RATE set (paced.sh), the load
-# generator holds that rate instead of saturating.
+# generator holds that rate instead of saturating. SEND_ASAP=on sets nats { send_asap on; }.
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-32}
@@ -21,7 +21,7 @@ log_level warn;
 plugin_dir $BUILD/plugins;
 plugin http_out;
 http { listen 127.0.0.1:$port; }
-nats { url $NATS_URL; }
+nats { url $NATS_URL; send_asap ${SEND_ASAP:-off}; }
 flow orders { script $ROOT/scripts/bench_orders.lua; source ev.orders; }
 sink out { use http_out; source ev.orders.out; url http://127.0.0.1:$sink_port/hit; }
 CONF

@@ -213,6 +213,7 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, bus);
     if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, bus);
     if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 1 << 20);
+    if (s == NATS_OK) s = natsOptions_SetSendAsap(opts, bus->conf.send_asap != 0);
     if (s == NATS_OK) {
         s = natsConnection_Connect(&bus->nc, opts);
         if (s == NATS_NOT_YET_CONNECTED) {

@@ -25,6 +25,7 @@ struct gust_bus_conf {
     int64_t dlq_max_msgs;
     int64_t publish_timeout_ms;
     size_t max_pending; /* publishes awaiting their PubAck at once */
+    int send_asap;      /* write each publish at once instead of batching for up to 1 ms */
 };
 
 struct gust_bus;

@@ -121,6 +121,7 @@ static int run(const char *config_path)
         .dlq_max_msgs = gust_cfg_int(c->nats, "dlq_max_msgs"),
         .publish_timeout_ms = gust_cfg_int(c->nats, "publish_timeout"),
         .max_pending = (size_t)gust_cfg_int(c->nats, "max_pending"),
+        .send_asap = (int)gust_cfg_int(c->nats, "send_asap"),
     };
     struct gust_bus *bus = NULL;
     rc = gust_bus_create(&bc, &bus, &err);

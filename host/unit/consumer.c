@@ -180,7 +180,6 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
                                        .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
                                        .attempt = (uint32_t)attempt, .stored_ns = ts};
         c->outcome[i] = GUST_OUTCOME_OK;
-        c->error[i][0] = '\0';
         c->publish_failed[i] = 0;
     }
 
@@ -240,26 +239,28 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
     uint64_t ok = 0, failed = 0, dead = 0;
     for (size_t i = 0; i < n; i++) {
         natsMsg *m = list->Msgs[i];
-        c->fate[i] = c->publish_failed[i]                    ? GUST_FATE_PUBLISH_FAILED
-                     : c->outcome[i] == GUST_OUTCOME_OK        ? GUST_FATE_OK
-                     : dead_now(c, i)                          ? GUST_FATE_DEAD
-                     : c->outcome[i] == GUST_OUTCOME_WAIT      ? GUST_FATE_WAIT
-                                                               : GUST_FATE_RETRY;
-        if (c->publish_failed[i]) {
-            failed++;
-            natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
-        } else if (c->outcome[i] == GUST_OUTCOME_OK) {
+        c->fate[i] = c->publish_failed[i]               ? GUST_FATE_PUBLISH_FAILED
+                     : c->outcome[i] == GUST_OUTCOME_OK   ? GUST_FATE_OK
+                     : dead_now(c, i)                     ? GUST_FATE_DEAD
+                     : c->outcome[i] == GUST_OUTCOME_WAIT ? GUST_FATE_WAIT
+                                                          : GUST_FATE_RETRY;
+        switch (c->fate[i]) {
+        case GUST_FATE_OK:
             ok++;
             natsMsg_Ack(m, NULL);
-        } else if (dead_now(c, i)) {
+            break;
+        case GUST_FATE_DEAD:
             dead++;
             natsMsg_Ack(m, NULL);
             gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->durable,
                       c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
-        } else {
+            break;
+        default: /* redelivered after a delay that grows with the attempts */
             failed++;
             natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
-            set_last_error(c, c->error[i]);
+            if (c->fate[i] != GUST_FATE_PUBLISH_FAILED) {
+                set_last_error(c, c->error[i]);
+            }
         }
     }
     atomic_fetch_add(&c->stats.events_ok, ok);

@@ -9,12 +9,13 @@
 
 #include "../common/json_out.h"
 
-/* Sizes chosen so that an entry stays under 5 KiB: 50 entries, ~240 KiB per unit. */
-#define PAYLOAD_MAX 2048
-#define SUBJECT_MAX 256
+/* Sizes chosen so that an entry stays near 2.5 KiB: 50 entries, ~120 KiB per unit once
+ * the ring is full (with 50 flows, RSS counts it 50 times). */
+#define PAYLOAD_MAX 1024
+#define SUBJECT_MAX 192
 #define ERROR_MAX 256
-#define EMITS_KEPT 8
-#define EMIT_BYTES 1536 /* subjects and payloads of the kept emits, packed */
+#define EMITS_KEPT 4
+#define EMIT_BYTES 1024 /* subjects and payloads of the kept emits, packed */
 
 struct emit_ref {
     uint16_t subject_off, subject_len;
@@ -110,9 +111,8 @@ static void record_one(struct entry *e, const struct gust_batch *b, size_t i, ui
     memcpy(e->payload, m->data, e->payload_len);
     e->error[0] = '\0';
     if (fate != GUST_FATE_OK) {
-        const char *why = b->error[i][0] != '\0' ? b->error[i]
-                          : fate == GUST_FATE_PUBLISH_FAILED ? "an emit was not stored"
-                                                              : "";
+        /* error[i] is only written by a handler that failed the message. */
+        const char *why = fate == GUST_FATE_PUBLISH_FAILED ? "an emit was not stored" : b->error[i];
         size_t n = cut(why, strlen(why), ERROR_MAX - 1);
         memcpy(e->error, why, n);
         e->error[n] = '\0';

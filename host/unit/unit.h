@@ -25,9 +25,11 @@ enum gust_outcome {
 
 #define GUST_ERROR_MAX 1024
 
-/* One batch as a handler sees it. The core fills msgs and zeroes the rest; the handler
- * sets outcome[i] (and error[i] when not OK) and appends msgs[i]'s emits to `emits`,
- * recording emit_end[i] = emits.n after message i. */
+/* One batch as a handler sees it. The core fills msgs and sets every outcome to OK;
+ * the handler sets outcome[i] and writes error[i] (a NUL-terminated reason) when it
+ * fails a message, and appends msgs[i]'s emits to `emits`, recording
+ * emit_end[i] = emits.n after message i. error[i] is undefined for messages that
+ * succeeded: it is never cleared, so that its memory is only touched on failures. */
 struct gust_batch {
     const struct gust_msg *msgs;
     size_t n;

@@ -506,9 +506,18 @@ int json_write_value(struct buf *b, const struct vval *v)
         return buf_puts(b, "null");
     case V_BOOL:
         return buf_puts(b, v->u.i ? "true" : "false");
-    case V_INT:
-        snprintf(tmp, sizeof(tmp), "%" PRId64, v->u.i);
-        return buf_puts(b, tmp);
+    case V_INT: {
+        /* By hand, as snprintf costs ~0.9k instructions a number. */
+        uint64_t u = v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i;
+        char *e = tmp + sizeof(tmp), *q = e;
+        do {
+            *--q = (char)('0' + u % 10);
+            u /= 10;
+        } while (u != 0);
+        if (v->u.i < 0)
+            *--q = '-';
+        return buf_put(b, q, (size_t)(e - q));
+    }
     case V_FLOAT:
         return buf_put(b, tmp, format_double(v->u.f, tmp, 1));
     case V_STR:

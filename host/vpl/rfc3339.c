@@ -117,7 +117,21 @@ size_t rfc3339_format(int64_t ms, char out[40])
     int64_t y;
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
-    int n = snprintf(out, 40, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, m, d,
-                     (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)milli);
-    return n > 0 ? (size_t)n : 0;
+    /* By hand: snprintf was a tenth of the engine's time on alert-heavy programs. The
+     * clamp above keeps every field in range: y 0-9999, the others two or three digits. */
+    unsigned v[7] = {(unsigned)y, m, d, (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
+                     (unsigned)(rem % 60), (unsigned)milli};
+    static const unsigned char width[7] = {4, 2, 2, 2, 2, 2, 3};
+    static const char sep[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+    char *p = out;
+    for (int k = 0; k < 7; k++) {
+        for (int i = width[k] - 1; i >= 0; i--) {
+            p[i] = (char)('0' + v[k] % 10);
+            v[k] /= 10;
+        }
+        p += width[k];
+        *p++ = sep[k];
+    }
+    *p = '\0';
+    return (size_t)(p - out);
 }

@@ -198,8 +198,8 @@ def check_events(t, g):
     evs = wait_for(last_seen, 15, "the big event in /events")
     t.eq(len(evs), 50, "ring of 50 events")
     big = [e for e in evs if e["truncated"]]
-    t.check(len(big) == 1 and big[0]["payload_bytes"] > 3000 and len(big[0]["payload"]) <= 2048,
-            "big payload truncated to 2 KiB")
+    t.check(len(big) == 1 and big[0]["payload_bytes"] > 3000 and len(big[0]["payload"]) <= 1024,
+            "big payload truncated to 1 KiB")
 
 
 def dlq(g, query=""):
