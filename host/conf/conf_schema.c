@@ -210,7 +210,7 @@ static int apply_defaults(struct gust_cfg *cfg, const struct gust_schema_key *sc
                           struct gust_err *err)
 {
     for (size_t i = 0; i < cfg->n; i++) {
-        const char *noun, *hint;
+        const char *noun = "value", *hint = "";
         struct cfg_val *v = &cfg->vals[i];
         const char *def = schema[i].def;
         int rc = 0;
@@ -279,7 +279,7 @@ static int apply_statement(struct gust_cfg *cfg, const struct gust_conf_node *st
                            const char *const *ignore, struct gust_err *err)
 {
     struct cfg_val *v;
-    const char *noun, *hint;
+    const char *noun = "value", *hint = "";
 
     if (in_list(ignore, st->name)) {
         return 0;
