@@ -359,6 +359,17 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
     so.Config.MaxDeliver = -1;
     so.Config.MaxAckPending = c->conf.batch * 8 > 1000 ? c->conf.batch * 8 : 1000;
     jsErrCode jerr = 0;
+    /* A durable consumer's filter cannot change (nats-server 2.9). A unit whose source
+     * changed is a new consumer: delete the old one, as if the unit were new. */
+    jsConsumerInfo *ci = NULL;
+    if (js_GetConsumerInfo(&ci, gust_bus_js(c->bus), c->conf.stream, c->durable, NULL, &jerr) == NATS_OK) {
+        const char *old = ci->Config->FilterSubject != NULL ? ci->Config->FilterSubject : "";
+        if (strcmp(old, c->conf.filter) != 0) {
+            gust_warn("[%s] source changed from %s to %s: recreating its consumer", c->durable, old, c->conf.filter);
+            js_DeleteConsumer(gust_bus_js(c->bus), c->conf.stream, c->durable, NULL, &jerr);
+        }
+        jsConsumerInfo_Destroy(ci);
+    }
     natsStatus s = js_PullSubscribe(&c->sub, gust_bus_js(c->bus), c->conf.filter, c->durable, NULL, &so, &jerr);
     if (s != NATS_OK) {
         return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", c->durable,

@@ -85,6 +85,15 @@ def main():
     log = g.log()
     t.check("reload failed, keeping the running configuration" in log and "f.lua" in log,
             "the broken script was refused with its file name")
+    # A reload that moves the flow to another source: its consumer is recreated.
+    tmp.file("f.lua", (SCRIPT % 4).replace('"ev.in"', '"ev.in2"'))
+    g.proc.send_signal(signal.SIGHUP)
+    def sources():  # empty for a moment while the generations swap
+        return [u["source"] for u in json.loads(g.request("GET", "/units")[1])["units"]]
+    wait_for(lambda: sources() == ["ev.in2"], 10, "the unit on its new source")
+    t.eq(g.request("POST", "/ingest/in2", b'{"id": -2}')[0], 202, "post to the new source")
+    moved = wait_for(lambda: [x for x in outputs() if x["id"] == -2], 10, "output from the new source")
+    t.eq([x["v"] for x in moved], [4], "the moved flow runs its new version")
     t.eq(g.stop(), 0, "clean stop")
     nats.stop()
     if t.failed:
