@@ -307,14 +307,17 @@ void gust_host_stop(struct gust_host *host)
     free(host->sources);
     host->sources = NULL;
     if (host->units != NULL) {
-        gust_units_clear(host->units);
-        host->units = NULL;
+        gust_units_stop(host->units);
     }
 }
 
 void gust_host_release(struct gust_host *host)
 {
     gust_host_stop(host);
+    if (host->units != NULL) {
+        gust_units_drop_stopped(host->units);
+        host->units = NULL;
+    }
     gust_plugins_unload(&host->plugins);
     gust_config_destroy(host->config);
     host->config = NULL;

@@ -26,7 +26,8 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
 /* Creates and starts the units on the consumer core (into units, borrowed) and the
  * source instances, on bus (borrowed). */
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units, struct gust_err *err);
-/* Stops the sources, then the units (between batches); they leave the registry. */
+/* Stops the sources, then the units (between batches); they stay in the registry,
+ * stopped, until gust_host_release or gust_units_drop_stopped. */
 void gust_host_stop(struct gust_host *host);
 void gust_host_release(struct gust_host *host);
 

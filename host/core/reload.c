@@ -62,6 +62,10 @@ static void reload_once(struct gust_reloader *r)
         }
         return;
     }
+    /* The new units are listed: now the old ones (stopped) can go. The registry is the
+     * new generation's from here, so the old one must not stop what is in it. */
+    gust_units_drop_stopped(r->units);
+    r->current->units = NULL;
     gust_host_release(r->current);
     free(r->current);
     r->current = next;

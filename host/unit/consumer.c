@@ -389,7 +389,12 @@ void gust_consumer_request_stop(struct gust_consumer *c)
     atomic_store(&c->stopping, 1);
 }
 
-static void stop_thread(struct gust_consumer *c)
+int gust_consumer_stopped(const struct gust_consumer *c)
+{
+    return !c->started;
+}
+
+void gust_consumer_stop(struct gust_consumer *c)
 {
     if (c->started) {
         atomic_store(&c->stopping, 1);
@@ -403,7 +408,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     if (c == NULL) {
         return;
     }
-    stop_thread(c);
+    gust_consumer_stop(c);
     /* Unsubscribe keeps the durable consumer on the server; Destroy alone would too. */
     natsSubscription_Destroy(c->sub);
     if (c->handler.destroy != NULL) {

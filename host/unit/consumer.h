@@ -34,8 +34,12 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus 
 int gust_consumer_start(struct gust_consumer *c, struct gust_err *err);
 /* Asks the thread to stop after its current batch; returns at once. */
 void gust_consumer_request_stop(struct gust_consumer *c);
-/* Stops the thread between batches (waiting for it) and frees. Nothing in flight is
- * acked without its emits stored. NULL is a no-op. */
+/* Stops the thread between batches and waits for it (nothing in flight is acked without
+ * its emits stored). The consumer stays readable (/units) until destroyed. */
+void gust_consumer_stop(struct gust_consumer *c);
+/* Whether the thread has been stopped (or never started). */
+int gust_consumer_stopped(const struct gust_consumer *c);
+/* Stops the thread if it runs, then frees. NULL is a no-op. */
 void gust_consumer_destroy(struct gust_consumer *c);
 
 const char *gust_consumer_name(const struct gust_consumer *c);

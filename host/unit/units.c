@@ -30,22 +30,36 @@ int gust_units_add(struct gust_units *u, struct gust_consumer *c)
     return 0;
 }
 
-void gust_units_clear(struct gust_units *u)
+void gust_units_stop(struct gust_units *u)
+{
+    /* Only the thread that starts and stops units changes the list: no lock needed to
+     * walk it here, and none may be held while threads are joined. */
+    for (size_t i = 0; i < u->n; i++) {
+        gust_consumer_request_stop(u->v[i]);
+    }
+    for (size_t i = 0; i < u->n; i++) {
+        gust_consumer_stop(u->v[i]);
+    }
+}
+
+void gust_units_drop_stopped(struct gust_units *u)
 {
     pthread_mutex_lock(&u->lock);
-    struct gust_consumer **v = u->v;
-    size_t n = u->n;
-    u->v = NULL;
-    u->n = 0;
+    size_t kept = 0, ndrop = 0;
+    struct gust_consumer **drop = malloc((u->n + 1) * sizeof(*drop));
+    for (size_t i = 0; i < u->n; i++) {
+        if (gust_consumer_stopped(u->v[i]) && drop != NULL) {
+            drop[ndrop++] = u->v[i];
+        } else {
+            u->v[kept++] = u->v[i];
+        }
+    }
+    u->n = kept;
     pthread_mutex_unlock(&u->lock);
-    /* Ask them all first, so they stop in parallel rather than one fetch wait each. */
-    for (size_t i = 0; i < n; i++) {
-        gust_consumer_request_stop(v[i]);
+    for (size_t i = 0; i < ndrop; i++) {
+        gust_consumer_destroy(drop[i]);
     }
-    for (size_t i = 0; i < n; i++) {
-        gust_consumer_destroy(v[i]);
-    }
-    free(v);
+    free(drop);
 }
 
 void gust_units_reloaded(struct gust_units *u, const char *error)

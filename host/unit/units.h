@@ -25,9 +25,11 @@ struct gust_units {
 void gust_units_init(struct gust_units *u);
 /* Appends c (owned from here on). */
 int gust_units_add(struct gust_units *u, struct gust_consumer *c);
-/* Stops every unit (each between batches, all at once), then frees them; the registry
- * stays usable. */
-void gust_units_clear(struct gust_units *u);
+/* Stops every unit (each between batches, all at once). They stay listed, stopped, so
+ * that /units never shows an empty generation while a reload swaps them. */
+void gust_units_stop(struct gust_units *u);
+/* Removes and frees the stopped units. */
+void gust_units_drop_stopped(struct gust_units *u);
 /* Records the outcome of a reload: error NULL for success (a new generation). */
 void gust_units_reloaded(struct gust_units *u, const char *error);
 /* {"units": [{name, kind, source, state, counters..., last_error}]} */
