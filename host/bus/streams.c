@@ -34,28 +34,27 @@ static int ensure_one(jsCtx *js, jsStreamConfig *cfg, struct gust_err *err)
     return 0;
 }
 
-int gust_streams_ensure(jsCtx *js, const struct gust_bus_conf *conf, struct gust_err *err)
+/* A file-backed stream of one subject filter; max_msgs 0 keeps everything, otherwise the
+ * oldest messages are dropped past it. */
+static int ensure(jsCtx *js, const char *name, const char *subject, int64_t max_msgs, struct gust_err *err)
 {
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
-    const char *subjects[] = {conf->subjects};
-    sc.Name = conf->stream;
+    const char *subjects[] = {subject};
+    sc.Name = name;
     sc.Subjects = subjects;
     sc.SubjectsLen = 1;
     sc.Storage = js_FileStorage;
-    int rc = ensure_one(js, &sc, err);
-    if (rc != 0) {
-        return rc;
+    sc.Retention = js_LimitsPolicy;
+    if (max_msgs > 0) {
+        sc.MaxMsgs = max_msgs;
+        sc.Discard = js_DiscardOld;
     }
-    jsStreamConfig dc;
-    jsStreamConfig_Init(&dc);
-    const char *dlq_subjects[] = {conf->dlq_subjects};
-    dc.Name = conf->dlq_stream;
-    dc.Subjects = dlq_subjects;
-    dc.SubjectsLen = 1;
-    dc.Storage = js_FileStorage;
-    dc.Retention = js_LimitsPolicy;
-    dc.MaxMsgs = conf->dlq_max_msgs;
-    dc.Discard = js_DiscardOld;
-    return ensure_one(js, &dc, err);
+    return ensure_one(js, &sc, err);
+}
+
+int gust_streams_ensure(jsCtx *js, const struct gust_bus_conf *conf, struct gust_err *err)
+{
+    int rc = ensure(js, conf->stream, conf->subjects, 0, err);
+    return rc != 0 ? rc : ensure(js, conf->dlq_stream, conf->dlq_subjects, conf->dlq_max_msgs, err);
 }
