@@ -184,7 +184,8 @@ size_t format_double(double f, char out[32], int json)
         return strlen(out);
     }
     int n = 0;
-    if (f == (double)(int64_t)f && fabs(f) < 1e15 && !(f == 0 && signbit(f))) {
+    /* The range test first: converting a double beyond int64 is undefined. */
+    if (fabs(f) < 1e15 && f == (double)(int64_t)f && !(f == 0 && signbit(f))) {
         /* Integral: the digits %.15g prints (no exponent below 1e15), without snprintf
          * and the strtod round trip, about 6k instructions a number. */
         char tmp[24], *e = tmp + sizeof(tmp), *q = e;

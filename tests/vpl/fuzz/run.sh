@@ -1,6 +1,8 @@
 #!/bin/sh
 # Builds the VPL fuzz targets with clang (libFuzzer + ASan + UBSan) into a temp dir and
-# runs each for SECONDS (default 20), seeded with the acceptance and own cases.
+# runs each for SECONDS at most (default 20), seeded with the acceptance and own cases.
+# The seed and the number of runs are fixed (FUZZ_SEED, FUZZ_RUNS) so that a CI run is
+# repeatable: what passes here passes there. Longer exploration: FUZZ_RUNS=-1 run.sh 600.
 # usage: tests/vpl/fuzz/run.sh [SECONDS] [KEEP_DIR]
 set -eu
 secs=${1:-20}
@@ -38,7 +40,7 @@ status=0
 for t in parser event; do
     $CC $flags "$here/fuzz_$t.c" $objs -lyajl -lm -o "$work/fuzz_$t"
     echo "fuzz_$t: ${secs}s"
-    if ! "$work/fuzz_$t" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    if ! "$work/fuzz_$t" -max_total_time="$secs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-100000}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=0 -artifact_prefix="$work/crash_$t-" "$work/corpus_$t" \
             >"$work/fuzz_$t.log" 2>&1; then
         echo "fuzz_$t FAILED:"
