@@ -13,15 +13,24 @@
 #include "embedded.h"
 #include "streams.h"
 
+/* A connection and the subscription its PubAcks come back on. */
+struct link {
+    natsConnection *nc;
+    natsSubscription *replies;
+    char inbox[96]; /* "<inbox>.": a publish's reply subject is this plus its id */
+    size_t inbox_len;
+};
+
 struct gust_bus {
     struct gust_bus_conf conf;
     struct gust_nats_child *child;
     char url[64];
-    natsConnection *nc;
+    /* Two connections: `main` batches its writes (nats.c's flusher gathers them for up
+     * to 1 ms), which is what units and sources want; `now` writes each publish at once,
+     * for ingest, where every publish is a client waiting for its answer. */
+    struct link main;
+    struct link now;
     jsCtx *js;
-    natsSubscription *replies;
-    char inbox[96];
-    size_t inbox_len;
     struct gust_pending pending;
 
     /* housekeeping: expires publishes, (re)creates streams, checks JetStream */
@@ -32,7 +41,7 @@ struct gust_bus {
     int streams_ready;
     atomic_int js_ok;
     atomic_int closing; /* our own close: not worth a warning */
-    int closed;         /* the closed callback ran: no callback can touch us after it */
+    int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
 
 int64_t gust_now_ms(void)
@@ -80,7 +89,8 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
     (void)sub;
     struct gust_bus *bus = closure;
     const char *subj = natsMsg_GetSubject(msg);
-    uint64_t id = strtoull(subj + bus->inbox_len, NULL, 10);
+    const char *dot = strrchr(subj, '.');
+    uint64_t id = dot != NULL ? strtoull(dot + 1, NULL, 10) : 0;
     uint64_t seq = 0;
     char why[256] = "";
     int status;
@@ -125,7 +135,7 @@ static void on_closed(natsConnection *nc, void *closure)
     (void)nc;
     struct gust_bus *bus = closure;
     pthread_mutex_lock(&bus->lock);
-    bus->closed = 1;
+    bus->closed++;
     pthread_cond_broadcast(&bus->wake);
     pthread_mutex_unlock(&bus->lock);
 }
@@ -149,7 +159,7 @@ static void *housekeeping(void *arg)
         gust_pending_expire(&bus->pending, now, GUST_ETIMEOUT, "no PubAck in time");
         if (now >= next_check) {
             /* JetStream calls block; they are fine here, never on an event loop. */
-            int connected = natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED;
+            int connected = natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED;
             int ok = 0;
             if (connected && !bus->streams_ready) {
                 struct gust_err err;
@@ -188,7 +198,7 @@ static void *housekeeping(void *arg)
     return NULL;
 }
 
-static int connect_bus(struct gust_bus *bus, struct gust_err *err)
+static int connect_link(struct gust_bus *bus, struct link *l, const char *name, int send_asap, struct gust_err *err)
 {
     natsOptions *opts = NULL;
     natsStatus s = natsOptions_Create(&opts);
@@ -203,7 +213,7 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
         snprintf(bus->url, sizeof(bus->url), "%s%s", urls[0], n > 1 ? ",..." : "");
     }
     if (s == NATS_OK) s = natsOptions_SetServers(opts, urls, (int)n);
-    if (s == NATS_OK) s = natsOptions_SetName(opts, "gust");
+    if (s == NATS_OK) s = natsOptions_SetName(opts, name);
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
     if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
     if (s == NATS_OK) s = natsOptions_SetReconnectJitter(opts, 100, 1000);
@@ -213,32 +223,43 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, bus);
     if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, bus);
     if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 1 << 20);
-    if (s == NATS_OK) s = natsOptions_SetSendAsap(opts, bus->conf.send_asap != 0);
+    if (s == NATS_OK) s = natsOptions_SetSendAsap(opts, send_asap != 0);
     if (s == NATS_OK) {
-        s = natsConnection_Connect(&bus->nc, opts);
+        s = natsConnection_Connect(&l->nc, opts);
         if (s == NATS_NOT_YET_CONNECTED) {
             gust_warn("bus: %s not reachable yet; retrying in the background", bus->url);
             s = NATS_OK;
         }
     }
-    if (s == NATS_OK) s = natsConnection_JetStream(&bus->js, bus->nc, NULL);
     if (s == NATS_OK) {
         char *inbox = NULL;
         s = natsInbox_Create(&inbox);
         if (s == NATS_OK) {
-            bus->inbox_len = (size_t)snprintf(bus->inbox, sizeof(bus->inbox), "%s.", inbox);
+            l->inbox_len = (size_t)snprintf(l->inbox, sizeof(l->inbox), "%s.", inbox);
             char wildcard[128];
-            snprintf(wildcard, sizeof(wildcard), "%s*", bus->inbox);
+            snprintf(wildcard, sizeof(wildcard), "%s*", l->inbox);
             natsInbox_Destroy(inbox);
-            s = natsConnection_Subscribe(&bus->replies, bus->nc, wildcard, on_reply, bus);
+            s = natsConnection_Subscribe(&l->replies, l->nc, wildcard, on_reply, bus);
         }
     }
-    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(bus->replies, -1, -1);
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(l->replies, -1, -1);
     natsOptions_Destroy(opts);
     if (s != NATS_OK) {
         return gust_err_set(err, GUST_EIO, "nats %s: %s", bus->url, natsStatus_GetText(s));
     }
     return 0;
+}
+
+static int connect_bus(struct gust_bus *bus, struct gust_err *err)
+{
+    int rc = connect_link(bus, &bus->main, "gust", bus->conf.send_asap, err);
+    if (rc == 0) {
+        rc = connect_link(bus, &bus->now, "gust-ingest", 1, err);
+    }
+    if (rc == 0 && natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK) {
+        rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    return rc;
 }
 
 int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, struct gust_err *err)
@@ -266,7 +287,7 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
     if (rc != 0) {
         goto fail;
     }
-    if (natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED) {
+    if (natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED) {
         /* Set up the streams before serving, so the first ingest finds them. */
         rc = gust_streams_ensure(bus->js, conf, err);
         if (rc != 0) {
@@ -302,21 +323,26 @@ void gust_bus_destroy(struct gust_bus *bus)
         gust_pending_expire(&bus->pending, -1, GUST_EAGAIN, "shutting down");
     }
     atomic_store(&bus->closing, 1);
-    natsSubscription_Destroy(bus->replies);
     jsCtx_Destroy(bus->js);
-    if (bus->nc != NULL) {
-        natsConnection_Close(bus->nc);
-        /* Connection callbacks run on a library thread and hold `bus`: wait for the
-         * last of them (closed comes after disconnected) before freeing it. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 2;
-        pthread_mutex_lock(&bus->lock);
-        while (!bus->closed && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
+    int links = 0;
+    for (struct link *l = &bus->main; l <= &bus->now; l++) {
+        natsSubscription_Destroy(l->replies);
+        if (l->nc != NULL) {
+            natsConnection_Close(l->nc);
+            links++;
         }
-        pthread_mutex_unlock(&bus->lock);
-        natsConnection_Destroy(bus->nc);
     }
+    /* Connection callbacks run on a library thread and hold `bus`: wait for the last of
+     * them (closed comes after disconnected) before freeing it. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&bus->lock);
+    while (bus->closed < links && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
+    }
+    pthread_mutex_unlock(&bus->lock);
+    natsConnection_Destroy(bus->main.nc);
+    natsConnection_Destroy(bus->now.nc);
     gust_nats_child_stop(bus->child);
     if (bus->pending.slots != NULL) {
         gust_pending_dispose(&bus->pending);
@@ -326,10 +352,10 @@ void gust_bus_destroy(struct gust_bus *bus)
     free(bus);
 }
 
-int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud)
+static int publish_on(struct gust_bus *bus, struct link *l, const char *subject, const void *data, size_t len,
+                      gust_publish_done_fn fn, void *ud)
 {
-    if (natsConnection_Status(bus->nc) != NATS_CONN_STATUS_CONNECTED) {
+    if (natsConnection_Status(l->nc) != NATS_CONN_STATUS_CONNECTED) {
         return GUST_EAGAIN;
     }
     uint64_t id = gust_pending_add(&bus->pending, gust_now_ms() + bus->conf.publish_timeout_ms, fn, ud);
@@ -337,14 +363,26 @@ int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data
         return GUST_EAGAIN;
     }
     char reply[128];
-    memcpy(reply, bus->inbox, bus->inbox_len);
-    snprintf(reply + bus->inbox_len, sizeof(reply) - bus->inbox_len, "%" PRIu64, id);
-    natsStatus s = natsConnection_PublishRequest(bus->nc, subject, reply, data, (int)len);
+    memcpy(reply, l->inbox, l->inbox_len);
+    snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
+    natsStatus s = natsConnection_PublishRequest(l->nc, subject, reply, data, (int)len);
     if (s != NATS_OK) {
         /* Not sent: complete it here so the slot is freed; report as the caller's error. */
         gust_pending_complete(&bus->pending, id, GUST_EAGAIN, 0, natsStatus_GetText(s));
     }
     return 0;
+}
+
+int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                     gust_publish_done_fn fn, void *ud)
+{
+    return publish_on(bus, &bus->main, subject, data, len, fn, ud);
+}
+
+int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                         gust_publish_done_fn fn, void *ud)
+{
+    return publish_on(bus, &bus->now, subject, data, len, fn, ud);
 }
 
 int gust_bus_healthy(struct gust_bus *bus)
@@ -354,7 +392,7 @@ int gust_bus_healthy(struct gust_bus *bus)
 
 int gust_bus_connected(struct gust_bus *bus)
 {
-    return natsConnection_Status(bus->nc) == NATS_CONN_STATUS_CONNECTED;
+    return natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
 size_t gust_bus_pending(struct gust_bus *bus)
@@ -365,7 +403,7 @@ size_t gust_bus_pending(struct gust_bus *bus)
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 {
     int64_t until = gust_now_ms() + timeout_ms;
-    natsConnection_FlushTimeout(bus->nc, timeout_ms);
+    natsConnection_FlushTimeout(bus->main.nc, timeout_ms);
     while (gust_pending_live(&bus->pending) > 0 && gust_now_ms() < until) {
         struct timespec ts = {0, 2 * 1000000L};
         nanosleep(&ts, NULL);
@@ -374,7 +412,7 @@ void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 
 natsConnection *gust_bus_conn(struct gust_bus *bus)
 {
-    return bus->nc;
+    return bus->main.nc;
 }
 
 jsCtx *gust_bus_js(struct gust_bus *bus)

@@ -25,7 +25,7 @@ struct gust_bus_conf {
     int64_t dlq_max_msgs;
     int64_t publish_timeout_ms;
     size_t max_pending; /* publishes awaiting their PubAck at once */
-    int send_asap;      /* write each publish at once instead of batching for up to 1 ms */
+    int send_asap;      /* units and sources too write each publish at once (ingest always does) */
 };
 
 struct gust_bus;
@@ -42,6 +42,11 @@ void gust_bus_destroy(struct gust_bus *bus);
  * fn is then not called. Thread-safe. */
 int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
                      gust_publish_done_fn fn, void *ud);
+
+/* The same, written to the server at once instead of with the next batch of writes
+ * (up to 1 ms later): for a client waiting on this one publish. */
+int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                         gust_publish_done_fn fn, void *ud);
 
 /* Connected, and JetStream answered the last check (once a second). */
 int gust_bus_healthy(struct gust_bus *bus);

@@ -45,7 +45,7 @@ const struct gust_schema_key gust_nats_schema[] = {
     {"publish_timeout", GUST_T_DURATION, "5s", 0, "how long a publish waits for its PubAck"},
     {"max_pending", GUST_T_INT, "65536", 0, "publishes awaiting their PubAck at once"},
     {"send_asap", GUST_T_BOOL, "off", 0,
-     "write every publish and ack at once (lower latency at low rates) instead of batching writes for up to 1 ms"},
+     "units and sources write every publish and ack at once (lower latency at low rates, less throughput) instead of batching writes for up to 1 ms; ingest always does"},
     {NULL, 0, NULL, 0, NULL},
 };
 

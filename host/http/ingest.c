@@ -160,7 +160,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
     w->req = req;
     w->start_us = now_us();
     memcpy(w->subject, subject, sizeof(subject));
-    if (gust_bus_publish(http->bus, w->subject, req->entity.base, req->entity.len, on_published, w) != 0) {
+    if (gust_bus_publish_now(http->bus, w->subject, req->entity.base, req->entity.len, on_published, w) != 0) {
         free(w);
         gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "bus unavailable");
         return;
