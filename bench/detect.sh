@@ -6,8 +6,9 @@
 # rules/bench_sequence.vpl with those topics (output ev.seq.alerts) on a fresh durable
 # consumer, and a core NATS subscriber counts the alerts until every pair has its one
 # alert (unique by the pair index the generator writes into DestinationIp). In the same
-# run the engine alone (gust-bench-vpl, in memory) runs on the same events, so the ratio
-# detect-unit/engine is reported. Medians of ROUNDS rounds.
+# run: the bare relay (the consumer core forwarding every event, no work) over the same
+# stored events, and the engine alone (gust-bench-vpl, in memory) on the same events, so
+# the ratios detect/relay and detect/engine are reported. Medians of ROUNDS rounds.
 #
 # Environment: LAG (1000) pairs between a pair's two events, HOSTS (500), ROUNDS (3),
 # PARTITION=0 deletes the .partition_by line (the expected alerts are the same),
@@ -41,7 +42,7 @@ start_nats
 
 now_ms() { date +%s%3N; }
 
-one_round() { # one_round ROUND: prints "rate alert_span_rate rss_kb peak_rss_kb"
+one_round() { # one_round ROUND: writes "rate alert_span_rate rss_kb peak_rss_kb" to $WORK/round
     local port start
     port=$(free_port)
     cat >"$WORK/host.conf" <<CONF
@@ -52,6 +53,7 @@ detect seq$1 { rules $WORK/seq.vpl;${BATCH:+ batch $BATCH;} }
 CONF
     "$TOOLS/gust-bench-count-alerts" "$NATS_URL" ev.seq.alerts "$N" 300 >"$WORK/count.json" 2>"$WORK/counter.err" &
     local counter=$!
+    PIDS+=("$counter")
     while ! grep -q ready "$WORK/counter.err" 2>/dev/null; do sleep 0.01; done
     start=$(now_ms)
     start_gust "$WORK/host.conf" "$port"
@@ -71,14 +73,34 @@ CONF
     ready=$(awk -v s="$start" -v c="$COLD_START_MS" 'BEGIN{printf "%.3f", s + c}')
     last=$(json_field '["last_ms"]' "$c")
     echo "$(awk -v n="$EVENTS" -v a="$ready" -v b="$last" 'BEGIN{printf "%.0f", n / ((b - a) / 1000)}')" \
-         "$(awk -v r="$(json_field '["rate"]' "$c")" 'BEGIN{printf "%.0f", 2 * r}')" "$rss" "$peak"
+         "$(awk -v r="$(json_field '["rate"]' "$c")" 'BEGIN{printf "%.0f", 2 * r}')" "$rss" "$peak" >"$WORK/round"
 }
 
-rates=() span_rates=() rss=() peak=()
+# The baseline: the bare relay (the same consumer core, no work) over the same stored
+# events, timed the same way: from /healthz to the unit's events_ok reaching EVENTS.
+relay_round() { # relay_round ROUND: writes the rate to $WORK/round
+    local port start done_ms
+    port=$(free_port)
+    printf 'log_level warn;\nhttp { listen 127.0.0.1:%s; }\nnats { url %s; }\nrelay base%s { source ev.seq.in.>; to ev.seq.relayed; }\n' \
+        "$port" "$NATS_URL" "$1" >"$WORK/relay.conf"
+    start=$(now_ms)
+    start_gust "$WORK/relay.conf" "$port"
+    while [ "$(curl -s "http://127.0.0.1:$port/units" | python3 -c 'import json,sys; print(json.load(sys.stdin)["units"][0]["events_ok"])')" -lt "$EVENTS" ]; do
+        sleep 0.02
+    done
+    done_ms=$(now_ms)
+    stop_pid "$GUST_PID"
+    awk -v n="$EVENTS" -v a="$start" -v c="$COLD_START_MS" -v b="$done_ms" 'BEGIN{printf "%.0f", n / ((b - a - c) / 1000)}' >"$WORK/round"
+}
+
+rates=() span_rates=() rss=() peak=() relay_rates=()
 for r in $(seq 1 "$ROUNDS"); do
-    read -r rate span r_rss r_peak < <(one_round "$r")
+    # In this shell, not a subshell: the EXIT trap must see every PID it started.
+    relay_round "$r"; relay_rates+=("$(cat "$WORK/round")")
+    one_round "$r"; read -r rate span r_rss r_peak <"$WORK/round"
     rates+=("$rate"); span_rates+=("$span"); rss+=("$r_rss"); peak+=("$r_peak")
 done
+relay=$(median "${relay_rates[@]}")
 
 # The engine alone, in memory, on the same events (same generator, same N, LAG, HOSTS).
 if [ "$PARTITION" = 0 ]; then
@@ -100,6 +122,8 @@ cat <<JSON
  "alerts_equal_pairs":true,"alerts_last_round":$(cat "$WORK/count.json"),
  "detect_rate_median":$rate,"detect_rates":[$(IFS=,; echo "${rates[*]}")],
  "detect_rate_from_alert_span_median":$(median "${span_rates[@]}"),
+ "relay_rate_median":$relay,"relay_rates":[$(IFS=,; echo "${relay_rates[*]}")],
+ "ratio_detect_to_relay":$(awk -v a="$rate" -v b="$relay" 'BEGIN{printf "%.3f", a/b}'),
  "engine_rate_median":$eng_rate,
  "ratio_detect_to_engine":$(awk -v a="$rate" -v b="$eng_rate" 'BEGIN{printf "%.3f", a/b}'),
  "rss_kb_end_median":$(median "${rss[@]}"),"rss_kb_peak_median":$(median "${peak[@]}"),
