@@ -16,18 +16,34 @@ void gust_units_init(struct gust_units *u)
 
 int gust_units_add(struct gust_units *u, struct gust_consumer *c)
 {
+    int rc = GUST_ENOMEM;
     pthread_mutex_lock(&u->lock);
-    struct gust_consumer **v = realloc(u->v, (u->n + 1) * sizeof(*v));
-    if (v != NULL) {
-        v[u->n++] = c;
-        u->v = v;
+    size_t i = 0;
+    while (i < u->n && !(gust_consumer_stopped(u->v[i]) &&
+                         strcmp(gust_consumer_name(u->v[i]), gust_consumer_name(c)) == 0)) {
+        i++;
+    }
+    if (i < u->n) {
+        struct gust_consumer **r = realloc(u->retired, (u->nretired + 1) * sizeof(*r));
+        if (r != NULL) {
+            u->retired = r;
+            r[u->nretired++] = u->v[i];
+            u->v[i] = c;
+            rc = 0;
+        }
+    } else {
+        struct gust_consumer **v = realloc(u->v, (u->n + 1) * sizeof(*v));
+        if (v != NULL) {
+            u->v = v;
+            v[u->n++] = c;
+            rc = 0;
+        }
     }
     pthread_mutex_unlock(&u->lock);
-    if (v == NULL) {
+    if (rc != 0) {
         gust_consumer_destroy(c);
-        return GUST_ENOMEM;
     }
-    return 0;
+    return rc;
 }
 
 void gust_units_stop(struct gust_units *u)
@@ -45,16 +61,23 @@ void gust_units_stop(struct gust_units *u)
 void gust_units_drop_stopped(struct gust_units *u)
 {
     pthread_mutex_lock(&u->lock);
-    size_t kept = 0, ndrop = 0;
-    struct gust_consumer **drop = malloc((u->n + 1) * sizeof(*drop));
-    for (size_t i = 0; i < u->n; i++) {
-        if (gust_consumer_stopped(u->v[i]) && drop != NULL) {
-            drop[ndrop++] = u->v[i];
-        } else {
-            u->v[kept++] = u->v[i];
+    /* The retired ones, and the stopped ones no new unit replaced (units a reload removed). */
+    size_t ndrop = u->nretired, kept = 0;
+    struct gust_consumer **drop = u->retired;
+    struct gust_consumer **more = realloc(drop, (ndrop + u->n + 1) * sizeof(*drop));
+    if (more != NULL) {
+        drop = more;
+        for (size_t i = 0; i < u->n; i++) {
+            if (gust_consumer_stopped(u->v[i])) {
+                drop[ndrop++] = u->v[i];
+            } else {
+                u->v[kept++] = u->v[i];
+            }
         }
+        u->n = kept;
     }
-    u->n = kept;
+    u->retired = NULL;
+    u->nretired = 0;
     pthread_mutex_unlock(&u->lock);
     for (size_t i = 0; i < ndrop; i++) {
         gust_consumer_destroy(drop[i]);

@@ -16,6 +16,8 @@ struct gust_units {
     pthread_mutex_t lock;
     struct gust_consumer **v;
     size_t n;
+    struct gust_consumer **retired; /* stopped units a new one replaced in v, to free */
+    size_t nretired;
     /* reload status, shown by /units */
     uint64_t generation;
     uint64_t reloads;
@@ -23,7 +25,8 @@ struct gust_units {
 };
 
 void gust_units_init(struct gust_units *u);
-/* Appends c (owned from here on). */
+/* Adds c (owned from here on). A stopped unit of the same name (the generation a
+ * reload replaces) gives it its place, so /units lists each unit once at every moment. */
 int gust_units_add(struct gust_units *u, struct gust_consumer *c);
 /* Stops every unit (each between batches, all at once). They stay listed, stopped, so
  * that /units never shows an empty generation while a reload swaps them. */
