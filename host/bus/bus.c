@@ -395,10 +395,6 @@ int gust_bus_connected(struct gust_bus *bus)
     return natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
-size_t gust_bus_pending(struct gust_bus *bus)
-{
-    return gust_pending_live(&bus->pending);
-}
 
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 {
@@ -420,7 +416,3 @@ jsCtx *gust_bus_js(struct gust_bus *bus)
     return bus->js;
 }
 
-const char *gust_bus_url(struct gust_bus *bus)
-{
-    return bus->url;
-}

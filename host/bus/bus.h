@@ -51,14 +51,12 @@ int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *
 /* Connected, and JetStream answered the last check (once a second). */
 int gust_bus_healthy(struct gust_bus *bus);
 int gust_bus_connected(struct gust_bus *bus);
-size_t gust_bus_pending(struct gust_bus *bus);
 /* Waits up to timeout_ms for every pending publish to complete. */
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
 
 /* For the consumer core, which makes its own JetStream calls. Borrowed. */
 natsConnection *gust_bus_conn(struct gust_bus *bus);
 jsCtx *gust_bus_js(struct gust_bus *bus);
-const char *gust_bus_url(struct gust_bus *bus);
 
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
 

@@ -507,10 +507,6 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     return 0;
 }
 
-int gust_http_port(const struct gust_http *http)
-{
-    return http->port;
-}
 
 void gust_http_run(struct gust_http *http, int64_t drain_ms)
 {

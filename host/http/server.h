@@ -52,7 +52,5 @@ void gust_http_request_stop(struct gust_http *http);
 /* After the bus is gone: frees what the last publishes left and closes the listener.
  * The h2o loop itself lives until the process exits. NULL is a no-op. */
 void gust_http_close(struct gust_http *http);
-/* The port actually bound (useful with port 0). */
-int gust_http_port(const struct gust_http *http);
 
 #endif
