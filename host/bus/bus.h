@@ -26,6 +26,7 @@ struct gust_bus_conf {
     int64_t publish_timeout_ms;
     size_t max_pending; /* publishes awaiting their PubAck at once */
     int send_asap;      /* units and sources too write each publish at once (ingest always does) */
+    int replicas;       /* of each stream */
 };
 
 struct gust_bus;

@@ -36,7 +36,8 @@ static int ensure_one(jsCtx *js, jsStreamConfig *cfg, struct gust_err *err)
 
 /* A file-backed stream of one subject filter; max_msgs 0 keeps everything, otherwise the
  * oldest messages are dropped past it. */
-static int ensure(jsCtx *js, const char *name, const char *subject, int64_t max_msgs, struct gust_err *err)
+static int ensure(jsCtx *js, const char *name, const char *subject, int64_t max_msgs, int replicas,
+                  struct gust_err *err)
 {
     jsStreamConfig sc;
     jsStreamConfig_Init(&sc);
@@ -46,6 +47,7 @@ static int ensure(jsCtx *js, const char *name, const char *subject, int64_t max_
     sc.SubjectsLen = 1;
     sc.Storage = js_FileStorage;
     sc.Retention = js_LimitsPolicy;
+    sc.Replicas = replicas > 0 ? replicas : 1;
     if (max_msgs > 0) {
         sc.MaxMsgs = max_msgs;
         sc.Discard = js_DiscardOld;
@@ -55,6 +57,6 @@ static int ensure(jsCtx *js, const char *name, const char *subject, int64_t max_
 
 int gust_streams_ensure(jsCtx *js, const struct gust_bus_conf *conf, struct gust_err *err)
 {
-    int rc = ensure(js, conf->stream, conf->subjects, 0, err);
-    return rc != 0 ? rc : ensure(js, conf->dlq_stream, conf->dlq_subjects, conf->dlq_max_msgs, err);
+    int rc = ensure(js, conf->stream, conf->subjects, 0, conf->replicas, err);
+    return rc != 0 ? rc : ensure(js, conf->dlq_stream, conf->dlq_subjects, conf->dlq_max_msgs, conf->replicas, err);
 }

@@ -10,6 +10,7 @@ const struct gust_schema_key gust_top_schema[] = {
     {"state_dir", GUST_T_PATH, "var", 0, "embedded NATS store and runtime files"},
     {"plugin_dir", GUST_T_PATH, NULL, 0, "where `plugin NAME;` finds NAME.so (default: plugins/ beside the gust binary)"},
     {"log_level", GUST_T_STR, "info", GUST_K_RELOADABLE, "error, warn, info or debug"},
+    {"node_name", GUST_T_STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -39,7 +40,12 @@ const struct gust_schema_key gust_nats_schema[] = {
     {"dlq_subjects", GUST_T_FILTER, "dlq.>", 0, "subjects of the dead-letter stream"},
     {"dlq_max_msgs", GUST_T_INT, "100000", 0, "dead letters kept (oldest dropped first)"},
     {"max_deliver", GUST_T_INT, "5", GUST_K_RELOADABLE, "attempts before a message is dead-lettered"},
-    {"ack_wait", GUST_T_DURATION, "30s", 0, "redelivery delay of a message that was never acked"},
+    {"ack_wait", GUST_T_DURATION, "5s", 0,
+     "a message neither acked nor nak'd is redelivered (to any process of the cluster) after this; a batch must finish within it"},
+    {"replicas", GUST_T_INT, "1", 0, "copies of the streams and the lease bucket (3 on a three-node NATS cluster)"},
+    {"lease_bucket", GUST_T_STR, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"},
+    {"lease_ttl", GUST_T_DURATION, "6s", 0, "a lease not renewed for this long passes to another process (renewed every third)"},
+    {"lease_poll", GUST_T_DURATION, "250ms", 0, "how often a process without a lease looks whether it is free"},
     {"retry_delay", GUST_T_DURATION, "200ms", GUST_K_RELOADABLE, "first redelivery delay of a failed message (doubles per attempt)"},
     {"retry_max_delay", GUST_T_DURATION, "5s", GUST_K_RELOADABLE, "longest redelivery delay"},
     {"publish_timeout", GUST_T_DURATION, "5s", 0, "how long a publish waits for its PubAck"},
@@ -79,6 +85,8 @@ const struct gust_schema_key gust_sink_schema[] = {
 
 const struct gust_schema_key gust_source_schema[] = {
     {"use", GUST_T_STR, NULL, GUST_K_REQUIRED, "the plugin type"},
+    {"competing", GUST_T_BOOL, "off", 0,
+     "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT shared subscription)"},
     {NULL, 0, NULL, 0, NULL},
 };
 

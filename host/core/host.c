@@ -12,6 +12,7 @@
 #include "../flow/flow.h"
 #include "../unit/handlers.h"
 #include "../bus/bus.h"
+#include "../cluster/lease.h"
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
 static void default_plugin_dir(char *out, size_t size)
@@ -245,10 +246,31 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     return start_consumer(host, &cc, h, bus, err);
 }
 
-int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units, struct gust_err *err)
+static int source_start(void *ud, struct gust_err *err)
+{
+    struct gust_source *s = ud;
+    int rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type, s->unit->cfg, s->bus, err);
+    if (rc == 0) {
+        rc = gust_instance_start(&s->inst, err);
+        if (rc != 0) {
+            gust_instance_dispose(&s->inst);
+        }
+    }
+    return rc;
+}
+
+static void source_stop(void *ud)
+{
+    struct gust_source *s = ud;
+    gust_instance_dispose(&s->inst);
+}
+
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
+                    struct gust_leases *leases, struct gust_err *err)
 {
     struct gust_config *c = host->config;
     host->units = units;
+    host->leases = leases;
     host->sources = calloc(c->nunits + 1, sizeof(*host->sources));
     if (host->sources == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -283,25 +305,35 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         if (u->kind != GUST_UNIT_SOURCE) {
             continue;
         }
-        struct gust_instance *inst = &host->sources[host->nsources];
-        const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
-        int rc = gust_instance_create(inst, "source", u->name, t, u->cfg, bus, err);
-        if (rc != 0) {
-            return rc;
-        }
-        host->nsources++;
-        rc = gust_instance_start(inst, err);
-        if (rc != 0) {
+        struct gust_source *s = &host->sources[host->nsources++];
+        s->type = gust_plugins_find_type(&host->plugins, u->use);
+        s->unit = u;
+        s->bus = bus;
+        s->leased = !gust_cfg_int(u->cfg, "competing");
+        int rc;
+        if (s->leased) {
+            struct gust_lease_task task = {.start = source_start, .stop = source_stop, .ud = s};
+            rc = gust_leases_attach(leases, u->name, &task);
+            if (rc != 0) {
+                return gust_err_set(err, rc, "%s: source '%s': cannot start its lease", u->where, u->name);
+            }
+        } else if ((rc = source_start(s, err)) != 0) {
             return rc;
         }
     }
+    gust_leases_prune(leases);
     return 0;
 }
 
 void gust_host_stop(struct gust_host *host)
 {
     for (size_t i = 0; i < host->nsources; i++) {
-        gust_instance_dispose(&host->sources[i]);
+        struct gust_source *s = &host->sources[i];
+        if (s->leased) {
+            gust_leases_detach(host->leases, s->unit->name);
+        } else {
+            source_stop(s);
+        }
     }
     host->nsources = 0;
     free(host->sources);

@@ -8,14 +8,27 @@
 #include "config.h"
 
 struct gust_bus;
+struct gust_leases;
+
+/* A source unit. A singleton source (the default) runs only while this process holds
+ * its lease; its instance is created when the lease is taken and destroyed when it is
+ * lost. A competing source (`competing on;`) runs in every process. */
+struct gust_source {
+    struct gust_instance inst;
+    const struct gust_plugin_type *type;
+    const struct gust_unit_conf *unit;
+    struct gust_bus *bus;
+    int leased;
+};
 
 struct gust_host {
     struct gust_config *config;
     struct gust_plugins plugins;
-    struct gust_instance *sources; /* one per source unit */
+    struct gust_source *sources; /* one per source unit */
     size_t nsources;
     struct gust_units *units; /* borrowed: the process's registry, which this generation's
                                  flows, detects, relays and sinks join when started */
+    struct gust_leases *leases; /* borrowed: the process's lease manager */
     char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
 };
 
@@ -24,10 +37,13 @@ struct gust_host {
  * file:line. On failure, release what was made with gust_host_release. */
 int gust_host_prepare(struct gust_host *host, const char *config_path, struct gust_err *err);
 /* Creates and starts the units on the consumer core (into units, borrowed) and the
- * source instances, on bus (borrowed). */
-int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units, struct gust_err *err);
-/* Stops the sources, then the units (between batches); they stay in the registry,
- * stopped, until gust_host_release or gust_units_drop_stopped. */
+ * source instances, on bus (borrowed); singleton sources run under leases (borrowed),
+ * which then gives back the leases no source of this generation wants. */
+int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
+                    struct gust_leases *leases, struct gust_err *err);
+/* Stops the sources (keeping their leases for the next generation), then the units
+ * (between batches); they stay in the registry, stopped, until gust_host_release or
+ * gust_units_drop_stopped. */
 void gust_host_stop(struct gust_host *host);
 void gust_host_release(struct gust_host *host);
 

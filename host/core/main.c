@@ -12,6 +12,7 @@
 #include <nats/nats.h>
 
 #include "../bus/bus.h"
+#include "../cluster/lease.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
 #include "../http/server.h"
@@ -122,9 +123,22 @@ static int run(const char *config_path)
         .publish_timeout_ms = gust_cfg_int(c->nats, "publish_timeout"),
         .max_pending = (size_t)gust_cfg_int(c->nats, "max_pending"),
         .send_asap = (int)gust_cfg_int(c->nats, "send_asap"),
+        .replicas = (int)gust_cfg_int(c->nats, "replicas"),
     };
     struct gust_bus *bus = NULL;
+    struct gust_leases *leases = NULL;
     rc = gust_bus_create(&bc, &bus, &err);
+    if (rc == 0) {
+        struct gust_lease_conf lc = {
+            .bucket = gust_cfg_str(c->nats, "lease_bucket"),
+            .ttl_ms = gust_cfg_int(c->nats, "lease_ttl"),
+            .poll_ms = gust_cfg_int(c->nats, "lease_poll"),
+            .replicas = (int)gust_cfg_int(c->nats, "replicas"),
+            .holder = gust_cfg_str(c->top, "node_name"),
+        };
+        rc = gust_leases_create(&lc, bus, &leases, &err);
+        units.leases = leases;
+    }
     if (rc == 0) {
         struct gust_http_conf hc = {
             .listen = gust_cfg_str(c->http, "listen"),
@@ -148,7 +162,7 @@ static int run(const char *config_path)
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }
     if (rc == 0) {
-        rc = gust_host_start(host, bus, &units, &err);
+        rc = gust_host_start(host, bus, &units, leases, &err);
     }
     int64_t drain_ms = gust_cfg_int(c->http, "drain_timeout");
     if (rc == 0) {
@@ -158,6 +172,8 @@ static int run(const char *config_path)
         gust_error("%s", err.msg);
         gust_host_release(host);
         free(host);
+        units.leases = NULL;
+        gust_leases_destroy(leases);
         gust_bus_destroy(bus);
         return 1;
     }
@@ -171,6 +187,8 @@ static int run(const char *config_path)
 
     /* Stop producing first, then let what is in flight reach the bus. */
     gust_reloader_stop(&reloader);
+    units.leases = NULL;
+    gust_leases_destroy(leases); /* gives the leases back: a peer takes over at once */
     gust_bus_drain(bus, 300);
     gust_bus_destroy(bus);
     gust_http_close(http_server);

@@ -9,7 +9,9 @@
 static void warn_restart_only(const struct gust_config *old, const struct gust_config *next)
 {
     static const char *const http_keys[] = {"listen", "base_path", "max_body", NULL};
-    static const char *const nats_keys[] = {"url", "stream", "subjects", "dlq_stream", "publish_timeout", NULL};
+    static const char *const nats_keys[] = {"url",        "stream",       "subjects",  "dlq_stream", "publish_timeout",
+                                            "ack_wait",   "replicas",     "lease_ttl", "lease_poll", "lease_bucket",
+                                            NULL};
     const struct {
         const char *block;
         const struct gust_cfg *a, *b;
@@ -50,14 +52,14 @@ static void reload_once(struct gust_reloader *r)
     /* Old units stop between batches: what they fetched is acked (emits stored) or
      * left for redelivery, and the new units continue on the same durable consumers. */
     gust_host_stop(r->current);
-    rc = gust_host_start(next, r->bus, r->units, &err);
+    rc = gust_host_start(next, r->bus, r->units, r->current->leases, &err);
     if (rc != 0) {
         gust_error("reload failed while starting, restarting the previous configuration: %s", err.msg);
         gust_units_reloaded(r->units, err.msg);
         gust_host_release(next);
         free(next);
         struct gust_err again = {{0}};
-        if (gust_host_start(r->current, r->bus, r->units, &again) != 0) {
+        if (gust_host_start(r->current, r->bus, r->units, r->current->leases, &again) != 0) {
             gust_error("reload: the previous configuration does not start again either: %s", again.msg);
         }
         return;

@@ -367,6 +367,18 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
         if (strcmp(old, c->conf.filter) != 0) {
             gust_warn("[%s] source changed from %s to %s: recreating its consumer", c->durable, old, c->conf.filter);
             js_DeleteConsumer(gust_bus_js(c->bus), c->conf.stream, c->durable, NULL, &jerr);
+        } else if (ci->Config->AckWait != so.Config.AckWait || ci->Config->MaxAckPending != so.Config.MaxAckPending) {
+            /* ack_wait or batch changed: nats.c refuses to bind a durable whose settings
+             * differ from what it asks, so bring the consumer to ours first. */
+            ci->Config->AckWait = so.Config.AckWait;
+            ci->Config->MaxAckPending = so.Config.MaxAckPending;
+            jsConsumerInfo *updated = NULL;
+            if (js_UpdateConsumer(&updated, gust_bus_js(c->bus), c->conf.stream, ci->Config, NULL, &jerr) ==
+                NATS_OK) {
+                gust_info("[%s] consumer updated: ack_wait %lld ms, max_ack_pending %lld", c->durable,
+                          (long long)c->conf.ack_wait_ms, (long long)so.Config.MaxAckPending);
+            }
+            jsConsumerInfo_Destroy(updated);
         }
         jsConsumerInfo_Destroy(ci);
     }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cluster/lease.h"
 #include "../common/json_out.h"
 
 void gust_units_init(struct gust_units *u)
@@ -159,7 +160,12 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
         }
         gust_buf_append(out, "}", 1);
     }
-    gust_buf_append(out, "]}\n", 3);
+    gust_buf_append(out, "]", 1);
+    if (u->leases != NULL) {
+        gust_buf_append(out, ",\"cluster\":", 11);
+        gust_leases_render_json(u->leases, out);
+    }
+    gust_buf_append(out, "}\n", 2);
     pthread_mutex_unlock(&u->lock);
 }
 

@@ -12,6 +12,8 @@
 #include "../common/buf.h"
 #include "consumer.h"
 
+struct gust_leases;
+
 struct gust_units {
     pthread_mutex_t lock;
     struct gust_consumer **v;
@@ -22,6 +24,7 @@ struct gust_units {
     uint64_t generation;
     uint64_t reloads;
     char last_reload_error[512];
+    struct gust_leases *leases; /* borrowed (may be NULL): shown by /units */
 };
 
 void gust_units_init(struct gust_units *u);

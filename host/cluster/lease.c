@@ -1,0 +1,480 @@
+#include "lease.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "../bus/bus.h"
+#include "../common/json_out.h"
+#include "../common/log.h"
+
+struct lease {
+    char name[80]; /* the unit's name */
+    char key[96];  /* "source.<name>" */
+    struct gust_lease_task task;
+    int attached;   /* a generation wants it run */
+    int held;       /* this process holds the lease, at revision rev */
+    int running;    /* task started */
+    uint64_t rev;
+    int64_t renew_at;    /* monotonic ms */
+    int64_t valid_until; /* monotonic ms: past it, the lease may be someone else's */
+    int64_t next_try;    /* monotonic ms: next acquisition attempt */
+    int64_t backoff_ms;  /* after a failed start */
+    /* as last seen in the bucket, for /units (under the state lock) */
+    char holder[128];
+    int64_t expires_ms;
+};
+
+struct gust_leases {
+    struct gust_lease_conf conf;
+    char self[128];
+    char bucket[64];
+    struct gust_bus *bus;
+    jsCtx *js;
+    kvStore *kv;
+    int bucket_warned;
+    /* run_lock serialises KV calls and task start/stop; lock guards the list and what
+     * /units reads, and is never held across I/O. Order: run_lock, then lock. */
+    pthread_mutex_t run_lock;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct lease **v;
+    size_t n;
+    int thread_started;
+    int stopping;
+    pthread_t thread;
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int format_value(char *out, size_t size, const char *holder, int64_t expires_ms)
+{
+    return snprintf(out, size, "{\"holder\":\"%s\",\"expires_ms\":%" PRId64 "}", holder, expires_ms);
+}
+
+/* Reads a value written by format_value. Anything else counts as a free lease. */
+static void parse_value(const char *v, int len, char *holder, size_t hsize, int64_t *expires_ms)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%.*s", len < 0 ? 0 : len, v != NULL ? v : "");
+    holder[0] = '\0';
+    *expires_ms = 0;
+    const char *h = strstr(buf, "\"holder\":\"");
+    const char *e = strstr(buf, "\"expires_ms\":");
+    if (h == NULL || e == NULL) {
+        return;
+    }
+    h += 10;
+    const char *end = strchr(h, '"');
+    if (end != NULL) {
+        snprintf(holder, hsize, "%.*s", (int)(end - h), h);
+    }
+    *expires_ms = strtoll(e + 13, NULL, 10);
+}
+
+/* held and running are written under both locks (run_lock by the caller), so /units
+ * may read them under lock alone. */
+static void set_state(struct gust_leases *l, struct lease *e, int held, int running)
+{
+    pthread_mutex_lock(&l->lock);
+    e->held = held;
+    e->running = running;
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void set_seen(struct gust_leases *l, struct lease *e, const char *holder, int64_t expires_ms)
+{
+    pthread_mutex_lock(&l->lock);
+    snprintf(e->holder, sizeof(e->holder), "%s", holder);
+    e->expires_ms = expires_ms;
+    pthread_mutex_unlock(&l->lock);
+}
+
+static const char *nats_reason(natsStatus s)
+{
+    const char *last = nats_GetLastError(NULL);
+    return last != NULL && last[0] != '\0' ? last : natsStatus_GetText(s);
+}
+
+/* Binds (or makes) the bucket. Under run_lock. */
+static int ensure_bucket(struct gust_leases *l)
+{
+    if (l->kv != NULL) {
+        return 0;
+    }
+    natsStatus s = NATS_OK;
+    if (l->js == NULL) {
+        jsOptions o;
+        jsOptions_Init(&o);
+        /* A KV call must fail well before the lease it renews runs out. */
+        o.Wait = l->conf.ttl_ms / 4 < 2000 ? l->conf.ttl_ms / 4 : 2000;
+        s = natsConnection_JetStream(&l->js, gust_bus_conn(l->bus), &o);
+    }
+    if (s == NATS_OK) {
+        s = js_KeyValue(&l->kv, l->js, l->bucket);
+        if (s != NATS_OK) {
+            kvConfig kc;
+            kvConfig_Init(&kc);
+            kc.Bucket = l->bucket;
+            kc.History = 1;
+            kc.StorageType = js_FileStorage;
+            kc.Replicas = l->conf.replicas;
+            s = js_CreateKeyValue(&l->kv, l->js, &kc);
+        }
+    }
+    if (s != NATS_OK) {
+        if (!l->bucket_warned) {
+            gust_warn("leases: cannot open KV bucket %s: %s; singleton sources wait", l->bucket, nats_reason(s));
+            l->bucket_warned = 1;
+        }
+        l->kv = NULL;
+        return GUST_EIO;
+    }
+    if (l->bucket_warned) {
+        gust_info("leases: KV bucket %s open", l->bucket);
+        l->bucket_warned = 0;
+    }
+    return 0;
+}
+
+static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t now, int64_t expires)
+{
+    set_state(l, e, 1, e->running);
+    e->rev = rev;
+    e->renew_at = now + l->conf.ttl_ms / 3;
+    e->valid_until = now + l->conf.ttl_ms;
+    set_seen(l, e, l->self, expires);
+}
+
+/* Takes the lease if it is free, expired, or ours already (a reload, a renewal that
+ * timed out but went through). Under run_lock. */
+static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
+{
+    char value[256];
+    int64_t expires = wall_ms() + l->conf.ttl_ms;
+    int len = format_value(value, sizeof(value), l->self, expires);
+    uint64_t rev = 0;
+    if (kvStore_Create(&rev, l->kv, e->key, value, len) == NATS_OK) {
+        took(l, e, rev, now, expires);
+        return;
+    }
+    kvEntry *entry = NULL;
+    if (kvStore_Get(&entry, l->kv, e->key) != NATS_OK) {
+        return; /* deleted in between, or the bus is away: next poll */
+    }
+    char holder[128];
+    int64_t theirs = 0;
+    parse_value(kvEntry_Value(entry), kvEntry_ValueLen(entry), holder, sizeof(holder), &theirs);
+    uint64_t seen_rev = kvEntry_Revision(entry);
+    kvEntry_Destroy(entry);
+    set_seen(l, e, holder, theirs);
+    if (strcmp(holder, l->self) != 0 && theirs > wall_ms()) {
+        return; /* someone else's, still valid */
+    }
+    if (kvStore_Update(&rev, l->kv, e->key, value, len, seen_rev) == NATS_OK) {
+        took(l, e, rev, now, expires);
+    }
+}
+
+static void stop_task(struct gust_leases *l, struct lease *e)
+{
+    if (e->running) {
+        e->task.stop(e->task.ud);
+        set_state(l, e, e->held, 0);
+    }
+}
+
+/* Writes an expired value by compare-and-set, so a peer takes over at its next poll.
+ * (nats.c 3.4's delete has no revision check: a blind delete could free a lease a
+ * peer took a moment ago.) Under run_lock. */
+static void give_back(struct gust_leases *l, struct lease *e)
+{
+    if (!e->held) {
+        return;
+    }
+    set_state(l, e, 0, e->running);
+    char value[256];
+    int len = format_value(value, sizeof(value), "", 0);
+    uint64_t rev = 0;
+    if (l->kv != NULL && kvStore_Update(&rev, l->kv, e->key, value, len, e->rev) == NATS_OK) {
+        set_seen(l, e, "", 0);
+    }
+}
+
+static void lost(struct gust_leases *l, struct lease *e, int64_t now, const char *why)
+{
+    gust_warn("lease %s lost (%s): stopping source %s", e->key, why, e->name);
+    stop_task(l, e);
+    set_state(l, e, 0, 0);
+    e->next_try = now + l->conf.poll_ms;
+}
+
+static void start_task(struct gust_leases *l, struct lease *e, int64_t now)
+{
+    struct gust_err err = {{0}};
+    if (e->task.start(e->task.ud, &err) == 0) {
+        set_state(l, e, 1, 1);
+        e->backoff_ms = 0;
+        gust_info("lease %s held by %s: source %s started", e->key, l->self, e->name);
+        return;
+    }
+    e->backoff_ms = e->backoff_ms == 0 ? 1000 : (e->backoff_ms * 2 > 30000 ? 30000 : e->backoff_ms * 2);
+    gust_error("%s; giving lease %s back, next try in %" PRId64 " ms", err.msg, e->key, e->backoff_ms);
+    give_back(l, e);
+    e->next_try = now + e->backoff_ms;
+}
+
+/* One round for one lease: renew, acquire, start. Under run_lock. */
+static void step(struct gust_leases *l, struct lease *e)
+{
+    int64_t now = gust_now_ms();
+    if (ensure_bucket(l) != 0) {
+        if (e->held && now >= e->valid_until) {
+            lost(l, e, now, "bucket unreachable");
+        }
+        return;
+    }
+    if (e->held && now >= e->renew_at) {
+        char value[256];
+        int64_t expires = wall_ms() + l->conf.ttl_ms;
+        int len = format_value(value, sizeof(value), l->self, expires);
+        uint64_t rev = 0;
+        natsStatus s = kvStore_Update(&rev, l->kv, e->key, value, len, e->rev);
+        if (s == NATS_OK) {
+            took(l, e, rev, now, expires);
+        } else {
+            lost(l, e, now, nats_reason(s));
+        }
+    }
+    if (e->held && now >= e->valid_until) {
+        lost(l, e, now, "renewal overdue");
+    }
+    if (!e->held && e->attached && now >= e->next_try) {
+        try_acquire(l, e, now);
+        if (!e->held) {
+            e->next_try = now + l->conf.poll_ms;
+        }
+    }
+    if (e->held && e->attached && !e->running) {
+        start_task(l, e, now);
+    }
+}
+
+static struct lease *find(struct gust_leases *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->v[i]->name, name) == 0) {
+            return l->v[i];
+        }
+    }
+    return NULL;
+}
+
+static void *lease_thread(void *arg)
+{
+    struct gust_leases *l = arg;
+    for (;;) {
+        pthread_mutex_lock(&l->run_lock);
+        pthread_mutex_lock(&l->lock);
+        int stopping = l->stopping;
+        size_t n = l->n;
+        pthread_mutex_unlock(&l->lock);
+        if (stopping) {
+            pthread_mutex_unlock(&l->run_lock);
+            return NULL;
+        }
+        /* The list only changes under run_lock, which this round holds. */
+        for (size_t i = 0; i < n; i++) {
+            step(l, l->v[i]);
+        }
+        pthread_mutex_unlock(&l->run_lock);
+
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t tick = l->conf.poll_ms < l->conf.ttl_ms / 6 ? l->conf.poll_ms : l->conf.ttl_ms / 6;
+        tick = tick / 2 > 20 ? tick / 2 : 20;
+        until.tv_nsec += (long)(tick % 1000) * 1000000L;
+        until.tv_sec += tick / 1000 + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&l->lock);
+        if (!l->stopping) {
+            pthread_cond_timedwait(&l->wake, &l->lock, &until);
+        }
+        pthread_mutex_unlock(&l->lock);
+    }
+}
+
+int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus, struct gust_leases **out,
+                       struct gust_err *err)
+{
+    struct gust_leases *l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    l->conf = *conf;
+    l->bus = bus;
+    snprintf(l->bucket, sizeof(l->bucket), "%s", conf->bucket);
+    if (conf->holder != NULL && conf->holder[0] != '\0') {
+        snprintf(l->self, sizeof(l->self), "%s", conf->holder);
+    } else {
+        char host[64] = "localhost";
+        gethostname(host, sizeof(host) - 1);
+        host[sizeof(host) - 1] = '\0';
+        snprintf(l->self, sizeof(l->self), "%s:%ld", host, (long)getpid());
+    }
+    /* The name goes into a JSON string we parse by hand: keep it plain. */
+    for (char *p = l->self; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) {
+            *p = '_';
+        }
+    }
+    l->conf.holder = l->self;
+    l->conf.bucket = l->bucket;
+    pthread_mutex_init(&l->run_lock, NULL);
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->wake, NULL);
+    *out = l;
+    return 0;
+}
+
+int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task)
+{
+    pthread_mutex_lock(&l->run_lock);
+    struct lease *e = find(l, name);
+    if (e == NULL) {
+        e = calloc(1, sizeof(*e));
+        struct lease **v = e != NULL ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
+        if (v == NULL) {
+            free(e);
+            pthread_mutex_unlock(&l->run_lock);
+            return GUST_ENOMEM;
+        }
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        snprintf(e->key, sizeof(e->key), "source.%s", name);
+        pthread_mutex_lock(&l->lock);
+        l->v = v;
+        l->v[l->n++] = e;
+        pthread_mutex_unlock(&l->lock);
+    }
+    e->task = *task;
+    e->attached = 1;
+    e->next_try = 0;
+    e->backoff_ms = 0;
+    /* The first round on the caller's thread: a free lease starts its source before
+     * this returns, as a source without a lease would. */
+    step(l, e);
+    pthread_mutex_unlock(&l->run_lock);
+
+    pthread_mutex_lock(&l->lock);
+    int rc = 0;
+    if (!l->thread_started) {
+        rc = pthread_create(&l->thread, NULL, lease_thread, l) == 0 ? 0 : GUST_EIO;
+        l->thread_started = rc == 0;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+void gust_leases_detach(struct gust_leases *l, const char *name)
+{
+    pthread_mutex_lock(&l->run_lock);
+    struct lease *e = find(l, name);
+    if (e != NULL) {
+        stop_task(l, e);
+        e->attached = 0;
+    }
+    pthread_mutex_unlock(&l->run_lock);
+}
+
+void gust_leases_prune(struct gust_leases *l)
+{
+    pthread_mutex_lock(&l->run_lock);
+    for (size_t i = 0; i < l->n; i++) {
+        if (!l->v[i]->attached) {
+            give_back(l, l->v[i]);
+        }
+    }
+    /* Out of the list first (under lock, which /units reads with), then freed. */
+    struct lease **gone = calloc(l->n + 1, sizeof(*gone));
+    size_t kept = 0, ngone = 0;
+    pthread_mutex_lock(&l->lock);
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i]->attached || gone == NULL) {
+            l->v[kept++] = l->v[i];
+        } else {
+            gone[ngone++] = l->v[i];
+        }
+    }
+    l->n = kept;
+    pthread_mutex_unlock(&l->lock);
+    for (size_t i = 0; i < ngone; i++) {
+        free(gone[i]);
+    }
+    free(gone);
+    pthread_mutex_unlock(&l->run_lock);
+}
+
+void gust_leases_destroy(struct gust_leases *l)
+{
+    if (l == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    l->stopping = 1;
+    pthread_cond_signal(&l->wake);
+    int joined = l->thread_started;
+    pthread_mutex_unlock(&l->lock);
+    if (joined) {
+        pthread_join(l->thread, NULL);
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        stop_task(l, l->v[i]);
+        give_back(l, l->v[i]);
+        free(l->v[i]);
+    }
+    free(l->v);
+    kvStore_Destroy(l->kv);
+    jsCtx_Destroy(l->js);
+    pthread_cond_destroy(&l->wake);
+    pthread_mutex_destroy(&l->lock);
+    pthread_mutex_destroy(&l->run_lock);
+    free(l);
+}
+
+void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out)
+{
+    pthread_mutex_lock(&l->lock);
+    gust_buf_append(out, "{\"self\":", 8);
+    gust_json_append_string(out, l->self, strlen(l->self));
+    gust_buf_append(out, ",\"leases\":[", 11);
+    int64_t now = wall_ms();
+    int first = 1;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct lease *e = l->v[i];
+        gust_buf_printf(out, "%s{\"name\":", first ? "" : ",");
+        first = 0;
+        gust_json_append_string(out, e->name, strlen(e->name));
+        int free_now = e->holder[0] == '\0' || e->expires_ms <= now;
+        gust_buf_printf(out, ",\"held\":%s,\"running\":%s,\"holder\":", e->held ? "true" : "false",
+                        e->running ? "true" : "false");
+        if (free_now) {
+            gust_buf_append(out, "null", 4);
+        } else {
+            gust_json_append_string(out, e->holder, strlen(e->holder));
+        }
+        gust_buf_printf(out, ",\"expires_ms\":%" PRId64 "}", e->expires_ms);
+    }
+    gust_buf_append(out, "]}", 2);
+    pthread_mutex_unlock(&l->lock);
+}

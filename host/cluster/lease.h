@@ -1,0 +1,62 @@
+/* Leases: at most one process of a cluster runs each singleton source.
+ *
+ * Several gust processes with the same host.conf on one NATS share the units' durable
+ * consumers, but a timer or a poller must run once, not once per process. Each such
+ * source holds a lease, a key of KV bucket GUST_LEASES whose value names the holder and
+ * the time it expires ({"holder": "...", "expires_ms": <unix ms>}: nats-server 2.9 has
+ * no per-key TTL). A process takes a free or expired lease by compare-and-set, renews
+ * it by compare-and-set at a third of the TTL, and stops the source at once when a
+ * renewal fails. On a clean stop it writes an expired value, again by compare-and-set,
+ * so a waiting peer takes over at its next poll instead of after the TTL.
+ *
+ * One manager per process, with its own thread (nats.c's KV calls block). Tasks are
+ * attached by name; a reload detaches the old generation's task and attaches the new
+ * one's under the same name without letting the lease go. */
+#ifndef GUST_CLUSTER_LEASE_H
+#define GUST_CLUSTER_LEASE_H
+
+#include <stdint.h>
+
+#include "../common/buf.h"
+#include "gust/err.h"
+
+struct gust_bus;
+
+struct gust_lease_conf {
+    const char *bucket; /* "GUST_LEASES" */
+    int64_t ttl_ms;     /* a holder that stops renewing loses the lease after this */
+    int64_t poll_ms;    /* how often a process without the lease looks at it */
+    int replicas;       /* of the bucket's stream */
+    const char *holder; /* this process's name in the lease values; NULL: host:pid */
+};
+
+/* What runs while the lease is held. start and stop run on the manager's thread (or,
+ * for stop, on the thread that detaches the task); start returns 0 or a negative
+ * error (the lease is then given back and tried again later). */
+struct gust_lease_task {
+    int (*start)(void *ud, struct gust_err *err);
+    void (*stop)(void *ud);
+    void *ud;
+};
+
+struct gust_leases;
+
+/* No I/O: the bucket is made when the first task is attached. bus is borrowed. */
+int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus, struct gust_leases **out,
+                       struct gust_err *err);
+/* Stops every task and gives back every lease. NULL is a no-op. */
+void gust_leases_destroy(struct gust_leases *l);
+
+/* Runs task (copied) whenever this process holds lease `name` (copied). */
+int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task);
+/* Stops the task of `name` if it runs, and forgets it; the lease itself stays held
+ * until gust_leases_prune, so a reload's new task takes over without a gap. */
+void gust_leases_detach(struct gust_leases *l, const char *name);
+/* Gives back the leases that have no task attached (their source left the config). */
+void gust_leases_prune(struct gust_leases *l);
+
+/* {"self": "...", "leases": [{"name", "held", "running", "holder", "expires_ms"}]},
+ * the holder as last seen in the bucket. */
+void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out);
+
+#endif
