@@ -1,0 +1,251 @@
+/* Reading and checking an http_poll instance's keys. The host has checked their types;
+ * what is left are the values only this plugin understands, and the secrets.
+ *
+ * Secrets (header values, header_file, bearer_token_file, bearer_token_env) are read at
+ * start, kept only in the curl header list, overwritten when freed, and never put in a
+ * message: errors about them name the key, the file and the line number, not the text. */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_poll.h"
+
+/* Fills conf->url_shown; -1 when url is not an http:// or https:// URL. */
+static int parse_url(struct http_poll_conf *conf, const char *url)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *hostname = NULL, *port = NULL, *path = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+             (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0) &&
+             curl_url_get(u, CURLUPART_HOST, &hostname, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK;
+
+    if (ok) {
+        curl_url_get(u, CURLUPART_PORT, &port, 0); /* absent: the scheme's default */
+        snprintf(conf->url_shown, sizeof(conf->url_shown), "%s://%s%s%s%s", scheme, hostname,
+                 port ? ":" : "", port ? port : "", path);
+    }
+    curl_free(scheme);
+    curl_free(hostname);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    return ok ? 0 : -1;
+}
+
+/* NULL when h is a usable "Name: value" line, else what is wrong with it. */
+static const char *check_header(const char *h)
+{
+    const char *colon = strchr(h, ':');
+
+    if (!colon || colon == h) {
+        return "is not \"Name: value\"";
+    }
+    for (const char *p = h; p < colon; p++) {
+        if (!isgraph((unsigned char)*p)) {
+            return "has a space or control character in its name";
+        }
+    }
+    if (strpbrk(h, "\r\n")) {
+        return "holds a line break";
+    }
+    return NULL;
+}
+
+static int is_header(const char *h, const char *name)
+{
+    size_t n = strlen(name);
+    return strncasecmp(h, name, n) == 0 && h[n] == ':';
+}
+
+int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *api,
+                        const struct gust_cfg *cfg, struct gust_err *err)
+{
+    int auth_header = 0;
+
+    memset(c, 0, sizeof(*c));
+    c->url = api->cfg_str(cfg, "url");
+    if (!c->url || parse_url(c, c->url) != 0) {
+        /* The URL may hold credentials: it is not repeated here. */
+        return source_err(err, GUST_ECONFIG, "%s: url: not an http:// or https:// URL",
+                          api->cfg_where(cfg, "url"));
+    }
+    c->subject = api->cfg_str(cfg, "subject");
+    c->interval_ms = api->cfg_int(cfg, "interval");
+    if (c->interval_ms < 10) {
+        return source_err(err, GUST_ECONFIG, "%s: interval: %lld ms is below the 10ms minimum",
+                          api->cfg_where(cfg, "interval"), (long long)c->interval_ms);
+    }
+    c->timeout_ms = api->cfg_int(cfg, "timeout");
+    if (c->timeout_ms < 10) {
+        return source_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms",
+                          api->cfg_where(cfg, "timeout"));
+    }
+    c->stats_ms = api->cfg_int(cfg, "stats_interval");
+    if (c->stats_ms != 0 && c->stats_ms < 100) {
+        return source_err(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
+                          api->cfg_where(cfg, "stats_interval"));
+    }
+    c->max_body = (size_t)api->cfg_int(cfg, "max_body");
+    if (c->max_body < 2) {
+        return source_err(err, GUST_ECONFIG, "%s: max_body: at least 2 bytes",
+                          api->cfg_where(cfg, "max_body"));
+    }
+    c->envelope = (int)api->cfg_int(cfg, "envelope");
+    c->split_array = (int)api->cfg_int(cfg, "split_array");
+    for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
+        const char *h = api->cfg_item(cfg, "header", i);
+        const char *why = check_header(h);
+        if (why) {
+            /* The value may be a secret: the header is named by its position only. */
+            return source_err(err, GUST_ECONFIG, "%s: header #%zu %s",
+                              api->cfg_where(cfg, "header"), i + 1, why);
+        }
+        auth_header |= is_header(h, "Authorization");
+    }
+    if (api->cfg_str(cfg, "bearer_token_file") && api->cfg_str(cfg, "bearer_token_env")) {
+        return source_err(err, GUST_ECONFIG, "%s: bearer_token_file and bearer_token_env are exclusive",
+                          api->cfg_where(cfg, "bearer_token_env"));
+    }
+    if (auth_header && (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
+        return source_err(err, GUST_ECONFIG,
+                          "%s: an Authorization header and a bearer token are exclusive",
+                          api->cfg_where(cfg, "header"));
+    }
+    return 0;
+}
+
+static int add_header(struct http_poll_conf *c, const char *line, struct gust_err *err)
+{
+    struct curl_slist *l = curl_slist_append(c->headers, line);
+    if (!l) {
+        return source_err(err, GUST_ENOMEM, "out of memory");
+    }
+    c->headers = l;
+    return 0;
+}
+
+static void wipe(char *s, size_t n)
+{
+    volatile char *p = s;
+    while (n--) {
+        *p++ = 0;
+    }
+}
+
+/* Each non-blank line of the file not starting with '#' is one header. */
+static int read_header_file(struct http_poll_conf *c, const struct gust_host_api *api,
+                            const struct gust_cfg *cfg, struct gust_err *err)
+{
+    const char *path = api->cfg_str(cfg, "header_file");
+    char line[4096];
+    int rc = 0, lineno = 0;
+    FILE *f;
+
+    if (!path) {
+        return 0;
+    }
+    if (!(f = fopen(path, "re"))) {
+        return source_err(err, GUST_ECONFIG, "%s: header_file: %s: %s",
+                          api->cfg_where(cfg, "header_file"), path, strerror(errno));
+    }
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        size_t n = strcspn(line, "\r\n");
+        const char *why;
+        lineno++;
+        line[n] = '\0';
+        if (n == 0 || line[0] == '#') {
+            continue;
+        }
+        if ((why = check_header(line)) != NULL) {
+            rc = source_err(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
+                            api->cfg_where(cfg, "header_file"), path, lineno, why);
+        } else if (is_header(line, "Authorization") &&
+                   (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
+            rc = source_err(err, GUST_ECONFIG,
+                            "%s: header_file: %s:%d sets Authorization, and so does the bearer token",
+                            api->cfg_where(cfg, "header_file"), path, lineno);
+        } else {
+            rc = add_header(c, line, err);
+        }
+    }
+    wipe(line, sizeof(line));
+    fclose(f);
+    return rc;
+}
+
+/* "Authorization: Bearer <token>" from bearer_token_file (its first line) or the
+ * environment variable bearer_token_env names. */
+static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
+                      const struct gust_cfg *cfg, struct gust_err *err)
+{
+    const char *path = api->cfg_str(cfg, "bearer_token_file");
+    const char *env = api->cfg_str(cfg, "bearer_token_env");
+    const char *key = path ? "bearer_token_file" : "bearer_token_env";
+    char token[4096], line[4200];
+    int rc;
+
+    if (path) {
+        FILE *f = fopen(path, "re");
+        if (!f) {
+            return source_err(err, GUST_ECONFIG, "%s: bearer_token_file: %s: %s",
+                              api->cfg_where(cfg, key), path, strerror(errno));
+        }
+        if (!fgets(token, sizeof(token), f)) {
+            token[0] = '\0';
+        }
+        fclose(f);
+    } else if (env) {
+        const char *v = getenv(env);
+        snprintf(token, sizeof(token), "%s", v ? v : "");
+    } else {
+        return 0;
+    }
+    token[strcspn(token, "\r\n")] = '\0';
+    if (!token[0]) {
+        rc = source_err(err, GUST_ECONFIG, path ? "%s: bearer_token_file: %s is empty"
+                                                : "%s: bearer_token_env: $%s is not set or empty",
+                        api->cfg_where(cfg, key), path ? path : env);
+    } else {
+        snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+        rc = add_header(c, line, err);
+    }
+    wipe(token, sizeof(token));
+    wipe(line, sizeof(line));
+    return rc;
+}
+
+int http_poll_conf_headers(struct http_poll_conf *c, const struct gust_host_api *api,
+                           const struct gust_cfg *cfg, struct gust_err *err)
+{
+    int rc, accept = 0;
+
+    for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
+        const char *h = api->cfg_item(cfg, "header", i);
+        accept |= is_header(h, "Accept");
+        if ((rc = add_header(c, h, err)) != 0) {
+            return rc;
+        }
+    }
+    if ((rc = read_header_file(c, api, cfg, err)) != 0 || (rc = add_bearer(c, api, cfg, err)) != 0) {
+        return rc;
+    }
+    for (struct curl_slist *l = c->headers; l; l = l->next) {
+        accept |= is_header(l->data, "Accept");
+    }
+    return accept ? 0 : add_header(c, "Accept: application/json", err);
+}
+
+void http_poll_conf_free(struct http_poll_conf *c)
+{
+    for (struct curl_slist *l = c->headers; l; l = l->next) {
+        wipe(l->data, strlen(l->data));
+    }
+    curl_slist_free_all(c->headers);
+    c->headers = NULL;
+}

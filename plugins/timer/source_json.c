@@ -1,0 +1,173 @@
+/* JSON helpers for the sources: checking with yajl's event parser (no tree, no
+ * recursion, so a deep document costs memory in proportion to its size, never stack),
+ * splitting an array into its elements' exact bytes, quoting a string. */
+#include <stdio.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+#include "source_core.h"
+
+struct scan {
+    int depth;
+    const char *const *keys;
+    const char *clash;
+};
+
+static int on_open(void *ud)
+{
+    ((struct scan *)ud)->depth++;
+    return 1;
+}
+
+static int on_close(void *ud)
+{
+    ((struct scan *)ud)->depth--;
+    return 1;
+}
+
+static int on_key(void *ud, const unsigned char *key, size_t len)
+{
+    struct scan *s = ud;
+
+    if (s->depth == 1 && s->keys && !s->clash) {
+        for (const char *const *k = s->keys; *k; k++) {
+            if (strlen(*k) == len && memcmp(*k, key, len) == 0) {
+                s->clash = *k;
+            }
+        }
+    }
+    return 1;
+}
+
+static const yajl_callbacks scan_callbacks = {
+    .yajl_start_map = on_open,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_close,
+    .yajl_start_array = on_open,
+    .yajl_end_array = on_close,
+};
+
+static size_t skip_ws(const char *d, size_t len, size_t i)
+{
+    while (i < len && (d[i] == ' ' || d[i] == '\t' || d[i] == '\r' || d[i] == '\n')) {
+        i++;
+    }
+    return i;
+}
+
+int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash,
+                      char *why, size_t why_size)
+{
+    struct scan s = {.keys = keys};
+    size_t i = skip_ws(data, len, 0);
+    yajl_handle h;
+    yajl_status st;
+    int kind;
+
+    if (clash) {
+        *clash = NULL;
+    }
+    if (i == len) {
+        snprintf(why, why_size, "empty");
+        return 0;
+    }
+    kind = data[i] == '{' ? SJ_OBJECT : data[i] == '[' ? SJ_ARRAY : SJ_SCALAR;
+    if (!(h = yajl_alloc(&scan_callbacks, NULL, &s))) {
+        snprintf(why, why_size, "out of memory");
+        return 0;
+    }
+    st = yajl_parse(h, (const unsigned char *)data, len);
+    if (st == yajl_status_ok) {
+        st = yajl_complete_parse(h);
+    }
+    if (st != yajl_status_ok) {
+        unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)data, len);
+        size_t n = strcspn((const char *)e, "\r\n"); /* its first line: the reason */
+        snprintf(why, why_size, "%.*s", (int)n, (const char *)e);
+        yajl_free_error(h, e);
+        kind = 0;
+    }
+    yajl_free(h);
+    if (kind && clash) {
+        *clash = s.clash;
+    }
+    return kind;
+}
+
+int source_json_each(const char *data, size_t len,
+                     int (*fn)(void *ud, const char *elem, size_t elen), void *ud)
+{
+    size_t i = skip_ws(data, len, 0);
+
+    if (i == len || data[i] != '[') {
+        return -1;
+    }
+    i++;
+    for (;;) {
+        size_t start = skip_ws(data, len, i), end;
+        int depth = 0, in_str = 0, rc;
+
+        if (start >= len || data[start] == ']') {
+            return 0; /* [] */
+        }
+        /* The input is valid JSON: only strings and nesting need tracking. */
+        for (i = start; i < len; i++) {
+            char ch = data[i];
+            if (in_str) {
+                if (ch == '\\') {
+                    i++;
+                } else if (ch == '"') {
+                    in_str = 0;
+                }
+            } else if (ch == '"') {
+                in_str = 1;
+            } else if (ch == '{' || ch == '[') {
+                depth++;
+            } else if (ch == '}' || ch == ']') {
+                if (depth == 0) {
+                    break;
+                }
+                depth--;
+            } else if (ch == ',' && depth == 0) {
+                break;
+            }
+        }
+        end = i;
+        while (end > start && (data[end - 1] == ' ' || data[end - 1] == '\t' ||
+                               data[end - 1] == '\r' || data[end - 1] == '\n')) {
+            end--;
+        }
+        if ((rc = fn(ud, data + start, end - start)) != 0) {
+            return rc;
+        }
+        if (i >= len || data[i] == ']') {
+            return 0;
+        }
+        i++; /* the comma */
+    }
+}
+
+size_t source_json_quote(char *out, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+
+    out[n++] = '"';
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)ch;
+        } else if (ch < 0x20) {
+            memcpy(out + n, "\\u00", 4);
+            out[n + 4] = hex[ch >> 4];
+            out[n + 5] = hex[ch & 15];
+            n += 6;
+        } else {
+            out[n++] = (char)ch;
+        }
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+    return n;
+}

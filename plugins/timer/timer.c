@@ -1,0 +1,220 @@
+/* timer: a source that publishes a fixed JSON object every interval, stamped.
+ *
+ *   source tick { use timer; interval 1s; subject ev.tick; payload '{"k":1}'; }
+ *
+ * publishes {"k":1,"ts":"2026-11-29T23:49:03.123Z","ts_ms":1795996143123,"tick":1}: the
+ * payload's members as written, then the wall-clock time of the tick (RFC 3339 UTC with
+ * ms, and ms since the epoch) and the tick number of this instance (1, 2, ...; a new
+ * instance, after a reload or when the unit moves to another node, starts at 1 again).
+ *
+ * Ticks come from source_core's monotonic schedule: no drift, missed ticks skipped and
+ * counted. A publish that fails is logged (once per streak) and counted; the timer goes
+ * on. The first tick is one interval after start, or with `align on` at the next
+ * multiple of the interval on the UTC clock (interval 1m: every full minute). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "source_core.h"
+
+static const struct gust_host_api *host;
+
+/* The members the timer adds: a payload may not have them itself. */
+static const char *const stamp_keys[] = {"ts", "ts_ms", "tick", NULL};
+
+static const struct gust_schema_key schema[] = {
+    {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "where to publish each tick"},
+    {"interval", GUST_T_DURATION, NULL, GUST_K_REQUIRED, "time between ticks (at least 10ms)"},
+    {"payload", GUST_T_STR, "{}", 0,
+     "a JSON object; each tick publishes it with \"ts\", \"ts_ms\" and \"tick\" added"},
+    {"align", GUST_T_BOOL, "off", 0,
+     "on: tick at multiples of the interval on the UTC clock (interval 1m: each full minute)"},
+    {"stats_interval", GUST_T_DURATION, "60s", 0,
+     "log the counters this often (0: only when stopping)"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+struct timer {
+    struct gust_instance *inst;
+    const char *subject;
+    int64_t interval_ms;
+    int align;
+    char *msg;         /* the payload without its closing brace, then room for the stamp */
+    size_t prefix_len;
+    int empty;         /* the payload is {}: no comma before the stamp */
+    struct source_core *core;
+    uint64_t ticks;    /* the core's thread only */
+};
+
+/* Keeps the payload up to (not including) its closing brace, white space trimmed. */
+static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust_err *err)
+{
+    const char *p = host->cfg_str(cfg, "payload");
+    const char *clash;
+    char why[160];
+    size_t len = strlen(p);
+    int kind = source_json_check(p, len, stamp_keys, &clash, why, sizeof(why));
+
+    if (kind == 0) {
+        return source_err(err, GUST_ECONFIG, "%s: payload: not valid JSON: %s",
+                          host->cfg_where(cfg, "payload"), why);
+    }
+    if (kind != SJ_OBJECT) {
+        return source_err(err, GUST_ECONFIG, "%s: payload: must be a JSON object ({...})",
+                          host->cfg_where(cfg, "payload"));
+    }
+    if (clash) {
+        return source_err(err, GUST_ECONFIG,
+                          "%s: payload: has a member \"%s\", which the timer adds itself",
+                          host->cfg_where(cfg, "payload"), clash);
+    }
+    while (len > 0 && p[len - 1] != '}') {
+        len--;
+    }
+    len--; /* the closing brace */
+    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\n' ||
+                       p[len - 1] == '\r')) {
+        len--;
+    }
+    t->empty = p[len - 1] == '{';
+    if (!(t->msg = malloc(len + 128))) {
+        return source_err(err, GUST_ENOMEM, "out of memory");
+    }
+    memcpy(t->msg, p, len);
+    t->prefix_len = len;
+    return 0;
+}
+
+static void timer_run(void *ud, uint64_t n)
+{
+    struct timer *t = ud;
+    int64_t now = source_wall_ms();
+    char ts[40];
+    int w;
+
+    t->ticks = n;
+    source_rfc3339(ts, sizeof(ts), now);
+    w = snprintf(t->msg + t->prefix_len, 128, "%s\"ts\":\"%s\",\"ts_ms\":%" PRId64 ",\"tick\":%" PRIu64 "}",
+                 t->empty ? "" : ",", ts, now, n);
+    source_core_publish(t->core, t->subject, t->msg, t->prefix_len + (size_t)w);
+}
+
+static void timer_stats(void *ud, int final)
+{
+    struct timer *t = ud;
+    const struct source_pub_counts *c = source_core_counts(t->core);
+    host->log(t->inst, GUST_LOG_INFO,
+              "%s%" PRIu64 " ticks, %" PRIu64 " stored, %" PRIu64 " failed, %" PRIu64
+              " skipped, %" PRIu64 " pending",
+              final ? "stopping: " : "", t->ticks, (uint64_t)atomic_load(&c->stored),
+              (uint64_t)atomic_load(&c->failed), (uint64_t)atomic_load(&c->skipped),
+              source_core_pending(t->core));
+}
+
+static void timer_destroy(void *ctx);
+
+static int timer_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                        struct gust_err *err)
+{
+    struct timer *t = calloc(1, sizeof(*t));
+    int64_t stats_ms = host->cfg_int(cfg, "stats_interval");
+    int rc;
+
+    if (!t) {
+        return source_err(err, GUST_ENOMEM, "out of memory");
+    }
+    t->inst = inst;
+    t->subject = host->cfg_str(cfg, "subject");
+    t->interval_ms = host->cfg_int(cfg, "interval");
+    t->align = (int)host->cfg_int(cfg, "align");
+    if (t->interval_ms < 10) {
+        rc = source_err(err, GUST_ECONFIG, "%s: interval: %" PRId64 " ms is below the 10ms minimum",
+                        host->cfg_where(cfg, "interval"), t->interval_ms);
+        goto fail;
+    }
+    if (stats_ms != 0 && stats_ms < 100) {
+        rc = source_err(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
+                        host->cfg_where(cfg, "stats_interval"));
+        goto fail;
+    }
+    if ((rc = load_payload(t, cfg, err)) != 0) {
+        goto fail;
+    }
+    struct source_core_conf cc = {
+        .api = host,
+        .inst = inst,
+        .interval_ms = t->interval_ms,
+        .stats_ms = stats_ms,
+        .run = timer_run,
+        .stats = timer_stats,
+        .ud = t,
+    };
+    if ((rc = source_core_create(&t->core, &cc, err)) != 0) {
+        goto fail;
+    }
+    *ctx = t;
+    return 0;
+
+fail:
+    timer_destroy(t);
+    return rc;
+}
+
+static int timer_start(void *ctx, struct gust_err *err)
+{
+    struct timer *t = ctx;
+    /* The first tick: one interval from now, or at the next multiple of the interval on
+     * the wall clock. The core then counts from there on the monotonic clock. */
+    int64_t first = t->align ? t->interval_ms - source_wall_ms() % t->interval_ms : t->interval_ms;
+    int rc;
+
+    if ((rc = source_core_start(t->core, first, err)) == 0) {
+        host->log(t->inst, GUST_LOG_INFO, "ticking every %" PRId64 " ms to %s%s", t->interval_ms,
+                  t->subject, t->align ? " (aligned to the UTC clock)" : "");
+    }
+    return rc;
+}
+
+static void timer_stop(void *ctx)
+{
+    source_core_stop(((struct timer *)ctx)->core);
+}
+
+static void timer_destroy(void *ctx)
+{
+    struct timer *t = ctx;
+
+    if (!t) {
+        return;
+    }
+    source_core_destroy(t->core);
+    free(t->msg);
+    free(t);
+}
+
+static const struct gust_plugin_type types[] = {{
+    .name = "timer",
+    .kind = GUST_PLUGIN_SOURCE,
+    .schema = schema,
+    .create = timer_create,
+    .start = timer_start,
+    .stop = timer_stop,
+    .destroy = timer_destroy,
+}};
+
+static const struct gust_plugin_desc desc = {
+    .struct_size = sizeof(struct gust_plugin_desc),
+    .abi_major = GUST_ABI_MAJOR,
+    .abi_minor = GUST_ABI_MINOR,
+    .name = "timer",
+    .version = "0.1.0",
+    .types = types,
+    .ntypes = 1,
+};
+
+GUST_PLUGIN_EXPORT const struct gust_plugin_desc *gust_plugin_entry(const struct gust_host_api *api)
+{
+    host = api;
+    return &desc;
+}
