@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "../common/log.h"
@@ -288,8 +289,14 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         goto fail;
     }
     if (natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED) {
-        /* Set up the streams before serving, so the first ingest finds them. */
-        rc = gust_streams_ensure(bus->js, conf, err);
+        /* Set up the streams before serving, so the first ingest finds them. A NATS
+         * cluster that has just formed answers "JetStream unavailable" until it has
+         * elected its leader: give it a while. */
+        int64_t give_up = gust_now_ms() + (conf->nurls > 0 ? 30000 : 0);
+        while ((rc = gust_streams_ensure(bus->js, conf, err)) != 0 && gust_now_ms() < give_up) {
+            gust_warn("bus: %s; trying again", err->msg);
+            usleep(500 * 1000);
+        }
         if (rc != 0) {
             goto fail;
         }
