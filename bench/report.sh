@@ -195,17 +195,25 @@ if d:
                     f.get("latency_ms_p99_median")))
 
 # Files nobody here knows the format of yet (mqtt-ladder, compare, anything new): their
-# top-level numbers, so the table still shows them.
+# numbers named like rates, ceilings or percentiles (up to three levels deep), so the
+# table still shows them.
 known_names = {n for n, _ in KNOWN} - {"mqtt-ladder", "compare"}
 for path in sorted(glob.glob(os.path.join(results, "*.json"))):
     name = os.path.basename(path)[:-5]
-    if name in known_names or name in data and name not in ("mqtt-ladder", "compare"):
+    if name in known_names:
         continue
     d = data.get(name) or load(name)
     if not isinstance(d, dict):
         continue
-    nums = [(k, v) for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            and re.search(r"rate|ceiling|per_s|p50|p99", k)]
+    flat = []
+    def walk(prefix, v, depth):
+        if isinstance(v, dict) and depth < 3:
+            for k, x in v.items():
+                walk(prefix + "." + k if prefix else k, x, depth + 1)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            flat.append((prefix, v))
+    walk("", d, 0)
+    nums = [(k, v) for k, v in flat if re.search(r"rate|ceiling|per_s|p50|p99", k.split(".")[-1])]
     fig = ", ".join("%s %s" % (k, v) for k, v in nums[:4]) or "no top-level figures"
     row("%s (read generically)" % name, fig, command=d.get("command") or "", d=d)
 
