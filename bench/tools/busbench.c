@@ -7,9 +7,12 @@
  *                          NATS; the subscriber counts every message
  *   jspub SIZE N NAME      JetStream async publish into a fresh file stream NAME; waits
  *                          for every PubAck
- *   fetch BATCH N NAME     stores N messages, then a durable pull consumer fetches them in
- *                          batches and acks each; the consumer must end with all acked once
- *   relay BATCH N NAME     stores N messages on NAME.in, then per batch: fetch, publish each
+ *   fetch BATCH N NAME [SIZE]
+ *                          stores N messages of SIZE bytes (default 400), then a durable
+ *                          pull consumer fetches them in batches and acks each; the
+ *                          consumer must end with all acked once
+ *   relay BATCH N NAME [SIZE]
+ *                          stores N messages on NAME.in, then per batch: fetch, publish each
  *                          to NAME.out async, wait for every PubAck, ack the batch (what a
  *                          gust unit does with no script); a subscriber counts the arrivals
  *   reqrep N SIZE ASAP     N sequential requests to a responder in this process; latency
