@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bus.sh: the bus's own ceilings, nats.c against the nats-server gust uses, no gust:
+# core pub/sub at 128 B and 1 KiB, JetStream async publish, pull fetch + ack in batches
+# of 64 and 256, the bare publish-before-ack relay, sequential request/reply latency
+# (send_asap and nats.c's buffered default), and a flood (publishers dump a burst, one
+# subscriber drains). Every test checks its counts (see bench/tools/busbench.c) before a
+# rate is kept. Rounds interleave the throughput tests; medians are reported.
+#
+# Prints one JSON document and writes it to bench/results/bus.json (BUS_OUT=file to write
+# elsewhere). Sizes (defaults in brackets; the whole run takes about a minute here):
+#   BUS_ROUNDS [3]  BUS_CORE_N [300000] (128 B)  BUS_CORE_KIB_N [150000] (1 KiB)
+#   BUS_JS_N [50000]  BUS_FETCH_N [50000]  BUS_RELAY_N [50000]  BUS_RELAY_BATCH [256]
+#   BUS_JS_SIZE [308: a WORKLOAD orders event]  BUS_REQ_N [3000]
+#   BUS_FLOOD_PUBS [4]  BUS_FLOOD_N [25000 per publisher]  BUS_FLOOD_SIZE [128]
+source "$(dirname "$0")/lib.sh"
+BUS=$TOOLS/gust-bench-bus
+[ -x "$BUS" ] || { echo "missing $BUS: build first (./build.sh build)" >&2; exit 1; }
+ROUNDS=${BUS_ROUNDS:-3}
+CORE_N=${BUS_CORE_N:-300000}
+CORE_KIB_N=${BUS_CORE_KIB_N:-150000}
+JS_N=${BUS_JS_N:-50000}
+FETCH_N=${BUS_FETCH_N:-50000}
+RELAY_N=${BUS_RELAY_N:-50000}
+RELAY_BATCH=${BUS_RELAY_BATCH:-256}
+JS_SIZE=${BUS_JS_SIZE:-308}
+REQ_N=${BUS_REQ_N:-3000}
+FLOOD_PUBS=${BUS_FLOOD_PUBS:-4}
+FLOOD_N=${BUS_FLOOD_N:-25000}
+FLOOD_SIZE=${BUS_FLOOD_SIZE:-128}
+OUT=${BUS_OUT:-$BENCH_DIR/results/bus.json}
+
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+start_nats
+
+bus() { # bus NAME TEST ARGS...: one test, its JSON appended to $WORK/NAME.jsonl
+    local name=$1
+    shift
+    if ! "$BUS" "$NATS_URL" "$@" >>"$WORK/$name.jsonl"; then
+        echo "bus.sh: $name ($*) failed its checks" >&2
+        exit 1
+    fi
+}
+
+START=$(date +%s.%N)
+for r in $(seq 1 "$ROUNDS"); do
+    bus core_128 core 128 "$CORE_N"
+    bus core_1k core 1024 "$CORE_KIB_N"
+    bus js_publish jspub "$JS_SIZE" "$JS_N" "BUSPUB$r"
+    bus fetch_64 fetch 64 "$FETCH_N" "BUSF64R$r" "$JS_SIZE"
+    bus fetch_256 fetch 256 "$FETCH_N" "BUSF256R$r" "$JS_SIZE"
+    bus relay relay "$RELAY_BATCH" "$RELAY_N" "BUSRELAY$r" "$JS_SIZE"
+    bus flood flood "$FLOOD_PUBS" "$FLOOD_N" "$FLOOD_SIZE"
+done
+bus reqrep_asap reqrep "$REQ_N" 128 1
+bus reqrep_default reqrep "$REQ_N" 128 0
+SECONDS_TOTAL=$(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+
+MACHINE="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+python3 - "$WORK" "$OUT" <<PY
+import json, os, statistics, sys
+work, out = sys.argv[1], sys.argv[2]
+def rounds(name):
+    with open(os.path.join(work, name + ".jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+def summary(name, extra=()):
+    rs = rounds(name)
+    s = {"rate_median": statistics.median(r["rate"] for r in rs), "rates": [r["rate"] for r in rs]}
+    for k in extra:
+        s[k + "_median"] = statistics.median(r[k] for r in rs)
+    s["ok"] = all(r["ok"] for r in rs)
+    s["rounds"] = rs
+    return s
+flood = summary("flood", ("drain_seconds",))
+for p in ("p50", "p90", "p99", "max"):
+    flood["latency_ms_" + p + "_median"] = statistics.median(r["latency_ms"][p] for r in flood["rounds"])
+doc = {
+    "scenario": "bus",
+    "what": "nats.c against nats-server, no gust: the bus's own ceilings",
+    "command": "bench/bus.sh",
+    "rounds": $ROUNDS,
+    "statistic": "median of rounds",
+    "machine": "$MACHINE",
+    "nats_server": "$(nats-server --version 2>&1 | head -1)",
+    "nats_c": "$(pkg-config --modversion libnats 2>/dev/null || echo unknown)",
+    "load_average_1m_start": $LOAD_START,
+    "load_average_1m_end": $(cut -d' ' -f1 /proc/loadavg),
+    "seconds_total": $SECONDS_TOTAL,
+    "date": "$(date -u +%Y-%m-%dT%H:%MZ)",
+    "core_pubsub_128": summary("core_128", ("mb_per_s",)),
+    "core_pubsub_1k": summary("core_1k", ("mb_per_s",)),
+    "js_async_publish": summary("js_publish"),
+    "pull_fetch_ack_64": summary("fetch_64"),
+    "pull_fetch_ack_256": summary("fetch_256"),
+    "relay_publish_before_ack": summary("relay"),
+    "request_reply_send_asap": rounds("reqrep_asap")[0],
+    "request_reply_default": rounds("reqrep_default")[0],
+    "flood": flood,
+}
+doc["ok"] = all(v.get("ok", True) for v in doc.values() if isinstance(v, dict))
+# One top-level field a line, like the other results files.
+text = "{" + ",\n ".join("%s:%s" % (json.dumps(k), json.dumps(v, separators=(",", ":"))) for k, v in doc.items()) + "}"
+with open(out, "w") as f:
+    f.write(text + "\n")
+print(text)
+PY

@@ -1,0 +1,729 @@
+/* gust-bench-bus URL TEST ARGS...: the bus's own ceilings, measured with nats.c against a
+ * nats-server, without gust. Each TEST checks what was delivered (counts, unique
+ * sequence numbers, the server's own view of streams and consumers) before it prints
+ * one JSON object; a failed check prints the reason on stderr and exits 1.
+ *
+ *   core SIZE N            one publisher, one subscriber (each its own connection), core
+ *                          NATS; the subscriber counts every message
+ *   jspub SIZE N NAME      JetStream async publish into a fresh file stream NAME; waits
+ *                          for every PubAck
+ *   fetch BATCH N NAME [SIZE]
+ *                          stores N messages of SIZE bytes (default 400), then a durable
+ *                          pull consumer fetches them in batches and acks each; the
+ *                          consumer must end with all acked once
+ *   relay BATCH N NAME [SIZE]
+ *                          stores N messages on NAME.in, then per batch: fetch, publish each
+ *                          to NAME.out async, wait for every PubAck, ack the batch (what a
+ *                          gust unit does with no script); a subscriber counts the arrivals
+ *   reqrep N SIZE ASAP     N sequential requests to a responder in this process; latency
+ *                          percentiles. ASAP 1: both connections write each message at once
+ *                          (send_asap), 0: nats.c's default buffered writes
+ *   flood PUBS N SIZE      PUBS publishers (threads, own connections) each dump N messages
+ *                          at once; one subscriber drains; per-message latency from the
+ *                          send time in the payload, and the drain time
+ *
+ * Payloads start with the message's number in decimal, so the receiver can check each
+ * arrives exactly once. JetStream streams are file-backed, like gust's, and deleted at
+ * the end. */
+#include <inttypes.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WAIT_S 60 /* the longest any check waits for deliveries */
+
+static const char *url;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int fail(const char *what, natsStatus s)
+{
+    const char *last = nats_GetLastError(NULL);
+    fprintf(stderr, "gust-bench-bus: %s: %s\n", what, last != NULL && last[0] != '\0' ? last : natsStatus_GetText(s));
+    return 1;
+}
+
+/* A payload buffer: filler after the first 20 bytes, which number() writes. */
+static char *payload_new(int size)
+{
+    char *buf = malloc((size_t)size);
+    for (int i = 0; buf != NULL && i < size; i++) {
+        buf[i] = (char)('a' + i % 26);
+    }
+    return buf;
+}
+
+/* Writes the number n in the first 20 bytes of buf (size >= 20). */
+static void number(char *buf, uint64_t n)
+{
+    char head[24];
+    snprintf(head, sizeof(head), "%020" PRIu64, n);
+    memcpy(buf, head, 20);
+}
+
+static uint64_t number_of(const char *data, int len)
+{
+    if (len < 20) {
+        return UINT64_MAX;
+    }
+    char head[21];
+    memcpy(head, data, 20);
+    head[20] = '\0';
+    return strtoull(head, NULL, 10);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "p50":..,"p90":..,"p99":..,"max":.. in milliseconds, from n samples in ns (sorted here). */
+static void print_percentiles(uint64_t *ns, size_t n)
+{
+    qsort(ns, n, sizeof(*ns), cmp_u64);
+    double q[] = {0.50, 0.90, 0.99};
+    const char *name[] = {"p50", "p90", "p99"};
+    printf("{");
+    for (int i = 0; i < 3; i++) {
+        size_t k = (size_t)(q[i] * (double)n);
+        printf("\"%s\":%.3f,", name[i], (double)ns[k < n ? k : n - 1] / 1e6);
+    }
+    printf("\"max\":%.3f}", n > 0 ? (double)ns[n - 1] / 1e6 : 0.0);
+}
+
+static natsStatus bus_connect(natsConnection **nc, int send_asap)
+{
+    natsOptions *o = NULL;
+    natsStatus s = natsOptions_Create(&o);
+    if (s == NATS_OK) s = natsOptions_SetURL(o, url);
+    if (s == NATS_OK) s = natsOptions_SetSendAsap(o, send_asap != 0);
+    if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(o, 1 << 20); /* reconnect buffer only */
+    if (s == NATS_OK) s = natsConnection_Connect(nc, o);
+    natsOptions_Destroy(o);
+    return s;
+}
+
+/* ---- the counting subscriber of core, relay and flood ---- */
+
+struct counter {
+    uint64_t want;
+    uint8_t *seen;               /* indexed by message number, 1..want */
+    atomic_uint_fast64_t unique; /* written by the one delivery thread */
+    uint64_t received, duplicates, bad;
+    uint64_t first_ns, last_ns;
+    uint64_t *latency_ns; /* flood: one per message */
+    size_t nlatency;
+};
+
+/* Core and relay: the number is 1..want. Flood: "<number> <send ns>". */
+static void on_count(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)nc;
+    (void)sub;
+    struct counter *c = closure;
+    uint64_t now = mono_ns();
+    const char *d = natsMsg_GetData(m);
+    int len = natsMsg_GetDataLength(m);
+    uint64_t n = number_of(d, len);
+    if (c->received++ == 0) {
+        c->first_ns = now;
+    }
+    c->last_ns = now;
+    if (n < 1 || n > c->want) {
+        c->bad++;
+    } else if (c->seen[n]) {
+        c->duplicates++;
+    } else {
+        c->seen[n] = 1;
+        if (c->latency_ns != NULL && len >= 41) {
+            char t[21];
+            memcpy(t, d + 21, 20);
+            t[20] = '\0';
+            uint64_t sent = strtoull(t, NULL, 10);
+            c->latency_ns[c->nlatency++] = now > sent ? now - sent : 0;
+        }
+        atomic_fetch_add(&c->unique, 1);
+    }
+    natsMsg_Destroy(m);
+}
+
+static int counter_init(struct counter *c, uint64_t want)
+{
+    memset(c, 0, sizeof(*c));
+    c->want = want;
+    c->seen = calloc(want + 1, 1);
+    return c->seen != NULL ? 0 : -1;
+}
+
+/* Waits until every message arrived or WAIT_S passed; 0 when all arrived. */
+static int counter_wait(struct counter *c)
+{
+    uint64_t until = mono_ns() + (uint64_t)WAIT_S * 1000000000u;
+    while (atomic_load(&c->unique) < c->want && mono_ns() < until) {
+        sleep_ms(1);
+    }
+    return atomic_load(&c->unique) == c->want ? 0 : -1;
+}
+
+static natsStatus subscribe_counter(natsConnection *nc, natsSubscription **sub, const char *subject,
+                                    struct counter *c)
+{
+    natsStatus s = natsConnection_Subscribe(sub, nc, subject, on_count, c);
+    /* No client-side limit: a dropped message would be our loss, not the bus's. */
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(*sub, -1, -1);
+    /* The server has the subscription before anything is published. */
+    if (s == NATS_OK) s = natsConnection_Flush(nc);
+    return s;
+}
+
+/* ---- core ---- */
+
+static int run_core(int size, uint64_t n)
+{
+    natsConnection *pub = NULL, *subc = NULL;
+    natsSubscription *sub = NULL;
+    struct counter c;
+    char *buf = payload_new(size);
+    if (buf == NULL || counter_init(&c, n) != 0) {
+        return fail("core", NATS_NO_MEMORY);
+    }
+    natsStatus s = bus_connect(&subc, 0);
+    if (s == NATS_OK) s = bus_connect(&pub, 0);
+    if (s == NATS_OK) s = subscribe_counter(subc, &sub, "bus.core", &c);
+    if (s != NATS_OK) {
+        return fail("core: connect/subscribe", s);
+    }
+    uint64_t t0 = mono_ns();
+    for (uint64_t i = 1; i <= n && s == NATS_OK; i++) {
+        number(buf, i);
+        s = natsConnection_Publish(pub, "bus.core", buf, size);
+    }
+    if (s == NATS_OK) s = natsConnection_FlushTimeout(pub, WAIT_S * 1000);
+    uint64_t t1 = mono_ns();
+    if (s != NATS_OK) {
+        return fail("core: publish", s);
+    }
+    int complete = counter_wait(&c) == 0;
+    double secs = (double)(c.last_ns - t0) / 1e9;
+    printf("{\"size\":%d,\"messages\":%" PRIu64 ",\"received\":%" PRIu64 ",\"unique\":%" PRIu64
+           ",\"duplicates\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"publish_seconds\":%.3f,\"seconds\":%.3f,"
+           "\"rate\":%.0f,\"mb_per_s\":%.1f,\"ok\":%s}\n",
+           size, n, c.received, (uint64_t)atomic_load(&c.unique), c.duplicates, c.bad, (double)(t1 - t0) / 1e9,
+           secs, secs > 0 ? (double)n / secs : 0.0, secs > 0 ? (double)n * size / secs / 1e6 : 0.0,
+           complete && c.duplicates == 0 && c.bad == 0 ? "true" : "false");
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(pub);
+    natsConnection_Destroy(subc);
+    free(buf);
+    free(c.seen);
+    if (!complete || c.duplicates > 0 || c.bad > 0) {
+        fprintf(stderr, "gust-bench-bus: core: %" PRIu64 " of %" PRIu64 " arrived\n",
+                (uint64_t)atomic_load(&c.unique), n);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- JetStream helpers ---- */
+
+static atomic_long refused;
+
+static void on_pub_error(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    (void)closure;
+    if (atomic_fetch_add(&refused, 1) == 0) {
+        fprintf(stderr, "gust-bench-bus: publish refused: %s\n",
+                pae->ErrText != NULL ? pae->ErrText : natsStatus_GetText(pae->Err));
+    }
+}
+
+static natsStatus js_open(natsConnection *nc, jsCtx **js)
+{
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.PublishAsync.MaxPending = 4096; /* what gust-bench-pub uses */
+    /* A full window waits for PubAcks rather than failing after the default 200 ms: on
+     * a loaded machine the server can fall that far behind without losing anything. */
+    jo.PublishAsync.StallWait = WAIT_S * 1000;
+    jo.PublishAsync.ErrHandler = on_pub_error;
+    return natsConnection_JetStream(js, nc, &jo);
+}
+
+/* A fresh file stream NAME on the subjects NAME.> (deleted first if it exists). */
+static natsStatus stream_create(jsCtx *js, const char *name)
+{
+    char subject[128];
+    snprintf(subject, sizeof(subject), "%s.>", name);
+    const char *subjects[] = {subject};
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = name;
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    sc.Retention = js_LimitsPolicy;
+    jsErrCode jerr = 0;
+    js_DeleteStream(js, name, NULL, &jerr);
+    jsStreamInfo *si = NULL;
+    natsStatus s = js_AddStream(&si, js, &sc, NULL, &jerr);
+    jsStreamInfo_Destroy(si);
+    return s;
+}
+
+static int64_t stream_msgs(jsCtx *js, const char *name)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    if (js_GetStreamInfo(&si, js, name, NULL, &jerr) != NATS_OK) {
+        return -1;
+    }
+    int64_t n = (int64_t)si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    return n;
+}
+
+/* Publishes n messages numbered first.. to subject; waits for every PubAck. */
+static natsStatus publish_all(jsCtx *js, const char *subject, int size, uint64_t n)
+{
+    char *buf = payload_new(size);
+    if (buf == NULL) {
+        return NATS_NO_MEMORY;
+    }
+    natsStatus s = NATS_OK;
+    for (uint64_t i = 1; i <= n && s == NATS_OK; i++) {
+        number(buf, i);
+        s = js_PublishAsync(js, subject, buf, size, NULL);
+    }
+    if (s == NATS_OK) {
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = WAIT_S * 1000;
+        s = js_PublishAsyncComplete(js, &po);
+    }
+    free(buf);
+    return s != NATS_OK ? s : atomic_load(&refused) > 0 ? NATS_ERR : NATS_OK;
+}
+
+/* ---- jspub ---- */
+
+static int run_jspub(int size, uint64_t n, const char *name)
+{
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    char subject[128];
+    snprintf(subject, sizeof(subject), "%s.x", name);
+    natsStatus s = bus_connect(&nc, 0);
+    if (s == NATS_OK) s = js_open(nc, &js);
+    if (s == NATS_OK) s = stream_create(js, name);
+    if (s != NATS_OK) {
+        return fail("jspub: stream", s);
+    }
+    uint64_t t0 = mono_ns();
+    s = publish_all(js, subject, size, n);
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    int64_t stored = stream_msgs(js, name);
+    int ok = s == NATS_OK && stored == (int64_t)n;
+    printf("{\"size\":%d,\"messages\":%" PRIu64 ",\"stored\":%" PRId64 ",\"refused\":%ld,\"seconds\":%.3f,"
+           "\"rate\":%.0f,\"ok\":%s}\n",
+           size, n, stored, atomic_load(&refused), secs, (double)n / secs, ok ? "true" : "false");
+    jsErrCode jerr = 0;
+    js_DeleteStream(js, name, NULL, &jerr);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    if (!ok) {
+        fprintf(stderr, "gust-bench-bus: jspub: %s, %" PRId64 " of %" PRIu64 " stored\n", natsStatus_GetText(s),
+                stored, n);
+    }
+    return ok ? 0 : 1;
+}
+
+/* ---- fetch and relay: a durable pull consumer like a gust unit's ---- */
+
+static natsStatus pull_subscribe(jsCtx *js, natsSubscription **sub, const char *stream, const char *filter,
+                                 int batch)
+{
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Config.AckPolicy = js_AckExplicit;
+    so.Config.MaxDeliver = -1;
+    so.Config.MaxAckPending = batch * 8 > 1000 ? batch * 8 : 1000; /* as gust's consumer */
+    jsErrCode jerr = 0;
+    return js_PullSubscribe(sub, js, filter, "bench", NULL, &so, &jerr);
+}
+
+/* Waits for the server to count every message acked: 0 when the consumer has delivered
+ * n, acked n, with none pending and none redelivered (so each was acked once). */
+static int consumer_all_acked(jsCtx *js, const char *stream, uint64_t n, char *why, size_t whylen)
+{
+    uint64_t until = mono_ns() + 10ull * 1000000000u;
+    for (;;) {
+        jsConsumerInfo *ci = NULL;
+        jsErrCode jerr = 0;
+        natsStatus s = js_GetConsumerInfo(&ci, js, stream, "bench", NULL, &jerr);
+        if (s != NATS_OK) {
+            snprintf(why, whylen, "consumer info: %s", natsStatus_GetText(s));
+            return -1;
+        }
+        /* Consumer sequences: the stream's also count what the relay stored on .out. */
+        int done = ci->AckFloor.Consumer == n && ci->NumAckPending == 0 && ci->Delivered.Consumer == n &&
+                   ci->NumRedelivered == 0 && ci->NumPending == 0;
+        snprintf(why, whylen, "delivered %" PRIu64 ", ack floor %" PRIu64 ", ack pending %" PRId64
+                 ", redelivered %" PRId64 ", pending %" PRIu64,
+                 ci->Delivered.Consumer, ci->AckFloor.Consumer, ci->NumAckPending, ci->NumRedelivered,
+                 ci->NumPending);
+        jsConsumerInfo_Destroy(ci);
+        if (done) {
+            return 0;
+        }
+        if (mono_ns() > until) {
+            return -1;
+        }
+        sleep_ms(10);
+    }
+}
+
+/* Each fetched message's stream sequence must be new and within 1..n. */
+static int check_seq(natsMsg *m, uint8_t *seen, uint64_t n)
+{
+    jsMsgMetaData *meta = NULL;
+    if (natsMsg_GetMetaData(&meta, m) != NATS_OK) {
+        return -1;
+    }
+    uint64_t seq = meta->Sequence.Stream;
+    jsMsgMetaData_Destroy(meta);
+    if (seq < 1 || seq > n || seen[seq]) {
+        return -1;
+    }
+    seen[seq] = 1;
+    return 0;
+}
+
+static int run_fetch(int batch, uint64_t n, const char *name, int size, int relay)
+{
+    natsConnection *nc = NULL, *cc = NULL;
+    natsSubscription *sub = NULL, *counted = NULL;
+    jsCtx *js = NULL;
+    struct counter c;
+    char in[128], out[128], why[256] = "";
+    snprintf(in, sizeof(in), "%s.in", name);
+    snprintf(out, sizeof(out), "%s.out", name);
+    uint8_t *seen = calloc(n + 1, 1);
+    if (seen == NULL || counter_init(&c, n) != 0) {
+        return fail("fetch", NATS_NO_MEMORY);
+    }
+    natsStatus s = bus_connect(&nc, 0);
+    if (s == NATS_OK) s = js_open(nc, &js);
+    if (s == NATS_OK) s = stream_create(js, name);
+    if (s != NATS_OK) {
+        return fail("fetch: stream", s);
+    }
+    uint64_t p0 = mono_ns();
+    s = publish_all(js, in, size, n);
+    double store_secs = (double)(mono_ns() - p0) / 1e9;
+    if (s != NATS_OK) {
+        return fail("fetch: storing the input", s);
+    }
+    if (relay) {
+        s = bus_connect(&cc, 0);
+        if (s == NATS_OK) s = subscribe_counter(cc, &counted, out, &c);
+    }
+    if (s == NATS_OK) s = pull_subscribe(js, &sub, name, in, batch);
+    if (s != NATS_OK) {
+        return fail("fetch: consumer", s);
+    }
+
+    uint64_t got = 0, fetches = 0, bad = 0, fetch_ns = 0, barrier_ns = 0;
+    uint64_t t0 = mono_ns(), idle_since = t0;
+    natsMsgList list = {0};
+    while (got < n && bad == 0) {
+        uint64_t f0 = mono_ns();
+        jsErrCode jerr = 0;
+        s = natsSubscription_Fetch(&list, sub, batch, 1000, &jerr);
+        fetch_ns += mono_ns() - f0;
+        fetches++;
+        if (s == NATS_TIMEOUT) {
+            if (mono_ns() - idle_since > (uint64_t)WAIT_S * 1000000000u) {
+                break;
+            }
+            continue;
+        }
+        if (s != NATS_OK) {
+            return fail("fetch", s);
+        }
+        idle_since = mono_ns();
+        for (int i = 0; i < list.Count; i++) {
+            bad += check_seq(list.Msgs[i], seen, n) != 0;
+        }
+        if (relay) {
+            /* Publish before ack: the batch is acked only once all of it is stored. */
+            uint64_t b0 = mono_ns();
+            for (int i = 0; i < list.Count && s == NATS_OK; i++) {
+                s = js_PublishAsync(js, out, natsMsg_GetData(list.Msgs[i]), natsMsg_GetDataLength(list.Msgs[i]),
+                                    NULL);
+            }
+            /* As gust's consumer: send the publishes now, not at the flusher's next turn. */
+            if (s == NATS_OK) s = natsConnection_FlushTimeout(nc, 1000);
+            jsPubOptions po;
+            jsPubOptions_Init(&po);
+            po.MaxWait = WAIT_S * 1000;
+            if (s == NATS_OK) s = js_PublishAsyncComplete(js, &po);
+            barrier_ns += mono_ns() - b0;
+            if (s != NATS_OK || atomic_load(&refused) > 0) {
+                return fail("relay: publish", s != NATS_OK ? s : NATS_ERR);
+            }
+        }
+        for (int i = 0; i < list.Count; i++) {
+            natsMsg_Ack(list.Msgs[i], NULL);
+        }
+        got += (uint64_t)list.Count;
+        natsMsgList_Destroy(&list);
+    }
+    s = natsConnection_FlushTimeout(nc, WAIT_S * 1000);
+    uint64_t t1 = mono_ns();
+    int arrived = relay ? counter_wait(&c) == 0 : 1;
+    uint64_t end = relay && c.last_ns > t1 ? c.last_ns : t1;
+    int acked = s == NATS_OK && consumer_all_acked(js, name, n, why, sizeof(why)) == 0;
+    int64_t stored = stream_msgs(js, name);
+    int ok = got == n && bad == 0 && arrived && acked && stored == (int64_t)(relay ? 2 * n : n) &&
+             c.duplicates == 0 && c.bad == 0;
+    double secs = (double)(end - t0) / 1e9;
+    printf("{\"batch\":%d,\"size\":%d,\"messages\":%" PRIu64 ",\"fetched\":%" PRIu64 ",\"bad_sequences\":%" PRIu64
+           ",\"fetches\":%" PRIu64 ",\"all_acked\":%s,\"stream_msgs\":%" PRId64,
+           batch, size, n, got, bad, fetches, acked ? "true" : "false", stored);
+    if (relay) {
+        printf(",\"arrived_unique\":%" PRIu64 ",\"arrived_duplicates\":%" PRIu64 ",\"fetch_seconds\":%.3f"
+               ",\"barrier_seconds\":%.3f",
+               (uint64_t)atomic_load(&c.unique), c.duplicates, (double)fetch_ns / 1e9, (double)barrier_ns / 1e9);
+    }
+    printf(",\"store_seconds\":%.3f,\"seconds\":%.3f,\"rate\":%.0f,\"ok\":%s}\n", store_secs, secs,
+           secs > 0 ? (double)n / secs : 0.0, ok ? "true" : "false");
+    if (!ok) {
+        fprintf(stderr, "gust-bench-bus: %s: fetched %" PRIu64 " of %" PRIu64 " (%" PRIu64
+                " bad), arrived %" PRIu64 ", stream holds %" PRId64 "; %s\n",
+                relay ? "relay" : "fetch", got, n, bad, (uint64_t)atomic_load(&c.unique), stored, why);
+    }
+    natsSubscription_Destroy(sub);
+    natsSubscription_Destroy(counted);
+    jsErrCode jerr = 0;
+    js_DeleteStream(js, name, NULL, &jerr);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    natsConnection_Destroy(cc);
+    free(seen);
+    free(c.seen);
+    return ok ? 0 : 1;
+}
+
+/* ---- reqrep ---- */
+
+static void on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+    (void)sub;
+    (void)closure;
+    if (natsMsg_GetReply(m) != NULL) {
+        natsConnection_Publish(nc, natsMsg_GetReply(m), natsMsg_GetData(m), natsMsg_GetDataLength(m));
+    }
+    natsMsg_Destroy(m);
+}
+
+static int run_reqrep(uint64_t n, int size, int asap)
+{
+    natsConnection *req = NULL, *resp = NULL;
+    natsSubscription *sub = NULL;
+    uint64_t *lat = calloc(n, sizeof(*lat));
+    char *buf = payload_new(size);
+    if (lat == NULL || buf == NULL) {
+        return fail("reqrep", NATS_NO_MEMORY);
+    }
+    natsStatus s = bus_connect(&resp, asap);
+    if (s == NATS_OK) s = bus_connect(&req, asap);
+    if (s == NATS_OK) s = natsConnection_Subscribe(&sub, resp, "bus.req", on_request, NULL);
+    if (s == NATS_OK) s = natsConnection_Flush(resp);
+    if (s != NATS_OK) {
+        return fail("reqrep: connect", s);
+    }
+    /* Warm up: the first request sets up the requester's reply subscription. */
+    for (int i = 0; i < 50 && s == NATS_OK; i++) {
+        natsMsg *r = NULL;
+        number(buf, 0);
+        s = natsConnection_Request(&r, req, "bus.req", buf, size, 5000);
+        natsMsg_Destroy(r);
+    }
+    uint64_t wrong = 0, t0 = mono_ns();
+    for (uint64_t i = 1; i <= n && s == NATS_OK; i++) {
+        natsMsg *r = NULL;
+        number(buf, i);
+        uint64_t a = mono_ns();
+        s = natsConnection_Request(&r, req, "bus.req", buf, size, 5000);
+        lat[i - 1] = mono_ns() - a;
+        if (s == NATS_OK && number_of(natsMsg_GetData(r), natsMsg_GetDataLength(r)) != i) {
+            wrong++;
+        }
+        natsMsg_Destroy(r);
+    }
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    if (s != NATS_OK || wrong > 0) {
+        fprintf(stderr, "gust-bench-bus: reqrep: %s, %" PRIu64 " wrong replies\n", natsStatus_GetText(s), wrong);
+        return 1;
+    }
+    printf("{\"requests\":%" PRIu64 ",\"size\":%d,\"send_asap\":%s,\"wrong_replies\":0,\"seconds\":%.3f,"
+           "\"rate\":%.0f,\"latency_ms\":",
+           n, size, asap ? "true" : "false", secs, (double)n / secs);
+    print_percentiles(lat, n);
+    printf(",\"ok\":true}\n");
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(req);
+    natsConnection_Destroy(resp);
+    free(lat);
+    free(buf);
+    return 0;
+}
+
+/* ---- flood ---- */
+
+struct publisher {
+    natsConnection *nc;
+    int index, size;
+    uint64_t n;
+    pthread_barrier_t *start;
+    uint64_t t0, t1;
+    natsStatus s;
+};
+
+/* Payload: "<global number, 20 digits> <send ns, 20 digits>" then filler. */
+static void *publish_burst(void *arg)
+{
+    struct publisher *p = arg;
+    char *buf = payload_new(p->size);
+    pthread_barrier_wait(p->start);
+    p->t0 = mono_ns();
+    p->s = buf != NULL ? NATS_OK : NATS_NO_MEMORY;
+    for (uint64_t i = 1; i <= p->n && p->s == NATS_OK; i++) {
+        number(buf, (uint64_t)p->index * p->n + i);
+        char t[24];
+        snprintf(t, sizeof(t), " %020" PRIu64, mono_ns());
+        memcpy(buf + 20, t, 21);
+        p->s = natsConnection_Publish(p->nc, "bus.flood", buf, p->size);
+    }
+    if (p->s == NATS_OK) p->s = natsConnection_FlushTimeout(p->nc, WAIT_S * 1000);
+    p->t1 = mono_ns();
+    free(buf);
+    return NULL;
+}
+
+static int run_flood(int pubs, uint64_t n, int size)
+{
+    uint64_t total = (uint64_t)pubs * n;
+    struct counter c;
+    struct publisher *p = calloc((size_t)pubs, sizeof(*p));
+    pthread_t *th = calloc((size_t)pubs, sizeof(*th));
+    if (p == NULL || th == NULL || size < 41 || counter_init(&c, total) != 0 ||
+        (c.latency_ns = calloc(total, sizeof(uint64_t))) == NULL) {
+        fprintf(stderr, "gust-bench-bus: flood: out of memory or SIZE < 41\n");
+        return 1;
+    }
+    natsConnection *subc = NULL;
+    natsSubscription *sub = NULL;
+    natsStatus s = bus_connect(&subc, 0);
+    if (s == NATS_OK) s = subscribe_counter(subc, &sub, "bus.flood", &c);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)pubs + 1);
+    for (int i = 0; i < pubs && s == NATS_OK; i++) {
+        p[i] = (struct publisher){.index = i, .size = size, .n = n, .start = &start};
+        s = bus_connect(&p[i].nc, 0);
+    }
+    if (s != NATS_OK) {
+        return fail("flood: connect", s);
+    }
+    for (int i = 0; i < pubs; i++) {
+        pthread_create(&th[i], NULL, publish_burst, &p[i]);
+    }
+    pthread_barrier_wait(&start);
+    uint64_t burst_end = 0, t0 = UINT64_MAX;
+    for (int i = 0; i < pubs; i++) {
+        pthread_join(th[i], NULL);
+        s = s == NATS_OK ? p[i].s : s;
+        t0 = p[i].t0 < t0 ? p[i].t0 : t0;
+        burst_end = p[i].t1 > burst_end ? p[i].t1 : burst_end;
+    }
+    int complete = s == NATS_OK && counter_wait(&c) == 0;
+    int ok = complete && c.duplicates == 0 && c.bad == 0;
+    double drain = (double)(c.last_ns - t0) / 1e9;
+    printf("{\"publishers\":%d,\"per_publisher\":%" PRIu64 ",\"size\":%d,\"messages\":%" PRIu64
+           ",\"received\":%" PRIu64 ",\"unique\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"bad\":%" PRIu64
+           ",\"burst_seconds\":%.3f,\"drain_seconds\":%.3f,\"rate\":%.0f,\"latency_ms\":",
+           pubs, n, size, total, c.received, (uint64_t)atomic_load(&c.unique), c.duplicates, c.bad,
+           (double)(burst_end - t0) / 1e9, drain, drain > 0 ? (double)total / drain : 0.0);
+    print_percentiles(c.latency_ns, c.nlatency > 0 ? c.nlatency : 1);
+    printf(",\"ok\":%s}\n", ok ? "true" : "false");
+    if (!ok) {
+        fprintf(stderr, "gust-bench-bus: flood: %s, %" PRIu64 " of %" PRIu64 " arrived\n", natsStatus_GetText(s),
+                (uint64_t)atomic_load(&c.unique), total);
+    }
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(subc);
+    for (int i = 0; i < pubs; i++) {
+        natsConnection_Destroy(p[i].nc);
+    }
+    pthread_barrier_destroy(&start);
+    free(p);
+    free(th);
+    free(c.seen);
+    free(c.latency_ns);
+    return ok ? 0 : 1;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME | fetch BATCH N NAME [SIZE] |\n"
+                    "       relay BATCH N NAME [SIZE] | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        return usage();
+    }
+    url = argv[1];
+    const char *test = argv[2];
+    long a = atol(argv[3]), b = atol(argv[4]);
+    if (a < 1 || b < 1) {
+        return usage();
+    }
+    int rc;
+    if (strcmp(test, "core") == 0 && a >= 20) {
+        rc = run_core((int)a, (uint64_t)b);
+    } else if (strcmp(test, "jspub") == 0 && argc > 5 && a >= 20) {
+        rc = run_jspub((int)a, (uint64_t)b, argv[5]);
+    } else if ((strcmp(test, "fetch") == 0 || strcmp(test, "relay") == 0) && argc > 5) {
+        int size = argc > 6 ? atoi(argv[6]) : 400;
+        rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r') : usage();
+    } else if (strcmp(test, "reqrep") == 0 && argc > 5 && b >= 20) {
+        rc = run_reqrep((uint64_t)a, (int)b, atoi(argv[5]));
+    } else if (strcmp(test, "flood") == 0 && argc > 5) {
+        rc = run_flood((int)a, (uint64_t)b, atoi(argv[5]));
+    } else {
+        return usage();
+    }
+    nats_Close();
+    return rc;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Smoke test of bench/bus.sh: one round with tiny sizes against a fresh nats-server; checks
+# that every section of the JSON is there and that its counts match the sizes asked for.
+# Rates are printed, never judged.
+#
+#   bench/tools/test_bus.sh [BUILD_DIR]    (default build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=$(cd "${1:-build}" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+BUILD=$BUILD BUS_OUT=$TMP/bus.json BUS_ROUNDS=1 BUS_CORE_N=3000 BUS_CORE_KIB_N=2000 BUS_JS_N=1000 \
+    BUS_FETCH_N=1000 BUS_RELAY_N=700 BUS_RELAY_BATCH=64 BUS_REQ_N=50 BUS_FLOOD_PUBS=3 BUS_FLOOD_N=400 \
+    bench/bus.sh >"$TMP/stdout.json"
+cmp -s "$TMP/stdout.json" "$TMP/bus.json" || { echo "FAIL: stdout and BUS_OUT differ"; exit 1; }
+python3 - "$TMP/bus.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def need(cond, what):
+    if not cond:
+        sys.exit("FAIL: %s" % what)
+need(d["scenario"] == "bus" and d["ok"] is True and d["rounds"] == 1, "header: %s" % d)
+for k in ("machine", "nats_server", "nats_c", "load_average_1m_start", "date"):
+    need(k in d, "no %s" % k)
+def one(key, **want):
+    s = d[key]
+    need(s["ok"] is True and len(s["rounds"]) == 1 and s["rate_median"] > 0, "%s: %s" % (key, s))
+    r = s["rounds"][0]
+    for k, v in want.items():
+        need(r[k] == v, "%s.%s = %s, want %s" % (key, k, r[k], v))
+    return r
+one("core_pubsub_128", size=128, messages=3000, received=3000, unique=3000, duplicates=0, bad=0)
+one("core_pubsub_1k", size=1024, messages=2000, received=2000, unique=2000, duplicates=0, bad=0)
+one("js_async_publish", messages=1000, stored=1000, refused=0)
+for b in (64, 256):
+    one("pull_fetch_ack_%d" % b, batch=b, messages=1000, fetched=1000, bad_sequences=0, all_acked=True,
+        stream_msgs=1000)
+one("relay_publish_before_ack", batch=64, messages=700, fetched=700, all_acked=True, stream_msgs=1400,
+    arrived_unique=700, arrived_duplicates=0)
+for key, asap in (("request_reply_send_asap", True), ("request_reply_default", False)):
+    r = d[key]
+    need(r["requests"] == 50 and r["wrong_replies"] == 0 and r["send_asap"] is asap, "%s: %s" % (key, r))
+    l = r["latency_ms"]
+    need(0 < l["p50"] <= l["p90"] <= l["p99"] <= l["max"], "%s percentiles %s" % (key, l))
+f = one("flood", publishers=3, per_publisher=400, messages=1200, received=1200, unique=1200, duplicates=0)
+need(f["latency_ms"]["p50"] <= f["latency_ms"]["p99"] and d["flood"]["drain_seconds_median"] > 0, "flood: %s" % f)
+print("ok: bus.json complete; core %.0f/s, relay %.0f/s, request p50 %.3f ms (not judged)" % (
+    d["core_pubsub_128"]["rate_median"], d["relay_publish_before_ack"]["rate_median"],
+    d["request_reply_send_asap"]["latency_ms"]["p50"]))
+PY
+
+# A server that is not there: the tool says so and fails.
+FREE=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if "$BUILD/bench/gust-bench-bus" "nats://127.0.0.1:$FREE" core 128 10 2>"$TMP/err"; then
+    echo "FAIL: gust-bench-bus succeeded without a server"; exit 1
+fi
+grep -q "gust-bench-bus: core" "$TMP/err" || { echo "FAIL: no clear message: $(cat "$TMP/err")"; exit 1; }
+echo "ok: $(head -1 "$TMP/err")"
+echo "bus smoke test passed"
