@@ -33,8 +33,7 @@ static const struct gust_host_api *host;
 static const struct gust_schema_key schema[] = {
     {"url", GUST_T_STR, NULL, GUST_K_REQUIRED, "what to GET (http:// or https://)"},
     {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "where to publish the body"},
-    {"interval", GUST_T_DURATION, "10s", 0,
-     "time between polls (at least 10ms); the first is at start"},
+    {"interval", GUST_T_DURATION, "10s", 0, "time between polls (at least 10ms); the first is at start"},
     {"timeout", GUST_T_DURATION, "5s", 0, "limit for one request, connecting included"},
     {"header", GUST_T_LIST, NULL, GUST_K_SECRET,
      "request header \"Name: value\", repeatable; literal (use ${ENV}), never logged"},
@@ -47,11 +46,9 @@ static const struct gust_schema_key schema[] = {
      "or the environment variable holding that token, read at start"},
     {"envelope", GUST_T_BOOL, "off", 0,
      "on: publish {\"url\",\"fetched_at\",\"status\",\"body\"} (url without user info and query)"},
-    {"split_array", GUST_T_BOOL, "off", 0,
-     "on: a JSON array body is published as one message per element"},
+    {"split_array", GUST_T_BOOL, "off", 0, "on: a JSON array body is published as one message per element"},
     {"max_body", GUST_T_SIZE, "1m", 0, "larger bodies are an error (counted, logged)"},
-    {"stats_interval", GUST_T_DURATION, "60s", 0,
-     "log the counters this often (0: only when stopping)"},
+    {"stats_interval", GUST_T_DURATION, "60s", 0, "log the counters this often (0: only when stopping)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -122,8 +119,8 @@ static int publish_one(void *ud, const char *data, size_t len)
         }
         n = (size_t)sprintf(p->env, "{\"url\":");
         n += source_json_quote(p->env + n, p->conf.url_shown);
-        n += (size_t)sprintf(p->env + n, ",\"fetched_at\":\"%s\",\"status\":%ld,\"body\":",
-                             p->fetched_at, p->status);
+        n += (size_t)sprintf(p->env + n, ",\"fetched_at\":\"%s\",\"status\":%ld,\"body\":", p->fetched_at,
+                             p->status);
         memcpy(p->env + n, data, len);
         n += len;
         p->env[n++] = '}';
@@ -151,16 +148,15 @@ static void poll_run(void *ud, uint64_t n)
         return;
     }
     if (rc != 0) {
-        poll_failed(p, rc == GUST_EINVAL ? &p->too_large : &p->conn_errors, "%s: %s",
-                    p->conf.url_shown, why);
+        poll_failed(p, rc == GUST_EINVAL ? &p->too_large : &p->conn_errors, "%s: %s", p->conf.url_shown, why);
         return;
     }
     if (p->status < 200 || p->status > 299) {
         poll_failed(p, &p->http_errors, "http %ld from %s", p->status, p->conf.url_shown);
         return;
     }
-    while (start < len && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' ||
-                           body[start] == '\n')) {
+    while (start < len &&
+           (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' || body[start] == '\n')) {
         start++;
     }
     while (len > start && (body[len - 1] == ' ' || body[len - 1] == '\t' || body[len - 1] == '\r' ||

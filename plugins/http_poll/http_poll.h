@@ -46,8 +46,8 @@ int http_poll_fetch_create(struct http_poll_fetch **out, const struct http_poll_
  * (borrowed until the next call), or negative with the reason in why (no secret in it):
  * GUST_EIO connection error or timeout, GUST_EINVAL body over max_body, GUST_EAGAIN
  * stopped. */
-int http_poll_fetch_get(struct http_poll_fetch *f, long *status, const char **body, size_t *len,
-                        char *why, size_t why_size);
+int http_poll_fetch_get(struct http_poll_fetch *f, long *status, const char **body, size_t *len, char *why,
+                        size_t why_size);
 /* Makes a GET in progress return at once. Thread-safe. */
 void http_poll_fetch_wake(struct http_poll_fetch *f);
 void http_poll_fetch_destroy(struct http_poll_fetch *f);

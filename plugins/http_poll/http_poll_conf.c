@@ -27,8 +27,8 @@ static int parse_url(struct http_poll_conf *conf, const char *url)
 
     if (ok) {
         curl_url_get(u, CURLUPART_PORT, &port, 0); /* absent: the scheme's default */
-        snprintf(conf->url_shown, sizeof(conf->url_shown), "%s://%s%s%s%s", scheme, hostname,
-                 port ? ":" : "", port ? port : "", path);
+        snprintf(conf->url_shown, sizeof(conf->url_shown), "%s://%s%s%s%s", scheme, hostname, port ? ":" : "",
+                 port ? port : "", path);
     }
     curl_free(scheme);
     curl_free(hostname);
@@ -63,8 +63,8 @@ static int is_header(const char *h, const char *name)
     return strncasecmp(h, name, n) == 0 && h[n] == ':';
 }
 
-int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *api,
-                        const struct gust_cfg *cfg, struct gust_err *err)
+int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                        struct gust_err *err)
 {
     int auth_header = 0;
 
@@ -83,8 +83,7 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
     }
     c->timeout_ms = api->cfg_int(cfg, "timeout");
     if (c->timeout_ms < 10) {
-        return source_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms",
-                          api->cfg_where(cfg, "timeout"));
+        return source_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", api->cfg_where(cfg, "timeout"));
     }
     c->stats_ms = api->cfg_int(cfg, "stats_interval");
     if (c->stats_ms != 0 && c->stats_ms < 100) {
@@ -103,8 +102,8 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
         const char *why = check_header(h);
         if (why) {
             /* The value may be a secret: the header is named by its position only. */
-            return source_err(err, GUST_ECONFIG, "%s: header #%zu %s",
-                              api->cfg_where(cfg, "header"), i + 1, why);
+            return source_err(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
+                              why);
         }
         auth_header |= is_header(h, "Authorization");
     }
@@ -113,8 +112,7 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
                           api->cfg_where(cfg, "bearer_token_env"));
     }
     if (auth_header && (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
-        return source_err(err, GUST_ECONFIG,
-                          "%s: an Authorization header and a bearer token are exclusive",
+        return source_err(err, GUST_ECONFIG, "%s: an Authorization header and a bearer token are exclusive",
                           api->cfg_where(cfg, "header"));
     }
     return 0;
@@ -151,8 +149,8 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
         return 0;
     }
     if (!(f = fopen(path, "re"))) {
-        return source_err(err, GUST_ECONFIG, "%s: header_file: %s: %s",
-                          api->cfg_where(cfg, "header_file"), path, strerror(errno));
+        return source_err(err, GUST_ECONFIG, "%s: header_file: %s: %s", api->cfg_where(cfg, "header_file"),
+                          path, strerror(errno));
     }
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         size_t n = strcspn(line, "\r\n");
@@ -181,8 +179,8 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
 
 /* "Authorization: Bearer <token>" from bearer_token_file (its first line) or the
  * environment variable bearer_token_env names. */
-static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
-                      const struct gust_cfg *cfg, struct gust_err *err)
+static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                      struct gust_err *err)
 {
     const char *path = api->cfg_str(cfg, "bearer_token_file");
     const char *env = api->cfg_str(cfg, "bearer_token_env");
@@ -193,8 +191,8 @@ static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
     if (path) {
         FILE *f = fopen(path, "re");
         if (!f) {
-            return source_err(err, GUST_ECONFIG, "%s: bearer_token_file: %s: %s",
-                              api->cfg_where(cfg, key), path, strerror(errno));
+            return source_err(err, GUST_ECONFIG, "%s: bearer_token_file: %s: %s", api->cfg_where(cfg, key),
+                              path, strerror(errno));
         }
         if (!fgets(token, sizeof(token), f)) {
             token[0] = '\0';
@@ -208,8 +206,9 @@ static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
     }
     token[strcspn(token, "\r\n")] = '\0';
     if (!token[0]) {
-        rc = source_err(err, GUST_ECONFIG, path ? "%s: bearer_token_file: %s is empty"
-                                                : "%s: bearer_token_env: $%s is not set or empty",
+        rc = source_err(err, GUST_ECONFIG,
+                        path ? "%s: bearer_token_file: %s is empty"
+                             : "%s: bearer_token_env: $%s is not set or empty",
                         api->cfg_where(cfg, key), path ? path : env);
     } else {
         snprintf(line, sizeof(line), "Authorization: Bearer %s", token);

@@ -107,8 +107,8 @@ void http_poll_fetch_wake(struct http_poll_fetch *f)
     }
 }
 
-int http_poll_fetch_get(struct http_poll_fetch *f, long *status, const char **body, size_t *len,
-                        char *why, size_t why_size)
+int http_poll_fetch_get(struct http_poll_fetch *f, long *status, const char **body, size_t *len, char *why,
+                        size_t why_size)
 {
     CURLcode code = CURLE_OK;
     int running = 1, done = 0, stopped = 0;

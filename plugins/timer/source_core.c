@@ -70,8 +70,7 @@ void source_rfc3339(char *buf, size_t size, int64_t epoch_ms)
     snprintf(buf, size, "%s.%03dZ", day, (int)(epoch_ms % 1000));
 }
 
-int source_core_create(struct source_core **out, const struct source_core_conf *conf,
-                       struct gust_err *err)
+int source_core_create(struct source_core **out, const struct source_core_conf *conf, struct gust_err *err)
 {
     struct source_core *c = calloc(1, sizeof(*c));
     pthread_condattr_t ca;
@@ -244,8 +243,7 @@ static void on_done(void *ud, int status, uint64_t seq, const char *error)
     if (status == 0) {
         atomic_fetch_add(&c->counts.stored, 1);
         if (atomic_exchange(&c->failing, 0) == 1) {
-            c->conf.api->log(c->conf.inst, GUST_LOG_INFO,
-                             "publishing again (%" PRIu64 " failed so far)",
+            c->conf.api->log(c->conf.inst, GUST_LOG_INFO, "publishing again (%" PRIu64 " failed so far)",
                              (uint64_t)atomic_load(&c->counts.failed));
         }
     } else {
@@ -279,8 +277,7 @@ int source_core_publish(struct source_core *c, const char *subject, const void *
             pthread_cond_broadcast(&c->idle);
         }
         pthread_mutex_unlock(&c->lock);
-        if (rc != GUST_EAGAIN || atomic_load(&c->stopping) ||
-            source_mono_ms() + pause >= c->next_due) {
+        if (rc != GUST_EAGAIN || atomic_load(&c->stopping) || source_mono_ms() + pause >= c->next_due) {
             note_failure(c, rc == GUST_EAGAIN ? "the bus is not connected or has too many "
                                                 "publishes pending"
                                               : "the host refused the publish");

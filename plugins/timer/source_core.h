@@ -42,8 +42,7 @@ struct source_pub_counts {
 };
 
 /* conf is copied. No thread yet (create does no I/O). */
-int source_core_create(struct source_core **out, const struct source_core_conf *conf,
-                       struct gust_err *err);
+int source_core_create(struct source_core **out, const struct source_core_conf *conf, struct gust_err *err);
 /* Starts the thread; the first run is first_delay_ms from now (0: at once). */
 int source_core_start(struct source_core *c, int64_t first_delay_ms, struct gust_err *err);
 /* Wakes the thread and joins it: returns as soon as the current run() notices, which is
@@ -74,8 +73,7 @@ int64_t source_mono_ms(void);
 void source_rfc3339(char *buf, size_t size, int64_t epoch_ms);
 
 /* Formats into err->msg (err may be NULL) and returns code. */
-int source_err(struct gust_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int source_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* --- source_json.c --- */
 
@@ -85,14 +83,14 @@ enum source_json_top { SJ_OBJECT = 1, SJ_ARRAY, SJ_SCALAR };
  * around it allowed). Returns its kind, or 0 with the reason (one line) in why.
  * When keys is given (a NULL-terminated list), a top-level object key equal to one of
  * them is reported in *clash (borrowed from keys), NULL otherwise. */
-int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash,
-                      char *why, size_t why_size);
+int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash, char *why,
+                      size_t why_size);
 
 /* Calls fn for each element of the JSON array in data (which source_json_check found to
  * be an array), with the element's exact bytes. Stops when fn returns nonzero and
  * returns that. */
-int source_json_each(const char *data, size_t len,
-                     int (*fn)(void *ud, const char *elem, size_t elen), void *ud);
+int source_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
+                     void *ud);
 
 /* Appends s as a JSON string (quotes included) to out, which has room for 6 * strlen(s)
  * + 3 bytes. Returns the number of bytes written. */

@@ -55,8 +55,8 @@ static size_t skip_ws(const char *d, size_t len, size_t i)
     return i;
 }
 
-int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash,
-                      char *why, size_t why_size)
+int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash, char *why,
+                      size_t why_size)
 {
     struct scan s = {.keys = keys};
     size_t i = skip_ws(data, len, 0);
@@ -94,8 +94,8 @@ int source_json_check(const char *data, size_t len, const char *const *keys, con
     return kind;
 }
 
-int source_json_each(const char *data, size_t len,
-                     int (*fn)(void *ud, const char *elem, size_t elen), void *ud)
+int source_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
+                     void *ud)
 {
     size_t i = skip_ws(data, len, 0);
 
@@ -133,8 +133,8 @@ int source_json_each(const char *data, size_t len,
             }
         }
         end = i;
-        while (end > start && (data[end - 1] == ' ' || data[end - 1] == '\t' ||
-                               data[end - 1] == '\r' || data[end - 1] == '\n')) {
+        while (end > start && (data[end - 1] == ' ' || data[end - 1] == '\t' || data[end - 1] == '\r' ||
+                               data[end - 1] == '\n')) {
             end--;
         }
         if ((rc = fn(ud, data + start, end - start)) != 0) {

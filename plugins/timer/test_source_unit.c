@@ -8,16 +8,16 @@
 
 static int failed, passed;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (cond) {                                                                                          \
+            passed++;                                                                                        \
+        } else {                                                                                             \
+            failed++;                                                                                        \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
+            printf(__VA_ARGS__);                                                                             \
+            printf("\n");                                                                                    \
+        }                                                                                                    \
     } while (0)
 
 static int check(const char *s, const char *const *keys, const char **clash, char *why)
@@ -42,8 +42,10 @@ static void test_check(void)
     CHECK(check("{} {}", NULL, NULL, why) == 0, "two values");
     CHECK(check("<html>", NULL, NULL, why) == 0, "html");
     CHECK(check("{\"a\":\"\xff\"}", NULL, NULL, why) == 0, "invalid UTF-8");
-    CHECK(check("{\"ts\":1}", keys, &clash, why) == SJ_OBJECT && clash && strcmp(clash, "ts") == 0, "clash ts");
-    CHECK(check("{\"x\":{\"ts\":1},\"tsx\":2}", keys, &clash, why) == SJ_OBJECT && !clash, "nested ts is no clash");
+    CHECK(check("{\"ts\":1}", keys, &clash, why) == SJ_OBJECT && clash && strcmp(clash, "ts") == 0,
+          "clash ts");
+    CHECK(check("{\"x\":{\"ts\":1},\"tsx\":2}", keys, &clash, why) == SJ_OBJECT && !clash,
+          "nested ts is no clash");
     CHECK(check("{\"a\":[{\"tick\":1}],\"tick\":2}", keys, &clash, why) == SJ_OBJECT && clash &&
               strcmp(clash, "tick") == 0,
           "clash after nesting");

@@ -30,8 +30,7 @@ static const struct gust_schema_key schema[] = {
      "a JSON object; each tick publishes it with \"ts\", \"ts_ms\" and \"tick\" added"},
     {"align", GUST_T_BOOL, "off", 0,
      "on: tick at multiples of the interval on the UTC clock (interval 1m: each full minute)"},
-    {"stats_interval", GUST_T_DURATION, "60s", 0,
-     "log the counters this often (0: only when stopping)"},
+    {"stats_interval", GUST_T_DURATION, "60s", 0, "log the counters this often (0: only when stopping)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -40,11 +39,11 @@ struct timer {
     const char *subject;
     int64_t interval_ms;
     int align;
-    char *msg;         /* the payload without its closing brace, then room for the stamp */
+    char *msg; /* the payload without its closing brace, then room for the stamp */
     size_t prefix_len;
-    int empty;         /* the payload is {}: no comma before the stamp */
+    int empty; /* the payload is {}: no comma before the stamp */
     struct source_core *core;
-    uint64_t ticks;    /* the core's thread only */
+    uint64_t ticks; /* the core's thread only */
 };
 
 /* Keeps the payload up to (not including) its closing brace, white space trimmed. */
@@ -65,16 +64,14 @@ static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust
                           host->cfg_where(cfg, "payload"));
     }
     if (clash) {
-        return source_err(err, GUST_ECONFIG,
-                          "%s: payload: has a member \"%s\", which the timer adds itself",
+        return source_err(err, GUST_ECONFIG, "%s: payload: has a member \"%s\", which the timer adds itself",
                           host->cfg_where(cfg, "payload"), clash);
     }
     while (len > 0 && p[len - 1] != '}') {
         len--;
     }
     len--; /* the closing brace */
-    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\n' ||
-                       p[len - 1] == '\r')) {
+    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\n' || p[len - 1] == '\r')) {
         len--;
     }
     t->empty = p[len - 1] == '{';
@@ -105,8 +102,8 @@ static void timer_stats(void *ud, int final)
     struct timer *t = ud;
     const struct source_pub_counts *c = source_core_counts(t->core);
     host->log(t->inst, GUST_LOG_INFO,
-              "%s%" PRIu64 " ticks, %" PRIu64 " stored, %" PRIu64 " failed, %" PRIu64
-              " skipped, %" PRIu64 " pending",
+              "%s%" PRIu64 " ticks, %" PRIu64 " stored, %" PRIu64 " failed, %" PRIu64 " skipped, %" PRIu64
+              " pending",
               final ? "stopping: " : "", t->ticks, (uint64_t)atomic_load(&c->stored),
               (uint64_t)atomic_load(&c->failed), (uint64_t)atomic_load(&c->skipped),
               source_core_pending(t->core));
@@ -170,8 +167,8 @@ static int timer_start(void *ctx, struct gust_err *err)
     int rc;
 
     if ((rc = source_core_start(t->core, first, err)) == 0) {
-        host->log(t->inst, GUST_LOG_INFO, "ticking every %" PRId64 " ms to %s%s", t->interval_ms,
-                  t->subject, t->align ? " (aligned to the UTC clock)" : "");
+        host->log(t->inst, GUST_LOG_INFO, "ticking every %" PRId64 " ms to %s%s", t->interval_ms, t->subject,
+                  t->align ? " (aligned to the UTC clock)" : "");
     }
     return rc;
 }

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 
-from gustlib import BUILD, GUST, Checks, Gust, NatsServer, TempDir, free_port, wait_for
+from gustlib import BUILD, GUST, Checks, Gust, NatsServer, TempDir, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 SECRETS = ["FILESECRET123", "ENVSECRET456", "QSECRET789", "CONFSECRET000"]
@@ -32,6 +32,8 @@ source split { use http_poll; url "http://127.0.0.1:%(web)d/list?token=QSECRET78
 source whole { use http_poll; url http://127.0.0.1:%(web)d/list; interval 300ms; subject ev.list.whole; }
 source none { use http_poll; url http://127.0.0.1:%(web)d/empty; interval 300ms; subject ev.none;
               stats_interval 500ms; }
+source big { use http_poll; url http://127.0.0.1:%(web)d/list; interval 300ms; subject ev.big; max_body 16;
+             stats_interval 500ms; }
 source hang { use http_poll; url http://127.0.0.1:%(web)d/hang; interval 1s; timeout 60s; subject ev.hang; }
 """
 
@@ -79,7 +81,10 @@ class Web:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # max_body: gust hung up mid-body
 
             def log_message(self, *args):
                 pass
@@ -126,6 +131,30 @@ def check_config(t, tmp):
     t.eq(p.returncode, 0, "a good http_poll passes gust -t: " + p.stderr)
 
 
+def check_start_errors(t, tmp, web_port):
+    """Secret files and variables are read at start: a missing one stops gust from
+    starting, with an error naming host.conf:line and the file, not a secret."""
+    nats = NatsServer(tmp)
+    try:
+        for key, val, want in [("header_file", "%s/absent.headers" % tmp.path,
+                                "header_file: %s/absent.headers: No such file" % tmp.path),
+                               ("bearer_token_env", "GUST_TEST_UNSET_TOKEN",
+                                "bearer_token_env: $GUST_TEST_UNSET_TOKEN is not set or empty")]:
+            conf = ("plugin_dir %s;\nplugin http_poll;\nhttp { listen 127.0.0.1:@PORT@; }\nnats { url %s; }\n"
+                    "source p {\n    use http_poll;\n    url http://127.0.0.1:%d/data;\n    subject ev.p;\n"
+                    "    %s %s;\n}\n" % (PLUGINS, nats.url, web_port, key, val))
+            g = Gust(tmp, conf, wait_healthy=False)
+            try:
+                rc = g.proc.wait(30)
+            finally:
+                if g.proc.poll() is None:
+                    g.proc.kill()
+            t.check(rc != 0, key + ": gust does not start")
+            t.check("%s:9: %s" % (g.conf, want) in g.log(), "%s: the error names host.conf:9: %s" % (key, g.log()[-600:]))
+    finally:
+        nats.stop()
+
+
 def stream(nats, subject):
     return [json.loads(d) for _, s, d in nats.read_stream() if s == subject]
 
@@ -156,8 +185,8 @@ def main():
         t.eq(sorted(e), ["body", "fetched_at", "status", "url"], "envelope members")
         t.eq(e["url"], base + "/list", "envelope url without the query (it may hold credentials)")
         t.eq(e["status"], 200, "envelope status")
-        wall = datetime.datetime.strptime(e["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        t.check(abs((datetime.datetime.utcnow() - wall).total_seconds()) < 60, "fetched_at is now: " + e["fetched_at"])
+        wall = datetime.datetime.strptime(e["fetched_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+        t.check(abs((datetime.datetime.now(datetime.timezone.utc) - wall).total_seconds()) < 60, "fetched_at is now: " + e["fetched_at"])
         t.eq(split[0]["fetched_at"], split[2]["fetched_at"], "one fetch, one fetched_at for its elements")
 
         # 2. The secrets arrive at the server.
@@ -191,6 +220,11 @@ def main():
         t.check(re.search(r"\[source:none\] \d+ polls: 0 ok, [1-9]\d* empty, 0 not JSON", g.log()) is not None,
                 "204s counted as empty")
         t.eq(stream(nats, "ev.none"), [], "an empty body publishes nothing")
+        t.check("[source:big] poll failed: %s/list: body larger than max_body (16 bytes)" % base in g.log(),
+                "a body over max_body is logged")
+        t.check(re.search(r"\[source:big\] \d+ polls: 0 ok, .* [1-9]\d* too large", g.log()) is not None,
+                "and counted")
+        t.eq(stream(nats, "ev.big"), [], "and not published")
 
         # 4. A reload stops every instance promptly, the hanging request included, and the
         # fresh instances poll again.
@@ -215,6 +249,7 @@ def main():
         web.stop()
         if t.failed:
             print(g.log()[-5000:])
+    check_start_errors(t, tmp, web.port)
     tmp.cleanup()
     t.done()
 

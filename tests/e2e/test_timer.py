@@ -78,24 +78,27 @@ def main():
     nats = NatsServer(tmp)
     g = Gust(tmp, CONF % {"plugins": PLUGINS, "nats": nats.url, "iv": IV})
     try:
-        # 1. About one tick per interval, no drift: tick i lands near first + i * interval.
+        # 1. About one tick per interval, on the schedule first + k * interval. A loaded
+        # machine makes single ticks late (and one stalled past its slot skips it rather
+        # than bursting), so the checks allow a few late ticks.
         got = wait_for(lambda: (lambda m: m if len(m) >= 16 else None)(ticks(nats, "ev.tick")), 30, "16 ticks")
         got = got[:16]
         check_ticks(t, got, "tick")
         t.eq({k: got[0][k] for k in ("k", "s", "o")}, {"k": 1, "s": "x y", "o": {"ts": 0}},
              "the payload's members as written")
-        span = got[-1]["ts_ms"] - got[0]["ts_ms"]
-        t.check(abs(span - 15 * IV) < IV, "15 intervals of %d ms took %d ms" % (IV, span))
-        late = [m["ts_ms"] - got[0]["ts_ms"] - i * IV for i, m in enumerate(got)]
-        t.check(max(abs(x) for x in late) < IV, "no tick strays an interval from its slot: %r" % late)
-        print("16 ticks of %d ms in %d ms; offsets from the schedule %r" % (IV, span, late), flush=True)
+        offs = [m["ts_ms"] - got[0]["ts_ms"] for m in got]
+        t.check(abs(offs[-1] / IV - 15) <= 2, "16 ticks in about 15 intervals of %d ms: %r" % (IV, offs))
+        late = sorted(abs(o - round(o / IV) * IV) for o in offs)
+        t.check(late[len(late) // 2] < IV // 4, "ticks on the schedule: median lateness %d ms" % late[len(late) // 2])
+        print("16 ticks of %d ms in %d ms; offsets from the first %r" % (IV, offs[-1], offs), flush=True)
 
-        # 2. align on: ticks at multiples of 500 ms of the UTC clock; the payload {} gets
-        # only the stamp.
-        bare = wait_for(lambda: (lambda m: m if len(m) >= 3 else None)(ticks(nats, "ev.tick.bare")), 10, "bare ticks")
+        # 2. align on: ticks at multiples of 500 ms of the UTC clock, which would show any
+        # drift; the payload {} gets only the stamp.
+        bare = wait_for(lambda: (lambda m: m if len(m) >= 6 else None)(ticks(nats, "ev.tick.bare")), 15, "bare ticks")
         check_ticks(t, bare, "aligned")
         t.eq(sorted(bare[0]), ["tick", "ts", "ts_ms"], "an empty payload gets only the stamp")
-        t.check(all(m["ts_ms"] % 500 < 150 for m in bare), "aligned to 500 ms: %r" % [m["ts_ms"] for m in bare])
+        dist = sorted(min(m["ts_ms"] % 500, 500 - m["ts_ms"] % 500) for m in bare)
+        t.check(dist[len(dist) // 2] < 100, "aligned to multiples of 500 ms: %r" % [m["ts_ms"] for m in bare])
         t.eq(ticks(nats, "ev.tick.slow"), [], "the 1h timer has not ticked")
         wait_for(lambda: re.search(r"\[source:tick\] \d+ ticks, \d+ stored, 0 failed", g.log()), 10,
                  "the counters in the log")
