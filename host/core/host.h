@@ -17,6 +17,7 @@ struct gust_host {
     struct gust_units *units; /* borrowed: the process's registry, which this generation's
                                  flows, detects, relays and sinks join when started */
     char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
+    struct gust_edge_links *edges; /* the edge path: which units each source feeds */
 };
 
 /* Loads and checks everything host.conf names: the config, the plugins, every unit's
