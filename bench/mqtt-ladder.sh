@@ -16,8 +16,11 @@
 # max), no duplicates, per-device counts and sums equal, and the workload kept up: the
 # last output (telemetry, baseline) or the detect unit's last reading (windows) came
 # within GRACE_MS of the publisher's end, so a growing backlog does not count as keeping
-# up. A step the publisher itself could not hold (achieved < 97% of the rate) ends that
-# ladder, marked publisher_limited. JSON on stdout and in bench/results/mqtt-ladder.json.
+# up. A step the publisher itself could not hold (achieved < 97% of the rate, which a
+# busy machine causes) fails, marked publisher_limited, and the ladder goes on with finer
+# steps below it; "publisher_limited" in the result says a workload met one. The three
+# ladders take turns, step by step, in one run. JSON on stdout and in
+# bench/results/mqtt-ladder.json.
 #
 #   STEP_S=4 CONNS=4 GRACE_MS=1000 MAX_RATE=150000 bench/mqtt-ladder.sh
 source "$(dirname "$0")/lib.sh"
@@ -160,12 +163,11 @@ while :; do
         line=$(run_step "$k" "$r")
         echo "  $k $r/s: $line" >&2
         STEPS[$k]="${STEPS[$k]:+${STEPS[$k]},}$line"
-        if echo "$line" | grep -q '"publisher_limited": true'; then
-            LIMITED[$k]=true DONE[$k]=1
-        elif echo "$line" | grep -q '"pass": true'; then
+        if echo "$line" | grep -q '"pass": true'; then
             LO[$k]=$r
         else
             HI[$k]=$r SI[$k]=$(( ${SI[$k]} + 1 ))
+            if echo "$line" | grep -q '"publisher_limited": true'; then LIMITED[$k]=true; fi
         fi
     done
     [ "$active" = 1 ] || break
@@ -187,7 +189,7 @@ out = {
     "grace_ms": float(a[13]), "devices": 1000,
     "mosquitto_pub_sub_ceiling_per_s": b, "telemetry_ceiling_per_s": tel, "windows_ceiling_per_s": win,
     "telemetry_ratio_to_mosquitto": ratio(tel), "windows_ratio_to_mosquitto": ratio(win), "target_ratio": 0.7,
-    "publisher_limited": {"baseline": a[3] == "true", "telemetry": a[4] == "true", "windows": a[5] == "true"},
+    "met_publisher_limited_steps": {"baseline": a[3] == "true", "telemetry": a[4] == "true", "windows": a[5] == "true"},
     "gust_rss_kb": int(a[9]), "gust_cpu_s": float(a[10]), "gust_cold_start_ms": float(a[17]),
     "run_seconds": int(a[14]), "load_average_1m_at_end": float(a[15]), "cpus": int(a[16]),
     "steps": {"baseline": json.loads(a[6]), "telemetry": json.loads(a[7]), "windows": json.loads(a[8])},
