@@ -269,5 +269,10 @@ int main(int argc, char **argv)
     mosquitto_disconnect(m);
     mosquitto_destroy(m);
     mosquitto_lib_cleanup();
+    free(s.seen);
+    free(s.w_count);
+    free(s.w_sum);
+    free(s.w_min);
+    free(s.w_max);
     return s.unique == s.expected && !s.bad && !s.duplicates && !devices_wrong ? 0 : 1;
 }

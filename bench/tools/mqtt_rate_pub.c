@@ -144,8 +144,6 @@ int main(int argc, char **argv)
         return 2;
     }
     mosquitto_lib_init();
-    pthread_t *th = calloc((size_t)conns, sizeof(*th));
-    struct conn *cs = calloc((size_t)conns, sizeof(*cs));
     if (flush) {
         struct mosquitto *m = connect_one("rate-pub-flush");
         int ok = m && publish_one(m, -1) == MOSQ_ERR_SUCCESS;
@@ -153,8 +151,11 @@ int main(int argc, char **argv)
             finish(m);
         }
         printf("{\"flush\":%s}\n", ok ? "true" : "false");
+        mosquitto_lib_cleanup();
         return ok ? 0 : 1;
     }
+    pthread_t *th = calloc((size_t)conns, sizeof(*th));
+    struct conn *cs = calloc((size_t)conns, sizeof(*cs));
     start_s = now_s();
     for (int i = 0; i < conns; i++) {
         cs[i].index = i;
@@ -175,6 +176,8 @@ int main(int argc, char **argv)
     printf("{\"sent\":%ld,\"seconds\":%.3f,\"rate\":%.0f,\"target_rate\":%.0f,\"conns\":%d,\"max_behind_ms\":%.1f,"
            "\"end_ms\":%.3f}\n",
            sent, secs, sent / secs, rate, conns, behind, wall.tv_sec * 1e3 + wall.tv_nsec / 1e6);
+    free(th);
+    free(cs);
     mosquitto_lib_cleanup();
     return failed || sent != n ? 1 : 0;
 }
