@@ -2,12 +2,14 @@
  *
  *   sink lights { use mqtt_out; source ev.cmd.>; broker 127.0.0.1:1883;
  *                 topic_from_subject on; topic_strip ev.cmd; qos 1; }
+ *   (or a fixed `topic`, or a template: topic "dev/{payload.device}/{subject}";)
  *
  * What each message becomes:
  *   QoS 1: DELIVERED once the broker's PUBACK is back; QoS 0: once it is written out
  *   no connection, connection lost, or no PUBACK within `timeout`: RETRY, for that
  *     message and every later one of the batch, so a redelivery keeps their order
- *   a topic or payload the protocol cannot carry: REJECTED (max_deliver, then DLQ)
+ *   a topic or payload the protocol cannot carry, or a template field the payload lacks:
+ *     REJECTED (max_deliver, then DLQ)
  *
  * libmosquitto runs its own network thread (loop_start): it answers keepalives between
  * batches, reconnects with backoff, and mosquitto_publish is thread-safe in that mode.
