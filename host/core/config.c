@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../conf/conf_schema.h"
+#include "edges.h"
 
 const struct gust_schema_key gust_top_schema[] = {
     {"state_dir", GUST_T_PATH, "var", 0, "embedded NATS store and runtime files"},
@@ -60,12 +61,14 @@ const struct gust_schema_key gust_flow_schema[] = {
     {"source", GUST_T_FILTER, NULL, 0, "subject consumed (default: the script's `source`)"},
     {"timeout", GUST_T_DURATION, "1s", GUST_K_RELOADABLE, "longest run of on_event for one event"},
     {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
+    GUST_EDGE_KEYS,
     {NULL, 0, NULL, 0, NULL},
 };
 
 const struct gust_schema_key gust_detect_schema[] = {
     {"rules", GUST_T_PATH, NULL, GUST_K_REQUIRED, "the VPL program"},
     {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
+    GUST_EDGE_KEYS,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -226,7 +229,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
             }
         }
     }
-    if (rc != 0) {
+    if (rc != 0 || (rc = gust_edges_check(c, err)) != 0) {
         goto fail;
     }
     /* Absent blocks take every default. */

@@ -13,6 +13,7 @@
 #include "../unit/handlers.h"
 #include "../bus/bus.h"
 #include "../cluster/lease.h"
+#include "edges.h"
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
 static void default_plugin_dir(char *out, size_t size)
@@ -53,7 +54,8 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
     if (rc != 0) {
         return gust_err_set(err, rc, "%s: flow '%s': %s", gust_cfg_where(u->cfg, "script"), u->name, ferr.msg);
     }
-    if (gust_cfg_str(u->cfg, "source") == NULL && gust_flow_source(flow) == NULL) {
+    if (gust_cfg_str(u->cfg, "source") == NULL && gust_cfg_str(u->cfg, "edge") == NULL &&
+        gust_flow_source(flow) == NULL) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: flow '%s' has no source: set `source SUBJECT;` or the script's `source`",
                           u->where, u->name);
     }
@@ -185,6 +187,8 @@ static struct gust_consumer_conf consumer_conf(const struct gust_host *host, con
         .ack_wait_ms = gust_cfg_int(c->nats, "ack_wait"),
         .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
         .retry_max_delay_ms = gust_cfg_int(c->nats, "retry_max_delay"),
+        .edge_source = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge") : NULL,
+        .edge_queue = (size_t)gust_cfg_int(u->cfg, "edge_queue"),
     };
 }
 
@@ -195,6 +199,9 @@ static int start_consumer(struct gust_host *host, const struct gust_consumer_con
     int rc = gust_consumer_create(cc, bus, h, &consumer, err);
     if (rc == 0) {
         rc = gust_units_add(host->units, consumer);
+        if (rc == 0 && cc->edge_source != NULL) {
+            rc = gust_edge_links_add(&host->edges, cc->edge_source, gust_consumer_edge(consumer));
+        }
         if (rc != 0) {
             return gust_err_set(err, rc, "out of memory");
         }
@@ -251,6 +258,7 @@ static int source_start(void *ud, struct gust_err *err)
     struct gust_source *s = ud;
     int rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type, s->unit->cfg, s->bus, err);
     if (rc == 0) {
+        s->inst.edges = s->edges;
         rc = gust_instance_start(&s->inst, err);
         if (rc != 0) {
             gust_instance_dispose(&s->inst);
@@ -310,6 +318,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         s->unit = u;
         s->bus = bus;
         s->leased = !gust_cfg_int(u->cfg, "competing");
+        s->edges = gust_edge_links_find(host->edges, u->name);
         int rc;
         if (s->leased) {
             struct gust_lease_task task = {.start = source_start, .stop = source_stop, .ud = s};
@@ -338,6 +347,8 @@ void gust_host_stop(struct gust_host *host)
     host->nsources = 0;
     free(host->sources);
     host->sources = NULL;
+    gust_edge_links_free(host->edges); /* after the sources: they no longer publish */
+    host->edges = NULL;
     if (host->units != NULL) {
         gust_units_stop(host->units);
     }

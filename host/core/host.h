@@ -18,6 +18,7 @@ struct gust_source {
     const struct gust_plugin_type *type;
     const struct gust_unit_conf *unit;
     struct gust_bus *bus;
+    struct gust_edge_set *edges; /* the edge units it feeds (NULL: it publishes to the bus) */
     int leased;
 };
 
@@ -30,6 +31,7 @@ struct gust_host {
                                  flows, detects, relays and sinks join when started */
     struct gust_leases *leases; /* borrowed: the process's lease manager */
     char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
+    struct gust_edge_links *edges; /* the edge path: which units each source feeds */
 };
 
 /* Loads and checks everything host.conf names: the config, the plugins, every unit's

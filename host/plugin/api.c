@@ -5,6 +5,7 @@
 
 #include "../bus/bus.h"
 #include "../common/log.h"
+#include "../unit/edge.h"
 #include "instance.h"
 #include "loader.h"
 
@@ -37,6 +38,9 @@ static void ignore_outcome(void *ud, int status, uint64_t seq, const char *error
 static int api_publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
                        gust_publish_done_fn done, void *ud)
 {
+    if (inst != NULL && inst->edges != NULL) {
+        return gust_edge_set_publish(inst->edges, subject, data, len, done, ud);
+    }
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
     }

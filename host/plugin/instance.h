@@ -12,6 +12,8 @@ struct gust_instance {
     const struct gust_cfg *cfg; /* borrowed from the config */
     struct gust_bus *bus;       /* borrowed; sources publish through it */
     void *ctx;                  /* the plugin's */
+    struct gust_edge_set *edges; /* borrowed: set before start when the source feeds edge
+                                    units; its publishes then go there, not to the bus */
     int started;
 };
 

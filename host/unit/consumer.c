@@ -12,9 +12,11 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "dlq.h"
+#include "edge.h"
 #include "recent.h"
 
 #define FETCH_WAIT_MS 500 /* bounds how long a stop waits for an idle unit */
+#define EDGE_WAIT_MS 200
 
 enum state { STATE_STARTING, STATE_RUNNING, STATE_FAILING, STATE_STOPPED };
 static const char *const state_names[] = {"starting", "running", "failing", "stopped"};
@@ -31,6 +33,7 @@ struct gust_consumer {
     struct gust_handler handler;
     struct gust_bus *bus;
     natsSubscription *sub;
+    struct gust_edge *edge; /* the edge path: messages come from here, not the bus */
     pthread_t thread;
     int started;
     atomic_int stopping;
@@ -144,8 +147,10 @@ static size_t count_publishes(const struct gust_consumer *c, size_t n)
 
 static int dead_now(const struct gust_consumer *c, size_t i)
 {
+    /* An edge message has no redelivery: a failure dead-letters it at once. */
     return c->outcome[i] == GUST_OUTCOME_DEAD ||
-           (c->outcome[i] == GUST_OUTCOME_RETRY && (int64_t)c->msgs[i].attempt >= c->conf.max_deliver);
+           (c->outcome[i] == GUST_OUTCOME_RETRY &&
+            (c->edge != NULL || (int64_t)c->msgs[i].attempt >= c->conf.max_deliver));
 }
 
 /* Backing off: the delay doubles with each attempt, up to retry_max_delay. */
@@ -158,14 +163,20 @@ static int64_t retry_delay(const struct gust_consumer *c, uint32_t attempt)
     return delay < c->conf.retry_max_delay_ms ? delay : c->conf.retry_max_delay_ms;
 }
 
-static void run_batch(struct gust_consumer *c, natsMsgList *list)
+/* One batch: msgs[0..n) from list, or already in c->msgs (edge, list NULL: nothing to
+ * ack, a failed message is dead-lettered or, when even that fails, lost). */
+static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
 {
-    size_t n = (size_t)list->Count;
     if (grow(c, n) != 0) {
         gust_error("[%s] out of memory for a batch of %zu", c->durable, n);
         return; /* not acked: redelivered after ack_wait */
     }
     for (size_t i = 0; i < n; i++) {
+        c->outcome[i] = GUST_OUTCOME_OK;
+        c->publish_failed[i] = 0;
+        if (list == NULL) {
+            continue;
+        }
         natsMsg *m = list->Msgs[i];
         jsMsgMetaData *meta = NULL;
         uint64_t attempt = 1, seq = 0;
@@ -179,8 +190,6 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
         c->msgs[i] = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
                                        .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
                                        .attempt = (uint32_t)attempt, .stored_ns = ts};
-        c->outcome[i] = GUST_OUTCOME_OK;
-        c->publish_failed[i] = 0;
     }
 
     /* Handle. */
@@ -245,7 +254,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
 
     uint64_t ok = 0, failed = 0, dead = 0;
     for (size_t i = 0; i < n; i++) {
-        natsMsg *m = list->Msgs[i];
+        natsMsg *m = list != NULL ? list->Msgs[i] : NULL;
         c->fate[i] = c->publish_failed[i]               ? GUST_FATE_PUBLISH_FAILED
                      : c->outcome[i] == GUST_OUTCOME_OK   ? GUST_FATE_OK
                      : dead_now(c, i)                     ? GUST_FATE_DEAD
@@ -254,17 +263,23 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list)
         switch (c->fate[i]) {
         case GUST_FATE_OK:
             ok++;
-            natsMsg_Ack(m, NULL);
+            if (m != NULL) {
+                natsMsg_Ack(m, NULL);
+            }
             break;
         case GUST_FATE_DEAD:
             dead++;
-            natsMsg_Ack(m, NULL);
+            if (m != NULL) {
+                natsMsg_Ack(m, NULL);
+            }
             gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->durable,
                       c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
             break;
         default: /* redelivered after a delay that grows with the attempts */
             failed++;
-            natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
+            if (m != NULL) {
+                natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
+            }
             if (c->fate[i] != GUST_FATE_PUBLISH_FAILED) {
                 set_last_error(c, c->error[i]);
             }
@@ -310,8 +325,41 @@ static void *unit_thread(void *arg)
         if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
             gust_info("[%s] fetching again", c->durable);
         }
-        run_batch(c, &list);
+        run_batch(c, &list, (size_t)list.Count);
         natsMsgList_Destroy(&list);
+    }
+    atomic_store(&c->state, STATE_STOPPED);
+    return NULL;
+}
+
+/* The edge path's loop: batches from the in-memory queue instead of fetches. At a stop
+ * the source has been stopped already (sources stop before units), so what is queued is
+ * handled rather than dropped: at most one queue's worth. */
+static void *edge_thread(void *arg)
+{
+    struct gust_consumer *c = arg;
+    size_t max = (size_t)(c->conf.batch > 0 ? c->conf.batch : 1), drained = 0;
+    if (grow(c, max) != 0) {
+        gust_error("[%s] out of memory for a batch of %zu", c->durable, max);
+        atomic_store(&c->state, STATE_FAILING);
+        return NULL;
+    }
+    atomic_store(&c->state, STATE_RUNNING);
+    for (;;) {
+        int stopping = atomic_load(&c->stopping);
+        uint64_t t0 = now_ns();
+        size_t n = gust_edge_take(c->edge, c->msgs, max, stopping ? 0 : EDGE_WAIT_MS);
+        atomic_fetch_add(&c->stats.fetches, 1);
+        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
+        if (stopping && (n == 0 || drained >= gust_edge_capacity(c->edge))) {
+            gust_edge_release(c->edge, n);
+            break;
+        }
+        if (n > 0) {
+            run_batch(c, NULL, n);
+            gust_edge_release(c->edge, n);
+            drained += stopping ? n : 0;
+        }
     }
     atomic_store(&c->state, STATE_STOPPED);
     return NULL;
@@ -330,7 +378,15 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus 
     c->conf = *conf;
     c->conf.unit = strdup(conf->unit);
     c->conf.kind = strdup(conf->kind);
-    c->conf.filter = strdup(conf->filter);
+    if (conf->edge_source != NULL) {
+        /* No bus consumer: /units shows where the messages come from instead. */
+        char where[200];
+        snprintf(where, sizeof(where), "edge:%s", conf->edge_source);
+        c->conf.filter = strdup(where);
+        c->conf.edge_source = NULL;
+    } else {
+        c->conf.filter = strdup(conf->filter);
+    }
     c->conf.stream = strdup(conf->stream);
     c->conf.dlq_prefix = strdup(conf->dlq_prefix);
     c->handler = handler;
@@ -343,12 +399,28 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus 
         gust_consumer_destroy(c);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
+    if (conf->edge_source != NULL) {
+        int rc = gust_edge_create(conf->unit, conf->edge_source, conf->edge_queue, &c->edge, err);
+        if (rc != 0) {
+            gust_consumer_destroy(c);
+            return rc;
+        }
+    }
     *out = c;
     return 0;
 }
 
 int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
 {
+    if (c->edge != NULL) {
+        if (pthread_create(&c->thread, NULL, edge_thread, c) != 0) {
+            return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->durable);
+        }
+        c->started = 1;
+        gust_info("[%s] fed in memory by source '%s' (edge path: at most once; queue %zu, batch %d)", c->durable,
+                  gust_edge_source(c->edge), gust_edge_capacity(c->edge), c->conf.batch);
+        return 0;
+    }
     jsSubOptions so;
     jsSubOptions_Init(&so);
     so.Stream = c->conf.stream;
@@ -399,6 +471,9 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
 void gust_consumer_request_stop(struct gust_consumer *c)
 {
     atomic_store(&c->stopping, 1);
+    if (c->edge != NULL) {
+        gust_edge_wake(c->edge);
+    }
 }
 
 int gust_consumer_stopped(const struct gust_consumer *c)
@@ -409,7 +484,7 @@ int gust_consumer_stopped(const struct gust_consumer *c)
 void gust_consumer_stop(struct gust_consumer *c)
 {
     if (c->started) {
-        atomic_store(&c->stopping, 1);
+        gust_consumer_request_stop(c);
         pthread_join(c->thread, NULL);
         c->started = 0;
     }
@@ -423,6 +498,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     gust_consumer_stop(c);
     /* Unsubscribe keeps the durable consumer on the server; Destroy alone would too. */
     natsSubscription_Destroy(c->sub);
+    gust_edge_destroy(c->edge);
     if (c->handler.destroy != NULL) {
         c->handler.destroy(c->handler.impl);
     }
@@ -458,6 +534,11 @@ const char *gust_consumer_kind(const struct gust_consumer *c)
 const char *gust_consumer_filter(const struct gust_consumer *c)
 {
     return c->conf.filter;
+}
+
+struct gust_edge *gust_consumer_edge(const struct gust_consumer *c)
+{
+    return c->edge;
 }
 
 const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c)

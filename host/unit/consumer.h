@@ -21,6 +21,10 @@ struct gust_consumer_conf {
     int64_t ack_wait_ms;
     int64_t retry_delay_ms;     /* first redelivery delay; doubles per attempt */
     int64_t retry_max_delay_ms; /* up to this */
+    /* The edge path (edge.h): non-NULL, the source unit whose messages come in memory,
+     * into a queue of edge_queue messages; filter is then unused. */
+    const char *edge_source;
+    size_t edge_queue;
 };
 
 struct gust_consumer;
@@ -45,6 +49,8 @@ void gust_consumer_destroy(struct gust_consumer *c);
 const char *gust_consumer_name(const struct gust_consumer *c);
 const char *gust_consumer_kind(const struct gust_consumer *c);
 const char *gust_consumer_filter(const struct gust_consumer *c);
+/* The unit's edge queue (owned by the consumer), or NULL for a bus consumer. */
+struct gust_edge *gust_consumer_edge(const struct gust_consumer *c);
 const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c);
 /* "starting", "running", "stopped", "failing" (fetch errors). */
 const char *gust_consumer_state(const struct gust_consumer *c);

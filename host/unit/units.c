@@ -7,6 +7,7 @@
 
 #include "../cluster/lease.h"
 #include "../common/json_out.h"
+#include "edge.h"
 
 void gust_units_init(struct gust_units *u)
 {
@@ -150,6 +151,14 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
                 gust_buf_printf(out, ",\"%s\":%" PRIu64, counters[k].name, v);
             }
         }
+        struct gust_edge *e = gust_consumer_edge(c);
+        if (e != NULL) { /* source names are unit names: nothing to escape */
+            gust_buf_printf(out,
+                            ",\"edge\":{\"source\":\"%s\",\"queue_depth\":%zu,\"queue_capacity\":%zu,"
+                            "\"received\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+                            gust_edge_source(e), gust_edge_depth(e), gust_edge_capacity(e), gust_edge_received(e),
+                            gust_edge_dropped(e));
+        }
         char err[GUST_ERROR_MAX];
         gust_consumer_last_error(c, err, sizeof(err));
         gust_buf_append(out, ",\"last_error\":", 14);
@@ -167,6 +176,33 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
     }
     gust_buf_append(out, "}\n", 2);
     pthread_mutex_unlock(&u->lock);
+}
+
+/* Units on the edge path: their queue, and what a full queue dropped. */
+static void render_edge_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    static const char *const series[][3] = {
+        {"gust_unit_edge_queue_depth", "gauge", "Messages waiting in an edge unit's in-memory queue."},
+        {"gust_unit_edge_received_total", "counter", "Messages a source handed to an edge unit."},
+        {"gust_unit_edge_dropped_total", "counter", "Messages dropped because an edge unit's queue was full."},
+    };
+    for (size_t k = 0; k < 3; k++) {
+        int header = 0;
+        for (size_t i = 0; i < u->n; i++) {
+            struct gust_edge *e = gust_consumer_edge(u->v[i]);
+            if (e == NULL) {
+                continue;
+            }
+            if (!header) {
+                gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k][0], series[k][2], series[k][0],
+                                series[k][1]);
+                header = 1;
+            }
+            uint64_t v = k == 0 ? gust_edge_depth(e) : k == 1 ? gust_edge_received(e) : gust_edge_dropped(e);
+            gust_buf_printf(out, "%s{unit=\"%s\",kind=\"%s\",source=\"%s\"} %" PRIu64 "\n", series[k][0],
+                            gust_consumer_name(u->v[i]), gust_consumer_kind(u->v[i]), gust_edge_source(e), v);
+        }
+    }
 }
 
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
@@ -190,5 +226,6 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
             }
         }
     }
+    render_edge_metrics(u, out);
     pthread_mutex_unlock(&u->lock);
 }

@@ -7,7 +7,8 @@
  *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
  *   mqtt_sock.c     TCP (+TLS) connection with non-blocking I/O for mqtt_in
  *   mqtt_in.c       the source: network thread, in-flight ring, deferred PUBACKs
- *   mqtt_out.c      the sink, on libmosquitto */
+ *   mqtt_out.c      the sink, on libmosquitto
+ *   mqtt_topic_tpl.c  mqtt_out's topic templates ({subject}, {payload.FIELD}) */
 #ifndef GUST_MQTT_H
 #define GUST_MQTT_H
 
@@ -68,6 +69,14 @@ int mqtt_subject_to_topic(const char *strip, const char *subject, char *out, siz
 int mqtt_is_json_object(const void *data, size_t len);
 /* {"payload_base64":"...","topic":"..."}: malloc'd, length in *outlen; NULL on ENOMEM. */
 char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen);
+
+/* mqtt_out's topic templates (mqtt_topic_tpl.c). compile fills why on failure;
+ * render writes the topic of m into out (NUL-terminated) or fills why (-1). */
+struct mqtt_tpl;
+int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t whysz);
+int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gust_msg *m, char *out, size_t outsz,
+                    char *why, size_t whysz);
+void mqtt_tpl_free(struct mqtt_tpl *t);
 
 /* The two types; mqtt.c puts them in the descriptor. */
 extern const struct gust_schema_key mqtt_in_schema[];

@@ -2,12 +2,14 @@
  *
  *   sink lights { use mqtt_out; source ev.cmd.>; broker 127.0.0.1:1883;
  *                 topic_from_subject on; topic_strip ev.cmd; qos 1; }
+ *   (or a fixed `topic`, or a template: topic "dev/{payload.device}/{subject}";)
  *
  * What each message becomes:
  *   QoS 1: DELIVERED once the broker's PUBACK is back; QoS 0: once it is written out
  *   no connection, connection lost, or no PUBACK within `timeout`: RETRY, for that
  *     message and every later one of the batch, so a redelivery keeps their order
- *   a topic or payload the protocol cannot carry: REJECTED (max_deliver, then DLQ)
+ *   a topic or payload the protocol cannot carry, or a template field the payload lacks:
+ *     REJECTED (max_deliver, then DLQ)
  *
  * libmosquitto runs its own network thread (loop_start): it answers keepalives between
  * batches, reconnects with backoff, and mosquitto_publish is thread-safe in that mode.
@@ -34,7 +36,8 @@ struct mqtt_out {
     const struct gust_cfg *cfg;
     struct mqtt_conf conf;
     char client_id[160];
-    const char *topic;        /* fixed topic, or NULL: from the subject */
+    const char *topic;        /* fixed topic, or NULL: from the subject or a template */
+    struct mqtt_tpl *tpl;     /* owned: `topic` with {subject} / {payload.FIELD} */
     const char *topic_strip;  /* subject prefix removed first */
     const char *topic_prefix; /* prepended to the mapped topic */
     int max_inflight;
@@ -54,7 +57,9 @@ struct mqtt_out {
 
 const struct gust_schema_key mqtt_out_schema[] = {
     MQTT_COMMON_KEYS,
-    {"topic", GUST_T_STR, NULL, 0, "publish every message to this topic"},
+    {"topic", GUST_T_STR, NULL, 0,
+     "publish every message to this topic; \"{subject}\" and \"{payload.FIELD}\" in it (quote the value) "
+     "are replaced per message, e.g. \"dev/{payload.device}/cmd\""},
     {"topic_from_subject", GUST_T_BOOL, "off", 0,
      "or derive the topic from the subject: topic_strip removed, tokens as levels, %XX decoded"},
     {"topic_strip", GUST_T_SUBJECT, NULL, 0, "subject prefix removed before mapping (whole tokens)"},
@@ -147,7 +152,13 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
         return mqtt_err(err, GUST_ECONFIG, "%s: set exactly one of topic and topic_from_subject on",
                         h->cfg_where(cfg, o->topic ? "topic_from_subject" : "broker"));
     }
-    if (o->topic && mosquitto_pub_topic_check(o->topic) != MOSQ_ERR_SUCCESS) {
+    if (o->topic && strchr(o->topic, '{')) {
+        char why[200];
+        if (mqtt_tpl_compile(o->topic, &o->tpl, why, sizeof(why)) != 0) {
+            return mqtt_err(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"), o->topic, why);
+        }
+        o->topic = NULL;
+    } else if (o->topic && mosquitto_pub_topic_check(o->topic) != MOSQ_ERR_SUCCESS) {
         return mqtt_err(err, GUST_ECONFIG, "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
                         h->cfg_where(cfg, "topic"), o->topic);
     }
@@ -256,14 +267,19 @@ static void set(struct gust_result *r, int status, const char *why)
     snprintf(r->error, sizeof(r->error), "%s", why);
 }
 
-/* Topic of one message, into buf; NULL when it does not fit. */
-static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *buf, size_t sz)
+/* Topic of one message, into buf; NULL (and why) when it cannot be made. */
+static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *buf, size_t sz, char *why,
+                            size_t whysz)
 {
     size_t pl = o->topic_prefix ? strlen(o->topic_prefix) : 0;
 
     if (o->topic) {
         return o->topic;
     }
+    if (o->tpl) {
+        return mqtt_tpl_render(o->tpl, o->topic_strip, m, buf, sz, why, whysz) == 0 ? buf : NULL;
+    }
+    snprintf(why, whysz, "topic too long");
     if (pl >= sz) {
         return NULL;
     }
@@ -278,10 +294,11 @@ static size_t publish_all(struct mqtt_out *o, const struct gust_msg *msgs, size_
     size_t i;
 
     for (i = 0; i < n; i++) {
-        const char *t = topic_of(o, &msgs[i], topic, sizeof(topic));
+        char why[200];
+        const char *t = topic_of(o, &msgs[i], topic, sizeof(topic), why, sizeof(why));
         int mid = 0, rc;
         if (!t) {
-            set(&results[i], GUST_REJECTED, "topic too long");
+            set(&results[i], GUST_REJECTED, why);
             o->acked[i] = 2; /* settled, not by the broker */
             continue;
         }
@@ -391,6 +408,7 @@ void mqtt_out_destroy(void *ctx)
     }
     mqtt_out_stop(o);
     mosquitto_destroy(o->mosq);
+    mqtt_tpl_free(o->tpl);
     free(o->slot_of_mid);
     free(o->acked);
     mqtt_conf_free(&o->conf);

@@ -108,8 +108,45 @@ static void test_wire(void)
     mqtt_wbuf_free(&b);
 }
 
+static void tpl_case(const char *spec, const char *subject, const char *payload, const char *want)
+{
+    struct mqtt_tpl *t = NULL;
+    char why[200] = "", out[256] = "";
+    struct gust_msg m = {.subject = subject, .data = payload, .len = strlen(payload)};
+    int rc = mqtt_tpl_compile(spec, &t, why, sizeof(why));
+    CHECK(rc == 0, "compile %s: %s", spec, why);
+    if (rc == 0) {
+        rc = mqtt_tpl_render(t, "ev.out", &m, out, sizeof(out), why, sizeof(why));
+        CHECK(rc == 0 ? strcmp(out, want) == 0 : strstr(why, want) != NULL, "%s on %s: got %s (%s), want %s", spec,
+              payload, rc == 0 ? out : "error", why, want);
+    }
+    mqtt_tpl_free(t);
+}
+
+static void test_templates(void)
+{
+    tpl_case("dev/{payload.device}/cmd", "ev.out.x", "{\"device\":\"d7\"}", "dev/d7/cmd");
+    tpl_case("{payload.site.id}/{payload.n}/{payload.ok}", "ev.out.x", "{\"site\":{\"id\":\"s1\"},\"n\":1.50,\"ok\":true}",
+             "s1/1.50/true");
+    tpl_case("gust/{subject}", "ev.out.a.b%2Ec", "{}", "gust/a/b.c");
+    tpl_case("dev/{payload.device}", "ev.out.x", "{\"id\":1}", "topic {payload.device}: the payload has no such field");
+    tpl_case("dev/{payload.device}", "ev.out.x", "{\"device\":null}", "has it null");
+    tpl_case("dev/{payload.device}", "ev.out.x", "{\"device\":[1]}", "has an object or array there");
+    tpl_case("dev/{payload.device}", "ev.out.x", "not json", "the payload is not JSON");
+    static const char *const bad[][2] = {{"a/{payload.x", "is not closed"}, {"a/{foo}", "unknown placeholder {foo}"},
+                                         {"a/+/{subject}", "not allowed in a publish topic"},
+                                         {"a}/{subject}", "'}' without '{'"}, {"{payload.a..b}", "empty field name"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct mqtt_tpl *t = NULL;
+        char why[200] = "";
+        CHECK(mqtt_tpl_compile(bad[i][0], &t, why, sizeof(why)) != 0 && strstr(why, bad[i][1]) && !t,
+              "%s refused with %s (got %s)", bad[i][0], bad[i][1], why);
+    }
+}
+
 int main(void)
 {
+    test_templates();
     test_subjects();
     test_payload();
     test_wire();

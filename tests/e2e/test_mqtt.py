@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 
-from gustlib import BUILD, GUST, Checks, Gust, Mosquitto, NatsServer, TempDir, free_port, wait_for
+from gustlib import BUILD, GUST, Checks, Gust, Mosquitto, NatsServer, TempDir, free_port, nats_publish, wait_for
 
 PUB = os.path.join(BUILD, "bench", "gust-mqtt-pub")
 SUB = os.path.join(BUILD, "bench", "gust-mqtt-sub")
@@ -244,6 +244,41 @@ source tbad { use mqtt_in; broker %(broker)s; topic tls/in; subject ev.tls.bad; 
             print(g.log()[-3000:])
 
 
+def test_topic_template(t, tmp, nats, broker):
+    """mqtt_out's topic from a payload field (and the subject); a message without the
+    field is REJECTED: max_deliver attempts, then the dead-letter stream with the reason."""
+    conf = """
+plugin_dir %(plugins)s;
+plugin mqtt;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; max_deliver 2; retry_delay 50ms; }
+sink tpl { use mqtt_out; source ev.tpl.>; broker %(broker)s; topic "dev/{payload.device}/{subject}"; topic_strip ev.tpl; qos 1; }
+""" % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "broker": broker.addr}
+    g = Gust(tmp, conf)
+    try:
+        wait_for(lambda: "[sink:tpl] connected to" in g.log(), 10, "mqtt_out connected")
+        sub = Sub(broker, "dev/#", 3, 300, client_id="test-sub-tpl", printing=True)
+        nats_publish(nats.port, [("ev.tpl.a", b'{"id":300,"device":"d1"}'), ("ev.tpl.b.c", b'{"id":301,"device":"d2"}'),
+                                 ("ev.tpl.a", b'{"id":999,"other":1}'), ("ev.tpl.a", b'{"id":302,"device":42}')])
+        res, lines = sub.result()
+        check_all(t, res, 3, "topic template")
+        t.eq(sorted(line.split(" ", 1)[0] for line in lines), ["dev/42/a", "dev/d1/a", "dev/d2/b/c"],
+             "topics from the payload field and the subject")
+
+        def dead():
+            return [json.loads(d) for _, _, d in nats.read_stream("GUST_DLQ") if b'"unit":"tpl"' in d]
+        got = wait_for(lambda: dead(), 20, "the message without the field in the DLQ")
+        t.eq(len(got), 1, "one dead letter")
+        t.eq(got[0]["payload"], '{"id":999,"other":1}', "the message without the field")
+        t.check("topic {payload.device}: the payload has no such field" in got[0]["error"],
+                "clear reason: %r" % got[0]["error"])
+        t.eq(got[0]["attempts"], 2, "after max_deliver attempts")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
 def test_config_errors(t, tmp, nats):
     """Values only the plugin understands are checked when the unit is created (`gust -t`
     stops at the schema), so these run gust itself: it must exit 1 naming file:line."""
@@ -255,6 +290,9 @@ def test_config_errors(t, tmp, nats):
          "non_json: \"drop\" is not reject, wrap or pass"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a/#; }", "is not a topic one can publish to"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; }", "set exactly one of topic and topic_from_subject"),
+        ('sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic "a/{payload.x"; }', "'{' at offset 2 is not closed"),
+        ('sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic "a/{device}"; }',
+         "unknown placeholder {device}: use {subject} or {payload.FIELD}"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; tls_cert c.pem; }",
          "tls_cert and tls_key go together"),
     ]
@@ -276,6 +314,7 @@ def main():
                    "tmp": tmp.path}
     try:
         test_config_errors(t, tmp, nats)
+        test_topic_template(t, tmp, nats, broker)
         test_pipeline(t, tmp, nats, broker, conf)
         test_credentials(t, tmp, nats)
         test_tls(t, tmp, nats)
