@@ -63,7 +63,9 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
         return exec_err(err, GUST_ENOMEM, "out of memory");
     }
     memcpy(envp, cmd->envp, cmd->nenv * sizeof(*envp));
-    memcpy(envp + cmd->nenv, extra, nextra * sizeof(*envp));
+    if (nextra > 0) {
+        memcpy(envp + cmd->nenv, extra, nextra * sizeof(*envp));
+    }
     if (((pipes & EXEC_PIPE_IN) && pipe2(pin, O_CLOEXEC) != 0) ||
         ((pipes & EXEC_PIPE_OUT) && pipe2(pout, O_CLOEXEC) != 0) || pipe2(perr, O_CLOEXEC) != 0) {
         rc = exec_err(err, GUST_EIO, "pipe: %s", strerror(errno));

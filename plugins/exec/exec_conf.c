@@ -21,6 +21,8 @@ extern char **environ;
 
 static const char *const ENV_KEYS[] = {"env", "env_from", "env_file"};
 
+static void exec_cmd_free_env(struct exec_cmd *cmd);
+
 /* Length of NAME in "NAME=..." when NAME is a valid variable name and '=' follows, else 0. */
 static size_t env_name_len(const char *item)
 {
@@ -221,6 +223,7 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
     size_t cap = 8;
     int inherit = (int)h->cfg_int(cfg, "inherit_env");
 
+    exec_cmd_free_env(cmd); /* a second start rebuilds it */
     for (size_t k = 0; k < 3; k++) {
         cap += h->cfg_count(cfg, ENV_KEYS[k]);
     }
@@ -291,15 +294,20 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
     return 0;
 }
 
-void exec_cmd_free(struct exec_cmd *cmd)
+static void exec_cmd_free_env(struct exec_cmd *cmd)
 {
     for (size_t i = 0; cmd->envp && i < cmd->nenv; i++) {
         explicit_bzero(cmd->envp[i], strlen(cmd->envp[i])); /* not left for a core dump */
         free(cmd->envp[i]);
     }
     free(cmd->envp);
-    free(cmd->argv);
     cmd->envp = NULL;
-    cmd->argv = NULL;
     cmd->nenv = 0;
+}
+
+void exec_cmd_free(struct exec_cmd *cmd)
+{
+    exec_cmd_free_env(cmd);
+    free(cmd->argv);
+    cmd->argv = NULL;
 }

@@ -294,6 +294,14 @@ def test_reload_and_stop(t, tmp, nats, g, conf):
             in g.log(), "the stream's counters at stop: %s" % [x for x in g.log().split("\n") if "source:stream] stopped" in x])
     t.eq(g.stop(), 0, "clean stop")
     t.check(not alive(new), "the stream child is killed when gust stops")
+    # For information only (no timing in pass/fail): how long the stop of the busy stream
+    # source took, from the log's timestamps.
+    stamps = [x.split(" ", 1)[0] for x in g.log().split("\n")
+              if "SIGTERM: stopping" in x or "[source:stream] stopped:" in x]
+    if len(stamps) >= 2:
+        from datetime import datetime
+        t0, t1 = (datetime.strptime(x, "%Y-%m-%dT%H:%M:%S.%fZ") for x in stamps[-2:])
+        print("stop of gust to the stream source stopped: %.0f ms" % ((t1 - t0).total_seconds() * 1000))
     log = g.log()
     t.check(SECRET not in log, "the secret never appears in gust's log")
     t.check("[sink:run] stopped: " in log, "the sink reports its counts")
