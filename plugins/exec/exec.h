@@ -35,6 +35,7 @@ struct exec_cmd {
     const char *what; /* argv[0] for messages (never the other arguments) */
 };
 
+/* clang-format off */
 /* The keys every type has; expand inside a schema table. */
 #define EXEC_COMMON_KEYS                                                                                  \
     {"command", GUST_T_LIST, NULL, GUST_K_REQUIRED,                                                      \
@@ -48,6 +49,7 @@ struct exec_cmd {
     {"env_from", GUST_T_LIST, NULL, 0, "NAME=VAR: gust's own $VAR becomes $NAME in the child"},           \
     {"inherit_env", GUST_T_BOOL, "off", 0,                                                               \
      "on: the child gets gust's whole environment; off: only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR"}
+/* clang-format on */
 
 /* Fills cmd->argv, workdir, timeout (key `timeout`) and checks the env keys' syntax. No I/O. */
 int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err);
@@ -146,14 +148,17 @@ int exec_ratelog_ok(struct exec_ratelog *r, struct gust_instance *inst);
 /* The types; exec.c puts them in the descriptor. */
 extern const struct gust_schema_key exec_source_schema[];
 extern const struct gust_schema_key exec_stream_schema[];
-int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
-int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
+int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err);
+int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err);
 int exec_reader_start(void *ctx, struct gust_err *err);
 void exec_reader_stop(void *ctx);
 void exec_reader_destroy(void *ctx);
 
 extern const struct gust_schema_key exec_sink_schema[];
-int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
+int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                     struct gust_err *err);
 int exec_sink_start(void *ctx, struct gust_err *err);
 int exec_sink_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results);
 void exec_sink_stop(void *ctx);

@@ -105,7 +105,8 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
     if (rc != 0) {
         c->pid = -1;
         if (cmd->workdir) {
-            rc = exec_err(err, GUST_EIO, "cannot start %s: %s (workdir %s)", cmd->what, strerror(rc), cmd->workdir);
+            rc = exec_err(err, GUST_EIO, "cannot start %s: %s (workdir %s)", cmd->what, strerror(rc),
+                          cmd->workdir);
         } else {
             rc = exec_err(err, GUST_EIO, "cannot start %s: %s", cmd->what, strerror(rc));
         }
@@ -118,7 +119,8 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
     c->in = pin[1];
     c->out = pout[0];
     c->err = perr[0];
-    if ((c->in >= 0 && nonblock(c->in) != 0) || (c->out >= 0 && nonblock(c->out) != 0) || nonblock(c->err) != 0) {
+    if ((c->in >= 0 && nonblock(c->in) != 0) || (c->out >= 0 && nonblock(c->out) != 0) ||
+        nonblock(c->err) != 0) {
         /* cannot happen on a fresh pipe; the reads would block, so do not go on */
         exec_child_kill(c, 0);
         free(envp);

@@ -48,12 +48,15 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
             size_t n = env_name_len(item);
             if (n == 0) {
                 /* Items never hold a secret itself (env_file names a file), so quoting is fine. */
-                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" is not NAME=%s", h->cfg_where(cfg, key), key,
-                                item, k == 0 ? "value" : k == 1 ? "VAR" : "PATH");
+                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" is not NAME=%s", h->cfg_where(cfg, key),
+                                key, item,
+                                k == 0   ? "value"
+                                : k == 1 ? "VAR"
+                                         : "PATH");
             }
             if (k > 0 && item[n + 1] == '\0') {
-                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" names no %s", h->cfg_where(cfg, key), key, item,
-                                k == 1 ? "variable" : "file");
+                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" names no %s", h->cfg_where(cfg, key), key,
+                                item, k == 1 ? "variable" : "file");
             }
             /* The same name twice would silently shadow one value: refuse it. */
             for (size_t k2 = 0; k2 <= k; k2++) {
@@ -61,8 +64,8 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
                 for (size_t j = 0; j < end; j++) {
                     const char *other = h->cfg_item(cfg, ENV_KEYS[k2], j);
                     if (env_name_len(other) == n && strncmp(other, item, n) == 0) {
-                        return exec_err(err, GUST_ECONFIG, "%s: %s: %.*s is set twice", h->cfg_where(cfg, key), key,
-                                        (int)n, item);
+                        return exec_err(err, GUST_ECONFIG, "%s: %s: %.*s is set twice",
+                                        h->cfg_where(cfg, key), key, (int)n, item);
                     }
                 }
             }
@@ -82,15 +85,17 @@ int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_
         return exec_err(err, GUST_ECONFIG, "%s: command: empty", h->cfg_where(cfg, "command"));
     }
     if (shell && n != 1) {
-        return exec_err(err, GUST_ECONFIG,
-                        "%s: command: with `shell on` the command is one string (quote it), not %zu arguments",
-                        h->cfg_where(cfg, "command"), n);
+        return exec_err(
+            err, GUST_ECONFIG,
+            "%s: command: with `shell on` the command is one string (quote it), not %zu arguments",
+            h->cfg_where(cfg, "command"), n);
     }
     if (!shell && n == 1 && strpbrk(h->cfg_item(cfg, "command", 0), " \t\n")) {
-        return exec_err(err, GUST_ECONFIG,
-                        "%s: command: \"%s\" is one argument holding spaces, but no shell splits it: write "
-                        "each argv word as its own argument (command /usr/bin/tool --flag;) or set `shell on;`",
-                        h->cfg_where(cfg, "command"), h->cfg_item(cfg, "command", 0));
+        return exec_err(
+            err, GUST_ECONFIG,
+            "%s: command: \"%s\" is one argument holding spaces, but no shell splits it: write "
+            "each argv word as its own argument (command /usr/bin/tool --flag;) or set `shell on;`",
+            h->cfg_where(cfg, "command"), h->cfg_item(cfg, "command", 0));
     }
     if (!(cmd->argv = calloc(n + 3, sizeof(*cmd->argv)))) {
         return exec_err(err, GUST_ENOMEM, "out of memory");
@@ -110,7 +115,8 @@ int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_
     return check_env_keys(cfg, err);
 }
 
-static int env_add(struct exec_cmd *cmd, size_t cap, const char *name, size_t nlen, const char *val, size_t vlen)
+static int env_add(struct exec_cmd *cmd, size_t cap, const char *name, size_t nlen, const char *val,
+                   size_t vlen)
 {
     /* A later setting replaces an inherited one of the same name. */
     for (size_t i = 0; i < cmd->nenv; i++) {
@@ -278,8 +284,8 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
             return exec_err(err, GUST_ENOMEM, "out of memory");
         }
         if (read_secret(path, &val, &len, why, sizeof(why)) != 0) {
-            exec_err(err, GUST_ECONFIG, "%s: env_file %.*s: %s: %s", h->cfg_where(cfg, "env_file"), (int)n, item,
-                     path, why);
+            exec_err(err, GUST_ECONFIG, "%s: env_file %.*s: %s: %s", h->cfg_where(cfg, "env_file"), (int)n,
+                     item, path, why);
             free(path);
             return GUST_ECONFIG;
         }

@@ -29,12 +29,14 @@
 
 #define KILL_GRACE_MS 100
 
+/* clang-format off */
 #define READER_KEYS                                                                                      \
     EXEC_COMMON_KEYS,                                                                                    \
     {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "publish each JSON line of stdout here"},         \
     {"max_line", GUST_T_SIZE, "1m", 0, "longer stdout lines are skipped (logged, counted)"},             \
     {"max_inflight", GUST_T_INT, "1024", 0,                                                              \
      "publishes without a PubAck yet; past it stdout is not read (the child blocks)"}
+/* clang-format on */
 
 const struct gust_schema_key exec_source_schema[] = {
     READER_KEYS,
@@ -97,7 +99,8 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     r->subject = h->cfg_str(cfg, "subject");
     v = h->cfg_int(cfg, "max_line");
     if (v < 16 || v > (int64_t)1 << 30) {
-        rc = exec_err(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
+        rc =
+            exec_err(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
         goto fail;
     }
     r->max_line = (size_t)v;
@@ -135,12 +138,14 @@ fail:
     return rc;
 }
 
-int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err)
 {
     return reader_create(inst, cfg, ctx, MODE_SOURCE, err);
 }
 
-int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err)
 {
     return reader_create(inst, cfg, ctx, MODE_STREAM, err);
 }
@@ -166,8 +171,9 @@ static int on_line(void *ud, char *line, size_t len)
         if (exec_ratelog_ok(&r->rl, r->inst)) {
             char pv[81];
             exec_preview(line + i, n - i, pv, sizeof(pv));
-            exec_host->log(r->inst, GUST_LOG_WARN, "skipped a stdout line that is not one JSON object (%zu bytes): %s%s",
-                           n - i, pv, n - i > sizeof(pv) - 1 ? "..." : "");
+            exec_host->log(r->inst, GUST_LOG_WARN,
+                           "skipped a stdout line that is not one JSON object (%zu bytes): %s%s", n - i, pv,
+                           n - i > sizeof(pv) - 1 ? "..." : "");
         }
         return 0;
     }
@@ -179,7 +185,8 @@ static int on_line(void *ud, char *line, size_t len)
         r->lines++;
         r->run_lines++;
     } else if (exec_ratelog_ok(&r->rl, r->inst)) {
-        exec_host->log(r->inst, GUST_LOG_WARN, "publish to %s refused (line dropped): error %d", r->subject, rc);
+        exec_host->log(r->inst, GUST_LOG_WARN, "publish to %s refused (line dropped): error %d", r->subject,
+                       rc);
     }
     return 0;
 }
@@ -256,7 +263,8 @@ static int run_child(struct reader *r, struct exec_child *c)
             }
         } else if (exited_at && now - exited_at > 1000) {
             /* Something outside its process group (setsid) still holds the pipes. */
-            exec_host->log(r->inst, GUST_LOG_WARN, "the command exited but its output stays open; closing it");
+            exec_host->log(r->inst, GUST_LOG_WARN,
+                           "the command exited but its output stays open; closing it");
             break;
         }
         struct pollfd p[3] = {{.fd = r->wake_fd, .events = POLLIN},
@@ -324,22 +332,24 @@ static void report_run(struct reader *r, const struct exec_child *c, int result)
     if (result == -2) {
         r->timeouts++;
         r->failed_runs++;
-        exec_host->log(r->inst, GUST_LOG_WARN, "%s killed after the %lld ms timeout (%" PRIu64 " lines published)%s%s",
-                       r->cmd.what, (long long)r->cmd.timeout_ms, r->run_lines, tail[0] ? "; stderr: " : "", tail);
+        exec_host->log(r->inst, GUST_LOG_WARN,
+                       "%s killed after the %lld ms timeout (%" PRIu64 " lines published)%s%s", r->cmd.what,
+                       (long long)r->cmd.timeout_ms, r->run_lines, tail[0] ? "; stderr: " : "", tail);
         return;
     }
     exec_status_text(result, st, sizeof(st));
     if (!WIFEXITED(result) || WEXITSTATUS(result) != 0) {
         r->failed_runs++;
-        exec_host->log(r->inst, GUST_LOG_WARN, "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64
-                       " skipped)%s%s",
+        exec_host->log(r->inst, GUST_LOG_WARN,
+                       "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64 " skipped)%s%s",
                        r->cmd.what, st, secs, r->run_lines, r->run_bad, tail[0] ? "; stderr: " : "", tail);
     } else if (r->mode == MODE_STREAM) {
-        exec_host->log(r->inst, GUST_LOG_INFO, "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64
-                       " skipped)", r->cmd.what, st, secs, r->run_lines, r->run_bad);
+        exec_host->log(r->inst, GUST_LOG_INFO,
+                       "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64 " skipped)",
+                       r->cmd.what, st, secs, r->run_lines, r->run_bad);
     } else if (r->run_bad) {
-        exec_host->log(r->inst, GUST_LOG_INFO, "run: %" PRIu64 " lines published, %" PRIu64 " skipped", r->run_lines,
-                       r->run_bad);
+        exec_host->log(r->inst, GUST_LOG_INFO, "run: %" PRIu64 " lines published, %" PRIu64 " skipped",
+                       r->run_lines, r->run_bad);
     }
 }
 
@@ -348,8 +358,8 @@ static void *thread_main(void *arg)
     struct reader *r = arg;
     int64_t backoff = r->restart_min_ms;
 
-    exec_host->log(r->inst, GUST_LOG_INFO, "%s %s -> %s", r->mode == MODE_SOURCE ? "running" : "streaming from",
-                   r->cmd.what, r->subject);
+    exec_host->log(r->inst, GUST_LOG_INFO, "%s %s -> %s",
+                   r->mode == MODE_SOURCE ? "running" : "streaming from", r->cmd.what, r->subject);
     while (!atomic_load(&r->stopping)) {
         struct exec_child c;
         int64_t started = exec_now_ms();

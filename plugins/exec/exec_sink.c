@@ -28,7 +28,8 @@
 
 const struct gust_schema_key exec_sink_schema[] = {
     EXEC_COMMON_KEYS,
-    {"timeout", GUST_T_DURATION, "30s", 0, "a child still running after this is killed and the message retried"},
+    {"timeout", GUST_T_DURATION, "30s", 0,
+     "a child still running after this is killed and the message retried"},
     {"max_inflight", GUST_T_INT, "1", 0, "messages of a batch run at once (1 keeps stream order), up to 64"},
     {NULL, 0, NULL, 0, NULL},
 };
@@ -71,8 +72,8 @@ int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, voi
     }
     int64_t v = h->cfg_int(cfg, "max_inflight");
     if (v < 1 || v > MAX_INFLIGHT) {
-        rc = exec_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d", h->cfg_where(cfg, "max_inflight"),
-                      (long long)v, MAX_INFLIGHT);
+        rc = exec_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d",
+                      h->cfg_where(cfg, "max_inflight"), (long long)v, MAX_INFLIGHT);
         goto fail;
     }
     s->max_inflight = (int)v;
@@ -90,7 +91,8 @@ int exec_sink_start(void *ctx, struct gust_err *err)
     return exec_cmd_env(&s->cmd, s->cfg, err);
 }
 
-static void set_result(struct gust_result *res, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_result(struct gust_result *res, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void set_result(struct gust_result *res, int status, const char *fmt, ...)
 {
     va_list ap;
@@ -114,7 +116,8 @@ static int spawn(struct sink *s, struct slot *sl, const struct gust_msg *m, stru
         s->retried++;
         set_result(res, GUST_RETRY, "%s", err.msg);
         if (exec_ratelog_ok(&s->rl, s->inst)) {
-            exec_host->log(s->inst, GUST_LOG_ERROR, "%s (message %" PRIu64 " will be retried)", err.msg, m->stream_seq);
+            exec_host->log(s->inst, GUST_LOG_ERROR, "%s (message %" PRIu64 " will be retried)", err.msg,
+                           m->stream_seq);
         }
         return -1;
     }
@@ -161,8 +164,9 @@ static void finish(struct sink *s, struct slot *sl, int timed_out)
         set_result(sl->res, GUST_RETRY, "timed out after %lld ms%s%s", (long long)s->cmd.timeout_ms,
                    tail[0] ? ": " : "", tail);
         if (exec_ratelog_ok(&s->rl, s->inst)) {
-            exec_host->log(s->inst, GUST_LOG_WARN, "%s timed out after %lld ms on message %" PRIu64 " (will be retried)",
-                           s->cmd.what, (long long)s->cmd.timeout_ms, sl->msg->stream_seq);
+            exec_host->log(s->inst, GUST_LOG_WARN,
+                           "%s timed out after %lld ms on message %" PRIu64 " (will be retried)", s->cmd.what,
+                           (long long)s->cmd.timeout_ms, sl->msg->stream_seq);
         }
     } else {
         exec_child_read_err(&sl->c);
@@ -177,8 +181,9 @@ static void finish(struct sink *s, struct slot *sl, int timed_out)
             s->rejected++;
             set_result(sl->res, GUST_REJECTED, "%s%s%s", st, tail[0] ? ": " : "", tail);
             if (exec_ratelog_ok(&s->rl, s->inst)) {
-                exec_host->log(s->inst, GUST_LOG_WARN, "message %" PRIu64 " (attempt %" PRIu32 ") rejected: %s",
-                               sl->msg->stream_seq, sl->msg->attempt, sl->res->error);
+                exec_host->log(s->inst, GUST_LOG_WARN,
+                               "message %" PRIu64 " (attempt %" PRIu32 ") rejected: %s", sl->msg->stream_seq,
+                               sl->msg->attempt, sl->res->error);
             }
         }
     }
@@ -266,8 +271,9 @@ void exec_sink_stop(void *ctx)
 {
     struct sink *s = ctx;
     /* deliver runs its children to the end before it returns: nothing is left running. */
-    exec_host->log(s->inst, GUST_LOG_INFO, "stopped: %" PRIu64 " delivered, %" PRIu64 " rejected, %" PRIu64 " retried",
-                   s->delivered, s->rejected, s->retried);
+    exec_host->log(s->inst, GUST_LOG_INFO,
+                   "stopped: %" PRIu64 " delivered, %" PRIu64 " rejected, %" PRIu64 " retried", s->delivered,
+                   s->rejected, s->retried);
 }
 
 void exec_sink_destroy(void *ctx)
