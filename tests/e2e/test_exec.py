@@ -131,7 +131,7 @@ source secret {
     env PLAIN=visible;
 }
 source stream { use exec_stream; command %(py)s %(d)s/stream.py %(d)s; subject ev.stream;
-                restart_min 100ms; restart_max 2s; max_inflight 64; }
+                restart_min 100ms; restart_max 30s; max_inflight 64; }
 sink run { use exec_sink; source ev.sinkin; command /bin/sh %(d)s/sink.sh %(d)s calls.txt; timeout 20s; }
 sink nocmd { use exec_sink; source ev.nocmd; command %(d)s/no-such-sink; }
 sink slow { use exec_sink; source ev.slow; command /bin/sleep 30; timeout 300ms; }
