@@ -228,7 +228,7 @@ static int run_child(struct reader *r, struct exec_child *c)
     struct gust_err err = {{0}};
     struct exec_lines lines;
     int64_t deadline = r->mode == MODE_SOURCE ? exec_now_ms() + r->cmd.timeout_ms : INT64_MAX;
-    int64_t exited_at = 0;
+    int64_t exited_at = 0, closed_at = 0;
     int result = 0;
 
     if (exec_lines_init(&lines, r->max_line) != 0) {
@@ -273,7 +273,13 @@ static int run_child(struct reader *r, struct exec_child *c)
         int64_t wait = deadline - now;
         /* With both pipes closed only the exit is left to see: look often. Otherwise the
          * pipes end with the exit; the tick only catches a child that closed them early. */
-        int64_t tick = c->out < 0 && c->err < 0 ? 5 : 100;
+        int64_t tick = 100;
+        if (c->out < 0 && c->err < 0) {
+            /* Usually the exit follows at once; a child that closed its output and runs on
+             * (a daemon-like stream) is then looked at ten times a second. */
+            closed_at = closed_at ? closed_at : now;
+            tick = now - closed_at < 200 ? 5 : 100;
+        }
         wait = wait > tick ? tick : wait;
         int n = poll(p, 3, (int)wait);
         if (n < 0 && errno != EINTR) {
