@@ -385,7 +385,11 @@ def main():
     test_config_errors(t, tmp)
     nats = NatsServer(tmp)
     conf = CONF % {"plugins": PLUGINS, "nats": nats.url, "py": PY, "d": d}
-    g = Gust(tmp, conf, env={"GUST_TEST_FROM": "from-parent-env", "GUST_TEST_PRIVATE": "zzz"})
+    try:
+        g = Gust(tmp, conf, env={"GUST_TEST_FROM": "from-parent-env", "GUST_TEST_PRIVATE": "zzz"})
+    except BaseException:
+        nats.stop()
+        raise
     try:
         test_sources(t, tmp, nats, g)
         test_sinks(t, tmp, nats, g)
