@@ -1,0 +1,167 @@
+/* exec plugin internals shared by its files. Nothing here is exported from the .so.
+ *
+ *   exec.c         the descriptor: types exec_source, exec_stream, exec_sink; init/fini
+ *   exec_conf.c    keys all types share: the command, its environment (secrets), timeout
+ *   exec_child.c   spawning a child in its own process group, killing and reaping it
+ *   exec_pub.c     publishing lines with back-pressure; outcome counts that outlive stop
+ *   exec_lines.c   splitting a pipe into lines (bounded length), JSON object check
+ *   exec_reader.c  exec_source (run every interval) and exec_stream (long-lived child)
+ *   exec_sink.c    exec_sink: one child per message, body on stdin */
+#ifndef GUST_EXEC_H
+#define GUST_EXEC_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gust/plugin.h"
+
+extern const struct gust_host_api *exec_host;
+
+/* Formats into err->msg and returns code. */
+int exec_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t exec_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* How to run the command. argv is built at create from the config (no I/O); envp at start,
+ * because env_file reads files. envp holds secrets: it is wiped when freed and never
+ * logged. */
+struct exec_cmd {
+    char **argv; /* owned array; strings borrowed from the cfg (or literals) */
+    char **envp; /* owned array of owned "NAME=value" strings, NULL-terminated */
+    size_t nenv;
+    const char *workdir; /* borrowed, NULL: gust's working directory */
+    int64_t timeout_ms;
+    const char *what; /* argv[0] for messages (never the other arguments) */
+};
+
+/* clang-format off */
+/* The keys every type has; expand inside a schema table. */
+#define EXEC_COMMON_KEYS                                                                                  \
+    {"command", GUST_T_LIST, NULL, GUST_K_REQUIRED,                                                      \
+     "program and arguments, one argv word per argument, run without a shell (see `shell`)"},            \
+    {"shell", GUST_T_BOOL, "off", 0, "on: command is one string run as /bin/sh -c STRING"},               \
+    {"workdir", GUST_T_PATH, NULL, 0, "working directory of the child (default: gust's)"},                \
+    {"env", GUST_T_LIST, NULL, 0, "NAME=value put in the child's environment, repeatable (not secret)"},   \
+    {"env_file", GUST_T_LIST, NULL, GUST_K_SECRET,                                                       \
+     "NAME=PATH: the file's content (trailing newline removed) becomes $NAME in the child; read at "    \
+     "start, never logged; PATH relative to host.conf"},                                                 \
+    {"env_from", GUST_T_LIST, NULL, 0, "NAME=VAR: gust's own $VAR becomes $NAME in the child"},           \
+    {"inherit_env", GUST_T_BOOL, "off", 0,                                                               \
+     "on: the child gets gust's whole environment; off: only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR"}
+/* clang-format on */
+
+/* Fills cmd->argv, workdir, timeout (key `timeout`) and checks the env keys' syntax. No I/O. */
+int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err);
+/* Builds cmd->envp: reads env_file files, looks up env_from variables. */
+int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err);
+void exec_cmd_free(struct exec_cmd *cmd);
+
+/* A running child: its own process group (pgid == pid), pipes non-blocking and close-on-exec
+ * on our side. */
+struct exec_child {
+    pid_t pid;
+    int in;  /* write end of its stdin, or -1 */
+    int out; /* read end of its stdout, or -1 */
+    int err; /* read end of its stderr, or -1 */
+    int reaped;
+    int status; /* wait status once reaped */
+    int64_t started_ms;
+    char tail[512]; /* last bytes of stderr (ring) */
+    size_t tail_len, tail_pos;
+};
+
+enum { EXEC_PIPE_IN = 1, EXEC_PIPE_OUT = 2 };
+
+/* Starts cmd with extra (NULL or NULL-terminated "NAME=value" strings) added to its env.
+ * Every descriptor of gust but the pipes is closed in the child; signals are reset. */
+int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const char *const *extra, int pipes,
+                     struct gust_err *err);
+/* Non-blocking: 1 when the child has exited; it is then reaped and what was left of its
+ * process group killed. */
+int exec_child_exited(struct exec_child *c);
+/* SIGTERM to the group, up to grace_ms for it to exit, then SIGKILL; reaps. */
+void exec_child_kill(struct exec_child *c, int grace_ms);
+/* Reads what stderr has (non-blocking) into the tail; returns 0 at EOF (fd closed), 1 otherwise. */
+int exec_child_read_err(struct exec_child *c);
+void exec_child_close(struct exec_child *c);
+/* "exit 3", "killed by signal 9 (Killed)" */
+void exec_status_text(int status, char *buf, size_t size);
+/* The stderr tail as one printable line (newlines as " | "), at most size-1 bytes. */
+void exec_child_tail(const struct exec_child *c, char *buf, size_t size);
+
+/* Publish outcomes. Kept apart from the instance and reference counted, because the bus
+ * calls back up to publish_timeout after a publish, and stop() must not wait that long. */
+struct exec_pub {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* signalled when a publish completes or stop begins */
+    int refs;            /* the instance + each publish in flight */
+    size_t inflight;
+    size_t max_inflight;
+    int stopping;
+    uint64_t published, stored, failed;
+    struct gust_instance *inst; /* NULL once the instance is destroyed */
+    char *subject;              /* owned: outlives the cfg */
+};
+
+struct exec_pub *exec_pub_create(struct gust_instance *inst, const char *subject, size_t max_inflight);
+/* Publishes one line, waiting (without reading more) while the bus or max_inflight says
+ * wait. Returns 0, -1 when stopping, or a bus error (counted as failed). */
+int exec_pub_line(struct exec_pub *p, const char *data, size_t len);
+void exec_pub_stop(struct exec_pub *p);
+/* Waits up to ms for publishes in flight. */
+void exec_pub_wait(struct exec_pub *p, int64_t ms);
+void exec_pub_release(struct exec_pub *p);
+/* Publishes of every instance whose outcome the bus has not reported yet (fini waits). */
+size_t exec_pub_global_pending(void);
+
+/* Splits what a pipe delivers into lines of at most max bytes; longer lines are skipped. */
+struct exec_lines {
+    char *buf;
+    size_t len, cap, max;
+    int skipping; /* inside a too-long line: drop up to the next newline */
+};
+
+/* What the reader does with each line; returns -1 to stop reading (stopping). */
+typedef int (*exec_line_fn)(void *ud, char *line, size_t len);
+typedef void (*exec_toolong_fn)(void *ud, size_t max);
+
+int exec_lines_init(struct exec_lines *l, size_t max);
+void exec_lines_free(struct exec_lines *l);
+/* Reads once from fd; calls fn for each complete line. Returns 1 while open, 0 at EOF
+ * (the last unterminated line is passed on too), -1 when fn asked to stop. */
+int exec_lines_read(struct exec_lines *l, int fd, exec_line_fn fn, exec_toolong_fn toolong, void *ud);
+
+/* 1 when data is exactly one JSON object (white space around it allowed). */
+int exec_is_json_object(const char *data, size_t len);
+/* A printable preview: control bytes as '?', at most size-1 bytes. */
+void exec_preview(const char *data, size_t len, char *buf, size_t size);
+
+/* At most `burst` messages per 10 s window; the rest are counted and summarised. */
+struct exec_ratelog {
+    int64_t window_start;
+    int n;
+    uint64_t suppressed;
+};
+int exec_ratelog_ok(struct exec_ratelog *r, struct gust_instance *inst);
+
+/* The types; exec.c puts them in the descriptor. */
+extern const struct gust_schema_key exec_source_schema[];
+extern const struct gust_schema_key exec_stream_schema[];
+int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err);
+int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err);
+int exec_reader_start(void *ctx, struct gust_err *err);
+void exec_reader_stop(void *ctx);
+void exec_reader_destroy(void *ctx);
+
+extern const struct gust_schema_key exec_sink_schema[];
+int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                     struct gust_err *err);
+int exec_sink_start(void *ctx, struct gust_err *err);
+int exec_sink_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results);
+void exec_sink_stop(void *ctx);
+void exec_sink_destroy(void *ctx);
+
+#endif

@@ -1,0 +1,458 @@
+/* exec_source and exec_stream: a child whose stdout lines are published.
+ *
+ *   source ps  { use exec_source; command /usr/bin/some-tool --flag; interval 10s; subject ev.ps; }
+ *   source log { use exec_stream; command /usr/bin/tail -F /var/log/app.jsonl; subject ev.app; }
+ *
+ * exec_source runs the command at start and then every `interval` (from the start of one
+ * run to the next; a run that takes longer delays the next), killing it after `timeout`.
+ * exec_stream keeps one child running and restarts it when it exits, waiting restart_min,
+ * doubling up to restart_max while it keeps exiting early.
+ *
+ * Each stdout line that is one JSON object is published to `subject` as is; blank lines are
+ * ignored; other lines, lines over max_line, failed runs and commands that cannot start are
+ * logged (rate-limited) and counted, and the source goes on. stderr is kept as a tail for
+ * the log line of a failed run. One thread per instance does it all; stop() wakes it, and it
+ * kills the child's process group (SIGTERM, then SIGKILL after 100 ms). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec.h"
+
+#define KILL_GRACE_MS 100
+
+/* clang-format off */
+#define READER_KEYS                                                                                      \
+    EXEC_COMMON_KEYS,                                                                                    \
+    {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "publish each JSON line of stdout here"},         \
+    {"max_line", GUST_T_SIZE, "1m", 0, "longer stdout lines are skipped (logged, counted)"},             \
+    {"max_inflight", GUST_T_INT, "1024", 0,                                                              \
+     "publishes without a PubAck yet; past it stdout is not read (the child blocks)"}
+/* clang-format on */
+
+const struct gust_schema_key exec_source_schema[] = {
+    READER_KEYS,
+    {"interval", GUST_T_DURATION, "10s", 0, "from the start of one run to the start of the next"},
+    {"timeout", GUST_T_DURATION, "30s", 0, "a run still going after this is killed (its process group)"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct gust_schema_key exec_stream_schema[] = {
+    READER_KEYS,
+    {"restart_min", GUST_T_DURATION, "1s", 0, "wait before restarting a child that exited"},
+    {"restart_max", GUST_T_DURATION, "30s", 0,
+     "the wait doubles up to this while the child keeps exiting; a child that ran this long "
+     "restarts after restart_min again"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+enum { MODE_SOURCE, MODE_STREAM };
+
+struct reader {
+    struct gust_instance *inst;
+    const struct gust_cfg *cfg;
+    int mode;
+    struct exec_cmd cmd;
+    const char *subject;
+    size_t max_line;
+    size_t max_inflight;
+    int64_t interval_ms, restart_min_ms, restart_max_ms;
+
+    struct exec_pub *pub;
+    int wake_fd;
+    pthread_t thread;
+    int running;
+    atomic_int stopping;
+
+    struct exec_ratelog rl;
+    /* counts, touched by the thread only; read after join */
+    uint64_t runs, lines, bad_lines, too_long, failed_runs, start_failures, timeouts;
+    uint64_t run_lines, run_bad; /* of the current run */
+};
+
+static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, int mode,
+                         struct gust_err *err)
+{
+    const struct gust_host_api *h = exec_host;
+    struct reader *r = calloc(1, sizeof(*r));
+    int rc;
+    int64_t v;
+
+    if (!r) {
+        return exec_err(err, GUST_ENOMEM, "out of memory");
+    }
+    r->inst = inst;
+    r->cfg = cfg;
+    r->mode = mode;
+    r->wake_fd = -1;
+    if ((rc = exec_cmd_load(&r->cmd, cfg, err)) != 0) {
+        goto fail;
+    }
+    r->subject = h->cfg_str(cfg, "subject");
+    v = h->cfg_int(cfg, "max_line");
+    if (v < 16 || v > (int64_t)1 << 30) {
+        rc =
+            exec_err(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
+        goto fail;
+    }
+    r->max_line = (size_t)v;
+    v = h->cfg_int(cfg, "max_inflight");
+    if (v < 1 || v > 1000000) {
+        rc = exec_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..1000000",
+                      h->cfg_where(cfg, "max_inflight"), (long long)v);
+        goto fail;
+    }
+    r->max_inflight = (size_t)v;
+    if (mode == MODE_SOURCE) {
+        r->interval_ms = h->cfg_int(cfg, "interval");
+        if (r->interval_ms < 10) {
+            rc = exec_err(err, GUST_ECONFIG, "%s: interval: at least 10ms", h->cfg_where(cfg, "interval"));
+            goto fail;
+        }
+        if (r->cmd.timeout_ms < 10) {
+            rc = exec_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
+            goto fail;
+        }
+    } else {
+        r->restart_min_ms = h->cfg_int(cfg, "restart_min");
+        r->restart_max_ms = h->cfg_int(cfg, "restart_max");
+        if (r->restart_min_ms < 10 || r->restart_max_ms < r->restart_min_ms) {
+            rc = exec_err(err, GUST_ECONFIG, "%s: restart_min must be at least 10ms and at most restart_max",
+                          h->cfg_where(cfg, "restart_min"));
+            goto fail;
+        }
+    }
+    *ctx = r;
+    return 0;
+fail:
+    exec_cmd_free(&r->cmd);
+    free(r);
+    return rc;
+}
+
+int exec_source_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err)
+{
+    return reader_create(inst, cfg, ctx, MODE_SOURCE, err);
+}
+
+int exec_stream_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                       struct gust_err *err)
+{
+    return reader_create(inst, cfg, ctx, MODE_STREAM, err);
+}
+
+static int on_line(void *ud, char *line, size_t len)
+{
+    struct reader *r = ud;
+    size_t n = len;
+
+    while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t')) {
+        n--;
+    }
+    size_t i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) {
+        i++;
+    }
+    if (i == n) {
+        return 0; /* blank */
+    }
+    if (!exec_is_json_object(line + i, n - i)) {
+        r->bad_lines++;
+        r->run_bad++;
+        if (exec_ratelog_ok(&r->rl, r->inst)) {
+            char pv[81];
+            exec_preview(line + i, n - i, pv, sizeof(pv));
+            exec_host->log(r->inst, GUST_LOG_WARN,
+                           "skipped a stdout line that is not one JSON object (%zu bytes): %s%s", n - i, pv,
+                           n - i > sizeof(pv) - 1 ? "..." : "");
+        }
+        return 0;
+    }
+    int rc = exec_pub_line(r->pub, line + i, n - i);
+    if (rc < 0 && atomic_load(&r->stopping)) {
+        return -1;
+    }
+    if (rc == 0) {
+        r->lines++;
+        r->run_lines++;
+    } else if (exec_ratelog_ok(&r->rl, r->inst)) {
+        exec_host->log(r->inst, GUST_LOG_WARN, "publish to %s refused (line dropped): error %d", r->subject,
+                       rc);
+    }
+    return 0;
+}
+
+static void on_toolong(void *ud, size_t max)
+{
+    struct reader *r = ud;
+    r->too_long++;
+    r->run_bad++;
+    if (exec_ratelog_ok(&r->rl, r->inst)) {
+        exec_host->log(r->inst, GUST_LOG_WARN, "skipped a stdout line longer than max_line (%zu bytes)", max);
+    }
+}
+
+/* Waits up to ms, or until stop. Returns 1 when stopping. */
+static int pause_ms(struct reader *r, int64_t ms)
+{
+    int64_t until = exec_now_ms() + ms;
+    while (!atomic_load(&r->stopping)) {
+        int64_t left = until - exec_now_ms();
+        if (left <= 0) {
+            return 0;
+        }
+        struct pollfd p = {.fd = r->wake_fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) > 0) {
+            uint64_t v;
+            if (read(r->wake_fd, &v, sizeof(v)) < 0) {
+                /* non-blocking eventfd: only a wake-up */
+            }
+        }
+    }
+    return 1;
+}
+
+/* One child from start to reaped. Returns its wait status, or -1 when it did not start,
+ * -2 when it was killed for the timeout, -3 when stopping. */
+static int run_child(struct reader *r, struct exec_child *c)
+{
+    struct gust_err err = {{0}};
+    struct exec_lines lines;
+    int64_t deadline = r->mode == MODE_SOURCE ? exec_now_ms() + r->cmd.timeout_ms : INT64_MAX;
+    int64_t exited_at = 0, closed_at = 0;
+    int result = 0;
+
+    if (exec_lines_init(&lines, r->max_line) != 0) {
+        return -1;
+    }
+    if (exec_child_spawn(c, &r->cmd, NULL, EXEC_PIPE_OUT, &err) != 0) {
+        exec_lines_free(&lines);
+        r->start_failures++;
+        if (exec_ratelog_ok(&r->rl, r->inst)) {
+            exec_host->log(r->inst, GUST_LOG_ERROR, "%s", err.msg);
+        }
+        return -1;
+    }
+    r->runs++;
+    r->run_lines = r->run_bad = 0;
+    for (;;) {
+        if (atomic_load(&r->stopping)) {
+            result = -3;
+            break;
+        }
+        int64_t now = exec_now_ms();
+        if (now >= deadline) {
+            result = -2;
+            break;
+        }
+        if (!exited_at && exec_child_exited(c)) {
+            exited_at = now; /* what it left in its group is killed: the pipes end soon */
+        }
+        if (c->out < 0 && c->err < 0) {
+            if (exited_at) {
+                break;
+            }
+        } else if (exited_at && now - exited_at > 1000) {
+            /* Something outside its process group (setsid) still holds the pipes. */
+            exec_host->log(r->inst, GUST_LOG_WARN,
+                           "the command exited but its output stays open; closing it");
+            break;
+        }
+        struct pollfd p[3] = {{.fd = r->wake_fd, .events = POLLIN},
+                              {.fd = c->out, .events = POLLIN},
+                              {.fd = c->err, .events = POLLIN}};
+        int64_t wait = deadline - now;
+        /* With both pipes closed only the exit is left to see: look often. Otherwise the
+         * pipes end with the exit; the tick only catches a child that closed them early. */
+        int64_t tick = 100;
+        if (c->out < 0 && c->err < 0) {
+            /* Usually the exit follows at once; a child that closed its output and runs on
+             * (a daemon-like stream) is then looked at ten times a second. */
+            closed_at = closed_at ? closed_at : now;
+            tick = now - closed_at < 200 ? 5 : 100;
+        }
+        wait = wait > tick ? tick : wait;
+        int n = poll(p, 3, (int)wait);
+        if (n < 0 && errno != EINTR) {
+            exec_host->log(r->inst, GUST_LOG_ERROR, "poll: %s", strerror(errno));
+            result = -3;
+            break;
+        }
+        if (n <= 0) {
+            continue;
+        }
+        if (p[0].revents & POLLIN) {
+            uint64_t v;
+            if (read(r->wake_fd, &v, sizeof(v)) < 0) {
+                /* only a wake-up */
+            }
+        }
+        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            int lr = exec_lines_read(&lines, c->out, on_line, on_toolong, r);
+            if (lr <= 0) {
+                close(c->out);
+                c->out = -1;
+                if (lr < 0) {
+                    result = -3;
+                    break;
+                }
+            }
+        }
+        if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+            exec_child_read_err(c);
+        }
+    }
+    exec_lines_free(&lines);
+    if (result == 0 && c->reaped) {
+        result = c->status;
+    }
+    if (!c->reaped) {
+        exec_child_kill(c, KILL_GRACE_MS);
+    }
+    if (result == 0 && c->reaped) {
+        result = c->status;
+    }
+    exec_child_read_err(c);
+    exec_child_close(c);
+    return result;
+}
+
+static void report_run(struct reader *r, const struct exec_child *c, int result)
+{
+    char st[80], tail[200];
+    double secs = (double)(exec_now_ms() - c->started_ms) / 1000.0;
+
+    if (result == -3 || result == -1) {
+        return;
+    }
+    exec_child_tail(c, tail, sizeof(tail));
+    if (result == -2) {
+        r->timeouts++;
+        r->failed_runs++;
+        exec_host->log(r->inst, GUST_LOG_WARN,
+                       "%s killed after the %lld ms timeout (%" PRIu64 " lines published)%s%s", r->cmd.what,
+                       (long long)r->cmd.timeout_ms, r->run_lines, tail[0] ? "; stderr: " : "", tail);
+        return;
+    }
+    exec_status_text(result, st, sizeof(st));
+    if (!WIFEXITED(result) || WEXITSTATUS(result) != 0) {
+        r->failed_runs++;
+        exec_host->log(r->inst, GUST_LOG_WARN,
+                       "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64 " skipped)%s%s",
+                       r->cmd.what, st, secs, r->run_lines, r->run_bad, tail[0] ? "; stderr: " : "", tail);
+    } else if (r->mode == MODE_STREAM) {
+        exec_host->log(r->inst, GUST_LOG_INFO,
+                       "%s ended with %s after %.1f s (%" PRIu64 " lines published, %" PRIu64 " skipped)",
+                       r->cmd.what, st, secs, r->run_lines, r->run_bad);
+    } else if (r->run_bad) {
+        exec_host->log(r->inst, GUST_LOG_INFO, "run: %" PRIu64 " lines published, %" PRIu64 " skipped",
+                       r->run_lines, r->run_bad);
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct reader *r = arg;
+    int64_t backoff = r->restart_min_ms;
+
+    exec_host->log(r->inst, GUST_LOG_INFO, "%s %s -> %s",
+                   r->mode == MODE_SOURCE ? "running" : "streaming from", r->cmd.what, r->subject);
+    while (!atomic_load(&r->stopping)) {
+        struct exec_child c;
+        int64_t started = exec_now_ms();
+        int result = run_child(r, &c);
+        report_run(r, &c, result);
+        if (atomic_load(&r->stopping)) {
+            break;
+        }
+        if (r->mode == MODE_SOURCE) {
+            pause_ms(r, started + r->interval_ms - exec_now_ms());
+            continue;
+        }
+        if (exec_now_ms() - started >= r->restart_max_ms) {
+            backoff = r->restart_min_ms; /* it ran long: this exit is news, not a crash loop */
+        }
+        exec_host->log(r->inst, GUST_LOG_INFO, "restarting %s in %lld ms", r->cmd.what, (long long)backoff);
+        if (pause_ms(r, backoff)) {
+            break;
+        }
+        backoff = backoff * 2 < r->restart_max_ms ? backoff * 2 : r->restart_max_ms;
+    }
+    return NULL;
+}
+
+int exec_reader_start(void *ctx, struct gust_err *err)
+{
+    struct reader *r = ctx;
+    int rc;
+
+    if ((rc = exec_cmd_env(&r->cmd, r->cfg, err)) != 0) {
+        return rc;
+    }
+    if (!(r->pub = exec_pub_create(r->inst, r->subject, r->max_inflight))) {
+        return exec_err(err, GUST_ENOMEM, "out of memory");
+    }
+    if ((r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        return exec_err(err, GUST_EIO, "eventfd: %s", strerror(errno));
+    }
+    if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
+        return exec_err(err, GUST_EIO, "cannot start the reader thread");
+    }
+    r->running = 1;
+    return 0;
+}
+
+void exec_reader_stop(void *ctx)
+{
+    struct reader *r = ctx;
+    uint64_t one = 1;
+
+    if (!r->running) {
+        return;
+    }
+    atomic_store(&r->stopping, 1);
+    exec_pub_stop(r->pub); /* a publish waiting for room gives up */
+    if (write(r->wake_fd, &one, sizeof(one)) < 0) {
+        /* cannot fail on a fresh eventfd */
+    }
+    pthread_join(r->thread, NULL);
+    r->running = 0;
+    /* A moment for the last PubAcks, so the summary is complete in the usual case; what is
+     * later is counted by the exec_pub, which outlives us. */
+    exec_pub_wait(r->pub, 200);
+    pthread_mutex_lock(&r->pub->lock);
+    uint64_t stored = r->pub->stored, failed = r->pub->failed;
+    size_t inflight = r->pub->inflight;
+    pthread_mutex_unlock(&r->pub->lock);
+    exec_host->log(r->inst, GUST_LOG_INFO,
+                   "stopped: %" PRIu64 " runs, %" PRIu64 " lines published (%" PRIu64 " stored, %" PRIu64
+                   " failed, %zu pending), %" PRIu64 " not JSON, %" PRIu64 " too long, %" PRIu64
+                   " failed runs (%" PRIu64 " timeouts), %" PRIu64 " could not start",
+                   r->runs, r->lines, stored, failed, inflight, r->bad_lines, r->too_long, r->failed_runs,
+                   r->timeouts, r->start_failures);
+}
+
+void exec_reader_destroy(void *ctx)
+{
+    struct reader *r = ctx;
+
+    if (!r) {
+        return;
+    }
+    exec_reader_stop(r);
+    exec_pub_release(r->pub);
+    if (r->wake_fd >= 0) {
+        close(r->wake_fd);
+    }
+    exec_cmd_free(&r->cmd);
+    free(r);
+}
