@@ -13,8 +13,8 @@
 # Both systems are started first (cold start: exec -> GET /healthz 200, timed by
 # gust-bench-coldstart; idle RSS 2 s later). Each gets a warm-up (WARMUP s of load,
 # default 3; MQTT_WARMUP messages, default 2000). Then ROUNDS rounds (default 2) alternate
-# Node-RED and gust: SECS seconds (default 15) of load on CONNS connections (default 32),
-# each round against a fresh sink; then MQTT_N messages (default 10000) with MQTT_WINDOW
+# Node-RED and gust: SECS seconds (default 10) of load on CONNS connections (default 32),
+# each round against a fresh sink; then MQTT_N messages (default 8000) with MQTT_WINDOW
 # (default 1000) awaiting their PUBACK. Every delivery is checked, warm-ups included: the
 # sink's unique ids must equal the requests the load generator had accepted (202), the
 # MQTT subscriber must see all ids, none foreign. Rates and latency percentiles are
@@ -32,9 +32,9 @@
 # change, RESULT= to skip).
 source "$(dirname "$0")/../lib.sh"
 COMPARE=$BENCH_DIR/compare
-SECS=${1:-15}
+SECS=${1:-10}
 CONNS=${2:-32}
-MQTT_N=${3:-10000}
+MQTT_N=${3:-8000}
 ROUNDS=${ROUNDS:-2}
 MQTT_WINDOW=${MQTT_WINDOW:-1000}
 WARMUP=${WARMUP:-3}
