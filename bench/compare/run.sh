@@ -110,10 +110,17 @@ start_sink nodered
 NR_SINK=$SINK_PORT
 NR_PORT=$(free_port)
 mkdir -p "$WORK/nr-user"
+# Through sh, which writes its pid and execs node: gust-bench-coldstart gives up after 30 s
+# without telling the pid of what it started, and that process must still be stopped.
 out=$(cd "$COMPARE" && SINK_URL=http://127.0.0.1:$NR_SINK/hit MQTT_HOST=127.0.0.1 MQTT_PORT=$MQTT_PORT \
       NODE_RED_PORT=$NR_PORT "$TOOLS/gust-bench-coldstart" "$NR_PORT" \
+      sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$WORK/nodered.pid" \
       node "$NR_DIR/node_modules/node-red/red.js" --settings "$COMPARE/settings.js" \
-      --userDir "$WORK/nr-user" "$COMPARE/flows.json" 2>>"$WORK/nodered.log")
+      --userDir "$WORK/nr-user" "$COMPARE/flows.json" 2>>"$WORK/nodered.log") || {
+    PIDS+=("$(cat "$WORK/nodered.pid")")
+    echo "Node-RED did not answer /healthz: $(tail -5 "$WORK/nodered.log")" >&2
+    exit 1
+}
 NR_PID=$(echo "$out" | sed 's/.*"pid":\([0-9]*\).*/\1/')
 NR_COLD=$(echo "$out" | sed 's/.*"cold_start_ms":\([0-9.]*\).*/\1/')
 PIDS+=("$NR_PID")
