@@ -220,30 +220,37 @@ static void lost(struct gust_leases *l, struct lease *e, int64_t now, const char
     e->next_try = now + l->conf.poll_ms;
 }
 
-static void start_task(struct gust_leases *l, struct lease *e, int64_t now)
+/* Returns the task's start error, also kept in err when given (the caller reports it);
+ * without err, it is logged and tried again after a backoff. */
+static int start_task(struct gust_leases *l, struct lease *e, int64_t now, struct gust_err *err)
 {
-    struct gust_err err = {{0}};
-    if (e->task.start(e->task.ud, &err) == 0) {
+    struct gust_err own = {{0}};
+    struct gust_err *e_out = err != NULL ? err : &own;
+    int rc = e->task.start(e->task.ud, e_out);
+    if (rc == 0) {
         set_state(l, e, 1, 1);
         e->backoff_ms = 0;
         gust_info("lease %s held by %s: source %s started", e->key, l->self, e->name);
-        return;
+        return 0;
     }
     e->backoff_ms = e->backoff_ms == 0 ? 1000 : (e->backoff_ms * 2 > 30000 ? 30000 : e->backoff_ms * 2);
-    gust_error("%s; giving lease %s back, next try in %" PRId64 " ms", err.msg, e->key, e->backoff_ms);
+    if (err == NULL) {
+        gust_error("%s; giving lease %s back, next try in %" PRId64 " ms", own.msg, e->key, e->backoff_ms);
+    }
     give_back(l, e);
     e->next_try = now + e->backoff_ms;
+    return rc;
 }
 
-/* One round for one lease: renew, acquire, start. Under run_lock. */
-static void step(struct gust_leases *l, struct lease *e)
+/* One round for one lease: renew, acquire, start. Under run_lock. err: see start_task. */
+static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
 {
     int64_t now = gust_now_ms();
     if (ensure_bucket(l) != 0) {
         if (e->held && now >= e->valid_until) {
             lost(l, e, now, "bucket unreachable");
         }
-        return;
+        return 0;
     }
     if (e->held && now >= e->renew_at) {
         char value[256];
@@ -267,8 +274,9 @@ static void step(struct gust_leases *l, struct lease *e)
         }
     }
     if (e->held && e->attached && !e->running) {
-        start_task(l, e, now);
+        return start_task(l, e, now, err);
     }
+    return 0;
 }
 
 static struct lease *find(struct gust_leases *l, const char *name)
@@ -296,7 +304,7 @@ static void *lease_thread(void *arg)
         }
         /* The list only changes under run_lock, which this round holds. */
         for (size_t i = 0; i < n; i++) {
-            step(l, l->v[i]);
+            step(l, l->v[i], NULL);
         }
         pthread_mutex_unlock(&l->run_lock);
 
@@ -348,7 +356,8 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
     return 0;
 }
 
-int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task)
+int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task,
+                       struct gust_err *err)
 {
     pthread_mutex_lock(&l->run_lock);
     struct lease *e = find(l, name);
@@ -358,7 +367,7 @@ int gust_leases_attach(struct gust_leases *l, const char *name, const struct gus
         if (v == NULL) {
             free(e);
             pthread_mutex_unlock(&l->run_lock);
-            return GUST_ENOMEM;
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
         snprintf(e->name, sizeof(e->name), "%s", name);
         snprintf(e->key, sizeof(e->key), "source.%s", name);
@@ -372,14 +381,17 @@ int gust_leases_attach(struct gust_leases *l, const char *name, const struct gus
     e->next_try = 0;
     e->backoff_ms = 0;
     /* The first round on the caller's thread: a free lease starts its source before
-     * this returns, as a source without a lease would. */
-    step(l, e);
+     * this returns, as a source without a lease would, and a source that cannot start
+     * fails the start (or the reload) here rather than retrying in the background. */
+    int rc = step(l, e, err);
+    if (rc != 0) {
+        e->attached = 0;
+    }
     pthread_mutex_unlock(&l->run_lock);
 
     pthread_mutex_lock(&l->lock);
-    int rc = 0;
-    if (!l->thread_started) {
-        rc = pthread_create(&l->thread, NULL, lease_thread, l) == 0 ? 0 : GUST_EIO;
+    if (rc == 0 && !l->thread_started) {
+        rc = pthread_create(&l->thread, NULL, lease_thread, l) == 0 ? 0 : gust_err_set(err, GUST_EIO, "cannot start the lease thread");
         l->thread_started = rc == 0;
     }
     pthread_mutex_unlock(&l->lock);

@@ -47,8 +47,11 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
 /* Stops every task and gives back every lease. NULL is a no-op. */
 void gust_leases_destroy(struct gust_leases *l);
 
-/* Runs task (copied) whenever this process holds lease `name` (copied). */
-int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task);
+/* Runs task (copied) whenever this process holds lease `name` (copied). When the lease
+ * is free now, the task starts before this returns, and its start error is returned
+ * (the task is then not attached); later starts that fail are logged and retried. */
+int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task,
+                       struct gust_err *err);
 /* Stops the task of `name` if it runs, and forgets it; the lease itself stays held
  * until gust_leases_prune, so a reload's new task takes over without a gap. */
 void gust_leases_detach(struct gust_leases *l, const char *name);

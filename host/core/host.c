@@ -322,9 +322,9 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         int rc;
         if (s->leased) {
             struct gust_lease_task task = {.start = source_start, .stop = source_stop, .ud = s};
-            rc = gust_leases_attach(leases, u->name, &task);
+            rc = gust_leases_attach(leases, u->name, &task, err);
             if (rc != 0) {
-                return gust_err_set(err, rc, "%s: source '%s': cannot start its lease", u->where, u->name);
+                return rc;
             }
         } else if ((rc = source_start(s, err)) != 0) {
             return rc;

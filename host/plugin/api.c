@@ -1,7 +1,10 @@
 /* The host's API table, and plugin instances. */
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../bus/bus.h"
 #include "../common/log.h"
@@ -27,12 +30,24 @@ static const char *api_instance_name(const struct gust_instance *inst)
     return inst->name;
 }
 
-static void ignore_outcome(void *ud, int status, uint64_t seq, const char *error)
+/* One source publish awaiting its PubAck. The host counts them per instance, so an
+ * instance is destroyed (and its plugin maybe unloaded) only once no outcome can call
+ * back into it. */
+struct outcome {
+    struct gust_instance *inst;
+    gust_publish_done_fn done; /* the plugin's, or NULL */
+    void *ud;
+};
+
+static void on_outcome(void *arg, int status, uint64_t seq, const char *error)
 {
-    (void)ud;
-    (void)status;
-    (void)seq;
-    (void)error;
+    struct outcome *o = arg;
+    struct gust_instance *inst = o->inst;
+    if (o->done != NULL) {
+        o->done(o->ud, status, seq, error);
+    }
+    free(o);
+    atomic_fetch_sub(&inst->inflight, 1); /* the last touch: dispose may free inst now */
 }
 
 static int api_publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
@@ -44,7 +59,18 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
     }
-    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud);
+    struct outcome *o = malloc(sizeof(*o));
+    if (o == NULL) {
+        return GUST_ENOMEM;
+    }
+    *o = (struct outcome){.inst = inst, .done = done, .ud = ud};
+    atomic_fetch_add(&inst->inflight, 1);
+    int rc = gust_bus_publish(inst->bus, subject, data, len, on_outcome, o);
+    if (rc != 0) { /* refused: no outcome will come */
+        free(o);
+        atomic_fetch_sub(&inst->inflight, 1);
+    }
+    return rc;
 }
 
 static const struct gust_host_api host_api = {
@@ -106,6 +132,11 @@ void gust_instance_dispose(struct gust_instance *inst)
     }
     if (inst->started && inst->type->stop != NULL) {
         inst->type->stop(inst->ctx);
+    }
+    /* Stopped, it publishes nothing more; what it published is answered or expired by
+     * the bus within publish_timeout. */
+    while (atomic_load(&inst->inflight) > 0) {
+        usleep(1000);
     }
     inst->type->destroy(inst->ctx);
     inst->type = NULL;

@@ -2,6 +2,8 @@
 #ifndef GUST_PLUGIN_INSTANCE_H
 #define GUST_PLUGIN_INSTANCE_H
 
+#include <stdatomic.h>
+
 #include "gust/plugin.h"
 
 struct gust_bus;
@@ -15,6 +17,7 @@ struct gust_instance {
     struct gust_edge_set *edges; /* borrowed: set before start when the source feeds edge
                                     units; its publishes then go there, not to the bus */
     int started;
+    atomic_int inflight; /* source publishes awaiting their outcome */
 };
 
 /* Creates the plugin's side (no I/O yet). cfg and bus are borrowed. */

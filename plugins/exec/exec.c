@@ -60,15 +60,6 @@ void exec_preview(const char *data, size_t len, char *buf, size_t size)
     buf[n] = '\0';
 }
 
-/* Before dlclose: a publish callback still to come would jump into unmapped code. The bus
- * reports every publish within its publish_timeout, so this wait is bounded. */
-static void exec_fini(void)
-{
-    for (int i = 0; i < 3000 && exec_pub_global_pending() > 0; i++) {
-        usleep(10000);
-    }
-}
-
 static const struct gust_plugin_type types[] = {
     {
         .name = "exec_source",
@@ -109,7 +100,6 @@ static const struct gust_plugin_desc desc = {
     .types = types,
     .ntypes = sizeof(types) / sizeof(types[0]),
     .init = NULL,
-    .fini = exec_fini,
 };
 
 GUST_PLUGIN_EXPORT const struct gust_plugin_desc *gust_plugin_entry(const struct gust_host_api *api)

@@ -112,8 +112,6 @@ void exec_pub_stop(struct exec_pub *p);
 /* Waits up to ms for publishes in flight. */
 void exec_pub_wait(struct exec_pub *p, int64_t ms);
 void exec_pub_release(struct exec_pub *p);
-/* Publishes of every instance whose outcome the bus has not reported yet (fini waits). */
-size_t exec_pub_global_pending(void);
 
 /* Splits what a pipe delivers into lines of at most max bytes; longer lines are skipped. */
 struct exec_lines {

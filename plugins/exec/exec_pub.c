@@ -9,19 +9,11 @@
  * to publish_timeout later, and stop() must not wait that long (the host stops sources
  * that lose their cluster lease). The last of the instance and its publishes frees it. */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "exec.h"
-
-static atomic_size_t global_pending;
-
-size_t exec_pub_global_pending(void)
-{
-    return atomic_load(&global_pending);
-}
 
 struct exec_pub *exec_pub_create(struct gust_instance *inst, const char *subject, size_t max_inflight)
 {
@@ -84,8 +76,6 @@ static void on_done(void *ud, int status, uint64_t seq, const char *error)
     }
     pthread_cond_broadcast(&p->cond);
     unref_locked(p);
-    /* last: fini waits for this before the plugin is unloaded */
-    atomic_fetch_sub(&global_pending, 1);
 }
 
 static void wait_ms(struct exec_pub *p, int ms)
@@ -113,7 +103,6 @@ int exec_pub_line(struct exec_pub *p, const char *data, size_t len)
         }
         p->inflight++;
         p->refs++;
-        atomic_fetch_add(&global_pending, 1);
         pthread_mutex_unlock(&p->lock);
         /* Not under our lock: the bus may call on_done from inside publish. */
         int rc = exec_host->publish(p->inst, p->subject, data, len, on_done, p);
@@ -126,7 +115,6 @@ int exec_pub_line(struct exec_pub *p, const char *data, size_t len)
         /* Not taken: on_done will not be called for it. */
         p->inflight--;
         p->refs--;
-        atomic_fetch_sub(&global_pending, 1);
         if (rc != GUST_EAGAIN) {
             p->failed++;
             pthread_mutex_unlock(&p->lock);

@@ -87,7 +87,10 @@ struct gust_host_api {
 
     /* Sources: publish to the durable bus. data is copied before the call returns.
      * done (may be NULL) fires once with the outcome. Returns GUST_EAGAIN when too
-     * many publishes are pending: back off and retry. Thread-safe. */
+     * many publishes are pending: back off and retry. Thread-safe. The host calls
+     * destroy only after every outcome of the instance's publishes has been delivered
+     * (within nats { publish_timeout }), so done never runs on a destroyed instance or
+     * an unloaded plugin. */
     int (*publish)(struct gust_instance *inst, const char *subject, const void *data, size_t len,
                    gust_publish_done_fn done, void *ud);
 };
