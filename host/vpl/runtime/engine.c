@@ -388,7 +388,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         ev->time = arrival_ms;
     const char *tname = d.type ? d.type : default_event_type;
     size_t tlen = d.type ? d.type_len : (tname ? strlen(tname) : 0);
-    const struct sym *sym = tname ? symtab_find(&p->syms, tname, tlen) : NULL;
+    const struct sym *sym = tname ? decoder_find(e->dec, tname, tlen) : NULL;
     if (sym == NULL || sym->type < 0) {
         e->st.events_unrouted++;
     } else {
