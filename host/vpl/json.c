@@ -63,12 +63,25 @@ struct decoder {
     size_t errpos;
 };
 
+/* Keys are hashed a word at a time: a byte loop over every key of every event was a
+ * visible share of decoding. */
 static uint32_t name_hash(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h ^ (h >> 15);
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return (uint32_t)h ^ (uint32_t)(h >> 29);
 }
 
 static int names_add(struct decoder *d, const char *name, uint32_t len, const struct sym *sym,
@@ -217,6 +230,34 @@ static const uint8_t plain[256] = {
 #undef R8
 };
 
+/* Length of the prefix of s[0..n) made of plain bytes, eight at a time (a little-
+ * endian load): a byte is plain when it is not below 0x20, at or above 0x80, '"' or
+ * '\\'. */
+static inline size_t plain_run(const unsigned char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w, q, b;
+        memcpy(&w, s + i, 8);
+        q = w ^ (ones * '"');
+        b = w ^ (ones * '\\');
+        uint64_t lt = (w - ones * 0x20) & ~w; /* exact for "some byte < 0x20" once */
+        uint64_t zq = (q - ones) & ~q;        /* no byte has its high bit set */
+        uint64_t zb = (b - ones) & ~b;
+        uint64_t hit = (lt | zq | zb | w) & high;
+        if (hit != 0) /* the lowest flag is exact (borrows only run upwards) */
+            return i + (size_t)(__builtin_ctzll(hit) >> 3);
+    }
+#else
+    (void)ones, (void)high;
+#endif
+    while (i < n && plain[s[i]])
+        i++;
+    return i;
+}
+
 static int is_hex(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -233,8 +274,7 @@ static int scan_string(struct decoder *d, const char **pp, const char *end, cons
     const unsigned char *start = p;
     *esc = 0;
     for (;;) {
-        while (p < e && plain[*p])
-            p++;
+        p += plain_run(p, (size_t)(e - p));
         if (p >= e)
             return fail(d, (const char *)p, "unterminated string");
         unsigned c = *p;
@@ -920,11 +960,10 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     size_t run = 0; /* start of the pending stretch copied verbatim */
     size_t i = 0;
     while (i < n) {
+        i += plain_run(s + i, n - i);
+        if (i >= n)
+            break;
         unsigned c = s[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
         size_t ulen = c >= 0x80 ? utf8_len(s + i, n - i) : 0;
         if (ulen > 0) {
             i += ulen;
