@@ -92,8 +92,7 @@ struct vpl_event *event_freeze(const struct vpl_event *ev)
     out->refs = 1;
     out->nf = ev->nf;
     out->time = ev->time;
-    out->size = size;
-    out->frozen = NULL;
+    out->size = size; /* shares its place with `frozen`, which a frozen event never reads */
     out->keys = k;
     out->vals = v;
     return out;
