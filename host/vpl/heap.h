@@ -13,6 +13,7 @@ struct heap_item {
     int64_t due;
     uint64_t seq;
     uint32_t idx; /* HEAP_NONE when not in a heap */
+    uint32_t aux; /* the owner's: fills what would be padding (a run keeps its list here) */
 };
 
 struct heap {

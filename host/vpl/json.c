@@ -5,11 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "rfc3339.h"
 
 enum special { SP_NONE, SP_TYPE, SP_ATTS, SP_TS, SP_TIMESTAMP };
+
+/* A name the decoder recognises at the top level: a program symbol, one of the four
+ * keys with a meaning of their own, or both. */
+struct dname {
+    uint32_t hash, len;
+    const char *name;
+    const struct sym *sym;
+    uint8_t special;
+};
 
 /* One value waiting on the stack for its container to close. */
 struct item {
@@ -19,6 +27,9 @@ struct item {
     uint32_t sym; /* key at the top level */
 };
 
+/* A container whose values are kept. Containers that are skipped (unread keys,
+ * past the limits) only need their kind, on a byte stack of their own, so hostile
+ * nesting costs one byte a level and no recursion. */
 struct frame {
     uint32_t base;   /* first item of this container on the stack */
     uint8_t is_map;
@@ -32,13 +43,15 @@ struct frame {
 struct decoder {
     const struct symtab *syms;
     struct vpl_limits lim;
+    struct dname *names; /* open addressing, power of two */
+    uint32_t mask;
     struct arena *arena;
     struct item *st;
     uint32_t nst, cap;
     struct frame *fr; /* lim.max_depth + 1 frames */
     uint32_t depth;
-    uint32_t skip; /* > 0 while inside a dropped container */
-    int seen;
+    uint8_t *sk; /* kinds of the skipped containers: 1 map, 0 array */
+    size_t nsk, capsk;
     int oom;
     const char *type;
     uint32_t type_len;
@@ -46,34 +59,65 @@ struct decoder {
     uint8_t has_at, has_ts, has_timestamp;
     uint64_t truncated;
     struct vpl_event *ev;
+    const char *err; /* what was wrong */
+    size_t errpos;
 };
 
-/* yajl allocates through the scratch arena: its handle, lexer and stacks then cost
- * no malloc per event and vanish with the arena. Each block records its size so
- * realloc can copy. */
-static void *ya_malloc(void *ctx, size_t sz)
+/* Keys are hashed a word at a time: a byte loop over every key of every event was a
+ * visible share of decoding. */
+static uint32_t name_hash(const char *s, size_t n)
 {
-    size_t *p = arena_alloc(ctx, sz + 16);
-    if (p == NULL)
-        return NULL;
-    p[0] = sz;
-    return (char *)p + 16;
-}
-
-static void *ya_realloc(void *ctx, void *old, size_t sz)
-{
-    void *p = ya_malloc(ctx, sz);
-    if (p != NULL && old != NULL) {
-        size_t was = *(size_t *)((char *)old - 16);
-        memcpy(p, old, was < sz ? was : sz);
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
     }
-    return p;
+    if (n > 0) {
+        uint64_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return (uint32_t)h ^ (uint32_t)(h >> 29);
 }
 
-static void ya_free(void *ctx, void *p)
+static int names_add(struct decoder *d, const char *name, uint32_t len, const struct sym *sym,
+                     uint8_t special)
 {
-    (void)ctx;
-    (void)p;
+    uint32_t h = name_hash(name, len);
+    for (uint32_t i = h & d->mask;; i = (i + 1) & d->mask) {
+        struct dname *n = &d->names[i];
+        if (n->name == NULL) {
+            n->hash = h;
+            n->len = len;
+            n->name = name;
+            n->sym = sym;
+            n->special = special;
+            return 0;
+        }
+        if (n->hash == h && n->len == len && memcmp(n->name, name, len) == 0) {
+            if (sym != NULL)
+                n->sym = sym;
+            if (special != SP_NONE)
+                n->special = special;
+            return 0;
+        }
+    }
+}
+
+static const struct dname *names_get(const struct decoder *d, const char *s, size_t n)
+{
+    uint32_t h = name_hash(s, n);
+    for (uint32_t i = h & d->mask;; i = (i + 1) & d->mask) {
+        const struct dname *e = &d->names[i];
+        if (e->name == NULL)
+            return NULL;
+        if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0)
+            return e;
+    }
 }
 
 struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limits *limits)
@@ -84,10 +128,21 @@ struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limit
     d->syms = syms;
     d->lim = *limits;
     d->fr = calloc(d->lim.max_depth + 1, sizeof(*d->fr));
-    if (d->fr == NULL) {
-        free(d);
+    uint32_t cap = 16;
+    while (cap < 2 * (syms->n + 4))
+        cap *= 2;
+    d->names = calloc(cap, sizeof(*d->names));
+    d->mask = cap - 1;
+    if (d->fr == NULL || d->names == NULL) {
+        decoder_destroy(d);
         return NULL;
     }
+    for (uint32_t i = 0; i < syms->n; i++)
+        names_add(d, syms->v[i]->node.key, syms->v[i]->node.klen, syms->v[i], SP_NONE);
+    names_add(d, "event_type", 10, NULL, SP_TYPE);
+    names_add(d, "@timestamp", 10, NULL, SP_ATTS);
+    names_add(d, "ts", 2, NULL, SP_TS);
+    names_add(d, "timestamp", 9, NULL, SP_TIMESTAMP);
     return d;
 }
 
@@ -97,7 +152,24 @@ void decoder_destroy(struct decoder *d)
         return;
     free(d->st);
     free(d->fr);
+    free(d->sk);
+    free(d->names);
     free(d);
+}
+
+const struct sym *decoder_find(const struct decoder *d, const char *name, size_t len)
+{
+    const struct dname *n = names_get(d, name, len);
+    return n ? n->sym : NULL;
+}
+
+static int fail(struct decoder *d, const char *p, const char *what)
+{
+    if (d->err == NULL) {
+        d->err = what;
+        d->errpos = (size_t)(uintptr_t)p;
+    }
+    return -1;
 }
 
 static int push(struct decoder *d, struct vval v)
@@ -107,7 +179,7 @@ static int push(struct decoder *d, struct vval v)
         struct item *st = realloc(d->st, cap * sizeof(*st));
         if (st == NULL) {
             d->oom = 1;
-            return 0;
+            return -1;
         }
         d->st = st;
         d->cap = cap;
@@ -118,15 +190,14 @@ static int push(struct decoder *d, struct vval v)
     it->k = f->k;
     it->klen = f->klen;
     it->sym = f->sym;
-    return 1;
+    return 0;
 }
 
-/* Decides whether the value starting now is kept. A container that is not kept is
- * skipped whole. */
+/* Whether the value starting now is kept. A container that is not kept is skipped
+ * whole. */
 static int keep_value(struct decoder *d)
 {
-    d->seen = 1;
-    if (d->skip > 0 || d->depth == 0)
+    if (d->nsk > 0 || d->depth == 0)
         return 0;
     struct frame *f = &d->fr[d->depth - 1];
     if (f->drop)
@@ -139,45 +210,370 @@ static int keep_value(struct decoder *d)
     return 1;
 }
 
-static int on_null(void *ctx)
-{
-    struct decoder *d = ctx;
-    return keep_value(d) ? push(d, v_null()) : 1;
-}
-
-static int on_bool(void *ctx, int b)
-{
-    struct decoder *d = ctx;
-    return keep_value(d) ? push(d, v_bool(b)) : 1;
-}
-
+/* The top-level frame while its direct value is being read, or NULL. */
 static struct frame *top_special(struct decoder *d)
 {
-    if (d->skip == 0 && d->depth == 1 && d->fr[0].special != SP_NONE)
+    if (d->nsk == 0 && d->depth == 1 && d->fr[0].special != SP_NONE)
         return &d->fr[0];
     return NULL;
 }
 
-static int on_number(void *ctx, const char *s, size_t n)
+/* ---- strings ---- */
+
+/* Bytes a string can hold without a second look: printable ASCII but '"' and '\'. */
+static const uint8_t plain[256] = {
+#define R8(v) v, v, v, v, v, v, v, v
+    R8(0), R8(0), R8(0), R8(0),             /* 0x00-0x1f: control characters */
+    1, 1, 0, 1, 1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f, '"' at 0x22 */
+    R8(1), R8(1), R8(1), 1, 1, 1, 1, 0, 1, 1, 1, /* 0x40-0x5f, '\' at 0x5c */
+    R8(1), R8(1), R8(1), R8(1),             /* 0x60-0x7f */
+#undef R8
+};
+
+/* Length of the prefix of s[0..n) made of plain bytes, eight at a time (a little-
+ * endian load): a byte is plain when it is not below 0x20, at or above 0x80, '"' or
+ * '\\'. */
+static inline size_t plain_run(const unsigned char *s, size_t n)
 {
-    struct decoder *d = ctx;
-    char tmp[64];
-    char *z = n < sizeof(tmp) ? tmp : arena_alloc(d->arena, n + 1);
-    if (z == NULL) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w, q, b;
+        memcpy(&w, s + i, 8);
+        q = w ^ (ones * '"');
+        b = w ^ (ones * '\\');
+        uint64_t lt = (w - ones * 0x20) & ~w; /* exact for "some byte < 0x20" once */
+        uint64_t zq = (q - ones) & ~q;        /* no byte has its high bit set */
+        uint64_t zb = (b - ones) & ~b;
+        uint64_t hit = (lt | zq | zb | w) & high;
+        if (hit != 0) /* the lowest flag is exact (borrows only run upwards) */
+            return i + (size_t)(__builtin_ctzll(hit) >> 3);
+    }
+#else
+    (void)ones, (void)high;
+#endif
+    while (i < n && plain[s[i]])
+        i++;
+    return i;
+}
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Checks the string whose opening quote is at *pp, as yajl's lexer does (escapes,
+ * control characters, UTF-8 lead and continuation bytes), and leaves *pp after the
+ * closing quote. *body and *blen: the raw bytes between the quotes; *esc: whether
+ * there is a backslash among them. */
+static int scan_string(struct decoder *d, const char **pp, const char *end, const char **body,
+                       size_t *blen, int *esc)
+{
+    const unsigned char *p = (const unsigned char *)*pp + 1, *e = (const unsigned char *)end;
+    const unsigned char *start = p;
+    *esc = 0;
+    for (;;) {
+        p += plain_run(p, (size_t)(e - p));
+        if (p >= e)
+            return fail(d, (const char *)p, "unterminated string");
+        unsigned c = *p;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            *esc = 1;
+            if (p + 1 >= e)
+                return fail(d, (const char *)p, "unterminated string");
+            unsigned x = p[1];
+            if (x == 'u') {
+                for (int i = 2; i < 6; i++) {
+                    if (p + i >= e)
+                        return fail(d, (const char *)p, "unterminated string");
+                    if (!is_hex(p[i]))
+                        return fail(d, (const char *)p + i, "a \\u escape needs four hex digits");
+                }
+                p += 6;
+            } else if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' ||
+                       x == 'r' || x == 't') {
+                p += 2;
+            } else {
+                return fail(d, (const char *)p + 1, "invalid escape in string");
+            }
+            continue;
+        }
+        if (c < 0x20)
+            return fail(d, (const char *)p, "control character in string");
+        /* A lead byte and its continuation bytes (the lead's class only, like yajl). */
+        size_t more = (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 0;
+        if (more == 0)
+            return fail(d, (const char *)p, "invalid UTF-8 in string");
+        for (size_t i = 1; i <= more; i++) {
+            if (p + i >= e)
+                return fail(d, (const char *)p, "unterminated string");
+            if ((p[i] >> 6) != 0x2)
+                return fail(d, (const char *)p, "invalid UTF-8 in string");
+        }
+        p += more + 1;
+    }
+    *body = (const char *)start;
+    *blen = (size_t)(p - start);
+    *pp = (const char *)p + 1;
+    return 0;
+}
+
+static unsigned hex4(const unsigned char *s, const unsigned char *end)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = s + i < end ? s[i] : 0;
+        if (c >= 'A')
+            c = (unsigned char)((c & ~0x20) - 7);
+        c = (unsigned char)(c - '0');
+        v = (v << 4) | c;
+    }
+    return v;
+}
+
+static size_t put_utf8(unsigned cp, char *o)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)((cp >> 6) | 0xC0);
+        o[1] = (char)((cp & 0x3F) | 0x80);
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)((cp >> 12) | 0xE0);
+        o[1] = (char)(((cp >> 6) & 0x3F) | 0x80);
+        o[2] = (char)((cp & 0x3F) | 0x80);
+        return 3;
+    }
+    if (cp < 0x200000) {
+        o[0] = (char)((cp >> 18) | 0xF0);
+        o[1] = (char)(((cp >> 12) & 0x3F) | 0x80);
+        o[2] = (char)(((cp >> 6) & 0x3F) | 0x80);
+        o[3] = (char)((cp & 0x3F) | 0x80);
+        return 4;
+    }
+    o[0] = '?';
+    return 1;
+}
+
+/* The bytes of a scanned string (body[0..n), closing quote at body[n], the input
+ * ending at end) with escapes decoded step for step as yajl 2.1 decodes them, quirks
+ * included: a high surrogate without a following \u becomes '?' and swallows the byte
+ * after it; the bytes after a \u are read as hex digits whatever they are. Into the
+ * arena, NUL-terminated. */
+static char *decode_string(struct decoder *d, const char *body, size_t n, const char *end,
+                           size_t *outlen)
+{
+    char *out = arena_alloc(d->arena, n + 8);
+    if (out == NULL) {
         d->oom = 1;
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)body, *e = (const unsigned char *)end;
+    size_t avail = (size_t)(e - s), o = 0, beg = 0, i = 0;
+#define AT(k) ((k) < avail ? s[k] : 0)
+    while (i < n) {
+        if (s[i] != '\\') {
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + beg, i - beg);
+        o += i - beg;
+        char u[4];
+        const char *rep = "?";
+        size_t rlen = 1;
+        i++;
+        switch (AT(i)) {
+        case 'r': rep = "\r"; break;
+        case 'n': rep = "\n"; break;
+        case '\\': rep = "\\"; break;
+        case '/': rep = "/"; break;
+        case '"': rep = "\""; break;
+        case 'f': rep = "\f"; break;
+        case 'b': rep = "\b"; break;
+        case 't': rep = "\t"; break;
+        case 'u': {
+            i++;
+            unsigned cp = hex4(s + i, e);
+            i += 3;
+            if ((cp & 0xFC00) == 0xD800) {
+                i++;
+                if (AT(i) != '\\' || AT(i + 1) != 'u')
+                    break; /* '?' */
+                unsigned lo = hex4(s + i + 2, e);
+                cp = ((cp & 0x3F) << 10) | ((((cp >> 6) & 0xF) + 1) << 16) | (lo & 0x3FF);
+                i += 5;
+            }
+            rlen = cp == 0 ? 1 : put_utf8(cp, u);
+            if (cp == 0)
+                u[0] = '\0';
+            rep = u;
+            break;
+        }
+        default:
+            break;
+        }
+        memcpy(out + o, rep, rlen);
+        o += rlen;
+        beg = ++i;
+    }
+#undef AT
+    if (i > beg) {
+        memcpy(out + o, s + beg, i - beg);
+        o += i - beg;
+    }
+    out[o] = '\0';
+    *outlen = o;
+    return out;
+}
+
+/* ---- numbers ---- */
+
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+int decimal_to_double(const char *s, size_t n, double *out)
+{
+    /* Clinger's fast path: a mantissa below 2^53 and a power of ten up to 1e22 are
+     * both exact doubles, so one multiplication or division rounds once, correctly:
+     * the very double strtod returns. Anything else goes to strtod. */
+    size_t i = 0;
+    int neg = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    uint64_t m = 0;
+    int digits = 0, exp10 = 0, any = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+        if (m == 0 && s[i] == '0')
+            continue;
+        if (++digits > 19)
+            return 0;
+        m = m * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
+            exp10--;
+            if (m == 0 && s[i] == '0')
+                continue;
+            if (++digits > 19)
+                return 0;
+            m = m * 10 + (uint64_t)(s[i] - '0');
+        }
+    }
+    if (!any)
         return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int eneg = 0, e = 0, edig = 0;
+        if (i < n && (s[i] == '-' || s[i] == '+'))
+            eneg = s[i++] == '-';
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edig++)
+            if (e < 10000)
+                e = e * 10 + (s[i] - '0');
+        if (edig == 0)
+            return 0;
+        exp10 += eneg ? -e : e;
     }
-    memcpy(z, s, n);
-    z[n] = '\0';
-    struct vval v;
-    if (strpbrk(z, ".eE") == NULL) {
-        errno = 0;
-        long long i = strtoll(z, NULL, 10);
+    if (i != n || m > (UINT64_C(1) << 53))
+        return 0;
+    double f = (double)m;
+    if (m != 0) {
+        if (exp10 < -22 || exp10 > 22)
+            return 0;
+        f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
+    }
+    *out = neg ? -f : f;
+    return 1;
+}
+
+/* Parses the JSON number at *pp (grammar checked as yajl's lexer does) into v. */
+static int scan_number(struct decoder *d, const char **pp, const char *end, struct vval *v)
+{
+    const char *s = *pp, *p = s;
+    int is_float = 0;
+    if (p < end && *p == '-')
+        p++;
+    if (p >= end || *p < '0' || *p > '9')
+        return fail(d, p, "a digit is required after the minus sign");
+    if (*p == '0')
+        p++;
+    else
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    if (p < end && *p == '.') {
+        is_float = 1;
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return fail(d, p, "a digit is required after the decimal point");
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return fail(d, p, "a digit is required after the exponent");
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    *pp = p;
+    size_t n = (size_t)(p - s);
+    if (!is_float) {
         /* Beyond i64 Varpulis reads a float (u64 included). */
-        v = errno == ERANGE ? v_float(strtod(z, NULL)) : v_int(i);
-    } else {
-        v = v_float(strtod(z, NULL));
+        const char *q = s + (*s == '-');
+        uint64_t u = 0;
+        int ok = 1;
+        for (; q < p; q++) {
+            unsigned dgt = (unsigned)(*q - '0');
+            if (u > (UINT64_MAX - dgt) / 10) {
+                ok = 0;
+                break;
+            }
+            u = u * 10 + dgt;
+        }
+        if (ok && *s == '-' && u <= (UINT64_C(1) << 63)) {
+            *v = v_int(u == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)u);
+            return 0;
+        }
+        if (ok && *s != '-' && u <= (uint64_t)INT64_MAX) {
+            *v = v_int((int64_t)u);
+            return 0;
+        }
     }
+    double f;
+    if (!decimal_to_double(s, n, &f)) {
+        char tmp[64];
+        char *z = n < sizeof(tmp) ? tmp : arena_alloc(d->arena, n + 1);
+        if (z == NULL) {
+            d->oom = 1;
+            return -1;
+        }
+        memcpy(z, s, n);
+        z[n] = '\0';
+        f = strtod(z, NULL);
+    }
+    *v = v_float(f);
+    return 0;
+}
+
+/* ---- values and containers ---- */
+
+static int on_scalar(struct decoder *d, struct vval v)
+{
+    return keep_value(d) ? push(d, v) : 0;
+}
+
+static int on_number(struct decoder *d, struct vval v)
+{
     struct frame *f = top_special(d);
     if (f != NULL && v.t == V_INT) {
         if (f->special == SP_TS)
@@ -185,106 +581,128 @@ static int on_number(void *ctx, const char *s, size_t n)
         else if (f->special == SP_TIMESTAMP)
             d->t_timestamp = v.u.i, d->has_timestamp = 1;
     }
-    return keep_value(d) ? push(d, v) : 1;
+    return on_scalar(d, v);
 }
 
-static int on_string(void *ctx, const unsigned char *s, size_t n)
+/* A string value: body[0..n) raw, esc when it has escapes. */
+static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end)
 {
-    struct decoder *d = ctx;
     struct frame *f = top_special(d);
+    int keep;
     if (f != NULL && f->special == SP_TYPE) {
-        d->type = arena_strndup(d->arena, (const char *)s, n);
-        d->type_len = (uint32_t)n;
-        if (d->type == NULL)
+        keep = 0;
+    } else {
+        keep = keep_value(d);
+        if (!keep && (f == NULL || f->special != SP_ATTS))
+            return 0;
+    }
+    const char *s = body;
+    size_t len = n;
+    if (esc) {
+        if ((s = decode_string(d, body, n, end, &len)) == NULL)
+            return -1;
+    } else if (f != NULL && f->special == SP_TYPE) {
+        if ((s = arena_strndup(d->arena, body, n)) == NULL) {
             d->oom = 1;
-        d->seen = 1;
-        return d->type != NULL;
+            return -1;
+        }
+    }
+    if (f != NULL && f->special == SP_TYPE) {
+        d->type = s;
+        d->type_len = (uint32_t)len;
+        return 0;
     }
     if (f != NULL && f->special == SP_ATTS) {
         int64_t ms;
-        if (rfc3339_parse((const char *)s, n, &ms) == 0)
+        if (rfc3339_parse(s, len, &ms) == 0)
             d->t_at = ms, d->has_at = 1;
     }
-    if (!keep_value(d))
-        return 1;
-    if (n > d->lim.max_string) {
+    if (!keep)
+        return 0;
+    if (len > d->lim.max_string) {
         /* Cut on a UTF-8 character boundary so the value stays valid text. */
-        n = d->lim.max_string;
-        while (n > 0 && (s[n] & 0xC0) == 0x80)
-            n--;
+        size_t cut = d->lim.max_string;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+        len = cut;
         d->truncated++;
     }
-    char *p = arena_strndup(d->arena, (const char *)s, n);
-    if (p == NULL) {
-        d->oom = 1;
-        return 0;
+    if (!esc) {
+        if ((s = arena_strndup(d->arena, s, len)) == NULL) {
+            d->oom = 1;
+            return -1;
+        }
+    } else {
+        ((char *)s)[len] = '\0';
     }
-    return push(d, v_str(p, (uint32_t)n));
+    return push(d, v_str(s, (uint32_t)len));
 }
 
-static int open_container(struct decoder *d, int is_map)
+static int skip_push(struct decoder *d, int is_map)
 {
-    if (d->depth == 0 && d->skip == 0 && !d->seen && is_map) {
-        d->seen = 1; /* the top-level object */
+    if (d->nsk == d->capsk) {
+        size_t cap = d->capsk ? d->capsk * 2 : 64;
+        uint8_t *sk = realloc(d->sk, cap);
+        if (sk == NULL) {
+            d->oom = 1;
+            return -1;
+        }
+        d->sk = sk;
+        d->capsk = cap;
+    }
+    d->sk[d->nsk++] = (uint8_t)is_map;
+    return 0;
+}
+
+static int open_container(struct decoder *d, int is_map, int first)
+{
+    if (d->depth == 0 && d->nsk == 0 && first && is_map) {
+        /* the top-level object */
     } else if (!keep_value(d)) {
-        d->skip++;
-        return 1;
+        return skip_push(d, is_map);
     } else if (d->depth > d->lim.max_depth) {
         d->truncated++;
-        d->skip++;
-        return 1;
+        return skip_push(d, is_map);
     }
     struct frame *f = &d->fr[d->depth++];
     memset(f, 0, sizeof(*f));
     f->base = d->nst;
     f->is_map = (uint8_t)is_map;
-    return 1;
+    return 0;
 }
 
-static int on_start_map(void *ctx)
+/* A key of the current (kept or skipped) map. */
+static int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
 {
-    return open_container(ctx, 1);
-}
-
-static int on_start_array(void *ctx)
-{
-    return open_container(ctx, 0);
-}
-
-static int on_key(void *ctx, const unsigned char *s, size_t n)
-{
-    struct decoder *d = ctx;
-    if (d->skip > 0)
-        return 1;
+    if (d->nsk > 0)
+        return 0;
     struct frame *f = &d->fr[d->depth - 1];
+    const char *k = body;
+    size_t len = n;
+    if (esc && (k = decode_string(d, body, n, end, &len)) == NULL)
+        return -1;
     if (d->depth > 1) {
-        f->k = arena_strndup(d->arena, (const char *)s, n);
-        f->klen = (uint32_t)n;
-        if (f->k == NULL)
+        if (!esc && (k = arena_strndup(d->arena, body, n)) == NULL) {
             d->oom = 1;
-        return f->k != NULL;
+            return -1;
+        }
+        f->k = k;
+        f->klen = (uint32_t)len;
+        return 0;
     }
-    const char *k = (const char *)s;
-    f->special = SP_NONE;
-    if (n == 10 && memcmp(k, "event_type", 10) == 0)
-        f->special = SP_TYPE;
-    else if (n == 10 && memcmp(k, "@timestamp", 10) == 0)
-        f->special = SP_ATTS;
-    else if (n == 2 && memcmp(k, "ts", 2) == 0)
-        f->special = SP_TS;
-    else if (n == 9 && memcmp(k, "timestamp", 9) == 0)
-        f->special = SP_TIMESTAMP;
-    const struct sym *sym = symtab_find(d->syms, k, n);
+    const struct dname *nm = names_get(d, k, len);
+    f->special = nm ? nm->special : SP_NONE;
+    const struct sym *sym = nm ? nm->sym : NULL;
     f->drop = f->special == SP_TYPE || sym == NULL || !sym->field;
     f->sym = sym != NULL ? sym->id : SYM_NONE;
-    return 1;
+    return 0;
 }
 
 static int close_container(struct decoder *d)
 {
-    if (d->skip > 0) {
-        d->skip--;
-        return 1;
+    if (d->nsk > 0) {
+        d->nsk--;
+        return 0;
     }
     struct frame *f = &d->fr[d->depth - 1];
     uint32_t n = d->nst - f->base;
@@ -296,7 +714,7 @@ static int close_container(struct decoder *d)
         struct vpl_event *ev = arena_alloc(d->arena, sizeof(*ev));
         if (keys == NULL || vals == NULL || ev == NULL) {
             d->oom = 1;
-            return 0;
+            return -1;
         }
         uint32_t m = 0;
         for (uint32_t i = 0; i < n; i++) {
@@ -314,14 +732,14 @@ static int close_container(struct decoder *d)
         d->ev = ev;
         d->nst = f->base;
         d->depth--;
-        return 1;
+        return 0;
     }
     struct vval v = {.t = f->is_map ? V_MAP : V_ARR, .n = n};
     if (f->is_map) {
         struct vkv *m = arena_alloc(d->arena, (n ? n : 1) * sizeof(*m));
         if (m == NULL) {
             d->oom = 1;
-            return 0;
+            return -1;
         }
         for (uint32_t i = 0; i < n; i++) {
             m[i].k = items[i].k;
@@ -333,7 +751,7 @@ static int close_container(struct decoder *d)
         struct vval *a = arena_alloc(d->arena, (n ? n : 1) * sizeof(*a));
         if (a == NULL) {
             d->oom = 1;
-            return 0;
+            return -1;
         }
         for (uint32_t i = 0; i < n; i++)
             a[i] = items[i].v;
@@ -344,52 +762,139 @@ static int close_container(struct decoder *d)
     return push(d, v);
 }
 
-static int on_end(void *ctx)
+static const char *skip_ws(const char *p, const char *end)
 {
-    return close_container(ctx);
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f'))
+        p++;
+    return p;
 }
 
-static const yajl_callbacks callbacks = {
-    .yajl_null = on_null,
-    .yajl_boolean = on_bool,
-    .yajl_number = on_number,
-    .yajl_string = on_string,
-    .yajl_start_map = on_start_map,
-    .yajl_map_key = on_key,
-    .yajl_end_map = on_end,
-    .yajl_start_array = on_start_array,
-    .yajl_end_array = on_end,
-};
+static int in_map(const struct decoder *d)
+{
+    return d->nsk > 0 ? d->sk[d->nsk - 1] : d->fr[d->depth - 1].is_map;
+}
+
+/* A key, the colon after it and the whitespace before the value. */
+static int parse_key(struct decoder *d, const char **pp, const char *end)
+{
+    const char *p = *pp;
+    if (p >= end || *p != '"')
+        return fail(d, p, "expected a string key");
+    const char *body;
+    size_t n;
+    int esc;
+    if (scan_string(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
+        return -1;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return fail(d, p, "expected ':' after a key");
+    *pp = skip_ws(p + 1, end);
+    return 0;
+}
+
+/* One JSON text, iteratively: a value, then what may follow it in its container. */
+static int parse(struct decoder *d, const char *json, size_t len)
+{
+    const char *p = skip_ws(json, json + len), *end = json + len;
+    if (p == end)
+        return fail(d, p, "empty input");
+    int first = 1;
+    for (;;) {
+        /* a value at p */
+        if (p >= end)
+            return fail(d, p, "premature end of input");
+        char c = *p;
+        if (c == '{' || c == '[') {
+            int is_map = c == '{';
+            if (open_container(d, is_map, first) != 0)
+                return -1;
+            first = 0;
+            p = skip_ws(p + 1, end);
+            if (p < end && *p == (is_map ? '}' : ']')) {
+                p++;
+                if (close_container(d) != 0)
+                    return -1;
+            } else {
+                if (is_map && parse_key(d, &p, end) != 0)
+                    return -1;
+                continue;
+            }
+        } else {
+            first = 0;
+            int rc;
+            if (c == '"') {
+                const char *body;
+                size_t n;
+                int esc;
+                rc = scan_string(d, &p, end, &body, &n, &esc);
+                if (rc == 0)
+                    rc = on_string(d, body, n, esc, end);
+            } else if (c == '-' || (c >= '0' && c <= '9')) {
+                struct vval v;
+                rc = scan_number(d, &p, end, &v);
+                if (rc == 0)
+                    rc = on_number(d, v);
+            } else if (c == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
+                p += 4;
+                rc = on_scalar(d, v_bool(1));
+            } else if (c == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
+                p += 5;
+                rc = on_scalar(d, v_bool(0));
+            } else if (c == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
+                p += 4;
+                rc = on_scalar(d, v_null());
+            } else {
+                rc = fail(d, p, "invalid character where a value was expected");
+            }
+            if (rc != 0)
+                return -1;
+        }
+        /* after a value: the end of the text, a comma or the end of its container */
+        for (;;) {
+            if (d->nsk == 0 && d->depth == 0) {
+                p = skip_ws(p, end);
+                if (p != end)
+                    return fail(d, p, "trailing garbage after the value");
+                return 0;
+            }
+            p = skip_ws(p, end);
+            if (p >= end)
+                return fail(d, p, "premature end of input");
+            int map = in_map(d);
+            if (*p == ',') {
+                p = skip_ws(p + 1, end);
+                if (map && parse_key(d, &p, end) != 0)
+                    return -1;
+                break;
+            }
+            if (*p != (map ? '}' : ']'))
+                return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
+            p++;
+            if (close_container(d) != 0)
+                return -1;
+        }
+    }
+}
 
 int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
                 struct decoded *out, char *err, size_t errlen)
 {
     d->arena = a;
-    d->nst = d->depth = d->skip = 0;
-    d->seen = d->oom = 0;
+    d->nst = d->depth = 0;
+    d->nsk = 0;
+    d->oom = 0;
     d->type = NULL;
     d->type_len = 0;
     d->has_at = d->has_ts = d->has_timestamp = 0;
     d->truncated = 0;
     d->ev = NULL;
-
-    yajl_alloc_funcs af = {ya_malloc, ya_realloc, ya_free, a};
-    yajl_handle h = yajl_alloc(&callbacks, &af, d);
-    if (h == NULL)
-        return VPL_ENOMEM;
-    yajl_status st = yajl_parse(h, (const unsigned char *)json, len);
-    if (st == yajl_status_ok)
-        st = yajl_complete_parse(h);
+    d->err = NULL;
+    int rc = parse(d, json, len);
     if (d->oom)
         return VPL_ENOMEM;
-    if (st != yajl_status_ok || !d->seen) {
-        if (!d->seen && st == yajl_status_ok) {
-            snprintf(err, errlen, "invalid JSON: empty input");
-        } else {
-            unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)json, len);
-            size_t n = m ? strcspn((char *)m, "\n") : 0;
-            snprintf(err, errlen, "invalid JSON: %.*s", (int)n, m ? (char *)m : "");
-        }
+    if (rc != 0) {
+        snprintf(err, errlen, "invalid JSON: %s at byte %zu", d->err ? d->err : "parse error",
+                 (size_t)((const char *)d->errpos - json));
         return VPL_EJSON;
     }
     if (d->ev == NULL) {
@@ -455,11 +960,10 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     size_t run = 0; /* start of the pending stretch copied verbatim */
     size_t i = 0;
     while (i < n) {
+        i += plain_run(s + i, n - i);
+        if (i >= n)
+            break;
         unsigned c = s[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
         size_t ulen = c >= 0x80 ? utf8_len(s + i, n - i) : 0;
         if (ulen > 0) {
             i += ulen;

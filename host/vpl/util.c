@@ -84,7 +84,7 @@ void arena_free(struct arena *a)
     a->head = NULL;
 }
 
-int buf_reserve(struct buf *b, size_t extra)
+int buf_grow(struct buf *b, size_t extra)
 {
     if (b->cap - b->len > extra)
         return 0;
@@ -100,27 +100,6 @@ int buf_reserve(struct buf *b, size_t extra)
     b->p = p;
     b->cap = cap;
     return 0;
-}
-
-int buf_put(struct buf *b, const void *p, size_t n)
-{
-    if (buf_reserve(b, n) != 0)
-        return VPL_ENOMEM;
-    if (n > 0)
-        memcpy(b->p + b->len, p, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-int buf_putc(struct buf *b, char c)
-{
-    return buf_put(b, &c, 1);
-}
-
-int buf_puts(struct buf *b, const char *s)
-{
-    return buf_put(b, s, strlen(s));
 }
 
 void buf_free(struct buf *b)

@@ -92,8 +92,7 @@ struct vpl_event *event_freeze(const struct vpl_event *ev)
     out->refs = 1;
     out->nf = ev->nf;
     out->time = ev->time;
-    out->size = size;
-    out->frozen = NULL;
+    out->size = size; /* shares its place with `frozen`, which a frozen event never reads */
     out->keys = k;
     out->vals = v;
     return out;
@@ -176,6 +175,55 @@ int value_order(const struct vval *a, const struct vval *b, int *out)
     return 0;
 }
 
+/* What the %.15g/%.16g/%.17g round-trip loop below prints for a non-integral f that
+ * has a short exact decimal form (m / 10^k, m < 2^53, 1e-4 <= |f| < 1e15), without
+ * snprintf and strtod: 0 when f has none (the loop then runs).
+ *
+ * For the smallest k whose nearest k-decimal m / 10^k reads back as f (that division
+ * rounds once, so it is what strtod returns), m has the fewest significant digits of
+ * any decimal that reads back, so %.Ng with the loop's N prints exactly m's digits:
+ * N = 15 rounds to the only 15-digit decimal in f's rounding interval when one exists,
+ * and N = 16 or 17 rounds to the nearest, which is m. m is the true nearest because
+ * the residue f * 10^k - m, exact through fma, is kept clear of one half. */
+static int short_fraction(double f, char out[32])
+{
+    static const double p10[18] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                                   1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+    double a = fabs(f);
+    if (!(a >= 1e-4 && a < 1e15))
+        return 0;
+    for (int k = 1; k <= 17; k++) {
+        double x = a * p10[k];
+        if (x >= 9007199254740992.0)
+            return 0;
+        double m = nearbyint(x);
+        double r = fma(a, p10[k], -m);
+        if (fabs(r) > 0.49)
+            return 0; /* too near a tie to trust */
+        if (m / p10[k] != a)
+            continue;
+        uint64_t u = (uint64_t)m, scale = (uint64_t)p10[k];
+        uint64_t ip = u / scale, fp = u % scale;
+        char tmp[40], *q = tmp + sizeof(tmp);
+        for (int i = 0; i < k; i++) {
+            *--q = (char)('0' + fp % 10);
+            fp /= 10;
+        }
+        *--q = '.';
+        do {
+            *--q = (char)('0' + ip % 10);
+            ip /= 10;
+        } while (ip != 0);
+        if (f < 0)
+            *--q = '-';
+        int n = (int)(tmp + sizeof(tmp) - q);
+        memcpy(out, q, (size_t)n);
+        out[n] = '\0';
+        return n;
+    }
+    return 0;
+}
+
 size_t format_double(double f, char out[32], int json)
 {
     if (!isfinite(f)) {
@@ -206,6 +254,8 @@ size_t format_double(double f, char out[32], int json)
         out[n] = '\0';
         return (size_t)n;
     }
+    if ((n = short_fraction(f, out)) > 0)
+        return (size_t)n;
     for (int prec = 15; prec <= 17; prec++) {
         n = snprintf(out, 32, "%.*g", prec, f);
         if (strtod(out, NULL) == f)

@@ -52,8 +52,10 @@ struct vpl_event {
     int32_t refs; /* frozen: holders; transient: 0 */
     uint32_t nf;
     int64_t time; /* event time, epoch ms */
-    size_t size;  /* frozen: bytes of the block */
-    struct vpl_event *frozen; /* transient: the frozen copy made for holders, if any */
+    union {       /* refs tells which: 40 bytes a held event instead of 48 */
+        size_t size;              /* frozen: bytes of the block */
+        struct vpl_event *frozen; /* transient: the frozen copy made for holders, if any */
+    };
     const uint32_t *keys;
     const struct vval *vals;
 };

@@ -1,6 +1,6 @@
 /* VPL correlation engine: compile a VPL program, feed it JSON events, get alerts.
  *
- * The library has no dependency on the rest of gust (only libc and yajl), so the
+ * The library has no dependency on the rest of gust (only libc), so the
  * detect unit, the CLI, the tests and the fuzzers all link the same code.
  *
  * Ownership rules, for every function below:

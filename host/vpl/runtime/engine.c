@@ -51,7 +51,10 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     e->dec = decoder_create(&prog->syms, &e->lim);
     e->clock = malloc((prog->ntypes ? prog->ntypes : 1) * sizeof(*e->clock));
     e->ss = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->ss));
-    if (e->dec == NULL || e->clock == NULL || e->ss == NULL) {
+    e->keytext = calloc(prog->syms.n ? prog->syms.n : 1, sizeof(*e->keytext));
+    e->headtext = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->headtext));
+    if (e->dec == NULL || e->clock == NULL || e->ss == NULL || e->keytext == NULL ||
+        e->headtext == NULL) {
         vpl_engine_destroy(e);
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
     }
@@ -82,6 +85,12 @@ void vpl_engine_destroy(struct vpl_engine *e)
     free(e->pend);
     free(e->ss);
     free(e->clock);
+    for (uint32_t i = 0; e->keytext != NULL && i < e->prog->syms.n; i++)
+        buf_free(&e->keytext[i]);
+    for (uint32_t i = 0; e->headtext != NULL && i < e->prog->nstreams; i++)
+        buf_free(&e->headtext[i]);
+    free(e->keytext);
+    free(e->headtext);
     decoder_destroy(e->dec);
     arena_free(&e->scratch);
     buf_free(&e->out);
@@ -216,13 +225,35 @@ int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int
     return 0;
 }
 
+/* The JSON text of a field's key (,"name":) and of an alert's head, escaped once per
+ * engine instead of once per alert. */
+static const struct buf *key_text(struct vpl_engine *e, uint32_t sym)
+{
+    struct buf *t = &e->keytext[sym];
+    if (t->len == 0) {
+        const char *k = sym_name(e->prog, sym);
+        if (buf_putc(t, ',') | json_write_string(t, k, strlen(k)) | buf_putc(t, ':'))
+            t->len = 0;
+    }
+    return t;
+}
+
+static const struct buf *head_text(struct vpl_engine *e, const struct stream *s)
+{
+    struct buf *t = &e->headtext[s - e->prog->streams];
+    if (t->len == 0 &&
+        (buf_puts(t, "{\"event_type\":") | json_write_string(t, s->name, strlen(s->name))))
+        t->len = 0;
+    return t;
+}
+
 static void deliver(struct vpl_engine *e, const struct stream *s, const struct vpl_event *ev)
 {
     struct buf *b = &e->out;
     int rc = 0;
     b->len = 0;
-    rc |= buf_puts(b, "{\"event_type\":");
-    rc |= json_write_string(b, s->name, strlen(s->name));
+    const struct buf *h = head_text(e, s);
+    rc |= h->len ? buf_put(b, h->p, h->len) : VPL_ENOMEM;
     if (e->sym_timestamp == SYM_NONE || event_get(ev, e->sym_timestamp) == NULL) {
         char ts[40];
         rc |= buf_puts(b, ",\"timestamp\":\"");
@@ -232,10 +263,8 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
     for (uint32_t i = 0; i < ev->nf && rc == 0; i++) {
         if (ev->keys[i] == e->sym_event_type)
             continue; /* the stream's name is the type; never write the key twice */
-        const char *k = sym_name(e->prog, ev->keys[i]);
-        rc |= buf_putc(b, ',');
-        rc |= json_write_string(b, k, strlen(k));
-        rc |= buf_putc(b, ':');
+        const struct buf *k = key_text(e, ev->keys[i]);
+        rc |= k->len ? buf_put(b, k->p, k->len) : VPL_ENOMEM;
         rc |= json_write_value(b, &ev->vals[i]);
     }
     rc |= buf_putc(b, '}');
@@ -388,7 +417,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         ev->time = arrival_ms;
     const char *tname = d.type ? d.type : default_event_type;
     size_t tlen = d.type ? d.type_len : (tname ? strlen(tname) : 0);
-    const struct sym *sym = tname ? symtab_find(&p->syms, tname, tlen) : NULL;
+    const struct sym *sym = tname ? decoder_find(e->dec, tname, tlen) : NULL;
     if (sym == NULL || sym->type < 0) {
         e->st.events_unrouted++;
     } else {

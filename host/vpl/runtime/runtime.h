@@ -36,6 +36,8 @@ struct vpl_engine {
     struct arena scratch; /* everything transient of the current input */
     struct buf out;       /* alert JSON */
     struct buf key;       /* partition key text */
+    struct buf *keytext;  /* per symbol, built on first use: ,"name": */
+    struct buf *headtext; /* per stream, built on first use: {"event_type":"Name" */
     int64_t *clock;       /* per routing type: event-time clock */
     struct sstate *ss;    /* per stream */
     struct vpl_event **held; /* frozen copies owned by transient events until the input ends */

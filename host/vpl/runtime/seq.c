@@ -10,14 +10,26 @@
 
 #include "runtime.h"
 
+/* 48 bytes and a capture slot per step. */
 struct run {
-    struct heap_item hi; /* due: deadline; seq: creation order */
+    struct heap_item hi; /* due: deadline; seq: creation order; aux: RUN_LINKED | step, the
+                            list it is in (the next step it waits for, or nsteps) */
     struct spart *part;
     struct run *prev, *next;
-    uint32_t step;      /* the list it is in: the next step it waits for, or nsteps */
-    uint8_t linked;     /* in part->lists[step] */
     union capture cap[]; /* one slot per positive step */
 };
+
+#define RUN_LINKED 0x80000000u /* in part->lists[step - 1] */
+
+static inline uint32_t run_step(const struct run *r)
+{
+    return r->hi.aux & ~RUN_LINKED;
+}
+
+static inline int run_linked(const struct run *r)
+{
+    return (r->hi.aux & RUN_LINKED) != 0;
+}
 
 struct rlist {
     struct run *head, *tail;
@@ -27,7 +39,8 @@ struct spart {
     struct hnode node;
     uint32_t nruns;
     uint32_t size;
-    struct rlist lists[]; /* nsteps + 1; the key bytes follow */
+    struct rlist lists[]; /* runs waiting for step 1 .. nsteps (lists[k - 1]); the key
+                             bytes follow */
 };
 
 #define NO_DEADLINE INT64_MAX
@@ -44,8 +57,8 @@ static size_t closure_size(uint32_t cap)
 
 static void link_run(struct spart *p, struct run *r, uint32_t step)
 {
-    struct rlist *l = &p->lists[step];
-    r->step = step;
+    struct rlist *l = &p->lists[step - 1];
+    r->hi.aux = RUN_LINKED | step;
     r->next = NULL;
     r->prev = l->tail;
     if (l->tail)
@@ -53,14 +66,13 @@ static void link_run(struct spart *p, struct run *r, uint32_t step)
     else
         l->head = r;
     l->tail = r;
-    r->linked = 1;
 }
 
 static void unlink_run(struct run *r)
 {
-    if (!r->linked)
+    if (!run_linked(r))
         return;
-    struct rlist *l = &r->part->lists[r->step];
+    struct rlist *l = &r->part->lists[run_step(r) - 1];
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -69,7 +81,7 @@ static void unlink_run(struct run *r)
         r->next->prev = r->prev;
     else
         l->tail = r->prev;
-    r->linked = 0;
+    r->hi.aux &= ~RUN_LINKED;
 }
 
 static void part_free(struct vpl_engine *e, uint32_t si, struct spart *p)
@@ -133,7 +145,7 @@ static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
         e->st.partitions_dropped++;
         return NULL;
     }
-    size_t lists = (pat->nsteps + 1) * sizeof(struct rlist);
+    size_t lists = pat->nsteps * sizeof(struct rlist);
     size_t size = sizeof(struct spart) + lists + e->key.len + 1;
     struct spart *p = rt_alloc(e, size);
     if (p == NULL)
@@ -391,7 +403,7 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         if (is_type_of(pat->cancel, pat->ncancel, type)) {
             /* .not(X): an X cancels every open run of its partition. */
             for (uint32_t k = 1; k <= pat->nsteps; k++)
-                for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+                for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
                     next = r->next;
                     struct ectx c;
                     run_ctx(e, &c, pat, r, ev);
@@ -402,7 +414,7 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         for (uint32_t k = pat->nsteps; k >= 1; k--) {
             if (!relevant(pat, k, type))
                 continue;
-            for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+            for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
                 next = r->next;
                 taken |= offer(e, si, r, k, ev, type);
             }
@@ -435,7 +447,7 @@ void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
     while ((top = heap_top(&ss->due)) != NULL && top->due < clock) {
         struct run *r = (struct run *)top;
         heap_remove(&ss->due, top);
-        if (closes && r->step == pat->nsteps && r->linked) {
+        if (closes && run_step(r) == pat->nsteps && run_linked(r)) {
             /* Nothing can change it any more: an absence is confirmed, a final
              * .longest() closure is complete. */
             unlink_run(r);
@@ -461,7 +473,7 @@ void seq_destroy(struct vpl_engine *e, uint32_t si)
         if (p == NULL)
             continue;
         for (uint32_t k = 1; k <= pat->nsteps; k++)
-            for (struct run *r = p->lists[k].head, *next; r != NULL; r = next) {
+            for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
                 next = r->next;
                 run_release(e, pat, r);
             }

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Builds the VPL fuzz targets with clang (libFuzzer + ASan + UBSan) into a temp dir and
-# runs each for SECONDS at most (default 20), seeded with the acceptance and own cases.
+# runs each for SECONDS at most (default 20), seeded with the acceptance and own cases:
+# the parser, the engine on event lines, and the event decoder against the yajl-based
+# decoder it replaced (fuzz_decoder_diff.c, ref_decoder.c).
 # The seed and the number of runs are fixed (FUZZ_SEED, FUZZ_RUNS) so that a CI run is
 # repeatable: what passes here passes there. Longer exploration: FUZZ_RUNS=-1 run.sh 600.
 # usage: tests/vpl/fuzz/run.sh [SECONDS] [KEEP_DIR]
@@ -37,8 +39,14 @@ done
 cp "$here"/../errors/*.vpl "$work/corpus_parser/" 2>/dev/null || true
 
 status=0
-for t in parser event; do
-    $CC $flags "$here/fuzz_$t.c" $objs -lyajl -lm -o "$work/fuzz_$t"
+# The decoder against the yajl-based one it replaced: one event line per seed.
+mkdir -p "$work/corpus_decoder_diff"
+cat "$work"/corpus_event/* | awk -v d="$work/corpus_decoder_diff" \
+    '{ f = d "/l" NR; printf "%s", $0 > f; close(f) }'
+for t in parser event decoder_diff; do
+    extra=""
+    [ "$t" = decoder_diff ] && extra="$here/ref_decoder.c"
+    $CC $flags "$here/fuzz_$t.c" $extra $objs -lyajl -lm -o "$work/fuzz_$t"
     echo "fuzz_$t: ${secs}s"
     if ! "$work/fuzz_$t" -max_total_time="$secs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-100000}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=0 -artifact_prefix="$work/crash_$t-" "$work/corpus_$t" \

@@ -1,0 +1,116 @@
+/* libFuzzer target: the engine's event decoder against the yajl-based decoder it
+ * replaced (ref_decoder.c). Both must accept or reject the same bytes and, when they
+ * accept, yield the same event: fields in order, values bit for bit (strings after
+ * escapes, int or float, -0.0), type, event time and truncation count, with one
+ * documented exception below. The first
+ * byte picks small or default limits so the truncation paths are reached too. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "program.h"
+#include "ref_decoder.h"
+#include "vpl.h"
+
+static const char program[] =
+    "event A:\n  x: int\n"
+    "stream F = A.where(x > 1 or s == \"a\" or m.k == 1 or len(arr) > 0 or ts > 0\n"
+    "    or timestamp > 0 or f > 1.5 or b or n == null)\n"
+    "    .emit(x: x, s: s)\n";
+
+static struct vpl_program *prog;
+
+static int same_val(const struct vval *a, const struct vval *b)
+{
+    if (a->t != b->t || a->n != b->n)
+        return 0;
+    switch (a->t) {
+    case V_BOOL:
+    case V_INT:
+    case V_FLOAT:
+        return memcmp(&a->u, &b->u, sizeof(a->u)) == 0;
+    case V_STR:
+        return a->n == 0 || memcmp(a->u.s, b->u.s, a->n) == 0;
+    case V_ARR:
+        for (uint32_t i = 0; i < a->n; i++)
+            if (!same_val(&a->u.a[i], &b->u.a[i]))
+                return 0;
+        return 1;
+    case V_MAP:
+        for (uint32_t i = 0; i < a->n; i++)
+            if (a->u.m[i].klen != b->u.m[i].klen ||
+                memcmp(a->u.m[i].k, b->u.m[i].k, a->u.m[i].klen) != 0 ||
+                !same_val(&a->u.m[i].v, &b->u.m[i].v))
+                return 0;
+        return 1;
+    default:
+        return 1;
+    }
+}
+
+static void check(int ok, const char *what, const uint8_t *data, size_t size)
+{
+    if (ok)
+        return;
+    fprintf(stderr, "decoders differ (%s) on %zu bytes: %.*s\n", what, size, (int)size,
+            (const char *)data);
+    abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct vpl_error err;
+    if (prog == NULL && vpl_program_compile(program, sizeof(program) - 1, "fuzz", &prog, &err) != 0)
+        abort();
+    struct vpl_limits lim = vpl_limits_default();
+    if (size > 0 && (data[0] & 1)) {
+        lim.max_depth = 3;
+        lim.max_string = 8;
+        lim.max_fields = 4;
+        lim.max_array = 4;
+    }
+    struct decoder *nd = decoder_create(&prog->syms, &lim);
+    struct ref_decoder *rd = ref_decoder_create(&prog->syms, &lim);
+    struct arena an, ar;
+    arena_init(&an, 4096);
+    arena_init(&ar, 4096);
+    struct decoded dn, dr;
+    char en[256], er[256];
+    const char *json = (const char *)data;
+    int rn = decoder_run(nd, &an, json, size, &dn, en, sizeof(en));
+    int rr = ref_decoder_run(rd, &ar, json, size, &dr, er, sizeof(er));
+    if (rn == VPL_EJSON && rr == 0) {
+        /* The one known difference: yajl accepts a complete value followed by an
+         * unterminated string (`{} "abc`: its lexer reports the end of input inside
+         * the string, and then the value counts as complete). That is not JSON; the
+         * decoder rejects it. */
+        const char *at = strstr(en, "trailing garbage after the value at byte ");
+        size_t pos = at ? (size_t)strtoul(at + 41, NULL, 10) : size;
+        check(pos < size && json[pos] == '"', "accepted by the reference only", data, size);
+        rn = rr;
+        dn = dr;
+    }
+    check(rn == rr, "accepted by one only", data, size);
+    if (rn == 0) {
+        check((dn.type == NULL) == (dr.type == NULL), "event_type present", data, size);
+        check(dn.type == NULL || (dn.type_len == dr.type_len &&
+                                  memcmp(dn.type, dr.type, dn.type_len) == 0),
+              "event_type", data, size);
+        check(dn.has_time == dr.has_time && (!dn.has_time || dn.ev->time == dr.ev->time),
+              "event time", data, size);
+        check(dn.truncated == dr.truncated, "truncated", data, size);
+        check(dn.ev->nf == dr.ev->nf, "field count", data, size);
+        for (uint32_t i = 0; i < dn.ev->nf; i++) {
+            check(dn.ev->keys[i] == dr.ev->keys[i], "field key", data, size);
+            check(same_val(&dn.ev->vals[i], &dr.ev->vals[i]), "field value", data, size);
+        }
+    }
+    arena_free(&an);
+    arena_free(&ar);
+    decoder_destroy(nd);
+    ref_decoder_destroy(rd);
+    return 0;
+}
