@@ -11,16 +11,6 @@
 
 const struct gust_host_api *exec_host;
 
-int exec_err(struct gust_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 int64_t exec_now_ms(void)
 {

@@ -19,8 +19,6 @@
 
 extern const struct gust_host_api *exec_host;
 
-/* Formats into err->msg and returns code. */
-int exec_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int64_t exec_now_ms(void); /* CLOCK_MONOTONIC */
 
 /* How to run the command. argv is built at create from the config (no I/O); envp at start,

@@ -60,7 +60,7 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
         nextra++;
     }
     if (!(envp = calloc(cmd->nenv + nextra + 1, sizeof(*envp)))) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     memcpy(envp, cmd->envp, cmd->nenv * sizeof(*envp));
     if (nextra > 0) {
@@ -68,7 +68,7 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
     }
     if (((pipes & EXEC_PIPE_IN) && pipe2(pin, O_CLOEXEC) != 0) ||
         ((pipes & EXEC_PIPE_OUT) && pipe2(pout, O_CLOEXEC) != 0) || pipe2(perr, O_CLOEXEC) != 0) {
-        rc = exec_err(err, GUST_EIO, "pipe: %s", strerror(errno));
+        rc = gust_err_set(err, GUST_EIO, "pipe: %s", strerror(errno));
         goto fail_pipes;
     }
     posix_spawn_file_actions_init(&fa);
@@ -105,10 +105,10 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
     if (rc != 0) {
         c->pid = -1;
         if (cmd->workdir) {
-            rc = exec_err(err, GUST_EIO, "cannot start %s: %s (workdir %s)", cmd->what, strerror(rc),
+            rc = gust_err_set(err, GUST_EIO, "cannot start %s: %s (workdir %s)", cmd->what, strerror(rc),
                           cmd->workdir);
         } else {
-            rc = exec_err(err, GUST_EIO, "cannot start %s: %s", cmd->what, strerror(rc));
+            rc = gust_err_set(err, GUST_EIO, "cannot start %s: %s", cmd->what, strerror(rc));
         }
         goto fail_pipes;
     }
@@ -124,7 +124,7 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
         /* cannot happen on a fresh pipe; the reads would block, so do not go on */
         exec_child_kill(c, 0);
         free(envp);
-        return exec_err(err, GUST_EIO, "fcntl: %s", strerror(errno));
+        return gust_err_set(err, GUST_EIO, "fcntl: %s", strerror(errno));
     }
     free(envp);
     return 0;

@@ -48,14 +48,14 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
             size_t n = env_name_len(item);
             if (n == 0) {
                 /* Items never hold a secret itself (env_file names a file), so quoting is fine. */
-                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" is not NAME=%s", h->cfg_where(cfg, key),
+                return gust_err_set(err, GUST_ECONFIG, "%s: %s: \"%s\" is not NAME=%s", h->cfg_where(cfg, key),
                                 key, item,
                                 k == 0   ? "value"
                                 : k == 1 ? "VAR"
                                          : "PATH");
             }
             if (k > 0 && item[n + 1] == '\0') {
-                return exec_err(err, GUST_ECONFIG, "%s: %s: \"%s\" names no %s", h->cfg_where(cfg, key), key,
+                return gust_err_set(err, GUST_ECONFIG, "%s: %s: \"%s\" names no %s", h->cfg_where(cfg, key), key,
                                 item, k == 1 ? "variable" : "file");
             }
             /* The same name twice would silently shadow one value: refuse it. */
@@ -64,7 +64,7 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
                 for (size_t j = 0; j < end; j++) {
                     const char *other = h->cfg_item(cfg, ENV_KEYS[k2], j);
                     if (env_name_len(other) == n && strncmp(other, item, n) == 0) {
-                        return exec_err(err, GUST_ECONFIG, "%s: %s: %.*s is set twice",
+                        return gust_err_set(err, GUST_ECONFIG, "%s: %s: %.*s is set twice",
                                         h->cfg_where(cfg, key), key, (int)n, item);
                     }
                 }
@@ -82,23 +82,23 @@ int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_
 
     memset(cmd, 0, sizeof(*cmd));
     if (n == 0 || h->cfg_item(cfg, "command", 0)[0] == '\0') {
-        return exec_err(err, GUST_ECONFIG, "%s: command: empty", h->cfg_where(cfg, "command"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: command: empty", h->cfg_where(cfg, "command"));
     }
     if (shell && n != 1) {
-        return exec_err(
+        return gust_err_set(
             err, GUST_ECONFIG,
             "%s: command: with `shell on` the command is one string (quote it), not %zu arguments",
             h->cfg_where(cfg, "command"), n);
     }
     if (!shell && n == 1 && strpbrk(h->cfg_item(cfg, "command", 0), " \t\n")) {
-        return exec_err(
+        return gust_err_set(
             err, GUST_ECONFIG,
             "%s: command: \"%s\" is one argument holding spaces, but no shell splits it: write "
             "each argv word as its own argument (command /usr/bin/tool --flag;) or set `shell on;`",
             h->cfg_where(cfg, "command"), h->cfg_item(cfg, "command", 0));
     }
     if (!(cmd->argv = calloc(n + 3, sizeof(*cmd->argv)))) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     if (shell) {
         cmd->argv[0] = (char *)"/bin/sh";
@@ -237,13 +237,13 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
         cap++;
     }
     if (!(cmd->envp = calloc(cap, sizeof(*cmd->envp)))) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     if (inherit) {
         for (char **e = environ; *e; e++) {
             const char *eq = strchr(*e, '=');
             if (eq && env_add(cmd, cap, *e, (size_t)(eq - *e), eq + 1, strlen(eq + 1)) != 0) {
-                return exec_err(err, GUST_ENOMEM, "out of memory");
+                return gust_err_set(err, GUST_ENOMEM, "out of memory");
             }
         }
     } else {
@@ -253,7 +253,7 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
                 v = "/usr/local/bin:/usr/bin:/bin";
             }
             if (v && env_add(cmd, cap, BASE[i], strlen(BASE[i]), v, strlen(v)) != 0) {
-                return exec_err(err, GUST_ENOMEM, "out of memory");
+                return gust_err_set(err, GUST_ENOMEM, "out of memory");
             }
         }
     }
@@ -261,7 +261,7 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
         const char *item = h->cfg_item(cfg, "env", i);
         size_t n = env_name_len(item);
         if (env_add(cmd, cap, item, n, item + n + 1, strlen(item + n + 1)) != 0) {
-            return exec_err(err, GUST_ENOMEM, "out of memory");
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
     }
     for (size_t i = 0; i < h->cfg_count(cfg, "env_from"); i++) {
@@ -269,11 +269,11 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
         size_t n = env_name_len(item);
         const char *v = getenv(item + n + 1);
         if (!v) {
-            return exec_err(err, GUST_ECONFIG, "%s: env_from %s: $%s is not set in gust's environment",
+            return gust_err_set(err, GUST_ECONFIG, "%s: env_from %s: $%s is not set in gust's environment",
                             h->cfg_where(cfg, "env_from"), item, item + n + 1);
         }
         if (env_add(cmd, cap, item, n, v, strlen(v)) != 0) {
-            return exec_err(err, GUST_ENOMEM, "out of memory");
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
     }
     for (size_t i = 0; i < h->cfg_count(cfg, "env_file"); i++) {
@@ -281,10 +281,10 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
         size_t n = env_name_len(item), len = 0;
         char *path = resolve(h->cfg_where(cfg, "env_file"), item + n + 1), *val = NULL, why[160];
         if (!path) {
-            return exec_err(err, GUST_ENOMEM, "out of memory");
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
         if (read_secret(path, &val, &len, why, sizeof(why)) != 0) {
-            exec_err(err, GUST_ECONFIG, "%s: env_file %.*s: %s: %s", h->cfg_where(cfg, "env_file"), (int)n,
+            gust_err_set(err, GUST_ECONFIG, "%s: env_file %.*s: %s: %s", h->cfg_where(cfg, "env_file"), (int)n,
                      item, path, why);
             free(path);
             return GUST_ECONFIG;
@@ -294,7 +294,7 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
         explicit_bzero(val, len);
         free(val);
         if (rc != 0) {
-            return exec_err(err, GUST_ENOMEM, "out of memory");
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
     }
     return 0;

@@ -87,7 +87,7 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     int64_t v;
 
     if (!r) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     r->inst = inst;
     r->cfg = cfg;
@@ -100,13 +100,13 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     v = h->cfg_int(cfg, "max_line");
     if (v < 16 || v > (int64_t)1 << 30) {
         rc =
-            exec_err(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
+            gust_err_set(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
         goto fail;
     }
     r->max_line = (size_t)v;
     v = h->cfg_int(cfg, "max_inflight");
     if (v < 1 || v > 1000000) {
-        rc = exec_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..1000000",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..1000000",
                       h->cfg_where(cfg, "max_inflight"), (long long)v);
         goto fail;
     }
@@ -114,18 +114,18 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     if (mode == MODE_SOURCE) {
         r->interval_ms = h->cfg_int(cfg, "interval");
         if (r->interval_ms < 10) {
-            rc = exec_err(err, GUST_ECONFIG, "%s: interval: at least 10ms", h->cfg_where(cfg, "interval"));
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: at least 10ms", h->cfg_where(cfg, "interval"));
             goto fail;
         }
         if (r->cmd.timeout_ms < 10) {
-            rc = exec_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
             goto fail;
         }
     } else {
         r->restart_min_ms = h->cfg_int(cfg, "restart_min");
         r->restart_max_ms = h->cfg_int(cfg, "restart_max");
         if (r->restart_min_ms < 10 || r->restart_max_ms < r->restart_min_ms) {
-            rc = exec_err(err, GUST_ECONFIG, "%s: restart_min must be at least 10ms and at most restart_max",
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: restart_min must be at least 10ms and at most restart_max",
                           h->cfg_where(cfg, "restart_min"));
             goto fail;
         }
@@ -399,13 +399,13 @@ int exec_reader_start(void *ctx, struct gust_err *err)
         return rc;
     }
     if (!(r->pub = exec_pub_create(r->inst, r->subject, r->max_inflight))) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     if ((r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-        return exec_err(err, GUST_EIO, "eventfd: %s", strerror(errno));
+        return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));
     }
     if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
-        return exec_err(err, GUST_EIO, "cannot start the reader thread");
+        return gust_err_set(err, GUST_EIO, "cannot start the reader thread");
     }
     r->running = 1;
     return 0;

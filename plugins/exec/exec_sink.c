@@ -59,7 +59,7 @@ int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, voi
     int rc;
 
     if (!s) {
-        return exec_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     s->inst = inst;
     s->cfg = cfg;
@@ -67,12 +67,12 @@ int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, voi
         goto fail;
     }
     if (s->cmd.timeout_ms < 10) {
-        rc = exec_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
         goto fail;
     }
     int64_t v = h->cfg_int(cfg, "max_inflight");
     if (v < 1 || v > MAX_INFLIGHT) {
-        rc = exec_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d",
                       h->cfg_where(cfg, "max_inflight"), (long long)v, MAX_INFLIGHT);
         goto fail;
     }

@@ -47,7 +47,7 @@ static int http_out_create(struct gust_instance *inst, const struct gust_cfg *cf
     int rc;
 
     if (!h) {
-        return http_out_err(err, GUST_ENOMEM, "http_out: out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
     }
     h->inst = inst;
     if ((rc = http_out_conf_load(&h->conf, host, cfg, err)) != 0) {
@@ -109,7 +109,7 @@ static int http_out_init(const struct gust_host_api *api, struct gust_err *err)
     (void)api;
     CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (c != CURLE_OK) {
-        return http_out_err(err, GUST_EIO, "http_out: libcurl: %s", curl_easy_strerror(c));
+        return gust_err_set(err, GUST_EIO, "http_out: libcurl: %s", curl_easy_strerror(c));
     }
     return 0;
 }

@@ -35,8 +35,5 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
 /* Closes the connections. NULL is a no-op. */
 void http_out_client_destroy(struct http_out_client *cl);
 
-/* Formats into err->msg and returns code (the host's gust_err_set is not ours to call). */
-int http_out_err(struct gust_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -104,7 +104,7 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
 
 fail:
     http_out_client_destroy(cl);
-    return http_out_err(err, GUST_ENOMEM, "http_out: cannot set up libcurl (out of memory?)");
+    return gust_err_set(err, GUST_ENOMEM, "http_out: cannot set up libcurl (out of memory?)");
 }
 
 void http_out_client_destroy(struct http_out_client *cl)
@@ -238,7 +238,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         for (; next < n && cl->nidle > 0; next++) {
             if (start(cl, &msgs[next], next) != 0) {
                 abort_all(cl);
-                return http_out_err(err, GUST_ENOMEM, "http_out: cannot start a request");
+                return gust_err_set(err, GUST_ENOMEM, "http_out: cannot start a request");
             }
         }
         if ((mc = curl_multi_perform(cl->multi, &running)) != CURLM_OK) {
@@ -255,7 +255,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     }
     if (mc != CURLM_OK) {
         abort_all(cl);
-        return http_out_err(err, GUST_EIO, "http_out: libcurl: %s", curl_multi_strerror(mc));
+        return gust_err_set(err, GUST_EIO, "http_out: libcurl: %s", curl_multi_strerror(mc));
     }
     return 0;
 }

@@ -9,16 +9,6 @@
 
 #include "http_out.h"
 
-int http_out_err(struct gust_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 static int check_url(const char *url)
 {
@@ -60,7 +50,7 @@ static int add_header(struct http_out_conf *conf, const char *line, struct gust_
 {
     struct curl_slist *l = curl_slist_append(conf->headers, line);
     if (!l) {
-        return http_out_err(err, GUST_ENOMEM, "http_out: out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
     }
     conf->headers = l;
     return 0;
@@ -75,14 +65,14 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     memset(conf, 0, sizeof(*conf));
     conf->url = api->cfg_str(cfg, "url");
     if (!conf->url || check_url(conf->url) != 0) {
-        rc = http_out_err(err, GUST_ECONFIG, "%s: url: \"%s\" is not an http:// or https:// URL",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: url: \"%s\" is not an http:// or https:// URL",
                           api->cfg_where(cfg, "url"), conf->url ? conf->url : "");
         goto fail;
     }
 
     const char *method = api->cfg_str(cfg, "method");
     if (strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0) {
-        rc = http_out_err(err, GUST_ECONFIG, "%s: method: \"%s\" is neither POST nor PUT",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: method: \"%s\" is neither POST nor PUT",
                           api->cfg_where(cfg, "method"), method);
         goto fail;
     }
@@ -96,7 +86,7 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     for (size_t i = 0; i < 3; i++) {
         int64_t v = api->cfg_int(cfg, limits[i].key);
         if (v < 1 || v > limits[i].max) {
-            rc = http_out_err(err, GUST_ECONFIG, "%s: %s: %lld is not within 1..%ld",
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: %s: %lld is not within 1..%ld",
                               api->cfg_where(cfg, limits[i].key), limits[i].key, (long long)v,
                               limits[i].max);
             goto fail;
@@ -109,7 +99,7 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
 
     const char *ctype = api->cfg_str(cfg, "content_type");
     if (strpbrk(ctype, "\r\n")) {
-        rc = http_out_err(err, GUST_ECONFIG, "%s: content_type: holds a line break",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: content_type: holds a line break",
                           api->cfg_where(cfg, "content_type"));
         goto fail;
     }
@@ -122,7 +112,7 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
         const char *why = check_header(h);
         if (why) {
             /* The value may be a secret: name the header by its position only. */
-            rc = http_out_err(err, GUST_ECONFIG, "%s: header #%zu %s",
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s",
                               api->cfg_where(cfg, "header"), i + 1, why);
             goto fail;
         }

@@ -214,7 +214,7 @@ static int http_poll_create(struct gust_instance *inst, const struct gust_cfg *c
     int rc;
 
     if (!p) {
-        return source_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     p->inst = inst;
     p->cfg = cfg;
@@ -282,7 +282,7 @@ static int http_poll_init(const struct gust_host_api *api, struct gust_err *err)
     (void)api;
     CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (c != CURLE_OK) {
-        return source_err(err, GUST_EIO, "http_poll: libcurl: %s", curl_easy_strerror(c));
+        return gust_err_set(err, GUST_EIO, "http_poll: libcurl: %s", curl_easy_strerror(c));
     }
     return 0;
 }

@@ -72,27 +72,27 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
     c->url = api->cfg_str(cfg, "url");
     if (!c->url || parse_url(c, c->url) != 0) {
         /* The URL may hold credentials: it is not repeated here. */
-        return source_err(err, GUST_ECONFIG, "%s: url: not an http:// or https:// URL",
+        return gust_err_set(err, GUST_ECONFIG, "%s: url: not an http:// or https:// URL",
                           api->cfg_where(cfg, "url"));
     }
     c->subject = api->cfg_str(cfg, "subject");
     c->interval_ms = api->cfg_int(cfg, "interval");
     if (c->interval_ms < 10) {
-        return source_err(err, GUST_ECONFIG, "%s: interval: %lld ms is below the 10ms minimum",
+        return gust_err_set(err, GUST_ECONFIG, "%s: interval: %lld ms is below the 10ms minimum",
                           api->cfg_where(cfg, "interval"), (long long)c->interval_ms);
     }
     c->timeout_ms = api->cfg_int(cfg, "timeout");
     if (c->timeout_ms < 10) {
-        return source_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", api->cfg_where(cfg, "timeout"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", api->cfg_where(cfg, "timeout"));
     }
     c->stats_ms = api->cfg_int(cfg, "stats_interval");
     if (c->stats_ms != 0 && c->stats_ms < 100) {
-        return source_err(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
+        return gust_err_set(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
                           api->cfg_where(cfg, "stats_interval"));
     }
     c->max_body = (size_t)api->cfg_int(cfg, "max_body");
     if (c->max_body < 2) {
-        return source_err(err, GUST_ECONFIG, "%s: max_body: at least 2 bytes",
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_body: at least 2 bytes",
                           api->cfg_where(cfg, "max_body"));
     }
     c->envelope = (int)api->cfg_int(cfg, "envelope");
@@ -102,17 +102,17 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
         const char *why = check_header(h);
         if (why) {
             /* The value may be a secret: the header is named by its position only. */
-            return source_err(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
+            return gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
                               why);
         }
         auth_header |= is_header(h, "Authorization");
     }
     if (api->cfg_str(cfg, "bearer_token_file") && api->cfg_str(cfg, "bearer_token_env")) {
-        return source_err(err, GUST_ECONFIG, "%s: bearer_token_file and bearer_token_env are exclusive",
+        return gust_err_set(err, GUST_ECONFIG, "%s: bearer_token_file and bearer_token_env are exclusive",
                           api->cfg_where(cfg, "bearer_token_env"));
     }
     if (auth_header && (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
-        return source_err(err, GUST_ECONFIG, "%s: an Authorization header and a bearer token are exclusive",
+        return gust_err_set(err, GUST_ECONFIG, "%s: an Authorization header and a bearer token are exclusive",
                           api->cfg_where(cfg, "header"));
     }
     return 0;
@@ -122,7 +122,7 @@ static int add_header(struct http_poll_conf *c, const char *line, struct gust_er
 {
     struct curl_slist *l = curl_slist_append(c->headers, line);
     if (!l) {
-        return source_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     c->headers = l;
     return 0;
@@ -149,7 +149,7 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
         return 0;
     }
     if (!(f = fopen(path, "re"))) {
-        return source_err(err, GUST_ECONFIG, "%s: header_file: %s: %s", api->cfg_where(cfg, "header_file"),
+        return gust_err_set(err, GUST_ECONFIG, "%s: header_file: %s: %s", api->cfg_where(cfg, "header_file"),
                           path, strerror(errno));
     }
     while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -161,11 +161,11 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
             continue;
         }
         if ((why = check_header(line)) != NULL) {
-            rc = source_err(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
                             api->cfg_where(cfg, "header_file"), path, lineno, why);
         } else if (is_header(line, "Authorization") &&
                    (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
-            rc = source_err(err, GUST_ECONFIG,
+            rc = gust_err_set(err, GUST_ECONFIG,
                             "%s: header_file: %s:%d sets Authorization, and so does the bearer token",
                             api->cfg_where(cfg, "header_file"), path, lineno);
         } else {
@@ -191,7 +191,7 @@ static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
     if (path) {
         FILE *f = fopen(path, "re");
         if (!f) {
-            return source_err(err, GUST_ECONFIG, "%s: bearer_token_file: %s: %s", api->cfg_where(cfg, key),
+            return gust_err_set(err, GUST_ECONFIG, "%s: bearer_token_file: %s: %s", api->cfg_where(cfg, key),
                               path, strerror(errno));
         }
         if (!fgets(token, sizeof(token), f)) {
@@ -206,7 +206,7 @@ static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api,
     }
     token[strcspn(token, "\r\n")] = '\0';
     if (!token[0]) {
-        rc = source_err(err, GUST_ECONFIG,
+        rc = gust_err_set(err, GUST_ECONFIG,
                         path ? "%s: bearer_token_file: %s is empty"
                              : "%s: bearer_token_env: $%s is not set or empty",
                         api->cfg_where(cfg, key), path ? path : env);

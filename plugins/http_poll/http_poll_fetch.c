@@ -83,7 +83,7 @@ int http_poll_fetch_create(struct http_poll_fetch **out, const struct http_poll_
 
 fail:
     http_poll_fetch_destroy(f);
-    return source_err(err, GUST_ENOMEM, "cannot set up libcurl (out of memory?)");
+    return gust_err_set(err, GUST_ENOMEM, "cannot set up libcurl (out of memory?)");
 }
 
 void http_poll_fetch_destroy(struct http_poll_fetch *f)

@@ -13,7 +13,7 @@ static int mqtt_init(const struct gust_host_api *api, struct gust_err *err)
     (void)api;
     int rc = mosquitto_lib_init();
     if (rc != MOSQ_ERR_SUCCESS) {
-        return mqtt_err(err, GUST_EIO, "mqtt: libmosquitto: %s", mosquitto_strerror(rc));
+        return gust_err_set(err, GUST_EIO, "mqtt: libmosquitto: %s", mosquitto_strerror(rc));
     }
     /* mqtt_in's TLS; libmosquitto initialises OpenSSL the same way, so this is a no-op
      * after it, kept for clarity. */

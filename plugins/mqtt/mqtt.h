@@ -19,8 +19,6 @@
 
 extern const struct gust_host_api *mqtt_host;
 
-/* Formats into err->msg and returns code. */
-int mqtt_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* What both types read from their block. Strings are borrowed from the cfg (which
  * outlives the instance) except password, which is owned (read from password_file). */

@@ -8,16 +8,6 @@
 
 #include "mqtt.h"
 
-int mqtt_err(struct gust_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 const char *mqtt_connack_text(int rc)
 {
@@ -65,12 +55,12 @@ int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *
 
     memset(c, 0, sizeof(*c));
     if (parse_broker(c, h->cfg_str(cfg, "broker")) != 0) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: broker: \"%s\" is not host:port",
+        return gust_err_set(err, GUST_ECONFIG, "%s: broker: \"%s\" is not host:port",
                         h->cfg_where(cfg, "broker"), h->cfg_str(cfg, "broker"));
     }
     v = h->cfg_int(cfg, "qos");
     if (v != 0 && v != 1) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: qos: %lld is neither 0 nor 1 (QoS 2 is not supported)",
+        return gust_err_set(err, GUST_ECONFIG, "%s: qos: %lld is neither 0 nor 1 (QoS 2 is not supported)",
                         h->cfg_where(cfg, "qos"), (long long)v);
     }
     c->qos = (int)v;
@@ -86,20 +76,20 @@ int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *
         c->client_id = client_id_buf;
     }
     if (strlen(c->client_id) == 0 || strlen(c->client_id) > 65535) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: client_id: must not be empty", h->cfg_where(cfg, "client_id"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: client_id: must not be empty", h->cfg_where(cfg, "client_id"));
     }
     c->username = h->cfg_str(cfg, "username");
     const char *pw = h->cfg_str(cfg, "password");
     if (pw && h->cfg_str(cfg, "password_file")) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: password and password_file are exclusive",
+        return gust_err_set(err, GUST_ECONFIG, "%s: password and password_file are exclusive",
                         h->cfg_where(cfg, "password_file"));
     }
     if ((pw || h->cfg_str(cfg, "password_file")) && !c->username) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: a password needs a username (MQTT 3.1.1)",
+        return gust_err_set(err, GUST_ECONFIG, "%s: a password needs a username (MQTT 3.1.1)",
                         h->cfg_where(cfg, pw ? "password" : "password_file"));
     }
     if (pw && !(c->password = strdup(pw))) {
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     c->tls_ca = h->cfg_str(cfg, "tls_ca");
     c->tls_cert = h->cfg_str(cfg, "tls_cert");
@@ -107,19 +97,19 @@ int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *
     c->tls = c->tls_ca || c->tls_cert || c->tls_key;
     if (!c->tls_cert != !c->tls_key) {
         mqtt_conf_free(c);
-        return mqtt_err(err, GUST_ECONFIG, "%s: tls_cert and tls_key go together",
+        return gust_err_set(err, GUST_ECONFIG, "%s: tls_cert and tls_key go together",
                         h->cfg_where(cfg, c->tls_cert ? "tls_cert" : "tls_key"));
     }
     v = h->cfg_int(cfg, "keepalive");
     if (v < 1000 || v > 65535000) {
         mqtt_conf_free(c);
-        return mqtt_err(err, GUST_ECONFIG, "%s: keepalive: must be within 1s..65535s", h->cfg_where(cfg, "keepalive"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: keepalive: must be within 1s..65535s", h->cfg_where(cfg, "keepalive"));
     }
     c->keepalive_s = (int)(v / 1000);
     c->timeout_ms = h->cfg_int(cfg, "timeout");
     if (c->timeout_ms < 10) {
         mqtt_conf_free(c);
-        return mqtt_err(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
     }
     return 0;
 }
@@ -134,7 +124,7 @@ int mqtt_conf_read_password(struct mqtt_conf *c, const struct gust_cfg *cfg, str
         return 0;
     }
     if (!(f = fopen(path, "r"))) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: password_file: %s: %s", mqtt_host->cfg_where(cfg, "password_file"),
+        return gust_err_set(err, GUST_ECONFIG, "%s: password_file: %s: %s", mqtt_host->cfg_where(cfg, "password_file"),
                         path, strerror(errno));
     }
     if (!fgets(line, sizeof(line), f)) {
@@ -144,7 +134,7 @@ int mqtt_conf_read_password(struct mqtt_conf *c, const struct gust_cfg *cfg, str
     line[strcspn(line, "\r\n")] = '\0';
     free(c->password);
     if (!(c->password = strdup(line))) {
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     return 0;
 }

@@ -50,7 +50,7 @@ static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err 
     in->subject = h->cfg_str(cfg, "subject");
     in->prefix = h->cfg_str(cfg, "subject_prefix");
     if (!in->subject == !in->prefix) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: set exactly one of subject and subject_prefix",
+        return gust_err_set(err, GUST_ECONFIG, "%s: set exactly one of subject and subject_prefix",
                         h->cfg_where(cfg, in->subject ? "subject_prefix" : "topic"));
     }
     if (strcmp(nj, "reject") == 0) {
@@ -60,13 +60,13 @@ static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err 
     } else if (strcmp(nj, "pass") == 0) {
         in->non_json = NJ_PASS;
     } else {
-        return mqtt_err(err, GUST_ECONFIG, "%s: non_json: \"%s\" is not reject, wrap or pass",
+        return gust_err_set(err, GUST_ECONFIG, "%s: non_json: \"%s\" is not reject, wrap or pass",
                         h->cfg_where(cfg, "non_json"), nj);
     }
     in->max_payload = (size_t)h->cfg_int(cfg, "max_payload");
     v = h->cfg_int(cfg, "max_inflight");
     if (v < 1 || v > 65535) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
                         h->cfg_where(cfg, "max_inflight"), (long long)v);
     }
     in->cap = (size_t)v;
@@ -76,12 +76,12 @@ static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err 
     }
     in->nfilters = h->cfg_count(cfg, "topic");
     if (!(in->filters = calloc(in->nfilters, sizeof(*in->filters)))) {
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < in->nfilters; i++) {
         in->filters[i] = h->cfg_item(cfg, "topic", i);
         if (!in->filters[i][0] || strlen(in->filters[i]) > 65535) {
-            return mqtt_err(err, GUST_ECONFIG, "%s: topic #%zu is empty or too long", h->cfg_where(cfg, "topic"), i + 1);
+            return gust_err_set(err, GUST_ECONFIG, "%s: topic #%zu is empty or too long", h->cfg_where(cfg, "topic"), i + 1);
         }
     }
     return 0;
@@ -93,7 +93,7 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
     int rc;
 
     if (!in) {
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     in->inst = inst;
     in->cfg = cfg;
@@ -109,7 +109,7 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
     if (!(in->ring = calloc(in->cap, sizeof(*in->ring))) || !(in->cq = calloc(in->cap, sizeof(*in->cq))) ||
         !(in->cq_local = calloc(in->cap, sizeof(*in->cq_local)))) {
         mqtt_in_destroy(in);
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     *ctx = in;
     return 0;
@@ -215,11 +215,11 @@ int mqtt_in_start(void *ctx, struct gust_err *err)
         return rc;
     }
     if ((in->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-        return mqtt_err(err, GUST_EIO, "eventfd: %s", strerror(errno));
+        return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));
     }
     in->backoff_ms = 100;
     if (pthread_create(&in->thread, NULL, run, in) != 0) {
-        return mqtt_err(err, GUST_EIO, "cannot start the network thread");
+        return gust_err_set(err, GUST_EIO, "cannot start the network thread");
     }
     in->running = 1;
     return 0;

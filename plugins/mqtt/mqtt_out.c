@@ -149,22 +149,22 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
     o->topic_strip = h->cfg_str(cfg, "topic_strip");
     o->topic_prefix = h->cfg_str(cfg, "topic_prefix");
     if (!o->topic == !from_subject) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: set exactly one of topic and topic_from_subject on",
+        return gust_err_set(err, GUST_ECONFIG, "%s: set exactly one of topic and topic_from_subject on",
                         h->cfg_where(cfg, o->topic ? "topic_from_subject" : "broker"));
     }
     if (o->topic && strchr(o->topic, '{')) {
         char why[200];
         if (mqtt_tpl_compile(o->topic, &o->tpl, why, sizeof(why)) != 0) {
-            return mqtt_err(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"), o->topic, why);
+            return gust_err_set(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"), o->topic, why);
         }
         o->topic = NULL;
     } else if (o->topic && mosquitto_pub_topic_check(o->topic) != MOSQ_ERR_SUCCESS) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
+        return gust_err_set(err, GUST_ECONFIG, "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
                         h->cfg_where(cfg, "topic"), o->topic);
     }
     v = h->cfg_int(cfg, "max_inflight");
     if (v < 1 || v > 65535) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
                         h->cfg_where(cfg, "max_inflight"), (long long)v);
     }
     o->max_inflight = (int)v;
@@ -177,7 +177,7 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     int rc;
 
     if (!o) {
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     o->inst = inst;
     o->cfg = cfg;
@@ -191,7 +191,7 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     }
     if (!(o->slot_of_mid = malloc(65536 * sizeof(*o->slot_of_mid)))) {
         mqtt_out_destroy(o);
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < 65536; i++) {
         o->slot_of_mid[i] = NO_SLOT;
@@ -207,7 +207,7 @@ static int setup(struct mqtt_out *o, struct gust_err *err)
 
     /* The host redelivers what was not acked: no session state to keep at the broker. */
     if (!(o->mosq = mosquitto_new(c->client_id, true, o))) {
-        return mqtt_err(err, GUST_ENOMEM, "mosquitto_new: %s", strerror(errno));
+        return gust_err_set(err, GUST_ENOMEM, "mosquitto_new: %s", strerror(errno));
     }
     mosquitto_connect_callback_set(o->mosq, on_connect);
     mosquitto_disconnect_callback_set(o->mosq, on_disconnect);
@@ -218,10 +218,10 @@ static int setup(struct mqtt_out *o, struct gust_err *err)
     mosquitto_int_option(o->mosq, MOSQ_OPT_SEND_MAXIMUM, o->max_inflight);
     mosquitto_reconnect_delay_set(o->mosq, 1, 10, true);
     if (c->username && (rc = mosquitto_username_pw_set(o->mosq, c->username, c->password)) != MOSQ_ERR_SUCCESS) {
-        return mqtt_err(err, GUST_EINVAL, "username: %s", mosquitto_strerror(rc));
+        return gust_err_set(err, GUST_EINVAL, "username: %s", mosquitto_strerror(rc));
     }
     if (c->tls && (rc = mosquitto_tls_set(o->mosq, c->tls_ca, NULL, c->tls_cert, c->tls_key, NULL)) != MOSQ_ERR_SUCCESS) {
-        return mqtt_err(err, GUST_ECONFIG, "%s: TLS files: %s", mqtt_host->cfg_where(o->cfg, "tls_ca"),
+        return gust_err_set(err, GUST_ECONFIG, "%s: TLS files: %s", mqtt_host->cfg_where(o->cfg, "tls_ca"),
                         mosquitto_strerror(rc));
     }
     return 0;
@@ -244,7 +244,7 @@ int mqtt_out_start(void *ctx, struct gust_err *err)
                        rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
     }
     if ((rc = mosquitto_loop_start(o->mosq)) != MOSQ_ERR_SUCCESS) {
-        return mqtt_err(err, GUST_EIO, "cannot start the network thread: %s", mosquitto_strerror(rc));
+        return gust_err_set(err, GUST_EIO, "cannot start the network thread: %s", mosquitto_strerror(rc));
     }
     o->loop_started = 1;
     return 0;

@@ -53,7 +53,7 @@ int mqtt_tls_create(struct mqtt_tls **out, const struct mqtt_conf *c, struct gus
     }
     if (!(t = calloc(1, sizeof(*t))) || !(t->ctx = SSL_CTX_new(TLS_client_method()))) {
         free(t);
-        return mqtt_err(err, GUST_ENOMEM, "TLS: cannot create a context");
+        return gust_err_set(err, GUST_ENOMEM, "TLS: cannot create a context");
     }
     SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
     /* The output buffer moves (it is compacted and grows) between a write that would
@@ -62,13 +62,13 @@ int mqtt_tls_create(struct mqtt_tls **out, const struct mqtt_conf *c, struct gus
     int ok = c->tls_ca ? SSL_CTX_load_verify_locations(t->ctx, c->tls_ca, NULL)
                        : SSL_CTX_set_default_verify_paths(t->ctx);
     if (ok != 1) {
-        mqtt_err(err, GUST_ECONFIG, "TLS: cannot load CA %s: %s", c->tls_ca ? c->tls_ca : "(system)", ssl_why());
+        gust_err_set(err, GUST_ECONFIG, "TLS: cannot load CA %s: %s", c->tls_ca ? c->tls_ca : "(system)", ssl_why());
         goto fail;
     }
     if (c->tls_cert && (SSL_CTX_use_certificate_chain_file(t->ctx, c->tls_cert) != 1 ||
                         SSL_CTX_use_PrivateKey_file(t->ctx, c->tls_key, SSL_FILETYPE_PEM) != 1 ||
                         SSL_CTX_check_private_key(t->ctx) != 1)) {
-        mqtt_err(err, GUST_ECONFIG, "TLS: client certificate %s / key: %s", c->tls_cert, ssl_why());
+        gust_err_set(err, GUST_ECONFIG, "TLS: client certificate %s / key: %s", c->tls_cert, ssl_why());
         goto fail;
     }
     *out = t;
@@ -145,7 +145,7 @@ static int handshake(struct mqtt_sock *s, const struct mqtt_conf *c, struct mqtt
                      struct gust_err *err)
 {
     if (!(s->ssl = SSL_new(tls->ctx)) || SSL_set_fd(s->ssl, s->fd) != 1) {
-        return mqtt_err(err, GUST_ENOMEM, "TLS: cannot create a session");
+        return gust_err_set(err, GUST_ENOMEM, "TLS: cannot create a session");
     }
     /* The certificate must name the broker: an address literal is matched against the
      * IP entries, and gets no SNI (RFC 6066 allows host names only). */
@@ -166,13 +166,13 @@ static int handshake(struct mqtt_sock *s, const struct mqtt_conf *c, struct mqtt
         if (!ev) {
             long v = SSL_get_verify_result(s->ssl);
             if (v != X509_V_OK) {
-                return mqtt_err(err, GUST_EIO, "TLS handshake with %s:%d: certificate verify failed: %s (check tls_ca)",
+                return gust_err_set(err, GUST_EIO, "TLS handshake with %s:%d: certificate verify failed: %s (check tls_ca)",
                                 c->host, c->port, X509_verify_cert_error_string(v));
             }
-            return mqtt_err(err, GUST_EIO, "TLS handshake with %s:%d: %s", c->host, c->port, ssl_why());
+            return gust_err_set(err, GUST_EIO, "TLS handshake with %s:%d: %s", c->host, c->port, ssl_why());
         }
         if (wait_fd(s->fd, ev, deadline) <= 0) {
-            return mqtt_err(err, GUST_ETIMEOUT, "TLS handshake with %s:%d: timed out", c->host, c->port);
+            return gust_err_set(err, GUST_ETIMEOUT, "TLS handshake with %s:%d: timed out", c->host, c->port);
         }
     }
 }
@@ -188,11 +188,11 @@ int mqtt_sock_open(struct mqtt_sock **out, const struct mqtt_conf *c, struct mqt
     *out = NULL;
     snprintf(port, sizeof(port), "%d", c->port);
     if ((rc = getaddrinfo(c->host, port, &hints, &res)) != 0) {
-        return mqtt_err(err, GUST_EIO, "resolve %s: %s", c->host, gai_strerror(rc));
+        return gust_err_set(err, GUST_EIO, "resolve %s: %s", c->host, gai_strerror(rc));
     }
     if (!(s = calloc(1, sizeof(*s)))) {
         freeaddrinfo(res);
-        return mqtt_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     s->fd = -1;
     for (struct addrinfo *ai = res; ai && s->fd < 0; ai = ai->ai_next) {
@@ -201,7 +201,7 @@ int mqtt_sock_open(struct mqtt_sock **out, const struct mqtt_conf *c, struct mqt
     freeaddrinfo(res);
     if (s->fd < 0) {
         free(s);
-        return mqtt_err(err, GUST_EIO, "connect %s:%d: %s", c->host, c->port, strerror(why));
+        return gust_err_set(err, GUST_EIO, "connect %s:%d: %s", c->host, c->port, strerror(why));
     }
     if (tls && (rc = handshake(s, c, tls, deadline, err)) != 0) {
         mqtt_sock_close(s);
@@ -253,9 +253,9 @@ static ssize_t ssl_result(struct mqtt_sock *s, int r, const char *op, struct gus
         return 0;
     }
     if (e == SSL_ERROR_ZERO_RETURN) {
-        return mqtt_err(err, -1, "broker closed the connection");
+        return gust_err_set(err, -1, "broker closed the connection");
     }
-    return mqtt_err(err, -1, "TLS %s: %s", op, e == SSL_ERROR_SYSCALL ? strerror(errno) : ssl_why());
+    return gust_err_set(err, -1, "TLS %s: %s", op, e == SSL_ERROR_SYSCALL ? strerror(errno) : ssl_why());
 }
 
 ssize_t mqtt_sock_read(struct mqtt_sock *s, void *buf, size_t n, struct gust_err *err)
@@ -269,12 +269,12 @@ ssize_t mqtt_sock_read(struct mqtt_sock *s, void *buf, size_t n, struct gust_err
         return r;
     }
     if (r == 0) {
-        return mqtt_err(err, -1, "broker closed the connection");
+        return gust_err_set(err, -1, "broker closed the connection");
     }
     if (errno == EAGAIN || errno == EINTR) {
         return 0;
     }
-    return mqtt_err(err, -1, "read: %s", strerror(errno));
+    return gust_err_set(err, -1, "read: %s", strerror(errno));
 }
 
 ssize_t mqtt_sock_write(struct mqtt_sock *s, const void *buf, size_t n, struct gust_err *err)
@@ -290,5 +290,5 @@ ssize_t mqtt_sock_write(struct mqtt_sock *s, const void *buf, size_t n, struct g
     if (errno == EAGAIN || errno == EINTR) {
         return 0;
     }
-    return mqtt_err(err, -1, "write: %s", strerror(errno));
+    return gust_err_set(err, -1, "write: %s", strerror(errno));
 }

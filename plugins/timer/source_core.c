@@ -34,16 +34,6 @@ struct source_core {
     int64_t t0;           /* when run 1 is due; set by start */
 };
 
-int source_err(struct gust_err *err, int code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 int64_t source_mono_ms(void)
 {
@@ -77,7 +67,7 @@ int source_core_create(struct source_core **out, const struct source_core_conf *
 
     *out = NULL;
     if (!c) {
-        return source_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     c->conf = *conf;
     pthread_mutex_init(&c->lock, NULL);
@@ -165,7 +155,7 @@ int source_core_start(struct source_core *c, int64_t first_delay_ms, struct gust
     c->t0 = source_mono_ms() + first_delay_ms;
     atomic_store(&c->stopping, 0);
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
-        return source_err(err, GUST_EIO, "cannot start the source thread");
+        return gust_err_set(err, GUST_EIO, "cannot start the source thread");
     }
     c->running = 1;
     return 0;

@@ -72,8 +72,6 @@ int64_t source_mono_ms(void);
 /* "2026-11-29T23:49:03.123Z" into buf (at least 32 bytes). */
 void source_rfc3339(char *buf, size_t size, int64_t epoch_ms);
 
-/* Formats into err->msg (err may be NULL) and returns code. */
-int source_err(struct gust_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* --- source_json.c --- */
 

@@ -56,15 +56,15 @@ static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust
     int kind = source_json_check(p, len, stamp_keys, &clash, why, sizeof(why));
 
     if (kind == 0) {
-        return source_err(err, GUST_ECONFIG, "%s: payload: not valid JSON: %s",
+        return gust_err_set(err, GUST_ECONFIG, "%s: payload: not valid JSON: %s",
                           host->cfg_where(cfg, "payload"), why);
     }
     if (kind != SJ_OBJECT) {
-        return source_err(err, GUST_ECONFIG, "%s: payload: must be a JSON object ({...})",
+        return gust_err_set(err, GUST_ECONFIG, "%s: payload: must be a JSON object ({...})",
                           host->cfg_where(cfg, "payload"));
     }
     if (clash) {
-        return source_err(err, GUST_ECONFIG, "%s: payload: has a member \"%s\", which the timer adds itself",
+        return gust_err_set(err, GUST_ECONFIG, "%s: payload: has a member \"%s\", which the timer adds itself",
                           host->cfg_where(cfg, "payload"), clash);
     }
     while (len > 0 && p[len - 1] != '}') {
@@ -76,7 +76,7 @@ static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust
     }
     t->empty = p[len - 1] == '{';
     if (!(t->msg = malloc(len + 128))) {
-        return source_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     memcpy(t->msg, p, len);
     t->prefix_len = len;
@@ -119,19 +119,19 @@ static int timer_create(struct gust_instance *inst, const struct gust_cfg *cfg, 
     int rc;
 
     if (!t) {
-        return source_err(err, GUST_ENOMEM, "out of memory");
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     t->inst = inst;
     t->subject = host->cfg_str(cfg, "subject");
     t->interval_ms = host->cfg_int(cfg, "interval");
     t->align = (int)host->cfg_int(cfg, "align");
     if (t->interval_ms < 10) {
-        rc = source_err(err, GUST_ECONFIG, "%s: interval: %" PRId64 " ms is below the 10ms minimum",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: %" PRId64 " ms is below the 10ms minimum",
                         host->cfg_where(cfg, "interval"), t->interval_ms);
         goto fail;
     }
     if (stats_ms != 0 && stats_ms < 100) {
-        rc = source_err(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
                         host->cfg_where(cfg, "stats_interval"));
         goto fail;
     }
