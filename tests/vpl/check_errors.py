@@ -16,7 +16,7 @@ import tempfile
 
 
 def check(binary, path):
-    proc = subprocess.run([binary, "vpl-check", path], capture_output=True, timeout=30)
+    proc = subprocess.run([binary, "vpl-check", path], capture_output=True, timeout=120)
     return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
 
 
