@@ -28,10 +28,12 @@ struct gust_bus {
     char url[64];
     /* Two connections: `main` batches its writes (nats.c's flusher gathers them for up
      * to 1 ms), which is what units and sources want; `now` writes each publish at once,
-     * for ingest, where every publish is a client waiting for its answer. */
+     * for ingest, where every publish is a client waiting for its answer, and for the
+     * units' pull requests (one per batch), which the next message waits for. */
     struct link main;
     struct link now;
     jsCtx *js;
+    jsCtx *js_now; /* JetStream on `now`: the units' pull subscriptions */
     struct gust_pending pending;
 
     /* housekeeping: expires publishes, (re)creates streams, checks JetStream */
@@ -257,7 +259,8 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (rc == 0) {
         rc = connect_link(bus, &bus->now, "gust-ingest", 1, err);
     }
-    if (rc == 0 && natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK) {
+    if (rc == 0 && (natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK ||
+                    natsConnection_JetStream(&bus->js_now, bus->now.nc, NULL) != NATS_OK)) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     return rc;
@@ -331,6 +334,7 @@ void gust_bus_destroy(struct gust_bus *bus)
     }
     atomic_store(&bus->closing, 1);
     jsCtx_Destroy(bus->js);
+    jsCtx_Destroy(bus->js_now);
     int links = 0;
     for (struct link *l = &bus->main; l <= &bus->now; l++) {
         natsSubscription_Destroy(l->replies);
@@ -421,5 +425,10 @@ natsConnection *gust_bus_conn(struct gust_bus *bus)
 jsCtx *gust_bus_js(struct gust_bus *bus)
 {
     return bus->js;
+}
+
+jsCtx *gust_bus_js_now(struct gust_bus *bus)
+{
+    return bus->js_now;
 }
 

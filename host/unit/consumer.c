@@ -163,6 +163,25 @@ static int64_t retry_delay(const struct gust_consumer *c, uint32_t attempt)
     return delay < c->conf.retry_max_delay_ms ? delay : c->conf.retry_max_delay_ms;
 }
 
+/* Acks and naks go on the bus's buffered connection, the messages themselves come on the
+ * one that writes at once (for the pull requests; see gust_consumer_start): a batch's acks
+ * then leave in one write, and the next pull request does not wait behind them. An ack is
+ * a plain publish to the message's reply subject, as natsMsg_Ack sends it. */
+static void ack(struct gust_consumer *c, natsMsg *m, int64_t nak_delay_ms)
+{
+    const char *reply = natsMsg_GetReply(m);
+    if (reply == NULL || reply[0] == '\0') {
+        return;
+    }
+    if (nak_delay_ms < 0) {
+        natsConnection_PublishString(gust_bus_conn(c->bus), reply, "+ACK");
+        return;
+    }
+    char body[64];
+    snprintf(body, sizeof(body), "-NAK {\"delay\":%" PRId64 "}", nak_delay_ms * 1000000);
+    natsConnection_PublishString(gust_bus_conn(c->bus), reply, body);
+}
+
 /* One batch: msgs[0..n) from list, or already in c->msgs (edge, list NULL: nothing to
  * ack, a failed message is dead-lettered or, when even that fails, lost). */
 static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
@@ -264,13 +283,13 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
         case GUST_FATE_OK:
             ok++;
             if (m != NULL) {
-                natsMsg_Ack(m, NULL);
+                ack(c, m, -1);
             }
             break;
         case GUST_FATE_DEAD:
             dead++;
             if (m != NULL) {
-                natsMsg_Ack(m, NULL);
+                ack(c, m, -1);
             }
             gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->durable,
                       c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
@@ -278,7 +297,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
         default: /* redelivered after a delay that grows with the attempts */
             failed++;
             if (m != NULL) {
-                natsMsg_NakWithDelay(m, retry_delay(c, c->msgs[i].attempt), NULL);
+                ack(c, m, retry_delay(c, c->msgs[i].attempt));
             }
             if (c->fate[i] != GUST_FATE_PUBLISH_FAILED) {
                 set_last_error(c, c->error[i]);
@@ -454,7 +473,9 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
         }
         jsConsumerInfo_Destroy(ci);
     }
-    natsStatus s = js_PullSubscribe(&c->sub, gust_bus_js(c->bus), c->conf.filter, c->durable, NULL, &so, &jerr);
+    /* On the connection that writes at once: each fetch's pull request leaves now, not with
+     * the flusher up to 1 ms later, which a message arriving meanwhile would wait for. */
+    natsStatus s = js_PullSubscribe(&c->sub, gust_bus_js_now(c->bus), c->conf.filter, c->durable, NULL, &so, &jerr);
     if (s != NATS_OK) {
         return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", c->durable,
                             c->conf.filter, nats_GetLastError(NULL) ? nats_GetLastError(NULL) : natsStatus_GetText(s),
