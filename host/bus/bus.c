@@ -364,12 +364,12 @@ void gust_bus_destroy(struct gust_bus *bus)
 }
 
 static int publish_on(struct gust_bus *bus, struct link *l, const char *subject, const void *data, size_t len,
-                      gust_publish_done_fn fn, void *ud)
+                      gust_publish_done_fn fn, void *ud, atomic_int *inflight)
 {
     if (natsConnection_Status(l->nc) != NATS_CONN_STATUS_CONNECTED) {
         return GUST_EAGAIN;
     }
-    uint64_t id = gust_pending_add(&bus->pending, gust_now_ms() + bus->conf.publish_timeout_ms, fn, ud);
+    uint64_t id = gust_pending_add(&bus->pending, gust_now_ms() + bus->conf.publish_timeout_ms, fn, ud, inflight);
     if (id == 0) {
         return GUST_EAGAIN;
     }
@@ -385,15 +385,15 @@ static int publish_on(struct gust_bus *bus, struct link *l, const char *subject,
 }
 
 int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud)
+                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
 {
-    return publish_on(bus, &bus->main, subject, data, len, fn, ud);
+    return publish_on(bus, &bus->main, subject, data, len, fn, ud, inflight);
 }
 
 int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *data, size_t len,
                          gust_publish_done_fn fn, void *ud)
 {
-    return publish_on(bus, &bus->now, subject, data, len, fn, ud);
+    return publish_on(bus, &bus->now, subject, data, len, fn, ud, NULL);
 }
 
 int gust_bus_healthy(struct gust_bus *bus)

@@ -7,6 +7,7 @@
 #define GUST_BUS_BUS_H
 
 #include <nats/nats.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,9 +41,10 @@ void gust_bus_destroy(struct gust_bus *bus);
 
 /* Publishes data (copied before return) and calls fn once with the PubAck's outcome.
  * Returns GUST_EAGAIN when the bus is not connected or too many publishes are pending;
- * fn is then not called. Thread-safe. */
+ * fn is then not called. inflight (may be NULL) is one higher until fn has returned.
+ * Thread-safe. */
 int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud);
+                     gust_publish_done_fn fn, void *ud, atomic_int *inflight);
 
 /* The same, written to the server at once instead of with the next batch of writes
  * (up to 1 ms later): for a client waiting on this one publish. */

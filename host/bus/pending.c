@@ -35,7 +35,17 @@ static void advance_oldest(struct gust_pending *p)
     }
 }
 
-uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud)
+/* Calls the entry's fn, then lets its owner know: the owner may be gone right after. */
+static void finish(const struct gust_pending_slot *done, int status, uint64_t seq, const char *error)
+{
+    done->fn(done->ud, status, seq, error);
+    if (done->inflight != NULL) {
+        atomic_fetch_sub(done->inflight, 1);
+    }
+}
+
+uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud,
+                          atomic_int *inflight)
 {
     pthread_mutex_lock(&p->lock);
     struct gust_pending_slot *s = &p->slots[p->next_id & (p->size - 1)];
@@ -45,8 +55,11 @@ uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publ
         return 0;
     }
     uint64_t id = p->next_id++;
-    *s = (struct gust_pending_slot){.id = id, .deadline_ms = deadline_ms, .fn = fn, .ud = ud};
+    *s = (struct gust_pending_slot){.id = id, .deadline_ms = deadline_ms, .fn = fn, .ud = ud, .inflight = inflight};
     p->live++;
+    if (inflight != NULL) {
+        atomic_fetch_add(inflight, 1);
+    }
     pthread_mutex_unlock(&p->lock);
     return id;
 }
@@ -64,7 +77,7 @@ void gust_pending_complete(struct gust_pending *p, uint64_t id, int status, uint
     p->live--;
     advance_oldest(p);
     pthread_mutex_unlock(&p->lock);
-    done.fn(done.ud, status, seq, error);
+    finish(&done, status, seq, error);
 }
 
 void gust_pending_expire(struct gust_pending *p, int64_t now_ms, int status, const char *why)
@@ -81,7 +94,7 @@ void gust_pending_expire(struct gust_pending *p, int64_t now_ms, int status, con
         s->id = 0;
         p->live--;
         pthread_mutex_unlock(&p->lock);
-        done.fn(done.ud, status, 0, why);
+        finish(&done, status, 0, why);
     }
 }
 

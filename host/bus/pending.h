@@ -8,6 +8,7 @@
 #define GUST_BUS_PENDING_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,7 @@ struct gust_pending_slot {
     int64_t deadline_ms;
     gust_publish_done_fn fn;
     void *ud;
+    atomic_int *inflight; /* the owner's count of its entries, or NULL */
 };
 
 struct gust_pending {
@@ -32,8 +34,10 @@ struct gust_pending {
 
 int gust_pending_init(struct gust_pending *p, size_t size);
 void gust_pending_dispose(struct gust_pending *p);
-/* Reserves an id, or returns 0 when the ring is full. */
-uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud);
+/* Reserves an id, or returns 0 when the ring is full. inflight (may be NULL) counts the
+ * entry until its fn has returned, so an owner can wait for its last callback. */
+uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud,
+                          atomic_int *inflight);
 /* Completes id; unknown or expired ids are ignored. */
 void gust_pending_complete(struct gust_pending *p, uint64_t id, int status, uint64_t seq, const char *error);
 /* Fails every entry whose deadline is before now_ms (or every entry when now_ms < 0). */

@@ -30,24 +30,12 @@ static const char *api_instance_name(const struct gust_instance *inst)
     return inst->name;
 }
 
-/* One source publish awaiting its PubAck. The host counts them per instance, so an
- * instance is destroyed (and its plugin maybe unloaded) only once no outcome can call
- * back into it. */
-struct outcome {
-    struct gust_instance *inst;
-    gust_publish_done_fn done; /* the plugin's, or NULL */
-    void *ud;
-};
-
-static void on_outcome(void *arg, int status, uint64_t seq, const char *error)
+static void ignore_outcome(void *ud, int status, uint64_t seq, const char *error)
 {
-    struct outcome *o = arg;
-    struct gust_instance *inst = o->inst;
-    if (o->done != NULL) {
-        o->done(o->ud, status, seq, error);
-    }
-    free(o);
-    atomic_fetch_sub(&inst->inflight, 1); /* the last touch: dispose may free inst now */
+    (void)ud;
+    (void)status;
+    (void)seq;
+    (void)error;
 }
 
 static int api_publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
@@ -59,18 +47,8 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
     }
-    struct outcome *o = malloc(sizeof(*o));
-    if (o == NULL) {
-        return GUST_ENOMEM;
-    }
-    *o = (struct outcome){.inst = inst, .done = done, .ud = ud};
-    atomic_fetch_add(&inst->inflight, 1);
-    int rc = gust_bus_publish(inst->bus, subject, data, len, on_outcome, o);
-    if (rc != 0) { /* refused: no outcome will come */
-        free(o);
-        atomic_fetch_sub(&inst->inflight, 1);
-    }
-    return rc;
+    /* Counted per instance until the outcome is delivered: see gust_instance_dispose. */
+    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
 }
 
 static const struct gust_host_api host_api = {
@@ -134,7 +112,8 @@ void gust_instance_dispose(struct gust_instance *inst)
         inst->type->stop(inst->ctx);
     }
     /* Stopped, it publishes nothing more; what it published is answered or expired by
-     * the bus within publish_timeout. */
+     * the bus within publish_timeout. Only then may its plugin go: no callback into it
+     * can come after. */
     while (atomic_load(&inst->inflight) > 0) {
         usleep(1000);
     }

@@ -123,7 +123,7 @@ static void publish(struct gust_consumer *c, struct ticket *t, const char *subje
     c->awaiting++;
     pthread_mutex_unlock(&c->lock);
     for (;;) {
-        int rc = gust_bus_publish(c->bus, subject, data, len, on_stored, t);
+        int rc = gust_bus_publish(c->bus, subject, data, len, on_stored, t, NULL);
         if (rc == 0) {
             return;
         }
