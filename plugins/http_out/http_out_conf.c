@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "http_out.h"
+#include "http_header.h"
 
 
 static int check_url(const char *url)
@@ -25,19 +26,11 @@ static int check_url(const char *url)
 /* Returns NULL when h is a usable "Name: value" line, else what is wrong with it. */
 static const char *check_header(const char *h)
 {
+    const char *why = gust_http_header_problem(h);
+    if (why != NULL) {
+        return why;
+    }
     const char *colon = strchr(h, ':');
-
-    if (!colon || colon == h) {
-        return "is not \"Name: value\"";
-    }
-    for (const char *p = h; p < colon; p++) {
-        if (!isgraph((unsigned char)*p)) {
-            return "has a space or control character in its name";
-        }
-    }
-    if (strpbrk(h, "\r\n")) {
-        return "holds a line break";
-    }
     /* The body's framing and type are the plugin's: content_type sets the type. */
     if ((colon - h == 12 && strncasecmp(h, "Content-Type", 12) == 0) ||
         (colon - h == 14 && strncasecmp(h, "Content-Length", 14) == 0)) {

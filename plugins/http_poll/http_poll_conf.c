@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "http_poll.h"
+#include "http_header.h"
 
 /* Fills conf->url_shown; -1 when url is not an http:// or https:// URL. */
 static int parse_url(struct http_poll_conf *conf, const char *url)
@@ -36,25 +37,6 @@ static int parse_url(struct http_poll_conf *conf, const char *url)
     curl_free(path);
     curl_url_cleanup(u);
     return ok ? 0 : -1;
-}
-
-/* NULL when h is a usable "Name: value" line, else what is wrong with it. */
-static const char *check_header(const char *h)
-{
-    const char *colon = strchr(h, ':');
-
-    if (!colon || colon == h) {
-        return "is not \"Name: value\"";
-    }
-    for (const char *p = h; p < colon; p++) {
-        if (!isgraph((unsigned char)*p)) {
-            return "has a space or control character in its name";
-        }
-    }
-    if (strpbrk(h, "\r\n")) {
-        return "holds a line break";
-    }
-    return NULL;
 }
 
 static int is_header(const char *h, const char *name)
@@ -99,7 +81,7 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
     c->split_array = (int)api->cfg_int(cfg, "split_array");
     for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
         const char *h = api->cfg_item(cfg, "header", i);
-        const char *why = check_header(h);
+        const char *why = gust_http_header_problem(h);
         if (why) {
             /* The value may be a secret: the header is named by its position only. */
             return gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
@@ -160,7 +142,7 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
         if (n == 0 || line[0] == '#') {
             continue;
         }
-        if ((why = check_header(line)) != NULL) {
+        if ((why = gust_http_header_problem(line)) != NULL) {
             rc = gust_err_set(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
                             api->cfg_where(cfg, "header_file"), path, lineno, why);
         } else if (is_header(line, "Authorization") &&
