@@ -33,7 +33,6 @@ struct gust_bus {
     struct link main;
     struct link now;
     jsCtx *js;
-    jsCtx *js_now; /* JetStream on `now`: the units' pull subscriptions */
     struct gust_pending pending;
 
     /* housekeeping: expires publishes, (re)creates streams, checks JetStream */
@@ -259,8 +258,7 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (rc == 0) {
         rc = connect_link(bus, &bus->now, "gust-ingest", 1, err);
     }
-    if (rc == 0 && (natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK ||
-                    natsConnection_JetStream(&bus->js_now, bus->now.nc, NULL) != NATS_OK)) {
+    if (rc == 0 && natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     return rc;
@@ -334,7 +332,6 @@ void gust_bus_destroy(struct gust_bus *bus)
     }
     atomic_store(&bus->closing, 1);
     jsCtx_Destroy(bus->js);
-    jsCtx_Destroy(bus->js_now);
     int links = 0;
     for (struct link *l = &bus->main; l <= &bus->now; l++) {
         natsSubscription_Destroy(l->replies);
@@ -427,8 +424,8 @@ jsCtx *gust_bus_js(struct gust_bus *bus)
     return bus->js;
 }
 
-jsCtx *gust_bus_js_now(struct gust_bus *bus)
+natsConnection *gust_bus_conn_now(struct gust_bus *bus)
 {
-    return bus->js_now;
+    return bus->now.nc;
 }
 

@@ -60,10 +60,10 @@ void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
 /* For the consumer core, which makes its own JetStream calls. Borrowed. */
 natsConnection *gust_bus_conn(struct gust_bus *bus);
 jsCtx *gust_bus_js(struct gust_bus *bus);
-/* JetStream on the connection that writes each message at once: a pull subscription made
- * with it sends each pull request without waiting for the next batch of writes (up to
- * 1 ms). Acks do not belong there (one write each): publish them on gust_bus_conn. */
-jsCtx *gust_bus_js_now(struct gust_bus *bus);
+/* The connection that writes each message at once: the units' pull requests go out on
+ * it without waiting for the next batch of writes (up to 1 ms). Acks do not belong there
+ * (one write each): publish them on gust_bus_conn. */
+natsConnection *gust_bus_conn_now(struct gust_bus *bus);
 
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
 

@@ -13,6 +13,7 @@
 #include "../common/log.h"
 #include "dlq.h"
 #include "edge.h"
+#include "pull.h"
 #include "recent.h"
 
 #define FETCH_WAIT_MS 500 /* bounds how long a stop waits for an idle unit */
@@ -32,7 +33,7 @@ struct gust_consumer {
     char durable[160];
     struct gust_handler handler;
     struct gust_bus *bus;
-    natsSubscription *sub;
+    struct gust_pull *pull;
     struct gust_edge *edge; /* the edge path: messages come from here, not the bus */
     pthread_t thread;
     int started;
@@ -182,9 +183,9 @@ static void ack(struct gust_consumer *c, natsMsg *m, int64_t nak_delay_ms)
     natsConnection_PublishString(gust_bus_conn(c->bus), reply, body);
 }
 
-/* One batch: msgs[0..n) from list, or already in c->msgs (edge, list NULL: nothing to
+/* One batch: in[0..n) from the bus, or already in c->msgs (edge, in NULL: nothing to
  * ack, a failed message is dead-lettered or, when even that fails, lost). */
-static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
+static void run_batch(struct gust_consumer *c, natsMsg **in, size_t n)
 {
     if (grow(c, n) != 0) {
         gust_error("[%s] out of memory for a batch of %zu", c->durable, n);
@@ -193,10 +194,10 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
     for (size_t i = 0; i < n; i++) {
         c->outcome[i] = GUST_OUTCOME_OK;
         c->publish_failed[i] = 0;
-        if (list == NULL) {
+        if (in == NULL) {
             continue;
         }
-        natsMsg *m = list->Msgs[i];
+        natsMsg *m = in[i];
         jsMsgMetaData *meta = NULL;
         uint64_t attempt = 1, seq = 0;
         int64_t ts = 0;
@@ -273,7 +274,7 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
 
     uint64_t ok = 0, failed = 0, dead = 0;
     for (size_t i = 0; i < n; i++) {
-        natsMsg *m = list != NULL ? list->Msgs[i] : NULL;
+        natsMsg *m = in != NULL ? in[i] : NULL;
         c->fate[i] = c->publish_failed[i]               ? GUST_FATE_PUBLISH_FAILED
                      : c->outcome[i] == GUST_OUTCOME_OK   ? GUST_FATE_OK
                      : dead_now(c, i)                     ? GUST_FATE_DEAD
@@ -320,22 +321,27 @@ static void run_batch(struct gust_consumer *c, natsMsgList *list, size_t n)
 static void *unit_thread(void *arg)
 {
     struct gust_consumer *c = arg;
-    natsMsgList list = {0};
+    size_t max = (size_t)(c->conf.batch > 0 ? c->conf.batch : 1);
+    natsMsg **in = calloc(max, sizeof(*in));
+    if (in == NULL || grow(c, max) != 0) {
+        gust_error("[%s] out of memory for a batch of %zu", c->durable, max);
+        atomic_store(&c->state, STATE_FAILING);
+        free(in);
+        return NULL;
+    }
     while (!atomic_load(&c->stopping)) {
         uint64_t t0 = now_ns();
-        jsErrCode jerr = 0;
-        natsStatus s = natsSubscription_Fetch(&list, c->sub, c->conf.batch, FETCH_WAIT_MS, &jerr);
+        char why[256];
+        int n = gust_pull_next(c->pull, in, max, why, sizeof(why));
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
-        if (s == NATS_TIMEOUT) {
+        if (n == 0) {
             continue;
         }
-        if (s != NATS_OK) {
+        if (n < 0) {
             if (atomic_exchange(&c->state, STATE_FAILING) != STATE_FAILING) {
-                char msg[256];
-                snprintf(msg, sizeof(msg), "fetch: %s (jetstream error %d)", natsStatus_GetText(s), (int)jerr);
-                gust_warn("[%s] %s", c->durable, msg);
-                set_last_error(c, msg);
+                gust_warn("[%s] %s", c->durable, why);
+                set_last_error(c, why);
             }
             struct timespec ts = {0, 100 * 1000000L};
             nanosleep(&ts, NULL);
@@ -344,9 +350,12 @@ static void *unit_thread(void *arg)
         if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
             gust_info("[%s] fetching again", c->durable);
         }
-        run_batch(c, &list, (size_t)list.Count);
-        natsMsgList_Destroy(&list);
+        run_batch(c, in, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            natsMsg_Destroy(in[i]);
+        }
     }
+    free(in);
     atomic_store(&c->state, STATE_STOPPED);
     return NULL;
 }
@@ -440,46 +449,20 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
                   gust_edge_source(c->edge), gust_edge_capacity(c->edge), c->conf.batch);
         return 0;
     }
-    jsSubOptions so;
-    jsSubOptions_Init(&so);
-    so.Stream = c->conf.stream;
-    so.Config.AckPolicy = js_AckExplicit;
-    so.Config.AckWait = c->conf.ack_wait_ms * 1000000;
-    /* Redelivery is unlimited on the server: the unit itself dead-letters a message
-     * after max_deliver attempts, so a crash on the last attempt loses nothing. */
-    so.Config.MaxDeliver = -1;
-    so.Config.MaxAckPending = c->conf.batch * 8 > 1000 ? c->conf.batch * 8 : 1000;
-    jsErrCode jerr = 0;
-    /* A durable consumer's filter cannot change (nats-server 2.9). A unit whose source
-     * changed is a new consumer: delete the old one, as if the unit were new. */
-    jsConsumerInfo *ci = NULL;
-    if (js_GetConsumerInfo(&ci, gust_bus_js(c->bus), c->conf.stream, c->durable, NULL, &jerr) == NATS_OK) {
-        const char *old = ci->Config->FilterSubject != NULL ? ci->Config->FilterSubject : "";
-        if (strcmp(old, c->conf.filter) != 0) {
-            gust_warn("[%s] source changed from %s to %s: recreating its consumer", c->durable, old, c->conf.filter);
-            js_DeleteConsumer(gust_bus_js(c->bus), c->conf.stream, c->durable, NULL, &jerr);
-        } else if (ci->Config->AckWait != so.Config.AckWait || ci->Config->MaxAckPending != so.Config.MaxAckPending) {
-            /* ack_wait or batch changed: nats.c refuses to bind a durable whose settings
-             * differ from what it asks, so bring the consumer to ours first. */
-            ci->Config->AckWait = so.Config.AckWait;
-            ci->Config->MaxAckPending = so.Config.MaxAckPending;
-            jsConsumerInfo *updated = NULL;
-            if (js_UpdateConsumer(&updated, gust_bus_js(c->bus), c->conf.stream, ci->Config, NULL, &jerr) ==
-                NATS_OK) {
-                gust_info("[%s] consumer updated: ack_wait %lld ms, max_ack_pending %lld", c->durable,
-                          (long long)c->conf.ack_wait_ms, (long long)so.Config.MaxAckPending);
-            }
-            jsConsumerInfo_Destroy(updated);
-        }
-        jsConsumerInfo_Destroy(ci);
-    }
-    /* On the connection that writes at once: each fetch's pull request leaves now, not with
-     * the flusher up to 1 ms later, which a message arriving meanwhile would wait for. */
-    natsStatus s = js_PullSubscribe(&c->sub, gust_bus_js_now(c->bus), c->conf.filter, c->durable, NULL, &so, &jerr);
-    if (s != NATS_OK) {
-        return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", c->durable,
-                            c->conf.filter, nats_GetLastError(NULL) ? nats_GetLastError(NULL) : natsStatus_GetText(s),
-                            (int)jerr);
+    struct gust_pull_conf pc = {
+        .stream = c->conf.stream,
+        .durable = c->durable,
+        .filter = c->conf.filter,
+        .ack_wait_ms = c->conf.ack_wait_ms,
+        .max_ack_pending = c->conf.batch * 8 > 1000 ? c->conf.batch * 8 : 1000,
+        .expires_ms = FETCH_WAIT_MS,
+    };
+    /* Requests on the connection that writes at once: a pull request leaves now, not
+     * with the flusher up to 1 ms later, which a message arriving meanwhile would wait
+     * for. */
+    int rc = gust_pull_open(&pc, gust_bus_js(c->bus), gust_bus_conn_now(c->bus), &c->pull, err);
+    if (rc != 0) {
+        return rc;
     }
     if (pthread_create(&c->thread, NULL, unit_thread, c) != 0) {
         return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->durable);
@@ -517,8 +500,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
         return;
     }
     gust_consumer_stop(c);
-    /* Unsubscribe keeps the durable consumer on the server; Destroy alone would too. */
-    natsSubscription_Destroy(c->sub);
+    gust_pull_close(c->pull);
     gust_edge_destroy(c->edge);
     if (c->handler.destroy != NULL) {
         c->handler.destroy(c->handler.impl);
