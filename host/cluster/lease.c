@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
@@ -13,6 +12,7 @@
 #include "../bus/bus.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
+#include "bucket.h"
 
 struct lease {
     char name[80]; /* the unit's name */
@@ -50,13 +50,6 @@ struct gust_leases {
     int stopping;
     pthread_t thread;
 };
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int format_value(char *out, size_t size, const char *holder, int64_t expires_ms)
 {
@@ -101,44 +94,20 @@ static void set_seen(struct gust_leases *l, struct lease *e, const char *holder,
     pthread_mutex_unlock(&l->lock);
 }
 
-static const char *nats_reason(natsStatus s)
-{
-    const char *last = nats_GetLastError(NULL);
-    return last != NULL && last[0] != '\0' ? last : natsStatus_GetText(s);
-}
-
 /* Binds (or makes) the bucket. Under run_lock. */
 static int ensure_bucket(struct gust_leases *l)
 {
     if (l->kv != NULL) {
         return 0;
     }
-    natsStatus s = NATS_OK;
-    if (l->js == NULL) {
-        jsOptions o;
-        jsOptions_Init(&o);
-        /* A KV call must fail well before the lease it renews runs out. */
-        o.Wait = l->conf.ttl_ms / 4 < 2000 ? l->conf.ttl_ms / 4 : 2000;
-        s = natsConnection_JetStream(&l->js, gust_bus_conn(l->bus), &o);
-    }
-    if (s == NATS_OK) {
-        s = js_KeyValue(&l->kv, l->js, l->bucket);
-        if (s != NATS_OK) {
-            kvConfig kc;
-            kvConfig_Init(&kc);
-            kc.Bucket = l->bucket;
-            kc.History = 1;
-            kc.StorageType = js_FileStorage;
-            kc.Replicas = l->conf.replicas;
-            s = js_CreateKeyValue(&l->kv, l->js, &kc);
-        }
-    }
+    /* A KV call must fail well before the lease it renews runs out. */
+    int64_t wait = l->conf.ttl_ms / 4 < 2000 ? l->conf.ttl_ms / 4 : 2000;
+    natsStatus s = gust_bucket_open(l->bus, l->bucket, l->conf.replicas, wait, &l->js, &l->kv);
     if (s != NATS_OK) {
         if (!l->bucket_warned) {
-            gust_warn("leases: cannot open KV bucket %s: %s; singleton sources wait", l->bucket, nats_reason(s));
+            gust_warn("leases: cannot open KV bucket %s: %s; singleton sources wait", l->bucket, gust_nats_reason(s));
             l->bucket_warned = 1;
         }
-        l->kv = NULL;
         return GUST_EIO;
     }
     if (l->bucket_warned) {
@@ -162,7 +131,7 @@ static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t n
 static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
 {
     char value[256];
-    int64_t expires = wall_ms() + l->conf.ttl_ms;
+    int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
     int len = format_value(value, sizeof(value), l->self, expires);
     uint64_t rev = 0;
     if (kvStore_Create(&rev, l->kv, e->key, value, len) == NATS_OK) {
@@ -179,7 +148,7 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
     uint64_t seen_rev = kvEntry_Revision(entry);
     kvEntry_Destroy(entry);
     set_seen(l, e, holder, theirs);
-    if (strcmp(holder, l->self) != 0 && theirs > wall_ms()) {
+    if (strcmp(holder, l->self) != 0 && theirs > gust_wall_ms()) {
         return; /* someone else's, still valid */
     }
     if (kvStore_Update(&rev, l->kv, e->key, value, len, seen_rev) == NATS_OK) {
@@ -254,14 +223,14 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
     }
     if (e->held && now >= e->renew_at) {
         char value[256];
-        int64_t expires = wall_ms() + l->conf.ttl_ms;
+        int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
         int len = format_value(value, sizeof(value), l->self, expires);
         uint64_t rev = 0;
         natsStatus s = kvStore_Update(&rev, l->kv, e->key, value, len, e->rev);
         if (s == NATS_OK) {
             took(l, e, rev, now, expires);
         } else {
-            lost(l, e, now, nats_reason(s));
+            lost(l, e, now, gust_nats_reason(s));
         }
     }
     if (e->held && now >= e->valid_until) {
@@ -308,16 +277,10 @@ static void *lease_thread(void *arg)
         }
         pthread_mutex_unlock(&l->run_lock);
 
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
         int64_t tick = l->conf.poll_ms < l->conf.ttl_ms / 6 ? l->conf.poll_ms : l->conf.ttl_ms / 6;
-        tick = tick / 2 > 20 ? tick / 2 : 20;
-        until.tv_nsec += (long)(tick % 1000) * 1000000L;
-        until.tv_sec += tick / 1000 + until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
         pthread_mutex_lock(&l->lock);
         if (!l->stopping) {
-            pthread_cond_timedwait(&l->wake, &l->lock, &until);
+            gust_wait_ms(&l->wake, &l->lock, tick / 2 > 20 ? tick / 2 : 20);
         }
         pthread_mutex_unlock(&l->lock);
     }
@@ -464,13 +427,18 @@ void gust_leases_destroy(struct gust_leases *l)
     free(l);
 }
 
+const char *gust_leases_self(const struct gust_leases *l)
+{
+    return l->self;
+}
+
 void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out)
 {
     pthread_mutex_lock(&l->lock);
     gust_buf_append(out, "{\"self\":", 8);
     gust_json_append_string(out, l->self, strlen(l->self));
     gust_buf_append(out, ",\"leases\":[", 11);
-    int64_t now = wall_ms();
+    int64_t now = gust_wall_ms();
     int first = 1;
     for (size_t i = 0; i < l->n; i++) {
         const struct lease *e = l->v[i];

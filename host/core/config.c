@@ -12,6 +12,8 @@ const struct gust_schema_key gust_top_schema[] = {
     {"plugin_dir", GUST_T_PATH, NULL, 0, "where `plugin NAME;` finds NAME.so (default: plugins/ beside the gust binary)"},
     {"log_level", GUST_T_STR, "info", GUST_K_RELOADABLE, "error, warn, info or debug"},
     {"node_name", GUST_T_STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"},
+    {"cluster", GUST_T_BOOL, "off", 0,
+     "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"},
     {NULL, 0, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@
 #include "../unit/handlers.h"
 #include "../bus/bus.h"
 #include "../cluster/lease.h"
+#include "../cluster/nodes.h"
 #include "edges.h"
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
@@ -331,6 +332,11 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         }
     }
     gust_leases_prune(leases);
+    if (units->nodes != NULL) {
+        char digest[GUST_DIGEST_LEN + 1];
+        gust_config_digest(c, digest);
+        gust_nodes_advertise(units->nodes, digest);
+    }
     return 0;
 }
 

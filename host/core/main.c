@@ -13,6 +13,7 @@
 
 #include "../bus/bus.h"
 #include "../cluster/lease.h"
+#include "../cluster/nodes.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
 #include "../http/server.h"
@@ -138,6 +139,11 @@ static int run(const char *config_path)
         };
         rc = gust_leases_create(&lc, bus, &leases, &err);
         units.leases = leases;
+        if (rc == 0 && gust_cfg_int(c->top, "cluster")) {
+            struct gust_nodes_conf nc = {
+                .bucket = lc.bucket, .ttl_ms = lc.ttl_ms, .replicas = lc.replicas, .self = gust_leases_self(leases)};
+            rc = gust_nodes_create(&nc, bus, &units.nodes, &err);
+        }
     }
     if (rc == 0) {
         struct gust_http_conf hc = {
@@ -147,6 +153,7 @@ static int run(const char *config_path)
             .units = &units,
             .request_reload = gust_reloader_request,
             .reload_ud = &reloader,
+            .check_reload = gust_reloader_check,
             .admin_token_file = gust_cfg_str(c->http, "admin_token_file"),
             .admin_token_env = gust_cfg_str(c->http, "admin_token_env"),
             .ingest_token_file = gust_cfg_str(c->http, "ingest_token_file"),
@@ -174,6 +181,7 @@ static int run(const char *config_path)
         free(host);
         units.leases = NULL;
         gust_leases_destroy(leases);
+        gust_nodes_destroy(units.nodes);
         gust_bus_destroy(bus);
         return 1;
     }
@@ -189,6 +197,8 @@ static int run(const char *config_path)
     gust_reloader_stop(&reloader);
     units.leases = NULL;
     gust_leases_destroy(leases); /* gives the leases back: a peer takes over at once */
+    gust_nodes_destroy(units.nodes);
+    units.nodes = NULL;
     gust_bus_drain(bus, 300);
     gust_bus_destroy(bus);
     gust_http_close(http_server);

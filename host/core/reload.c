@@ -3,21 +3,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cluster/guard.h"
 #include "../common/log.h"
 
 /* http and nats are read once at start: say so when a reload changes them. */
 static void warn_restart_only(const struct gust_config *old, const struct gust_config *next)
 {
+    static const char *const top_keys[] = {"state_dir", "node_name", "cluster", NULL};
     static const char *const http_keys[] = {"listen", "base_path", "max_body", NULL};
     static const char *const nats_keys[] = {"url",        "stream",       "subjects",  "dlq_stream", "publish_timeout",
                                             "ack_wait",   "replicas",     "lease_ttl", "lease_poll", "lease_bucket",
                                             NULL};
     const struct {
-        const char *block;
+        const char *block; /* how the key is named in the warning */
         const struct gust_cfg *a, *b;
         const char *const *keys;
-    } blocks[] = {{"http", old->http, next->http, http_keys}, {"nats", old->nats, next->nats, nats_keys}};
-    for (size_t i = 0; i < 2; i++) {
+    } blocks[] = {{"", old->top, next->top, top_keys},
+                  {"http.", old->http, next->http, http_keys},
+                  {"nats.", old->nats, next->nats, nats_keys}};
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
         for (const char *const *k = blocks[i].keys; *k != NULL; k++) {
             size_t n = gust_cfg_count(blocks[i].a, *k);
             int same = n == gust_cfg_count(blocks[i].b, *k);
@@ -25,7 +29,7 @@ static void warn_restart_only(const struct gust_config *old, const struct gust_c
                 same = strcmp(gust_cfg_item(blocks[i].a, *k, j), gust_cfg_item(blocks[i].b, *k, j)) == 0;
             }
             if (!same) {
-                gust_warn("reload: %s { %s } changed; it takes effect at the next restart", blocks[i].block, *k);
+                gust_warn("reload: %s%s changed; it takes effect at the next restart", blocks[i].block, *k);
             }
         }
     }
@@ -118,6 +122,12 @@ void gust_reloader_request(void *reloader)
     r->requested = 1;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
+}
+
+int gust_reloader_check(void *reloader, int force, char *why, size_t size)
+{
+    struct gust_reloader *r = reloader;
+    return gust_guard_reload(r->units->nodes, r->config_path, force, why, size);
 }
 
 void gust_reloader_stop(struct gust_reloader *r)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "internal.h"
 
@@ -96,6 +97,15 @@ void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route r
         free(job);
         gust_http_send_error(req, route, 503, "admin worker busy or stopping; try again");
     }
+}
+
+void gust_admin_fail(struct gust_admin_job *job, int status, const char *why)
+{
+    job->status = status;
+    job->body.len = 0;
+    gust_buf_append(&job->body, "{\"error\":", 9);
+    gust_json_append_string(&job->body, why, strlen(why));
+    gust_buf_append(&job->body, "}\n", 2);
 }
 
 /* Event loop: jobs finished (or abandoned at shutdown). */

@@ -191,15 +191,6 @@ static int stream_last_seq(struct gust_http *http, uint64_t *last, uint64_t *msg
     return 0;
 }
 
-static void fail(struct gust_admin_job *job, int status, const char *why)
-{
-    job->status = status;
-    job->body.len = 0;
-    gust_buf_append(&job->body, "{\"error\":", 9);
-    gust_json_append_string(&job->body, why, strlen(why));
-    gust_buf_append(&job->body, "}\n", 2);
-}
-
 /* The subject filter of the request: one unit's, or every dead letter. */
 static void filter_of(const struct gust_admin_job *job, char *out, size_t size)
 {
@@ -242,7 +233,7 @@ static void run_list(struct gust_admin_job *job)
     uint64_t last = 0, total = 0;
     int status = stream_last_seq(job->http, &last, &total, why, sizeof(why));
     if (status != 0) {
-        fail(job, status, why);
+        gust_admin_fail(job, status, why);
         return;
     }
     filter_of(job, filter, sizeof(filter));
@@ -259,7 +250,7 @@ static void run_list(struct gust_admin_job *job)
             break;
         }
         if (status != 0) {
-            fail(job, status, why);
+            gust_admin_fail(job, status, why);
             return;
         }
         gust_buf_append(out, n > 0 ? "," : "", n > 0 ? 1 : 0);
@@ -348,7 +339,7 @@ static void run_replay(struct gust_admin_job *job)
     uint64_t last = 0, total = 0;
     int status = stream_last_seq(job->http, &last, &total, why, sizeof(why));
     if (status != 0) {
-        fail(job, status, why);
+        gust_admin_fail(job, status, why);
         return;
     }
     filter_of(job, filter, sizeof(filter));
@@ -373,14 +364,14 @@ static void run_replay(struct gust_admin_job *job)
                 gust_buf_free(&errors);
                 char msg[80];
                 snprintf(msg, sizeof(msg), "no dead letter with seq %" PRIu64, job->q.seq);
-                fail(job, 404, msg);
+                gust_admin_fail(job, 404, msg);
                 return;
             }
             break;
         }
         if (status != 0) {
             gust_buf_free(&errors);
-            fail(job, status, why);
+            gust_admin_fail(job, status, why);
             return;
         }
         seen++;
@@ -426,7 +417,7 @@ static void run_purge(struct gust_admin_job *job)
     int status = js_api(job->http, "PURGE", req.data != NULL ? req.data : "{}", &v, &api_code, why, sizeof(why));
     gust_buf_free(&req);
     if (status != 0) {
-        fail(job, status, why);
+        gust_admin_fail(job, status, why);
         return;
     }
     const char *path[] = {"purged", NULL};

@@ -20,6 +20,7 @@ struct gust_dlq_query {
     uint64_t after_seq;
     size_t limit;
     int all;
+    int force; /* POST /reload?force=1 */
 };
 
 /* A request handed to the admin worker: its blocking JetStream calls run there, and the
@@ -74,6 +75,7 @@ struct gust_http {
     struct gust_units *units;
     void (*request_reload)(void *ud);
     void *reload_ud;
+    int (*check_reload)(void *ud, int force, char *why, size_t size);
     struct gust_auth admin_auth;
     struct gust_auth ingest_auth;
     struct gust_proxies proxies;
@@ -100,6 +102,8 @@ int gust_admin_start(struct gust_http *http, struct gust_err *err);
 /* Queues run for req (answers 503 itself when the queue is full). */
 void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                        void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q);
+/* On the worker: the job's answer is {"error": why} with status. */
+void gust_admin_fail(struct gust_admin_job *job, int status, const char *why);
 /* Waits for the job running now, answers what is still queued with 503. */
 void gust_admin_stop(struct gust_http *http);
 void gust_admin_on_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);

@@ -212,6 +212,23 @@ static int admin_ok(struct gust_http *http, h2o_req_t *req, enum gust_route rout
     return authorized(http, req, &http->admin_auth, route, "gust");
 }
 
+static const char reload_accepted[] = "{\"reload\":\"requested\"}\n";
+
+/* Admin worker: the check may read files and the bus. */
+static void run_reload(struct gust_admin_job *job)
+{
+    struct gust_http *http = job->http;
+    char why[700];
+    int status = http->check_reload(http->reload_ud, job->q.force, why, sizeof(why));
+    if (status != 0) {
+        gust_admin_fail(job, status, why);
+        return;
+    }
+    http->request_reload(http->reload_ud);
+    job->status = 202;
+    gust_buf_append(&job->body, reload_accepted, sizeof(reload_accepted) - 1);
+}
+
 static void handle_reload(struct gust_http *http, h2o_req_t *req)
 {
     if (!method_is(req, "POST")) {
@@ -222,10 +239,16 @@ static void handle_reload(struct gust_http *http, h2o_req_t *req)
         gust_http_send_error(req, GUST_ROUTE_RELOAD, 503, "reload is not available");
         return;
     }
+    if (http->check_reload != NULL) {
+        char force[8] = "";
+        struct gust_dlq_query q = {.force = gust_http_query(req, "force", force, sizeof(force)) &&
+                                            (strcmp(force, "1") == 0 || strcmp(force, "true") == 0)};
+        gust_admin_submit(http, req, GUST_ROUTE_RELOAD, run_reload, &q);
+        return;
+    }
     /* Returns at once: the reload runs on the host's thread; /units shows its outcome. */
     http->request_reload(http->reload_ud);
-    static const char accepted[] = "{\"reload\":\"requested\"}\n";
-    gust_http_send(req, GUST_ROUTE_RELOAD, 202, "application/json", accepted, sizeof(accepted) - 1);
+    gust_http_send(req, GUST_ROUTE_RELOAD, 202, "application/json", reload_accepted, sizeof(reload_accepted) - 1);
 }
 
 /* "<base>" without the slash: the status page's relative links need "<base>/". */
@@ -438,6 +461,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->units = conf->units;
     http->request_reload = conf->request_reload;
     http->reload_ud = conf->reload_ud;
+    http->check_reload = conf->check_reload;
     int rc = gust_auth_load(&http->admin_auth, "admin", conf->admin_token_file, conf->admin_token_env, err);
     rc = rc ? rc : gust_auth_load(&http->ingest_auth, "ingest", conf->ingest_token_file, conf->ingest_token_env, err);
     size_t nproxies = conf->http_cfg != NULL ? gust_cfg_count(conf->http_cfg, "trusted_proxies") : 0;

@@ -20,6 +20,9 @@ struct gust_http_conf {
      * reload runs on the host's own thread). */
     void (*request_reload)(void *ud);
     void *reload_ud;
+    /* Before that, on the admin worker (it may block): 0 to go ahead, or the HTTP status
+     * to refuse with and why. NULL: every reload goes ahead. */
+    int (*check_reload)(void *ud, int force, char *why, size_t size);
 
     /* Security and limits (see DESIGN.md §7 and the README's HTTP section). */
     const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../cluster/lease.h"
+#include "../cluster/nodes.h"
 #include "../common/json_out.h"
 #include "edge.h"
 
@@ -173,6 +174,12 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
     if (u->leases != NULL) {
         gust_buf_append(out, ",\"cluster\":", 11);
         gust_leases_render_json(u->leases, out);
+        if (u->nodes != NULL) {
+            out->len--; /* the cluster object's closing brace: the node directory goes in it */
+            gust_buf_append(out, ",\"nodes\":", 9);
+            gust_nodes_render_json(u->nodes, out);
+            gust_buf_append(out, "}", 1);
+        }
     }
     gust_buf_append(out, "}\n", 2);
     pthread_mutex_unlock(&u->lock);

@@ -13,6 +13,7 @@
 #include "consumer.h"
 
 struct gust_leases;
+struct gust_nodes;
 
 struct gust_units {
     pthread_mutex_t lock;
@@ -25,6 +26,7 @@ struct gust_units {
     uint64_t reloads;
     char last_reload_error[512];
     struct gust_leases *leases; /* borrowed (may be NULL): shown by /units */
+    struct gust_nodes *nodes;   /* borrowed: the node directory with `cluster on;`, else NULL */
 };
 
 void gust_units_init(struct gust_units *u);

@@ -1,0 +1,19 @@
+/* What a cluster's processes must agree on: a digest of the units a configuration runs.
+ *
+ * It covers each unit block as written (keys, values, nested blocks, in order) and the
+ * contents of each flow's script and each detect unit's rules, not their paths. The
+ * top-level, http and nats blocks are left out: a node's name, listen address or token
+ * may differ from its peers' without changing what happens to an event. Plugins' own
+ * files (an exec command, a secret) are not read. */
+#ifndef GUST_CLUSTER_CONFIG_DIGEST_H
+#define GUST_CLUSTER_CONFIG_DIGEST_H
+
+#include "../core/config.h"
+
+#define GUST_DIGEST_LEN 16 /* hex digits */
+
+/* Writes the digest as GUST_DIGEST_LEN hex digits and a NUL. A file that cannot be read
+ * counts as its error, so it still differs from a readable one. */
+void gust_config_digest(const struct gust_config *config, char out[GUST_DIGEST_LEN + 1]);
+
+#endif

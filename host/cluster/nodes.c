@@ -1,0 +1,273 @@
+#include "nodes.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nats/nats.h>
+
+#include "../bus/bus.h"
+#include "../common/json_out.h"
+#include "../common/log.h"
+#include "bucket.h"
+
+#define KEY_PREFIX "node."
+
+struct gust_nodes {
+    struct gust_nodes_conf conf;
+    char self[128];
+    char bucket[64];
+    char key[160]; /* node.<self, in key characters> */
+    struct gust_bus *bus;
+    jsCtx *js;
+    kvStore *kv;
+    /* run_lock serialises KV calls; lock guards what /units reads and is never held
+     * across I/O. Order: run_lock, then lock. */
+    pthread_mutex_t run_lock;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    char config[GUST_DIGEST_LEN + 1];
+    struct gust_node peers[GUST_NODES_MAX];
+    size_t npeers;
+    int thread_started;
+    int stopping;
+    pthread_t thread;
+};
+
+/* The string value of "name" in one of our own entries (no escapes in them). */
+static void field(const char *json, const char *name, char *out, size_t size)
+{
+    char pattern[32];
+    snprintf(pattern, sizeof(pattern), "\"%s\":", name);
+    const char *p = strstr(json, pattern);
+    out[0] = '\0';
+    if (p == NULL) {
+        return;
+    }
+    p += strlen(pattern);
+    if (*p == '"') {
+        const char *end = strchr(++p, '"');
+        if (end != NULL) {
+            snprintf(out, size, "%.*s", (int)(end - p), p);
+        }
+    } else {
+        snprintf(out, size, "%.*s", (int)strspn(p, "0123456789"), p);
+    }
+}
+
+/* Under run_lock. */
+static natsStatus open_bucket(struct gust_nodes *n)
+{
+    if (n->kv != NULL) {
+        return NATS_OK;
+    }
+    return gust_bucket_open(n->bus, n->bucket, n->conf.replicas, 2000, &n->js, &n->kv);
+}
+
+/* Writes this process's entry. Under run_lock. */
+static void write_entry(struct gust_nodes *n)
+{
+    char config[GUST_DIGEST_LEN + 1];
+    pthread_mutex_lock(&n->lock);
+    memcpy(config, n->config, sizeof(config));
+    pthread_mutex_unlock(&n->lock);
+    natsStatus s = open_bucket(n);
+    if (s == NATS_OK) {
+        char value[320];
+        int len = snprintf(value, sizeof(value), "{\"holder\":\"%s\",\"config\":\"%s\",\"expires_ms\":%" PRId64 "}",
+                           n->self, config, gust_wall_ms() + n->conf.ttl_ms);
+        uint64_t rev = 0;
+        s = kvStore_Put(&rev, n->kv, n->key, value, len);
+    }
+    if (s != NATS_OK) {
+        gust_warn("cluster: cannot write %s in %s: %s", n->key, n->bucket, gust_nats_reason(s));
+    }
+}
+
+/* Reads every live entry but ours into out. Under run_lock. */
+static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count, struct gust_err *err)
+{
+    *count = 0;
+    natsStatus s = open_bucket(n);
+    kvKeysList keys = {0};
+    if (s == NATS_OK) {
+        s = kvStore_Keys(&keys, n->kv, NULL);
+        if (s == NATS_NOT_FOUND) { /* an empty bucket */
+            s = NATS_OK;
+        }
+    }
+    if (s != NATS_OK) {
+        return gust_err_set(err, GUST_EIO, "cannot read the node directory in %s: %s", n->bucket,
+                            gust_nats_reason(s));
+    }
+    int64_t now = gust_wall_ms();
+    for (int i = 0; i < keys.Count && *count < GUST_NODES_MAX; i++) {
+        const char *key = keys.Keys[i];
+        kvEntry *e = NULL;
+        if (strncmp(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1) != 0 || strcmp(key, n->key) == 0 ||
+            kvStore_Get(&e, n->kv, key) != NATS_OK) {
+            continue; /* not a node, ours, or gone meanwhile */
+        }
+        char value[400], expires[24];
+        snprintf(value, sizeof(value), "%.*s", kvEntry_ValueLen(e), (const char *)kvEntry_Value(e));
+        kvEntry_Destroy(e);
+        struct gust_node *p = &out[*count];
+        field(value, "holder", p->name, sizeof(p->name));
+        field(value, "config", p->config, sizeof(p->config));
+        field(value, "expires_ms", expires, sizeof(expires));
+        if (strtoll(expires, NULL, 10) > now) {
+            (*count)++;
+        }
+    }
+    kvKeysList_Destroy(&keys);
+    return 0;
+}
+
+/* Under run_lock: reads the peers into the table /units shows. */
+static int refresh(struct gust_nodes *n, struct gust_err *err)
+{
+    struct gust_node *fresh = malloc(GUST_NODES_MAX * sizeof(*fresh));
+    size_t count = 0;
+    int rc = fresh != NULL ? read_peers(n, fresh, &count, err) : gust_err_set(err, GUST_ENOMEM, "out of memory");
+    if (rc == 0) {
+        pthread_mutex_lock(&n->lock);
+        memcpy(n->peers, fresh, count * sizeof(*fresh));
+        n->npeers = count;
+        pthread_mutex_unlock(&n->lock);
+    }
+    free(fresh);
+    return rc;
+}
+
+static void *nodes_thread(void *arg)
+{
+    struct gust_nodes *n = arg;
+    pthread_mutex_lock(&n->lock);
+    while (!n->stopping) {
+        gust_wait_ms(&n->wake, &n->lock, n->conf.ttl_ms / 3);
+        if (n->stopping) {
+            break;
+        }
+        pthread_mutex_unlock(&n->lock);
+        pthread_mutex_lock(&n->run_lock);
+        write_entry(n);
+        struct gust_err err;
+        refresh(n, &err);
+        pthread_mutex_unlock(&n->run_lock);
+        pthread_mutex_lock(&n->lock);
+    }
+    pthread_mutex_unlock(&n->lock);
+    return NULL;
+}
+
+int gust_nodes_create(const struct gust_nodes_conf *conf, struct gust_bus *bus, struct gust_nodes **out,
+                      struct gust_err *err)
+{
+    struct gust_nodes *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    n->conf = *conf;
+    n->bus = bus;
+    snprintf(n->self, sizeof(n->self), "%s", conf->self);
+    snprintf(n->bucket, sizeof(n->bucket), "%s", conf->bucket);
+    n->conf.self = n->self;
+    n->conf.bucket = n->bucket;
+    /* A key is made of letters, digits, '-', '_' and '='; host:pid has a ':'. */
+    int len = snprintf(n->key, sizeof(n->key), KEY_PREFIX "%s", n->self);
+    for (char *p = n->key + sizeof(KEY_PREFIX) - 1; p < n->key + len && *p != '\0'; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_' || *p == '=')) {
+            *p = '_';
+        }
+    }
+    pthread_mutex_init(&n->run_lock, NULL);
+    pthread_mutex_init(&n->lock, NULL);
+    pthread_cond_init(&n->wake, NULL);
+    *out = n;
+    return 0;
+}
+
+void gust_nodes_destroy(struct gust_nodes *n)
+{
+    if (n == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&n->lock);
+    n->stopping = 1;
+    pthread_cond_signal(&n->wake);
+    int joined = n->thread_started;
+    pthread_mutex_unlock(&n->lock);
+    if (joined) {
+        pthread_join(n->thread, NULL);
+    }
+    /* Only this process writes its key: a plain delete is safe. */
+    if (n->kv != NULL) {
+        kvStore_Delete(n->kv, n->key);
+    }
+    kvStore_Destroy(n->kv);
+    jsCtx_Destroy(n->js);
+    pthread_cond_destroy(&n->wake);
+    pthread_mutex_destroy(&n->lock);
+    pthread_mutex_destroy(&n->run_lock);
+    free(n);
+}
+
+void gust_nodes_advertise(struct gust_nodes *n, const char *digest)
+{
+    pthread_mutex_lock(&n->run_lock);
+    pthread_mutex_lock(&n->lock);
+    snprintf(n->config, sizeof(n->config), "%s", digest);
+    pthread_mutex_unlock(&n->lock);
+    write_entry(n);
+    struct gust_err err;
+    if (refresh(n, &err) != 0) {
+        gust_warn("cluster: %s", err.msg);
+    }
+    pthread_mutex_lock(&n->lock);
+    for (size_t i = 0; i < n->npeers; i++) {
+        if (strcmp(n->peers[i].config, digest) != 0) {
+            gust_warn("cluster: this node runs units %s, peer %s runs %s: they handle events differently", digest,
+                      n->peers[i].name, n->peers[i].config);
+        }
+    }
+    if (!n->thread_started) {
+        n->thread_started = pthread_create(&n->thread, NULL, nodes_thread, n) == 0;
+    }
+    pthread_mutex_unlock(&n->lock);
+    pthread_mutex_unlock(&n->run_lock);
+}
+
+void gust_nodes_running(struct gust_nodes *n, char out[GUST_DIGEST_LEN + 1])
+{
+    pthread_mutex_lock(&n->lock);
+    memcpy(out, n->config, GUST_DIGEST_LEN + 1);
+    pthread_mutex_unlock(&n->lock);
+}
+
+int gust_nodes_peers(struct gust_nodes *n, struct gust_node *out, size_t *count, struct gust_err *err)
+{
+    pthread_mutex_lock(&n->run_lock);
+    int rc = read_peers(n, out, count, err);
+    pthread_mutex_unlock(&n->run_lock);
+    return rc;
+}
+
+void gust_nodes_render_json(struct gust_nodes *n, struct gust_buf *out)
+{
+    pthread_mutex_lock(&n->lock);
+    gust_buf_append(out, "{\"config\":", 10);
+    gust_json_append_string(out, n->config, strlen(n->config));
+    gust_buf_append(out, ",\"peers\":[", 10);
+    for (size_t i = 0; i < n->npeers; i++) {
+        gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
+        gust_json_append_string(out, n->peers[i].name, strlen(n->peers[i].name));
+        gust_buf_append(out, ",\"config\":", 10);
+        gust_json_append_string(out, n->peers[i].config, strlen(n->peers[i].config));
+        gust_buf_append(out, "}", 1);
+    }
+    gust_buf_append(out, "]}", 2);
+    pthread_mutex_unlock(&n->lock);
+}
