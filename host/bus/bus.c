@@ -32,6 +32,9 @@ struct gust_bus {
      * units' pull requests (one per batch), which the next message waits for. */
     struct link main;
     struct link now;
+    /* JetStream's API (streams, consumers, account info, the DLQ routes) on `now`: each
+     * call is a request someone waits for, and on `main` it would first wait for the
+     * flusher; at start, with a few calls per unit, that is most of the cold start. */
     jsCtx *js;
     struct gust_pending pending;
 
@@ -161,7 +164,7 @@ static void *housekeeping(void *arg)
         gust_pending_expire(&bus->pending, now, GUST_ETIMEOUT, "no PubAck in time");
         if (now >= next_check) {
             /* JetStream calls block; they are fine here, never on an event loop. */
-            int connected = natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED;
+            int connected = natsConnection_Status(bus->now.nc) == NATS_CONN_STATUS_CONNECTED;
             int ok = 0;
             if (connected && !bus->streams_ready) {
                 struct gust_err err;
@@ -258,7 +261,7 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     if (rc == 0) {
         rc = connect_link(bus, &bus->now, "gust-ingest", 1, err);
     }
-    if (rc == 0 && natsConnection_JetStream(&bus->js, bus->main.nc, NULL) != NATS_OK) {
+    if (rc == 0 && natsConnection_JetStream(&bus->js, bus->now.nc, NULL) != NATS_OK) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     return rc;
@@ -289,7 +292,7 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
     if (rc != 0) {
         goto fail;
     }
-    if (natsConnection_Status(bus->main.nc) == NATS_CONN_STATUS_CONNECTED) {
+    if (natsConnection_Status(bus->now.nc) == NATS_CONN_STATUS_CONNECTED) {
         /* Set up the streams before serving, so the first ingest finds them. A NATS
          * cluster that has just formed answers "JetStream unavailable" until it has
          * elected its leader: give it a while. */

@@ -57,8 +57,10 @@ int gust_bus_connected(struct gust_bus *bus);
 /* Waits up to timeout_ms for every pending publish to complete. */
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
 
-/* For the consumer core, which makes its own JetStream calls. Borrowed. */
+/* For the consumer core, which makes its own JetStream calls. Borrowed. The buffered
+ * connection, for acks and publishes that leave in batches: */
 natsConnection *gust_bus_conn(struct gust_bus *bus);
+/* JetStream's API, on the connection that writes at once (requests someone waits for): */
 jsCtx *gust_bus_js(struct gust_bus *bus);
 /* The connection that writes each message at once: the units' pull requests go out on
  * it without waiting for the next batch of writes (up to 1 ms). Acks do not belong there
