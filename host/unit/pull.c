@@ -42,24 +42,26 @@ static int ensure_consumer(const struct gust_pull_conf *conf, jsCtx *js, struct 
     natsStatus s = js_GetConsumerInfo(&ci, js, conf->stream, conf->durable, NULL, &jerr);
     if (s == NATS_OK) {
         const char *old = ci->Config->FilterSubject != NULL ? ci->Config->FilterSubject : "";
-        int same_filter = strcmp(old, conf->filter) == 0;
-        if (same_filter && ci->Config->AckWait == cc.AckWait && ci->Config->MaxAckPending == cc.MaxAckPending) {
-            jsConsumerInfo_Destroy(ci);
-            return 0;
-        }
-        if (!same_filter) {
+        if (strcmp(old, conf->filter) != 0) {
             /* nats-server 2.9 cannot change a durable's filter: a unit whose source
              * changed starts a new consumer, as if the unit were new. */
             gust_warn("[%s] source changed from %s to %s: recreating its consumer", conf->durable, old, conf->filter);
             js_DeleteConsumer(js, conf->stream, conf->durable, NULL, &jerr);
-        } else {
-            gust_info("[%s] consumer updated: ack_wait %" PRId64 " ms, max_ack_pending %" PRId64, conf->durable,
-                      conf->ack_wait_ms, conf->max_ack_pending);
+            jsConsumerInfo_Destroy(ci);
+            ci = NULL;
+            s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
+        } else if (ci->Config->AckWait != cc.AckWait || ci->Config->MaxAckPending != cc.MaxAckPending) {
+            /* ack_wait or batch changed: the rest of the consumer stays as it is. */
+            ci->Config->AckWait = cc.AckWait;
+            ci->Config->MaxAckPending = cc.MaxAckPending;
+            jsConsumerInfo *updated = NULL;
+            s = js_UpdateConsumer(&updated, js, conf->stream, ci->Config, NULL, &jerr);
+            jsConsumerInfo_Destroy(updated);
+            if (s == NATS_OK) {
+                gust_info("[%s] consumer updated: ack_wait %" PRId64 " ms, max_ack_pending %" PRId64, conf->durable,
+                          conf->ack_wait_ms, conf->max_ack_pending);
+            }
         }
-        jsConsumerInfo_Destroy(ci);
-        ci = NULL;
-        s = same_filter ? js_UpdateConsumer(&ci, js, conf->stream, &cc, NULL, &jerr)
-                        : js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
     } else {
         s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
     }
