@@ -191,6 +191,12 @@ def main():
               "lease": handoff(max(3, max(a.instances)))}
     result["targets"] = {"lost": 0, "handoff_gap_s_under": 1.5, "failover_gap_s_under": LEASE_TTL_S + 1}
     print(json.dumps(result, indent=1))
+    # The figures stand only if nothing was lost and the singleton ran once: otherwise fail.
+    wrong = ["%d instances lost %d events" % (r["instances"], r["lost"]) for r in result["shared_work"] if r["lost"]]
+    if result["timer"]["ticks"] != result["timer"]["expected"]:
+        wrong.append("the timer ticked %d times, not %d" % (result["timer"]["ticks"], result["timer"]["expected"]))
+    if wrong:
+        sys.exit("cluster: " + "; ".join(wrong))
 
 
 if __name__ == "__main__":
