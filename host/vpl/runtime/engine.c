@@ -60,6 +60,9 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     }
     for (uint32_t t = 0; t < prog->ntypes; t++)
         e->clock[t] = INT64_MIN;
+    for (uint32_t i = 0; i < prog->nstreams; i++)
+        if (prog->streams[i].pat)
+            seq_init(e, i);
     const struct sym *s = symtab_find(&prog->syms, "timestamp", 9);
     e->sym_timestamp = s ? s->id : SYM_NONE;
     s = symtab_find(&prog->syms, "event_type", 10);
