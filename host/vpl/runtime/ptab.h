@@ -4,8 +4,9 @@
  * neither its hash nor a pointer to its key, which hmap's struct hnode costs (24
  * bytes an item): it begins with the key's length (struct pkey) and holds the key's
  * bytes `key_off` bytes in, the same offset for every item of a table. The table
- * hashes a key again when it grows or moves an item, which is cheap for the short
- * keys partitions have. */
+ * keeps 32 bits of each item's hash beside its slot (4 bytes a slot instead of 8 an
+ * item in the item), so a probe compares them before it reads the item, and growth
+ * and deletion need not hash keys again. */
 #ifndef VPL_PTAB_H
 #define VPL_PTAB_H
 
@@ -18,6 +19,7 @@ struct pkey {
 
 struct ptab {
     struct pkey **slot;
+    uint32_t *hash; /* of slot[i]'s key, low 32 bits */
     size_t cap; /* power of two, or 0 */
     size_t count;
     size_t key_off;
