@@ -38,8 +38,8 @@ static inline int run_linked(const struct run *r)
 struct spart {
     struct pkey key;      /* first: the partition table reads its length */
     uint32_t nruns;
-    struct run *heads[];  /* runs waiting for step 1 .. nsteps (heads[k - 1]), oldest
-                             first; the key's bytes follow (no NUL) */
+    struct run *heads[];  /* runs waiting for step 1 .. nsteps (heads[k - 1]), in the
+                             order they arrived; the key's bytes follow (no NUL) */
 };
 
 #define NO_DEADLINE INT64_MAX
