@@ -10,55 +10,73 @@
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
-static size_t deep_size(const struct vval *v)
+/* A deep copy is laid out in two regions: the arrays and maps of a value (vval and
+ * vkv records, 8-byte aligned) and, after them, the bytes of its strings and map keys,
+ * packed without padding. */
+struct deep {
+    size_t boxes; /* bytes of arrays and maps */
+    size_t bytes; /* bytes of strings and map keys */
+};
+
+static void deep_size(const struct vval *v, struct deep *d)
 {
-    size_t n = 0;
     switch (v->t) {
     case V_STR:
-        return ALIGN8(v->n);
+        d->bytes += v->n;
+        break;
     case V_ARR:
-        n = (size_t)v->n * sizeof(struct vval);
+        d->boxes += (size_t)v->n * sizeof(struct vval);
         for (uint32_t i = 0; i < v->n; i++)
-            n += deep_size(&v->u.a[i]);
-        return n;
+            deep_size(&v->u.a[i], d);
+        break;
     case V_MAP:
-        n = (size_t)v->n * sizeof(struct vkv);
-        for (uint32_t i = 0; i < v->n; i++)
-            n += ALIGN8(v->u.m[i].klen) + deep_size(&v->u.m[i].v);
-        return n;
+        d->boxes += (size_t)v->n * sizeof(struct vkv);
+        for (uint32_t i = 0; i < v->n; i++) {
+            d->bytes += v->u.m[i].klen;
+            deep_size(&v->u.m[i].v, d);
+        }
+        break;
     default:
-        return 0;
+        break;
     }
 }
 
-/* Copies what v points to at *cur and returns the copy's view. */
-static struct vval deep_copy(const struct vval *v, char **cur)
+struct cursor {
+    char *box;  /* next array or map record */
+    char *byte; /* next string byte */
+};
+
+static const char *copy_bytes(struct cursor *cur, const char *s, uint32_t n)
+{
+    char *out = cur->byte;
+    if (n > 0) {
+        memcpy(out, s, n);
+        cur->byte += n;
+    }
+    return out;
+}
+
+/* Copies what v points to at cur and returns the copy's view. */
+static struct vval deep_copy(const struct vval *v, struct cursor *cur)
 {
     struct vval out = *v;
     switch (v->t) {
     case V_STR:
-        if (v->n > 0)
-            memcpy(*cur, v->u.s, v->n);
-        out.u.s = *cur;
-        *cur += ALIGN8(v->n);
+        out.u.s = copy_bytes(cur, v->u.s, v->n);
         break;
     case V_ARR: {
-        struct vval *a = (struct vval *)*cur;
-        *cur += (size_t)v->n * sizeof(*a);
+        struct vval *a = (struct vval *)cur->box;
+        cur->box += (size_t)v->n * sizeof(*a);
         for (uint32_t i = 0; i < v->n; i++)
             a[i] = deep_copy(&v->u.a[i], cur);
         out.u.a = a;
         break;
     }
     case V_MAP: {
-        struct vkv *m = (struct vkv *)*cur;
-        *cur += (size_t)v->n * sizeof(*m);
+        struct vkv *m = (struct vkv *)cur->box;
+        cur->box += (size_t)v->n * sizeof(*m);
         for (uint32_t i = 0; i < v->n; i++) {
-            char *k = *cur;
-            if (v->u.m[i].klen > 0)
-                memcpy(k, v->u.m[i].k, v->u.m[i].klen);
-            *cur += ALIGN8(v->u.m[i].klen);
-            m[i].k = k;
+            m[i].k = copy_bytes(cur, v->u.m[i].k, v->u.m[i].klen);
             m[i].klen = v->u.m[i].klen;
             m[i].v = deep_copy(&v->u.m[i].v, cur);
         }
@@ -71,39 +89,62 @@ static struct vval deep_copy(const struct vval *v, char **cur)
     return out;
 }
 
+static size_t event_head_size(uint32_t room)
+{
+    return sizeof(struct vpl_event) + (size_t)room * (sizeof(struct vval) + sizeof(uint32_t));
+}
+
+struct vpl_event *event_new(struct arena *a, uint32_t room)
+{
+    struct vpl_event *ev = arena_alloc(a, event_head_size(room));
+    if (ev != NULL)
+        memset(ev, 0, sizeof(*ev));
+    return ev;
+}
+
+void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n)
+{
+    if (n < room && n > 0)
+        memmove(ev->vals + n, event_keys_room(ev, room), (size_t)n * sizeof(uint32_t));
+    ev->nf = n;
+}
+
+/* One block: header, values, keys, then the values' arrays and maps, then their bytes. */
 struct vpl_event *event_freeze(const struct vpl_event *ev)
 {
-    size_t head = ALIGN8(sizeof(struct vpl_event));
-    size_t keys = ALIGN8((size_t)ev->nf * sizeof(uint32_t));
-    size_t size = head + keys + (size_t)ev->nf * sizeof(struct vval);
+    struct deep d = {0};
     for (uint32_t i = 0; i < ev->nf; i++)
-        size += deep_size(&ev->vals[i]);
+        deep_size(&ev->vals[i], &d);
+    size_t head = event_head_size(ev->nf);
+    size_t boxes_at = d.boxes ? ALIGN8(head) : head;
+    size_t size = boxes_at + d.boxes + d.bytes;
     char *blk = malloc(size);
     if (blk == NULL)
         return NULL;
     struct vpl_event *out = (struct vpl_event *)blk;
-    uint32_t *k = (uint32_t *)(blk + head);
-    struct vval *v = (struct vval *)(blk + head + keys);
-    char *cur = (char *)(v + ev->nf);
-    for (uint32_t i = 0; i < ev->nf; i++) {
-        k[i] = ev->keys[i];
-        v[i] = deep_copy(&ev->vals[i], &cur);
-    }
     out->refs = 1;
     out->nf = ev->nf;
     out->time = ev->time;
     out->size = size; /* shares its place with `frozen`, which a frozen event never reads */
-    out->keys = k;
-    out->vals = v;
+    struct cursor cur = {.box = blk + boxes_at, .byte = blk + boxes_at + d.boxes};
+    const uint32_t *keys = event_keys(ev);
+    uint32_t *k = event_keys_room(out, ev->nf);
+    for (uint32_t i = 0; i < ev->nf; i++) {
+        k[i] = keys[i];
+        out->vals[i] = deep_copy(&ev->vals[i], &cur);
+    }
     return out;
 }
 
 int value_copy(struct arena *a, const struct vval *v, struct vval *out)
 {
-    size_t n = deep_size(v);
-    char *cur = n ? arena_alloc(a, n) : NULL;
-    if (n && cur == NULL)
+    struct deep d = {0};
+    deep_size(v, &d);
+    size_t n = d.boxes + d.bytes;
+    char *blk = n ? arena_alloc(a, n) : NULL;
+    if (n && blk == NULL)
         return VPL_ENOMEM;
+    struct cursor cur = {.box = blk, .byte = blk ? blk + d.boxes : NULL};
     *out = deep_copy(v, &cur);
     return 0;
 }

@@ -52,13 +52,19 @@ struct vpl_event {
     int32_t refs; /* frozen: holders; transient: 0 */
     uint32_t nf;
     int64_t time; /* event time, epoch ms */
-    union {       /* refs tells which: 40 bytes a held event instead of 48 */
+    union {       /* refs tells which: a held event carries no pointer it can derive */
         size_t size;              /* frozen: bytes of the block */
         struct vpl_event *frozen; /* transient: the frozen copy made for holders, if any */
     };
-    const uint32_t *keys;
-    const struct vval *vals;
+    struct vval vals[]; /* nf values, then their nf field symbols (event_keys) */
 };
+
+/* The field symbols of ev: they follow the values, so an event is one block and
+ * carries no pointers to its own parts (24 bytes of header instead of 40). */
+static inline const uint32_t *event_keys(const struct vpl_event *ev)
+{
+    return (const uint32_t *)(ev->vals + ev->nf);
+}
 
 static inline struct vval v_missing(void)
 {
@@ -103,11 +109,22 @@ static inline double v_as_f(const struct vval *v)
  * hash table for the 5-30 fields they carry. */
 static inline const struct vval *event_get(const struct vpl_event *ev, uint32_t key)
 {
+    const uint32_t *keys = event_keys(ev);
     for (uint32_t i = 0; i < ev->nf; i++)
-        if (ev->keys[i] == key)
+        if (keys[i] == key)
             return &ev->vals[i];
     return NULL;
 }
+
+/* A transient event in arena with room for `room` fields and none set (nf = 0), or
+ * NULL on OOM. Fill vals[i] and event_keys_room(ev, room)[i], then event_seal(). */
+struct vpl_event *event_new(struct arena *a, uint32_t room);
+static inline uint32_t *event_keys_room(struct vpl_event *ev, uint32_t room)
+{
+    return (uint32_t *)(ev->vals + room);
+}
+/* Makes the first n of `room` fields the event's (n <= room). */
+void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n);
 
 /* A frozen copy of ev (refs = 1), or NULL on OOM. */
 struct vpl_event *event_freeze(const struct vpl_event *ev);

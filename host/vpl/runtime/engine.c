@@ -60,6 +60,9 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     }
     for (uint32_t t = 0; t < prog->ntypes; t++)
         e->clock[t] = INT64_MIN;
+    for (uint32_t i = 0; i < prog->nstreams; i++)
+        if (prog->streams[i].pat)
+            seq_init(e, i);
     const struct sym *s = symtab_find(&prog->syms, "timestamp", 9);
     e->sym_timestamp = s ? s->id : SYM_NONE;
     s = symtab_find(&prog->syms, "event_type", 10);
@@ -260,10 +263,11 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
         rc |= buf_put(b, ts, rfc3339_format(ev->time, ts));
         rc |= buf_putc(b, '"');
     }
+    const uint32_t *keys = event_keys(ev);
     for (uint32_t i = 0; i < ev->nf && rc == 0; i++) {
-        if (ev->keys[i] == e->sym_event_type)
+        if (keys[i] == e->sym_event_type)
             continue; /* the stream's name is the type; never write the key twice */
-        const struct buf *k = key_text(e, ev->keys[i]);
+        const struct buf *k = key_text(e, keys[i]);
         rc |= k->len ? buf_put(b, k->p, k->len) : VPL_ENOMEM;
         rc |= json_write_value(b, &ev->vals[i]);
     }
@@ -280,26 +284,22 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
 /* A new transient event of the named values of a projection. */
 static struct vpl_event *project(struct vpl_engine *e, const struct stage *st, struct ectx *c)
 {
-    struct vpl_event *ev = arena_alloc(&e->scratch, sizeof(*ev));
-    uint32_t *keys = arena_alloc(&e->scratch, (st->n ? st->n : 1) * sizeof(*keys));
-    struct vval *vals = arena_alloc(&e->scratch, (st->n ? st->n : 1) * sizeof(*vals));
-    if (ev == NULL || keys == NULL || vals == NULL) {
+    struct vpl_event *ev = event_new(&e->scratch, st->n);
+    if (ev == NULL) {
         e->oom = 1;
         return NULL;
     }
+    uint32_t *keys = event_keys_room(ev, st->n);
     uint32_t n = 0;
     for (uint32_t i = 0; i < st->n; i++) {
         struct vval v = eval(st->e[i], c);
         if (v.t == V_MISSING)
             continue; /* an emit argument that evaluates to none is omitted */
         keys[n] = st->names[i];
-        vals[n++] = v;
+        ev->vals[n++] = v;
     }
-    memset(ev, 0, sizeof(*ev));
-    ev->nf = n;
+    event_seal(ev, st->n, n);
     ev->time = c->time;
-    ev->keys = keys;
-    ev->vals = vals;
     return ev;
 }
 

@@ -8,6 +8,7 @@
 #include "hmap.h"
 #include "json.h"
 #include "program.h"
+#include "ptab.h"
 
 /* A match waiting to be emitted: runs completed by one event come out in creation
  * order, so matches are collected during the pass and sorted. */
@@ -22,7 +23,8 @@ struct pend {
 
 /* State of one stream: partitions of runs or windows, and their deadlines. */
 struct sstate {
-    struct hmap parts;
+    struct hmap parts; /* windows' partitions */
+    struct ptab runs;  /* sequences' partitions (their runs) */
     void *single;  /* the one partition of an unpartitioned stream */
     void *pinned;  /* a partition being iterated: not freed when it empties */
     struct heap due;
@@ -80,6 +82,7 @@ int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int
             uint32_t view, int done);
 
 /* ---- seq.c ---- */
+void seq_init(struct vpl_engine *e, uint32_t si);
 void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev);
 void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
 void seq_destroy(struct vpl_engine *e, uint32_t si);

@@ -15,11 +15,12 @@ struct run {
     struct heap_item hi; /* due: deadline; seq: creation order; aux: RUN_LINKED | step, the
                             list it is in (the next step it waits for, or nsteps) */
     struct spart *part;
-    struct run *prev, *next;
+    struct run *prev;    /* the head's prev is the list's tail */
+    struct run *next;    /* NULL at the tail */
     union capture cap[]; /* one slot per positive step */
 };
 
-#define RUN_LINKED 0x80000000u /* in part->lists[step - 1] */
+#define RUN_LINKED 0x80000000u /* in part->heads[step - 1] */
 
 static inline uint32_t run_step(const struct run *r)
 {
@@ -31,16 +32,14 @@ static inline int run_linked(const struct run *r)
     return (r->hi.aux & RUN_LINKED) != 0;
 }
 
-struct rlist {
-    struct run *head, *tail;
-};
-
+/* 8 bytes, a list head per step and the key's bytes: with one run per partition (one
+ * per host, say) the partition costs about as much as the run, so it holds only what
+ * cannot be derived. Its size follows from the pattern and the key's length. */
 struct spart {
-    struct hnode node;
+    struct pkey key;      /* first: the partition table reads its length */
     uint32_t nruns;
-    uint32_t size;
-    struct rlist lists[]; /* runs waiting for step 1 .. nsteps (lists[k - 1]); the key
-                             bytes follow */
+    struct run *heads[];  /* runs waiting for step 1 .. nsteps (heads[k - 1]), in the
+                             order they arrived; the key's bytes follow (no NUL) */
 };
 
 #define NO_DEADLINE INT64_MAX
@@ -50,37 +49,51 @@ static size_t run_size(const struct pattern *pat)
     return sizeof(struct run) + pat->nsteps * sizeof(union capture);
 }
 
+static size_t part_key_off(const struct pattern *pat)
+{
+    return sizeof(struct spart) + pat->nsteps * sizeof(struct run *);
+}
+
+static size_t part_size(const struct pattern *pat, const struct spart *p)
+{
+    return part_key_off(pat) + p->key.klen;
+}
+
 static size_t closure_size(uint32_t cap)
 {
     return sizeof(struct closure) + cap * sizeof(struct vpl_event *);
 }
 
+/* Appends r to the list of runs waiting for `step`. */
 static void link_run(struct spart *p, struct run *r, uint32_t step)
 {
-    struct rlist *l = &p->lists[step - 1];
+    struct run **head = &p->heads[step - 1];
     r->hi.aux = RUN_LINKED | step;
     r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
+    if (*head == NULL) {
+        r->prev = r;
+        *head = r;
+    } else {
+        struct run *tail = (*head)->prev;
+        tail->next = r;
+        r->prev = tail;
+        (*head)->prev = r;
+    }
 }
 
 static void unlink_run(struct run *r)
 {
     if (!run_linked(r))
         return;
-    struct rlist *l = &r->part->lists[run_step(r) - 1];
-    if (r->prev)
+    struct run **head = &r->part->heads[run_step(r) - 1];
+    if (r == *head)
+        *head = r->next;
+    else
         r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
+    if (r->next != NULL)
+        r->next->prev = r->prev; /* the new head inherits the tail when r was the head */
+    else if (*head != NULL)
+        (*head)->prev = r->prev; /* r was the tail */
     r->hi.aux &= ~RUN_LINKED;
 }
 
@@ -88,12 +101,12 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct spart *p)
 {
     struct sstate *ss = &e->ss[si];
     if (ss->single != p)
-        hmap_del(&ss->parts, &p->node);
+        ptab_del(&ss->runs, &p->key);
     else
         ss->single = NULL;
     ss->nparts--;
     e->st.partitions--;
-    rt_free(e, p, p->size);
+    rt_free(e, p, part_size(e->prog->streams[si].pat, p));
 }
 
 /* Drops what a run holds and frees it. */
@@ -137,31 +150,26 @@ static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
         e->key.len = 0;
     } else {
         rt_partition_key(e, ev, pat->partition, &h);
-        struct hnode *n = hmap_get(&ss->parts, h, e->key.p, e->key.len);
-        if (n != NULL || !create)
-            return (struct spart *)n;
+        struct pkey *k = ptab_get(&ss->runs, h, e->key.p, e->key.len);
+        if (k != NULL || !create)
+            return (struct spart *)k;
     }
     if (ss->nparts >= e->lim.max_partitions) {
         e->st.partitions_dropped++;
         return NULL;
     }
-    size_t lists = pat->nsteps * sizeof(struct rlist);
-    size_t size = sizeof(struct spart) + lists + e->key.len + 1;
+    size_t key_off = part_key_off(pat);
+    size_t size = key_off + e->key.len;
     struct spart *p = rt_alloc(e, size);
     if (p == NULL)
         return NULL;
-    memset(p, 0, sizeof(*p) + lists);
-    char *key = (char *)p->lists + lists;
+    memset(p, 0, key_off);
     if (e->key.len)
-        memcpy(key, e->key.p, e->key.len);
-    key[e->key.len] = '\0';
-    p->node.hash = h;
-    p->node.key = key;
-    p->node.klen = (uint32_t)e->key.len;
-    p->size = (uint32_t)size;
+        memcpy((char *)p + key_off, e->key.p, e->key.len);
+    p->key.klen = (uint32_t)e->key.len;
     if (pat->partition == SYM_NONE) {
         ss->single = p;
-    } else if (hmap_put(&ss->parts, &p->node) != 0) {
+    } else if (ptab_put(&ss->runs, &p->key, h) != 0) {
         rt_free(e, p, size);
         e->oom = 1;
         return NULL;
@@ -403,7 +411,7 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         if (is_type_of(pat->cancel, pat->ncancel, type)) {
             /* .not(X): an X cancels every open run of its partition. */
             for (uint32_t k = 1; k <= pat->nsteps; k++)
-                for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
+                for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                     next = r->next;
                     struct ectx c;
                     run_ctx(e, &c, pat, r, ev);
@@ -414,7 +422,7 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         for (uint32_t k = pat->nsteps; k >= 1; k--) {
             if (!relevant(pat, k, type))
                 continue;
-            for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
+            for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                 next = r->next;
                 taken |= offer(e, si, r, k, ev, type);
             }
@@ -463,23 +471,28 @@ void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
     flush(e, si, base, now);
 }
 
+void seq_init(struct vpl_engine *e, uint32_t si)
+{
+    ptab_init(&e->ss[si].runs, part_key_off(e->prog->streams[si].pat));
+}
+
 void seq_destroy(struct vpl_engine *e, uint32_t si)
 {
     struct sstate *ss = &e->ss[si];
     const struct pattern *pat = e->prog->streams[si].pat;
-    size_t n = ss->parts.cap;
+    size_t n = ss->runs.cap;
     for (size_t i = 0; i <= n; i++) {
-        struct spart *p = i < n ? (struct spart *)ss->parts.slot[i] : ss->single;
+        struct spart *p = i < n ? (struct spart *)ss->runs.slot[i] : ss->single;
         if (p == NULL)
             continue;
         for (uint32_t k = 1; k <= pat->nsteps; k++)
-            for (struct run *r = p->lists[k - 1].head, *next; r != NULL; r = next) {
+            for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                 next = r->next;
                 run_release(e, pat, r);
             }
         e->st.partitions--;
-        rt_free(e, p, p->size);
+        rt_free(e, p, part_size(pat, p));
     }
-    hmap_free(&ss->parts);
+    ptab_free(&ss->runs);
     heap_free(&ss->due);
 }

@@ -293,26 +293,22 @@ static int close_container(struct ref_decoder *d)
     struct ref_item *items = n > 0 ? &d->st[f->base] : NULL;
     if (d->depth == 1) {
         /* The event itself. A repeated key keeps its last value, as a JSON map would. */
-        uint32_t *keys = arena_alloc(d->arena, (n ? n : 1) * sizeof(*keys));
-        struct vval *vals = arena_alloc(d->arena, (n ? n : 1) * sizeof(*vals));
-        struct vpl_event *ev = arena_alloc(d->arena, sizeof(*ev));
-        if (keys == NULL || vals == NULL || ev == NULL) {
+        struct vpl_event *ev = event_new(d->arena, n);
+        if (ev == NULL) {
             d->oom = 1;
             return 0;
         }
+        uint32_t *keys = event_keys_room(ev, n);
         uint32_t m = 0;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t j = 0;
             while (j < m && keys[j] != items[i].sym)
                 j++;
             keys[j] = items[i].sym;
-            vals[j] = items[i].v;
+            ev->vals[j] = items[i].v;
             m += j == m;
         }
-        memset(ev, 0, sizeof(*ev));
-        ev->nf = m;
-        ev->keys = keys;
-        ev->vals = vals;
+        event_seal(ev, n, m);
         d->ev = ev;
         d->nst = f->base;
         d->depth--;
