@@ -5,8 +5,8 @@
  * bytes an item): it begins with the key's length (struct pkey) and holds the key's
  * bytes `key_off` bytes in, the same offset for every item of a table. The table
  * keeps 32 bits of each item's hash beside its slot (4 bytes a slot instead of 8 an
- * item in the item), so a probe compares them before it reads the item, and growth
- * and deletion need not hash keys again. */
+ * item in the item), so a probe compares them before it reads the item, and growing
+ * the table or shifting items after a deletion needs no key hashed again. */
 #ifndef VPL_PTAB_H
 #define VPL_PTAB_H
 
