@@ -29,6 +29,7 @@ struct gust_nodes {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     char config[GUST_DIGEST_LEN + 1];
+    int write_failing; /* warned once until a write succeeds again */
     struct gust_node peers[GUST_NODES_MAX];
     size_t npeers;
     int thread_started;
@@ -81,9 +82,13 @@ static void write_entry(struct gust_nodes *n)
         uint64_t rev = 0;
         s = kvStore_Put(&rev, n->kv, n->key, value, len);
     }
-    if (s != NATS_OK) {
-        gust_warn("cluster: cannot write %s in %s: %s", n->key, n->bucket, gust_nats_reason(s));
+    if (s != NATS_OK && !n->write_failing) {
+        gust_warn("cluster: cannot write %s in %s: %s; trying again every %" PRId64 " ms", n->key, n->bucket,
+                  gust_nats_reason(s), n->conf.ttl_ms / 3);
+    } else if (s == NATS_OK && n->write_failing) {
+        gust_info("cluster: %s written again", n->key);
     }
+    n->write_failing = s != NATS_OK;
 }
 
 /* Reads every live entry but ours into out. Under run_lock. */
@@ -110,8 +115,9 @@ static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count
             kvStore_Get(&e, n->kv, key) != NATS_OK) {
             continue; /* not a node, ours, or gone meanwhile */
         }
+        const char *v = kvEntry_Value(e);
         char value[400], expires[24];
-        snprintf(value, sizeof(value), "%.*s", kvEntry_ValueLen(e), (const char *)kvEntry_Value(e));
+        snprintf(value, sizeof(value), "%.*s", v != NULL ? kvEntry_ValueLen(e) : 0, v != NULL ? v : "");
         kvEntry_Destroy(e);
         struct gust_node *p = &out[*count];
         field(value, "holder", p->name, sizeof(p->name));
