@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # multi-flow.sh [PER_FLOW]: 1, 10 and 50 copies of bench_orders.lua in one gust, each
 # on its own subjects (ev.m<i> -> ev.m<i>.out). PER_FLOW events per flow are stored
-# first; a counter checks every output id; reports the aggregate rate and RSS.
+# first; a counter checks every output id; reports the aggregate rate, RSS as the run
+# ends, and RSS 11 s later (rss_settled_kb, after gust has handed freed heap back).
 source "$(dirname "$0")/lib.sh"
 PER=${1:-4000}
 start_nats
@@ -24,7 +25,10 @@ for flows in 1 10 50; do
     start_gust "$conf" "$port"
     wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; exit 1; }
     rss=$(rss_kb "$GUST_PID")
+    # gust hands freed heap back every 10 s: what the flows keep once the burst is over.
+    sleep 11
+    settled=$(rss_kb "$GUST_PID")
     stop_pid "$GUST_PID"
-    results+=("{\"flows\":$flows,\"events\":$total,\"count\":$(cat "$WORK/count.json"),\"rss_kb\":$rss,\"cold_start_ms\":$COLD_START_MS}")
+    results+=("{\"flows\":$flows,\"events\":$total,\"count\":$(cat "$WORK/count.json"),\"rss_kb\":$rss,\"rss_settled_kb\":$settled,\"cold_start_ms\":$COLD_START_MS}")
 done
 echo "{\"scenario\":\"multi-flow\",\"per_flow\":$PER,\"runs\":[$(IFS=,; echo "${results[*]}")]}"

@@ -9,8 +9,10 @@
 
 #include "../common/json_out.h"
 
-/* Sizes chosen so that an entry stays near 2.5 KiB: 50 entries, ~120 KiB per unit once
- * the ring is full (with 50 flows, RSS counts it 50 times). */
+/* The most an entry keeps of each part. An entry's bytes live in a block of its own,
+ * sized to what it holds and reused by the next event in its slot, so a unit's ring
+ * costs what its events need (about 35 KiB for 50 orders events), not 50 times these
+ * maxima (with 50 flows, RSS counts every ring). */
 #define PAYLOAD_MAX 1024
 #define SUBJECT_MAX 192
 #define ERROR_MAX 256
@@ -23,20 +25,20 @@ struct emit_ref {
     uint32_t payload_bytes; /* before truncation */
 };
 
+/* bytes holds, one after the other: the subject, the error (empty when none), the
+ * payload and the kept emits' subjects and payloads (emit_ref offsets count from there). */
 struct entry {
     uint64_t seq;
     int64_t at_ms; /* wall clock, when the batch finished */
     uint32_t attempt;
     uint8_t fate;
-    uint16_t payload_len;
+    uint16_t subject_len, error_len, payload_len;
     uint32_t payload_bytes;
     uint16_t nemits;
     uint32_t emits_total;
-    char subject[SUBJECT_MAX];
-    char error[ERROR_MAX];
-    char payload[PAYLOAD_MAX];
     struct emit_ref emits[EMITS_KEPT];
-    char emit_bytes[EMIT_BYTES];
+    char *bytes;
+    size_t cap;
 };
 
 struct gust_recent {
@@ -98,25 +100,10 @@ static size_t cut(const char *s, size_t len, size_t max)
     return n > 0 ? n : max;
 }
 
-static void record_one(struct entry *e, const struct gust_batch *b, size_t i, uint8_t fate, int64_t now_ms)
+/* Plans which emits of message i are kept and how much of each (refs, offsets from the
+ * emits' base); returns the bytes they take. */
+static size_t plan_emits(struct entry *e, const struct gust_batch *b, size_t i)
 {
-    const struct gust_msg *m = &b->msgs[i];
-    e->seq = m->stream_seq;
-    e->at_ms = now_ms;
-    e->attempt = m->attempt;
-    e->fate = fate;
-    snprintf(e->subject, sizeof(e->subject), "%s", m->subject != NULL ? m->subject : "");
-    e->payload_bytes = (uint32_t)m->len;
-    e->payload_len = (uint16_t)cut(m->data, m->len, PAYLOAD_MAX);
-    memcpy(e->payload, m->data, e->payload_len);
-    e->error[0] = '\0';
-    if (fate != GUST_FATE_OK) {
-        /* error[i] is only written by a handler that failed the message. */
-        const char *why = fate == GUST_FATE_PUBLISH_FAILED ? "an emit was not stored" : b->error[i];
-        size_t n = cut(why, strlen(why), ERROR_MAX - 1);
-        memcpy(e->error, why, n);
-        e->error[n] = '\0';
-    }
     /* Emits only exist for messages that succeeded (or whose emits failed to store). */
     size_t from = i > 0 ? b->emit_end[i - 1] : 0, to = b->emit_end[i];
     if (to > b->emits.n) {
@@ -137,15 +124,56 @@ static void record_one(struct entry *e, const struct gust_batch *b, size_t i, ui
         struct emit_ref *ref = &e->emits[e->nemits++];
         ref->subject_off = (uint16_t)used;
         ref->subject_len = (uint16_t)slen;
-        memcpy(e->emit_bytes + used, em->subject, slen);
         used += slen;
         /* Each emit gets at most an equal share of what is left. */
         size_t room = (EMIT_BYTES - used) / (EMITS_KEPT - e->nemits + 1);
         ref->payload_off = (uint16_t)used;
         ref->payload_len = (uint16_t)cut(em->payload, em->len, room);
         ref->payload_bytes = (uint32_t)em->len;
-        memcpy(e->emit_bytes + used, em->payload, ref->payload_len);
         used += ref->payload_len;
+    }
+    return used;
+}
+
+static void record_one(struct entry *e, const struct gust_batch *b, size_t i, uint8_t fate, int64_t now_ms)
+{
+    const struct gust_msg *m = &b->msgs[i];
+    e->seq = m->stream_seq;
+    e->at_ms = now_ms;
+    e->attempt = m->attempt;
+    e->fate = fate;
+    const char *subject = m->subject != NULL ? m->subject : "";
+    e->subject_len = (uint16_t)cut(subject, strlen(subject), SUBJECT_MAX);
+    /* error[i] is only written by a handler that failed the message. */
+    const char *why = fate == GUST_FATE_OK             ? ""
+                      : fate == GUST_FATE_PUBLISH_FAILED ? "an emit was not stored"
+                                                         : b->error[i];
+    e->error_len = (uint16_t)cut(why, strlen(why), ERROR_MAX);
+    e->payload_bytes = (uint32_t)m->len;
+    e->payload_len = (uint16_t)cut(m->data, m->len, PAYLOAD_MAX);
+    size_t emit_bytes = plan_emits(e, b, i);
+    size_t need = (size_t)e->subject_len + e->error_len + e->payload_len + emit_bytes;
+    if (need > e->cap || e->bytes == NULL) {
+        char *p = realloc(e->bytes, need > 0 ? need : 1);
+        if (p == NULL) { /* keep what the entry says of the event, without its bytes */
+            e->subject_len = e->error_len = e->payload_len = 0;
+            e->nemits = 0;
+            return;
+        }
+        e->bytes = p;
+        e->cap = need;
+    }
+    char *w = e->bytes;
+    memcpy(w, subject, e->subject_len);
+    memcpy(w += e->subject_len, why, e->error_len);
+    memcpy(w += e->error_len, m->data, e->payload_len);
+    w += e->payload_len;
+    size_t from = i > 0 ? b->emit_end[i - 1] : 0;
+    for (size_t k = 0; k < e->nemits; k++) {
+        const struct gust_emit *em = &b->emits.v[from + k];
+        const struct emit_ref *ref = &e->emits[k];
+        memcpy(w + ref->subject_off, em->subject, ref->subject_len);
+        memcpy(w + ref->payload_off, em->payload, ref->payload_len);
     }
 }
 
@@ -206,23 +234,26 @@ int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
         char at[40];
         rfc3339_ms(at, sizeof(at), e->at_ms);
         rc = gust_buf_printf(out, "%s{\"seq\":%" PRIu64 ",\"subject\":", k > 0 ? "," : "", e->seq);
-        rc = rc ? rc : gust_json_append_string(out, e->subject, strlen(e->subject));
+        const char *subject = e->bytes != NULL ? e->bytes : ""; /* NULL: out of memory at its record */
+        const char *error = subject + e->subject_len, *payload = error + e->error_len;
+        const char *emit_bytes = payload + e->payload_len;
+        rc = rc ? rc : gust_json_append_string(out, subject, e->subject_len);
         rc = rc ? rc : gust_buf_printf(out, ",\"attempt\":%u,\"at\":\"%s\",\"outcome\":\"%s\",\"error\":", e->attempt, at,
                                        fate_names[e->fate]);
-        if (e->error[0] != '\0') {
-            rc = rc ? rc : gust_json_append_string(out, e->error, strlen(e->error));
+        if (e->error_len > 0) {
+            rc = rc ? rc : gust_json_append_string(out, error, e->error_len);
         } else {
             rc = rc ? rc : gust_buf_append(out, "null", 4);
         }
         rc = rc ? rc : gust_buf_append(out, ",", 1);
-        rc = rc ? rc : append_payload(out, e->payload, e->payload_len, e->payload_bytes);
+        rc = rc ? rc : append_payload(out, payload, e->payload_len, e->payload_bytes);
         rc = rc ? rc : gust_buf_append(out, ",\"emits\":[", 10);
         for (size_t j = 0; j < e->nemits && rc == 0; j++) {
             const struct emit_ref *ref = &e->emits[j];
             rc = gust_buf_printf(out, "%s{\"subject\":", j > 0 ? "," : "");
-            rc = rc ? rc : gust_json_append_string(out, e->emit_bytes + ref->subject_off, ref->subject_len);
+            rc = rc ? rc : gust_json_append_string(out, emit_bytes + ref->subject_off, ref->subject_len);
             rc = rc ? rc : gust_buf_append(out, ",", 1);
-            rc = rc ? rc : append_payload(out, e->emit_bytes + ref->payload_off, ref->payload_len, ref->payload_bytes);
+            rc = rc ? rc : append_payload(out, emit_bytes + ref->payload_off, ref->payload_len, ref->payload_bytes);
             rc = rc ? rc : gust_buf_append(out, "}", 1);
         }
         rc = rc ? rc : gust_buf_printf(out, "],\"emits_total\":%u}", e->emits_total);

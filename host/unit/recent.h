@@ -1,10 +1,11 @@
 /* The last events of each unit, in memory, for GET /events and the status page.
  *
- * One fixed ring of GUST_RECENT_EVENTS entries per unit name, allocated once when the
- * unit first records and kept for the life of the process (so a unit restarted by a
- * reload keeps its history). Recording copies at most a few KiB per event into the
- * ring (payloads and emits truncated), under a lock taken once per batch, and never
- * allocates. The unit's thread writes, the HTTP thread reads. */
+ * One ring of GUST_RECENT_EVENTS entries per unit name, allocated when the unit first
+ * records and kept for the life of the process (so a unit restarted by a reload keeps
+ * its history). Recording copies at most a few KiB per event (payloads and emits
+ * truncated) into its slot's own block, under a lock taken once per batch; a slot's
+ * block grows only when an event needs more than the slot's earlier ones did. The
+ * unit's thread writes, the HTTP thread reads. */
 #ifndef GUST_UNIT_RECENT_H
 #define GUST_UNIT_RECENT_H
 
