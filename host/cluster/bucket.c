@@ -1,5 +1,8 @@
 #include "bucket.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../bus/bus.h"
@@ -30,6 +33,41 @@ natsStatus gust_bucket_open(struct gust_bus *bus, const char *bucket, int replic
         *kv = NULL;
     }
     return s;
+}
+
+/* The string or number of "name" in json, into out ("" when absent). */
+static void field(const char *json, const char *name, char *out, size_t size)
+{
+    char pattern[32];
+    snprintf(pattern, sizeof(pattern), "\"%s\":", name);
+    const char *p = strstr(json, pattern);
+    out[0] = '\0';
+    if (p == NULL) {
+        return;
+    }
+    p += strlen(pattern);
+    if (*p == '"') {
+        const char *end = strchr(++p, '"');
+        if (end != NULL) {
+            snprintf(out, size, "%.*s", (int)(end - p), p);
+        }
+    } else {
+        snprintf(out, size, "%.*s", (int)strspn(p, "0123456789"), p);
+    }
+}
+
+int64_t gust_entry_read(kvEntry *e, char *holder, size_t hsize, char *config, size_t csize)
+{
+    const char *v = kvEntry_Value(e);
+    int len = kvEntry_ValueLen(e);
+    char text[400], expires[24];
+    snprintf(text, sizeof(text), "%.*s", v != NULL && len > 0 ? len : 0, v != NULL ? v : "");
+    field(text, "holder", holder, hsize);
+    if (config != NULL) {
+        field(text, "config", config, csize);
+    }
+    field(text, "expires_ms", expires, sizeof(expires));
+    return strtoll(expires, NULL, 10);
 }
 
 const char *gust_nats_reason(natsStatus s)

@@ -15,6 +15,10 @@ struct gust_bus;
  * reason in nats_GetLastError. */
 natsStatus gust_bucket_open(struct gust_bus *bus, const char *bucket, int replicas, int64_t wait_ms, jsCtx **js,
                             kvStore **kv);
+/* Reads one of our own entries, {"holder": "...", ["config": "...",] "expires_ms": N}
+ * (written by us: no escapes): holder and, when config is not NULL, config; returns
+ * expires_ms. Anything else reads as holder "" and 0: a free lease, an expired node. */
+int64_t gust_entry_read(kvEntry *e, char *holder, size_t hsize, char *config, size_t csize);
 /* nats_GetLastError when set, else the status's text. */
 const char *gust_nats_reason(natsStatus s);
 /* Unix time in ms: entries expire by it, so that peers on other machines agree (their

@@ -56,26 +56,6 @@ static int format_value(char *out, size_t size, const char *holder, int64_t expi
     return snprintf(out, size, "{\"holder\":\"%s\",\"expires_ms\":%" PRId64 "}", holder, expires_ms);
 }
 
-/* Reads a value written by format_value. Anything else counts as a free lease. */
-static void parse_value(const char *v, int len, char *holder, size_t hsize, int64_t *expires_ms)
-{
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%.*s", len < 0 ? 0 : len, v != NULL ? v : "");
-    holder[0] = '\0';
-    *expires_ms = 0;
-    const char *h = strstr(buf, "\"holder\":\"");
-    const char *e = strstr(buf, "\"expires_ms\":");
-    if (h == NULL || e == NULL) {
-        return;
-    }
-    h += 10;
-    const char *end = strchr(h, '"');
-    if (end != NULL) {
-        snprintf(holder, hsize, "%.*s", (int)(end - h), h);
-    }
-    *expires_ms = strtoll(e + 13, NULL, 10);
-}
-
 /* held and running are written under both locks (run_lock by the caller), so /units
  * may read them under lock alone. */
 static void set_state(struct gust_leases *l, struct lease *e, int held, int running)
@@ -143,8 +123,7 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
         return; /* deleted in between, or the bus is away: next poll */
     }
     char holder[128];
-    int64_t theirs = 0;
-    parse_value(kvEntry_Value(entry), kvEntry_ValueLen(entry), holder, sizeof(holder), &theirs);
+    int64_t theirs = gust_entry_read(entry, holder, sizeof(holder), NULL, 0);
     uint64_t seen_rev = kvEntry_Revision(entry);
     kvEntry_Destroy(entry);
     set_seen(l, e, holder, theirs);

@@ -37,27 +37,6 @@ struct gust_nodes {
     pthread_t thread;
 };
 
-/* The string value of "name" in one of our own entries (no escapes in them). */
-static void field(const char *json, const char *name, char *out, size_t size)
-{
-    char pattern[32];
-    snprintf(pattern, sizeof(pattern), "\"%s\":", name);
-    const char *p = strstr(json, pattern);
-    out[0] = '\0';
-    if (p == NULL) {
-        return;
-    }
-    p += strlen(pattern);
-    if (*p == '"') {
-        const char *end = strchr(++p, '"');
-        if (end != NULL) {
-            snprintf(out, size, "%.*s", (int)(end - p), p);
-        }
-    } else {
-        snprintf(out, size, "%.*s", (int)strspn(p, "0123456789"), p);
-    }
-}
-
 /* Under run_lock. */
 static natsStatus open_bucket(struct gust_nodes *n)
 {
@@ -115,15 +94,10 @@ static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count
             kvStore_Get(&e, n->kv, key) != NATS_OK) {
             continue; /* not a node, ours, or gone meanwhile */
         }
-        const char *v = kvEntry_Value(e);
-        char value[400], expires[24];
-        snprintf(value, sizeof(value), "%.*s", v != NULL ? kvEntry_ValueLen(e) : 0, v != NULL ? v : "");
-        kvEntry_Destroy(e);
         struct gust_node *p = &out[*count];
-        field(value, "holder", p->name, sizeof(p->name));
-        field(value, "config", p->config, sizeof(p->config));
-        field(value, "expires_ms", expires, sizeof(expires));
-        if (strtoll(expires, NULL, 10) > now) {
+        int64_t expires = gust_entry_read(e, p->name, sizeof(p->name), p->config, sizeof(p->config));
+        kvEntry_Destroy(e);
+        if (expires > now) {
             (*count)++;
         }
     }
