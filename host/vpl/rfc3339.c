@@ -1,6 +1,7 @@
 #include "rfc3339.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -134,4 +135,29 @@ size_t rfc3339_format(int64_t ms, char out[40])
     }
     *p = '\0';
     return (size_t)(p - out);
+}
+
+size_t rfc3339_format_cached(struct rfc3339_cache *c, int64_t ms, char out[40])
+{
+    /* Years 0-9999 only: outside, rfc3339_format clamps the milliseconds too. */
+    const int64_t lo = INT64_C(-62167219200000), hi = INT64_C(253402300800000);
+    if (ms < lo || ms >= hi)
+        return rfc3339_format(ms, out);
+    int64_t sec = (ms - lo) / 1000;
+    unsigned milli = (unsigned)((ms - lo) % 1000);
+    if (!c->valid || c->sec != sec) {
+        size_t n = rfc3339_format(ms, out);
+        if (n == sizeof(c->text)) {
+            memcpy(c->text, out, n);
+            c->sec = sec;
+            c->valid = 1;
+        }
+        return n;
+    }
+    memcpy(out, c->text, sizeof(c->text));
+    out[20] = (char)('0' + milli / 100);
+    out[21] = (char)('0' + milli / 10 % 10);
+    out[22] = (char)('0' + milli % 10);
+    out[24] = '\0';
+    return sizeof(c->text);
 }

@@ -10,4 +10,13 @@ int rfc3339_parse(const char *s, size_t len, int64_t *ms);
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ"; returns the length (24 for years 0-9999). */
 size_t rfc3339_format(int64_t ms, char out[40]);
 
+/* The text of the last second formatted: alerts come in time order, many in one second,
+ * and a date costs a few hundred instructions. Zeroed before first use. */
+struct rfc3339_cache {
+    int64_t sec;
+    int valid;
+    char text[24];
+};
+size_t rfc3339_format_cached(struct rfc3339_cache *c, int64_t ms, char out[40]);
+
 #endif

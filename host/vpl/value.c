@@ -217,15 +217,14 @@ int value_order(const struct vval *a, const struct vval *b, int *out)
 }
 
 /* What the %.15g/%.16g/%.17g round-trip loop below prints for a non-integral f that
- * has a short exact decimal form (m / 10^k, m < 2^53, 1e-4 <= |f| < 1e15), without
+ * has a short exact decimal form (m / 10^k, m < 2^51, 1e-4 <= |f| < 1e15), without
  * snprintf and strtod: 0 when f has none (the loop then runs).
  *
  * For the smallest k whose nearest k-decimal m / 10^k reads back as f (that division
  * rounds once, so it is what strtod returns), m has the fewest significant digits of
  * any decimal that reads back, so %.Ng with the loop's N prints exactly m's digits:
  * N = 15 rounds to the only 15-digit decimal in f's rounding interval when one exists,
- * and N = 16 or 17 rounds to the nearest, which is m. m is the true nearest because
- * the residue f * 10^k - m, exact through fma, is kept clear of one half. */
+ * and N = 16 or 17 rounds to the nearest, which is m. */
 static int short_fraction(double f, char out[32])
 {
     static const double p10[18] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
@@ -234,14 +233,17 @@ static int short_fraction(double f, char out[32])
     if (!(a >= 1e-4 && a < 1e15))
         return 0;
     for (int k = 1; k <= 17; k++) {
+        /* Below 2^51 the doubles that read back as a, scaled by 10^k, span less than
+         * half a unit (an ulp of a times 10^k is under twice an ulp of x, at most 1/4):
+         * only the integer m nearest a*10^k can be the k-digit form, and only when it
+         * is within 1/4 of it. r is that distance, exact (fma rounds once, and the
+         * difference is small). */
         double x = a * p10[k];
-        if (x >= 9007199254740992.0)
+        if (x >= 2251799813685248.0)
             return 0;
         double m = nearbyint(x);
         double r = fma(a, p10[k], -m);
-        if (fabs(r) > 0.49)
-            return 0; /* too near a tie to trust */
-        if (m / p10[k] != a)
+        if (fabs(r) > 0.25 || m / p10[k] != a)
             continue;
         uint64_t u = (uint64_t)m, scale = (uint64_t)p10[k];
         uint64_t ip = u / scale, fp = u % scale;

@@ -1,10 +1,14 @@
 /* API-level tests of the VPL engine: what the detect unit relies on beyond the
  * JSON-lines cases (bindings, outputs, default types, error codes, limits, stats,
  * number and string output). */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rfc3339.h"
+#include "value.h"
 #include "vpl.h"
 
 static int failures;
@@ -201,8 +205,82 @@ static void test_errors(void)
     vpl_engine_destroy(NULL);
 }
 
+/* format_double's shortcuts print what the %.15g/%.16g/%.17g round-trip loop prints:
+ * decimals of 1 to 6 places across magnitudes (timestamps in ms with a fraction among
+ * them), near-ties at a shorter length (x.x5, x.x05), and random bit patterns. */
+static void check_double(double f)
+{
+    char got[32], want[32];
+    if (!isfinite(f))
+        return; /* printed as JSON null or NaN/inf by design */
+    format_double(f, got, 0);
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(want, sizeof(want), "%.*g", prec, f);
+        if (strtod(want, NULL) == f)
+            break;
+    }
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "format_double(%.17g): %s, the round-trip loop: %s\n", f, got, want);
+        failures++;
+    }
+}
+
+static uint64_t xorshift64(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void test_format_double(void)
+{
+    uint64_t x = 88172645463325252ull;
+#define NEXT() xorshift64(&x)
+    static const double scale[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = NEXT();
+        int places = 1 + (int)(r % 6);
+        uint64_t mag = NEXT() % 100000000000000000ull; /* up to 17 digits */
+        mag /= (uint64_t)scale[NEXT() % 6] * (NEXT() % 1000 + 1);
+        double f = (double)mag / scale[places - 1];
+        check_double(f);
+        check_double(-f);
+        check_double(1764400000000.0 + (double)(i % 1000) / 1000.0);
+        check_double(nextafter(f, 0));
+        uint64_t bits = NEXT();
+        double g;
+        memcpy(&g, &bits, sizeof(g));
+        check_double(g);
+    }
+#undef NEXT
+    for (int i = 0; i < 1000; i++) {
+        check_double(i + 0.05);
+        check_double(i + 0.005);
+        check_double(i * 10 + 0.45);
+        check_double(1e12 + i + 0.5);
+    }
+}
+
+/* The cached timestamp text is the uncached one, across seconds, days, 1970 and the
+ * clamped years. */
+static void test_rfc3339_cache(void)
+{
+    struct rfc3339_cache c = {0};
+    static const int64_t from[] = {INT64_C(1764400000000) - 1500, -2500, INT64_C(-62167219200000) - 1500,
+                                   INT64_C(253402300800000) - 1500};
+    for (size_t f = 0; f < sizeof(from) / sizeof(from[0]); f++)
+        for (int64_t ms = from[f]; ms < from[f] + 3000; ms += 7) {
+            char got[40], want[40];
+            size_t n = rfc3339_format_cached(&c, ms, got);
+            CHECK(n == rfc3339_format(ms, want) && strcmp(got, want) == 0);
+        }
+}
+
 int main(void)
 {
+    test_format_double();
+    test_rfc3339_cache();
     test_bindings_and_outputs();
     test_values_out();
     test_limits_and_memory();

@@ -260,7 +260,7 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
     if (e->sym_timestamp == SYM_NONE || event_get(ev, e->sym_timestamp) == NULL) {
         char ts[40];
         rc |= buf_puts(b, ",\"timestamp\":\"");
-        rc |= buf_put(b, ts, rfc3339_format(ev->time, ts));
+        rc |= buf_put(b, ts, rfc3339_format_cached(&e->tstext, ev->time, ts));
         rc |= buf_putc(b, '"');
     }
     const uint32_t *keys = event_keys(ev);

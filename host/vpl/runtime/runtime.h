@@ -9,6 +9,7 @@
 #include "json.h"
 #include "program.h"
 #include "ptab.h"
+#include "rfc3339.h"
 
 /* A match waiting to be emitted: runs completed by one event come out in creation
  * order, so matches are collected during the pass and sorted. */
@@ -40,6 +41,7 @@ struct vpl_engine {
     struct buf key;       /* partition key text */
     struct buf *keytext;  /* per symbol, built on first use: ,"name": */
     struct buf *headtext; /* per stream, built on first use: {"event_type":"Name" */
+    struct rfc3339_cache tstext; /* the alerts' "timestamp" */
     int64_t *clock;       /* per routing type: event-time clock */
     struct sstate *ss;    /* per stream */
     struct vpl_event **held; /* frozen copies owned by transient events until the input ends */
