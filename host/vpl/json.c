@@ -236,7 +236,7 @@ static const uint8_t plain[256] = {
 /* Length of the prefix of s[0..n) made of plain bytes, eight at a time (a little-
  * endian load): a byte is plain when it is not below 0x20, at or above 0x80, '"' or
  * '\\'. */
-static inline size_t plain_run(const unsigned char *s, size_t n)
+static inline __attribute__((always_inline)) size_t plain_run(const unsigned char *s, size_t n)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     size_t i = 0;
@@ -284,8 +284,8 @@ static int is_hex(unsigned char c)
  * control characters, UTF-8 lead and continuation bytes), and leaves *pp after the
  * closing quote. *body and *blen: the raw bytes between the quotes; *esc: whether
  * there is a backslash among them. */
-static int scan_string(struct decoder *d, const char **pp, const char *end, const char **body,
-                       size_t *blen, int *esc)
+static int scan_string_full(struct decoder *d, const char **pp, const char *end, const char **body,
+                            size_t *blen, int *esc)
 {
     const unsigned char *p = (const unsigned char *)*pp + 1, *e = (const unsigned char *)end;
     const unsigned char *start = p;
@@ -336,6 +336,23 @@ static int scan_string(struct decoder *d, const char **pp, const char *end, cons
     *blen = (size_t)(p - start);
     *pp = (const char *)p + 1;
     return 0;
+}
+
+/* scan_string for the common case, inlined where tokens are read: printable ASCII up to
+ * the closing quote. */
+static inline int scan_string(struct decoder *d, const char **pp, const char *end, const char **body,
+                              size_t *blen, int *esc)
+{
+    const char *p = *pp + 1;
+    size_t n = plain_run((const unsigned char *)p, (size_t)(end - p));
+    if (p + n < end && p[n] == '"') {
+        *body = p;
+        *blen = n;
+        *esc = 0;
+        *pp = p + n + 1;
+        return 0;
+    }
+    return scan_string_full(d, pp, end, body, blen, esc);
 }
 
 static unsigned hex4(const unsigned char *s, const unsigned char *end)
@@ -510,64 +527,69 @@ int decimal_to_double(const char *s, size_t n, double *out)
     return 1;
 }
 
-/* Parses the JSON number at *pp (grammar checked as yajl's lexer does) into v. */
+/* Reads the JSON number at *pp (grammar checked as yajl's lexer does) and, when v is
+ * not NULL, its value, in the same pass: the digits accumulate while they are checked.
+ * An integer that fits i64 stays one (beyond, Varpulis reads a float, u64 included); a
+ * decimal with at most 19 significant digits, a mantissa up to 2^53 and a power of ten
+ * up to 22 converts exactly with one multiplication or division (Clinger's fast path,
+ * as decimal_to_double); anything else goes to strtod. */
 static int scan_number(struct decoder *d, const char **pp, const char *end, struct vval *v)
 {
     const char *s = *pp, *p = s;
-    int is_float = 0;
-    if (p < end && *p == '-')
-        p++;
+    uint64_t m = 0;
+    int digits = 0, exp10 = 0, is_float = 0, exact = 1;
+    int neg = p < end && *p == '-';
+    p += neg;
     if (p >= end || *p < '0' || *p > '9')
         return fail(d, p, "a digit is required after the minus sign");
     if (*p == '0')
         p++;
     else
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            if (++digits <= 19)
+                m = m * 10 + (uint64_t)(*p - '0');
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return fail(d, p, "a digit is required after the decimal point");
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            exp10--;
+            if (m == 0 && *p == '0')
+                continue; /* a leading zero of the mantissa */
+            if (++digits <= 19)
+                m = m * 10 + (uint64_t)(*p - '0');
+        }
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_float = 1;
         p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
+        int eneg = p < end && (*p == '+' || *p == '-') ? *p++ == '-' : 0, e = 0;
         if (p >= end || *p < '0' || *p > '9')
             return fail(d, p, "a digit is required after the exponent");
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            if (e < 10000)
+                e = e * 10 + (*p - '0');
+        exp10 += eneg ? -e : e;
     }
     *pp = p;
-    size_t n = (size_t)(p - s);
-    if (!is_float) {
-        /* Beyond i64 Varpulis reads a float (u64 included). */
-        const char *q = s + (*s == '-');
-        uint64_t u = 0;
-        int ok = 1;
-        for (; q < p; q++) {
-            unsigned dgt = (unsigned)(*q - '0');
-            if (u > (UINT64_MAX - dgt) / 10) {
-                ok = 0;
-                break;
-            }
-            u = u * 10 + dgt;
-        }
-        if (ok && *s == '-' && u <= (UINT64_C(1) << 63)) {
-            *v = v_int(u == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)u);
-            return 0;
-        }
-        if (ok && *s != '-' && u <= (uint64_t)INT64_MAX) {
-            *v = v_int((int64_t)u);
-            return 0;
-        }
+    if (v == NULL)
+        return 0;
+    if (digits > 19)
+        exact = 0;
+    else if (!is_float && (neg ? m <= (UINT64_C(1) << 63) : m <= (uint64_t)INT64_MAX)) {
+        *v = v_int(!neg ? (int64_t)m : m == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)m);
+        return 0;
     }
     double f;
-    if (!decimal_to_double(s, n, &f)) {
+    if (exact && m <= (UINT64_C(1) << 53) && (m == 0 || (exp10 >= -22 && exp10 <= 22))) {
+        f = (double)m;
+        if (m != 0)
+            f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
+        if (neg)
+            f = -f;
+    } else {
+        size_t n = (size_t)(p - s);
         char tmp[64];
         char *z = n < sizeof(tmp) ? tmp : arena_alloc(d->arena, n + 1);
         if (z == NULL) {
@@ -589,16 +611,21 @@ static int on_scalar(struct decoder *d, struct vval v)
     return keep_value(d) ? push(d, v) : 0;
 }
 
-static int on_number(struct decoder *d, struct vval v)
+/* A number: converted only when it is kept or is a time the decoder reads. */
+static int on_number(struct decoder *d, const char **pp, const char *end)
 {
     struct frame *f = top_special(d);
+    int keep = keep_value(d);
+    struct vval v;
+    if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0)
+        return -1;
     if (f != NULL && v.t == V_INT) {
         if (f->special == SP_TS)
             d->t_ts = v.u.i, d->has_ts = 1;
         else if (f->special == SP_TIMESTAMP)
             d->t_timestamp = v.u.i, d->has_timestamp = 1;
     }
-    return on_scalar(d, v);
+    return keep ? push(d, v) : 0;
 }
 
 /* A string value: body[0..n) raw, esc when it has escapes. */
@@ -852,10 +879,7 @@ static int parse(struct decoder *d, const char *json, size_t len)
                 if (rc == 0)
                     rc = on_string(d, body, n, esc, end);
             } else if (c == '-' || (c >= '0' && c <= '9')) {
-                struct vval v;
-                rc = scan_number(d, &p, end, &v);
-                if (rc == 0)
-                    rc = on_number(d, v);
+                rc = on_number(d, &p, end);
             } else if (c == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
                 p += 4;
                 rc = on_scalar(d, v_bool(1));
