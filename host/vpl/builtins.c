@@ -112,6 +112,13 @@ static struct vval f_trim(const struct ectx *c, const struct vval *a, uint32_t n
     return v_str(s + b, e - b);
 }
 
+/* memmem, with memchr for the common one-byte separator (memmem's setup cost more than
+ * the search on short strings). */
+static const char *find_sep(const char *s, size_t n, const char *sep, size_t slen)
+{
+    return slen == 1 ? memchr(s, sep[0], n) : memmem(s, n, sep, slen);
+}
+
 static struct vval f_split(const struct ectx *c, const struct vval *a, uint32_t n,
                            const struct expr *x)
 {
@@ -121,7 +128,7 @@ static struct vval f_split(const struct ectx *c, const struct vval *a, uint32_t 
     uint32_t len = a[0].n, slen = a[1].n;
     uint32_t parts = 1;
     if (slen > 0)
-        for (const char *p = s; (p = memmem(p, len - (uint32_t)(p - s), sep, slen)) != NULL;
+        for (const char *p = s; (p = find_sep(p, len - (uint32_t)(p - s), sep, slen)) != NULL;
              p += slen)
             parts++;
     struct vval *items;
@@ -130,7 +137,7 @@ static struct vval f_split(const struct ectx *c, const struct vval *a, uint32_t 
         return out;
     const char *start = s;
     for (uint32_t i = 0; i + 1 < parts; i++) {
-        const char *p = memmem(start, len - (uint32_t)(start - s), sep, slen);
+        const char *p = find_sep(start, len - (uint32_t)(start - s), sep, slen);
         items[i] = v_str(start, (uint32_t)(p - start));
         start = p + slen;
     }

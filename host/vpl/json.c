@@ -43,6 +43,14 @@ struct frame {
     uint32_t sym;
 };
 
+/* A top-level key of the last event and what it resolved to. */
+struct shape_key {
+    const struct dname *nm;
+    uint32_t len;
+    char text[28];
+};
+#define SHAPE_KEYS 16
+
 struct decoder {
     const struct symtab *syms;
     struct vpl_limits lim;
@@ -62,6 +70,10 @@ struct decoder {
     uint8_t has_at, has_ts, has_timestamp;
     uint64_t truncated;
     struct vpl_event *ev;
+    /* Events of one kind repeat their keys in one order: the i-th key compared with
+     * the last event's i-th saves hashing and probing it. */
+    struct shape_key shape[SHAPE_KEYS];
+    uint32_t nkey; /* top-level keys read so far in this event */
     const char *err; /* what was wrong */
     size_t errpos;
 };
@@ -734,7 +746,19 @@ static int on_key(struct decoder *d, const char *body, size_t n, int esc, const 
         f->klen = (uint32_t)len;
         return 0;
     }
-    const struct dname *nm = names_get(d, k, len);
+    const struct dname *nm;
+    struct shape_key *sh = d->nkey < SHAPE_KEYS ? &d->shape[d->nkey] : NULL;
+    d->nkey++;
+    if (sh != NULL && sh->len == len && memcmp(sh->text, k, len) == 0) {
+        nm = sh->nm;
+    } else {
+        nm = names_get(d, k, len);
+        if (sh != NULL && len <= sizeof(sh->text)) {
+            memcpy(sh->text, k, len);
+            sh->len = (uint32_t)len;
+            sh->nm = nm;
+        }
+    }
     f->special = nm ? nm->special : SP_NONE;
     const struct sym *sym = nm ? nm->sym : NULL;
     f->drop = f->special == SP_TYPE || sym == NULL || !sym->field;
@@ -760,11 +784,15 @@ static int close_container(struct decoder *d)
         }
         uint32_t *keys = event_keys_room(ev, n);
         uint32_t m = 0;
+        uint64_t seen = 0; /* symbols below 64 already placed: no search for a new one */
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t j = 0;
-            while (j < m && keys[j] != items[i].sym)
-                j++;
-            keys[j] = items[i].sym;
+            uint32_t sym = items[i].sym, j = m;
+            uint64_t bit = sym < 64 ? UINT64_C(1) << sym : 0;
+            if (bit == 0 || (seen & bit) != 0)
+                for (j = 0; j < m && keys[j] != sym;)
+                    j++;
+            seen |= bit;
+            keys[j] = sym;
             ev->vals[j] = items[i].v;
             m += j == m;
         }
@@ -928,6 +956,7 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
     d->arena = a;
     d->nst = d->depth = 0;
     d->nsk = 0;
+    d->nkey = 0;
     d->oom = 0;
     d->type = NULL;
     d->type_len = 0;
