@@ -683,15 +683,7 @@ static int on_string(struct decoder *d, const char *body, size_t n, int esc, con
         len = cut;
         d->truncated++;
     }
-    if (!esc) {
-        if ((s = arena_strndup(d->arena, s, len)) == NULL) {
-            d->oom = 1;
-            return -1;
-        }
-    } else {
-        ((char *)s)[len] = '\0';
-    }
-    return push(d, v_str(s, (uint32_t)len));
+    return push(d, v_str(s, (uint32_t)len)); /* a string without escapes stays in the input */
 }
 
 static int skip_push(struct decoder *d, int is_map)
@@ -738,10 +730,6 @@ static int on_key(struct decoder *d, const char *body, size_t n, int esc, const 
     if (esc && (k = decode_string(d, body, n, end, &len)) == NULL)
         return -1;
     if (d->depth > 1) {
-        if (!esc && (k = arena_strndup(d->arena, body, n)) == NULL) {
-            d->oom = 1;
-            return -1;
-        }
         f->k = k;
         f->klen = (uint32_t)len;
         return 0;

@@ -22,7 +22,7 @@
 struct decoder;
 
 struct decoded {
-    struct vpl_event *ev; /* transient, in the arena */
+    struct vpl_event *ev; /* transient: in the arena, its strings there or in the input */
     const char *type;     /* event_type, or NULL when the payload has none */
     uint32_t type_len;
     int has_time;
@@ -33,7 +33,9 @@ struct decoded {
 struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limits *limits);
 void decoder_destroy(struct decoder *d);
 
-/* 0, VPL_EJSON (message in err[0..errlen)) or VPL_ENOMEM. */
+/* 0, VPL_EJSON (message in err[0..errlen)) or VPL_ENOMEM. The event's strings are
+ * slices (not NUL-terminated) of json where they had no escapes, of the arena where
+ * they had: json must outlive the event, as the arena must. */
 int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
                 struct decoded *out, char *err, size_t errlen);
 
