@@ -328,13 +328,10 @@ static struct vval member(struct vval o, const char *k, uint32_t klen)
     return v_missing();
 }
 
-struct vval eval(const struct expr *x, const struct ectx *c)
+/* Every kind of node but the two leaves eval() answers itself. */
+static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
     switch (x->kind) {
-    case X_LIT:
-        return x->lit;
-    case X_FIELD:
-        return field_of(c->ev ? c->ev : &no_event, x->id);
     case X_ALIAS_FIELD:
         return field_of(alias_event(c, x->slot), x->id);
     case X_KLEENE_LEN:
@@ -406,6 +403,17 @@ struct vval eval(const struct expr *x, const struct ectx *c)
         /* X_NAME, X_CALL: the checker resolves every one of them. */
         return v_missing();
     }
+}
+
+/* Literals and fields are most of the nodes evaluated; answering them here spares them
+ * eval_node's frame (six saved registers and a jump table), a tenth of evaluating. */
+struct vval eval(const struct expr *x, const struct ectx *c)
+{
+    if (x->kind == X_LIT)
+        return x->lit;
+    if (x->kind == X_FIELD)
+        return field_of(c->ev ? c->ev : &no_event, x->id);
+    return eval_node(x, c);
 }
 
 int eval_true(const struct expr *x, const struct ectx *c)
