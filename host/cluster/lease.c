@@ -411,10 +411,10 @@ const char *gust_leases_self(const struct gust_leases *l)
     return l->self;
 }
 
-void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out)
+void gust_leases_render_fields(struct gust_leases *l, struct gust_buf *out)
 {
     pthread_mutex_lock(&l->lock);
-    gust_buf_append(out, "{\"self\":", 8);
+    gust_buf_append(out, "\"self\":", 7);
     gust_json_append_string(out, l->self, strlen(l->self));
     gust_buf_append(out, ",\"leases\":[", 11);
     int64_t now = gust_wall_ms();
@@ -434,6 +434,6 @@ void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out)
         }
         gust_buf_printf(out, ",\"expires_ms\":%" PRId64 "}", e->expires_ms);
     }
-    gust_buf_append(out, "]}", 2);
+    gust_buf_append(out, "]", 1);
     pthread_mutex_unlock(&l->lock);
 }

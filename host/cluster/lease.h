@@ -61,8 +61,9 @@ void gust_leases_prune(struct gust_leases *l);
 /* This process's name in the lease values (node_name, or host:pid). */
 const char *gust_leases_self(const struct gust_leases *l);
 
-/* {"self": "...", "leases": [{"name", "held", "running", "holder", "expires_ms"}]},
- * the holder as last seen in the bucket. */
-void gust_leases_render_json(struct gust_leases *l, struct gust_buf *out);
+/* The members "self": "...", "leases": [{"name", "held", "running", "holder",
+ * "expires_ms"}] of the caller's object (/units' "cluster"), the holder as last seen in
+ * the bucket. */
+void gust_leases_render_fields(struct gust_leases *l, struct gust_buf *out);
 
 #endif

@@ -172,14 +172,13 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
     }
     gust_buf_append(out, "]", 1);
     if (u->leases != NULL) {
-        gust_buf_append(out, ",\"cluster\":", 11);
-        gust_leases_render_json(u->leases, out);
+        gust_buf_append(out, ",\"cluster\":{", 12);
+        gust_leases_render_fields(u->leases, out);
         if (u->nodes != NULL) {
-            out->len--; /* the cluster object's closing brace: the node directory goes in it */
             gust_buf_append(out, ",\"nodes\":", 9);
             gust_nodes_render_json(u->nodes, out);
-            gust_buf_append(out, "}", 1);
         }
+        gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "}\n", 2);
     pthread_mutex_unlock(&u->lock);
