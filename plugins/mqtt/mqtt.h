@@ -4,10 +4,12 @@
  *   mqtt_conf.c     keys both types share (broker, credentials, TLS), error helper
  *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
- *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
- *   mqtt_sock.c     TCP (+TLS) connection with non-blocking I/O for mqtt_in
+ *   mqtt_wire.c     MQTT 3.1.1 packets for the plugin's own clients (both types)
+ *   mqtt_sock.c     TCP (+TLS) connection with non-blocking I/O (both types)
  *   mqtt_in.c       the source: network thread, in-flight ring, deferred PUBACKs
- *   mqtt_out.c      the sink, on libmosquitto
+ *   mqtt_out.c      the sink: a batch's PUBLISHes in one write, PUBACKs read on the
+ *                   unit's thread; mqtt_out_conn.c its connection, mqtt_out_keeper.c
+ *                   the thread that keeps it between batches
  *   mqtt_topic_tpl.c  mqtt_out's topic templates ({subject}, {payload.FIELD}) */
 #ifndef GUST_MQTT_H
 #define GUST_MQTT_H

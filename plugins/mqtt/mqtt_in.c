@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mqtt_in.h"
@@ -33,13 +32,6 @@ const struct gust_schema_key mqtt_in_schema[] = {
     {"reconnect_max", GUST_T_DURATION, "10s", 0, "longest wait between reconnect attempts"},
     {NULL, 0, NULL, 0, NULL},
 };
-
-int64_t mqtt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err *err)
 {

@@ -87,8 +87,6 @@ struct mqtt_in {
     size_t outstanding; /* publishes whose callback has not run yet */
 };
 
-int64_t mqtt_now_ms(void);
-
 /* mqtt_in_ring.c */
 /* Takes one PUBLISH read off the wire (the ring has room); -1 when out of memory. */
 int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p);

@@ -213,7 +213,7 @@ def make_certs(tmp):
 
 
 def test_tls(t, tmp, nats):
-    """mqtt_in's own TLS client and mqtt_out's libmosquitto one against a TLS listener;
+    """mqtt_in's and mqtt_out's own TLS clients against a TLS listener;
     a CA that did not sign the broker's certificate is a clear error."""
     ca, cert, key, other = make_certs(tmp)
     broker = Mosquitto(tmp, tls=(ca, cert, key))
