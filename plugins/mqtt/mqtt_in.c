@@ -140,6 +140,7 @@ static void *run(void *arg)
 {
     struct mqtt_in *in = arg;
 
+    in_network_thread = in;
     mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
                    in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
     while (!atomic_load(&in->stopping)) {
@@ -157,6 +158,10 @@ static void *run(void *arg)
         }
         if (in->nretry && wait > 50) {
             wait = 50;
+        }
+        if (in->self_woken) {
+            in->self_woken = 0; /* set and read on this thread only: no lock */
+            continue;           /* completions queued by this thread: handle them before sleeping */
         }
 
         int room = in->count < in->cap, sock = in->sock != NULL;
