@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mqtt_in.h"
@@ -33,13 +32,6 @@ const struct gust_schema_key mqtt_in_schema[] = {
     {"reconnect_max", GUST_T_DURATION, "10s", 0, "longest wait between reconnect attempts"},
     {NULL, 0, NULL, 0, NULL},
 };
-
-int64_t mqtt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err *err)
 {
@@ -148,6 +140,7 @@ static void *run(void *arg)
 {
     struct mqtt_in *in = arg;
 
+    in_network_thread = in;
     mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
                    in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
     while (!atomic_load(&in->stopping)) {
@@ -165,6 +158,10 @@ static void *run(void *arg)
         }
         if (in->nretry && wait > 50) {
             wait = 50;
+        }
+        if (in->self_woken) {
+            in->self_woken = 0; /* set and read on this thread only: no lock */
+            continue;           /* completions queued by this thread: handle them before sleeping */
         }
 
         int room = in->count < in->cap, sock = in->sock != NULL;

@@ -9,7 +9,10 @@
  *
  * Threads: one network thread owns the socket, the ring and the connection. Bus threads
  * run on_stored (the publish callback): it only records the outcome in a queue under
- * `lock` and wakes the network thread through an eventfd.
+ * `lock` and wakes the network thread through an eventfd. On the edge path (and for a
+ * publish the host refuses at once) on_stored runs inside publish, on the network thread
+ * itself: then it only sets `self_woken`, and the loop goes round again instead of
+ * polling, which spares an eventfd write, a poll and a read per socket read.
  *
  * The ring holds every message from when it is read off the socket until its PUBACK is
  * queued, in the order the broker sent them, so PUBACKs go out in that order (MQTT 3.1.1
@@ -31,7 +34,8 @@ enum { C_DOWN, C_CONNECTING, C_UP };            /* connection states */
 
 struct in_entry {
     struct mqtt_in *in; /* for on_stored, which only gets the entry */
-    char *buf;          /* owned: subject, NUL, payload */
+    char *buf;          /* owned: subject, NUL, payload; kept for the next message (KEEP_BUF) */
+    size_t buf_cap;
     const char *subject;
     const char *data;
     size_t len;
@@ -85,9 +89,11 @@ struct mqtt_in {
     size_t *cq; /* indexes of entries whose publish completed */
     size_t cq_len;
     size_t outstanding; /* publishes whose callback has not run yet */
+    int self_woken;     /* a completion was queued on the network thread (which alone sets and reads it) */
 };
 
-int64_t mqtt_now_ms(void);
+/* The instance whose network thread this is (NULL on other threads). */
+extern __thread struct mqtt_in *in_network_thread;
 
 /* mqtt_in_ring.c */
 /* Takes one PUBLISH read off the wire (the ring has room); -1 when out of memory. */

@@ -194,7 +194,8 @@ int in_conn_read(struct mqtt_in *in)
             in->rbuf = b;
             in->rcap += 2 * READ_CHUNK;
         }
-        ssize_t n = mqtt_sock_read(in->sock, in->rbuf + in->rlen, in->rcap - in->rlen, &err);
+        size_t room = in->rcap - in->rlen;
+        ssize_t n = mqtt_sock_read(in->sock, in->rbuf + in->rlen, room, &err);
         if (n < 0) {
             /* What came before the end still counts: a refusing CONNACK arrives together
              * with the broker's FIN, and its reason is the one worth logging. */
@@ -209,6 +210,9 @@ int in_conn_read(struct mqtt_in *in)
         in->rlen += (size_t)n;
         got += (size_t)n;
         in->last_recv = mqtt_now_ms();
+        if ((size_t)n < room) {
+            break; /* drained: another read would only say EAGAIN; poll tells when more comes */
+        }
     }
     return 0;
 }

@@ -15,6 +15,12 @@
 
 #include "mqtt_in.h"
 
+/* An entry's buffer up to this size is kept for its next message: a steady stream then
+ * costs no malloc/free per message. */
+#define KEEP_BUF 65536
+
+__thread struct mqtt_in *in_network_thread;
+
 void in_on_stored(void *ud, int status, uint64_t seq, const char *error)
 {
     struct in_entry *e = ud;
@@ -30,7 +36,9 @@ void in_on_stored(void *ud, int status, uint64_t seq, const char *error)
     in->cq[in->cq_len++] = (size_t)(e - in->ring);
     /* Wake the network thread once per batch of completions. Done under the lock: once
      * outstanding reaches 0 the instance may be freed, so nothing is touched after. */
-    if (in->cq_len == 1 && write(in->wake_fd, &one, sizeof(one)) < 0) {
+    if (in_network_thread == in) {
+        in->self_woken = 1;
+    } else if (in->cq_len == 1 && write(in->wake_fd, &one, sizeof(one)) < 0) {
         /* an eventfd write only fails on overflow, and then it is readable anyway */
     }
     if (--in->outstanding == 0) {
@@ -97,9 +105,13 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p)
     char *wrapped = NULL;
     const void *data = p->payload;
     size_t len = p->payload_len, slen;
+    char *buf = e->buf; /* kept across the reset */
+    size_t buf_cap = e->buf_cap;
 
     in->count++;
     memset(e, 0, sizeof(*e));
+    e->buf = buf;
+    e->buf_cap = buf_cap;
     e->in = in;
     e->epoch = in->epoch;
     e->id = p->id;
@@ -124,8 +136,13 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p)
         in->wrapped++;
     }
     slen = in->subject ? strlen(in->subject) : strlen(in->prefix) + 2 + 7 * (p->topic_len + 1);
-    if (!(e->buf = malloc(slen + 1 + len))) {
-        goto nomem;
+    if (e->buf_cap < slen + 1 + len) {
+        free(e->buf);
+        e->buf_cap = 0;
+        if (!(e->buf = malloc(slen + 1 + len))) {
+            goto nomem;
+        }
+        e->buf_cap = slen + 1 + len;
     }
     if (in->subject) {
         memcpy(e->buf, in->subject, slen + 1);
@@ -201,8 +218,11 @@ void in_ring_progress(struct mqtt_in *in)
         if (e->qos == 1 && e->ack && e->epoch == in->epoch && in->sock && mqtt_wire_puback(&in->out, e->id) != 0) {
             break; /* out of memory: try again on the next round */
         }
-        free(e->buf);
-        e->buf = NULL;
+        if (e->buf_cap > KEEP_BUF) {
+            free(e->buf);
+            e->buf = NULL;
+            e->buf_cap = 0;
+        }
         e->state = E_FREE;
         in->head = (in->head + 1) % in->cap;
         in->count--;

@@ -1,4 +1,4 @@
-/* mqtt_out: a sink that publishes each message to an MQTT topic (libmosquitto).
+/* mqtt_out: a sink that publishes each message to an MQTT topic.
  *
  *   sink lights { use mqtt_out; source ev.cmd.>; broker 127.0.0.1:1883;
  *                 topic_from_subject on; topic_strip ev.cmd; qos 1; }
@@ -11,14 +11,13 @@
  *   a topic or payload the protocol cannot carry, or a template field the payload lacks:
  *     REJECTED (max_deliver, then DLQ)
  *
- * libmosquitto runs its own network thread (loop_start): it answers keepalives between
- * batches, reconnects with backoff, and mosquitto_publish is thread-safe in that mode.
- * deliver() publishes the batch from the unit's thread and waits on a condition variable
- * that on_publish (the network thread) signals. Driving mosquitto_loop from deliver()
- * instead was measured (sink only, batches of 256, 30 000 messages): 17 ms against 19 ms
- * per batch waiting for PUBACKs, within the noise of the broker, which is the bottleneck
- * (it reads one packet per event-loop turn). Not worth leaving the connection unserved
- * (no PINGREQ, no reconnect) between batches. */
+ * deliver() encodes the batch's PUBLISH packets into one buffer (at most max_inflight
+ * QoS 1 ones awaiting their PUBACK at a time), writes it, and reads the PUBACKs on the
+ * unit's thread; mqtt_out.h says why this is not libmosquitto any more, and
+ * mqtt_out_keeper.c who looks after the connection between batches. The session is
+ * clean: what the broker has not PUBACKed when the connection goes is retried by the
+ * host, in order. libmosquitto is still linked for its topic and UTF-8 checks, the
+ * broker's own, so that a topic the broker would drop the connection for is REJECTED. */
 #include <errno.h>
 #include <mosquitto.h>
 #include <pthread.h>
@@ -27,33 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt.h"
+#include "mqtt_out.h"
 
 #define NO_SLOT UINT32_MAX
-
-struct mqtt_out {
-    struct gust_instance *inst;
-    const struct gust_cfg *cfg;
-    struct mqtt_conf conf;
-    char client_id[160];
-    const char *topic;        /* fixed topic, or NULL: from the subject or a template */
-    struct mqtt_tpl *tpl;     /* owned: `topic` with {subject} / {payload.FIELD} */
-    const char *topic_strip;  /* subject prefix removed first */
-    const char *topic_prefix; /* prepended to the mapped topic */
-    int max_inflight;
-    struct mosquitto *mosq;
-    int loop_started;
-
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int connected;
-    uint64_t conn_gen;   /* bumped on every connect and disconnect */
-    char last_error[160];
-    /* The batch being delivered: mid -> index in it, and which are acked. */
-    uint32_t *slot_of_mid; /* 65536 entries */
-    uint8_t *acked;  /* 1: the broker took it; 2: settled here (rejected) */
-    size_t acked_cap, nacked, want;
-};
 
 const struct gust_schema_key mqtt_out_schema[] = {
     MQTT_COMMON_KEYS,
@@ -67,77 +42,6 @@ const struct gust_schema_key mqtt_out_schema[] = {
     {"max_inflight", GUST_T_INT, "1024", 0, "QoS 1 messages awaiting their PUBACK at once"},
     {NULL, 0, NULL, 0, NULL},
 };
-
-static void on_connect(struct mosquitto *m, void *ud, int rc)
-{
-    struct mqtt_out *o = ud;
-    (void)m;
-    pthread_mutex_lock(&o->lock);
-    if (rc == 0) {
-        o->connected = 1;
-        o->conn_gen++;
-    } else {
-        snprintf(o->last_error, sizeof(o->last_error), "broker refused the connection: %s (CONNACK %d)",
-                 mqtt_connack_text(rc), rc);
-    }
-    pthread_cond_broadcast(&o->cond);
-    pthread_mutex_unlock(&o->lock);
-    if (rc == 0) {
-        mqtt_host->log(o->inst, GUST_LOG_INFO, "connected to %s:%d as %s", o->conf.host, o->conf.port,
-                       o->conf.client_id);
-    } else {
-        mqtt_host->log(o->inst, GUST_LOG_ERROR, "broker %s:%d refused the connection: %s (CONNACK %d)%s",
-                       o->conf.host, o->conf.port, mqtt_connack_text(rc), rc,
-                       rc == 4 || rc == 5 ? "; check username and password/password_file" : "");
-    }
-}
-
-static void on_disconnect(struct mosquitto *m, void *ud, int rc)
-{
-    struct mqtt_out *o = ud;
-    (void)m;
-    pthread_mutex_lock(&o->lock);
-    int was = o->connected;
-    o->connected = 0;
-    o->conn_gen++;
-    if (rc != 0) {
-        snprintf(o->last_error, sizeof(o->last_error), "connection lost: %s", mosquitto_strerror(rc));
-    }
-    pthread_cond_broadcast(&o->cond);
-    pthread_mutex_unlock(&o->lock);
-    if (was && rc != 0) {
-        mqtt_host->log(o->inst, GUST_LOG_WARN, "disconnected from %s:%d: %s; reconnecting with backoff",
-                       o->conf.host, o->conf.port, mosquitto_strerror(rc));
-    }
-}
-
-static void on_publish(struct mosquitto *m, void *ud, int mid)
-{
-    struct mqtt_out *o = ud;
-    (void)m;
-    pthread_mutex_lock(&o->lock);
-    uint32_t i = o->slot_of_mid[(uint16_t)mid];
-    if (i != NO_SLOT) {
-        o->slot_of_mid[(uint16_t)mid] = NO_SLOT;
-        o->acked[i] = 1;
-        if (++o->nacked == o->want) {
-            pthread_cond_signal(&o->cond); /* one wake-up per batch */
-        }
-    }
-    pthread_mutex_unlock(&o->lock);
-}
-
-static void on_log(struct mosquitto *m, void *ud, int level, const char *str)
-{
-    struct mqtt_out *o = ud;
-    (void)m;
-    /* Connection failures show up here first ("Connection refused" and the like). */
-    if (level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING)) {
-        pthread_mutex_lock(&o->lock);
-        snprintf(o->last_error, sizeof(o->last_error), "%s", str);
-        pthread_mutex_unlock(&o->lock);
-    }
-}
 
 static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err *err)
 {
@@ -200,65 +104,24 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     return 0;
 }
 
-static int setup(struct mqtt_out *o, struct gust_err *err)
-{
-    const struct mqtt_conf *c = &o->conf;
-    int rc;
-
-    /* The host redelivers what was not acked: no session state to keep at the broker. */
-    if (!(o->mosq = mosquitto_new(c->client_id, true, o))) {
-        return gust_err_set(err, GUST_ENOMEM, "mosquitto_new: %s", strerror(errno));
-    }
-    mosquitto_connect_callback_set(o->mosq, on_connect);
-    mosquitto_disconnect_callback_set(o->mosq, on_disconnect);
-    mosquitto_publish_callback_set(o->mosq, on_publish);
-    mosquitto_log_callback_set(o->mosq, on_log);
-    /* Off by default in libmosquitto: 88 ms round trips on this machine without it. */
-    mosquitto_int_option(o->mosq, MOSQ_OPT_TCP_NODELAY, 1);
-    mosquitto_int_option(o->mosq, MOSQ_OPT_SEND_MAXIMUM, o->max_inflight);
-    mosquitto_reconnect_delay_set(o->mosq, 1, 10, true);
-    if (c->username && (rc = mosquitto_username_pw_set(o->mosq, c->username, c->password)) != MOSQ_ERR_SUCCESS) {
-        return gust_err_set(err, GUST_EINVAL, "username: %s", mosquitto_strerror(rc));
-    }
-    if (c->tls && (rc = mosquitto_tls_set(o->mosq, c->tls_ca, NULL, c->tls_cert, c->tls_key, NULL)) != MOSQ_ERR_SUCCESS) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: TLS files: %s", mqtt_host->cfg_where(o->cfg, "tls_ca"),
-                        mosquitto_strerror(rc));
-    }
-    return 0;
-}
-
 int mqtt_out_start(void *ctx, struct gust_err *err)
 {
     struct mqtt_out *o = ctx;
     int rc;
 
-    if ((rc = mqtt_conf_read_password(&o->conf, o->cfg, err)) != 0 || (rc = setup(o, err)) != 0) {
+    if ((rc = mqtt_conf_read_password(&o->conf, o->cfg, err)) != 0 ||
+        (rc = mqtt_tls_create(&o->tls, &o->conf, err)) != 0) {
         return rc;
     }
     mqtt_host->log(o->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", o->conf.host, o->conf.port,
                    o->conf.tls ? " (TLS)" : "", o->conf.client_id, o->conf.qos);
-    /* A broker that is not up yet is not an error: the loop thread keeps retrying. */
-    rc = mosquitto_connect_async(o->mosq, o->conf.host, o->conf.port, o->conf.keepalive_s);
-    if (rc != MOSQ_ERR_SUCCESS) {
-        mqtt_host->log(o->inst, GUST_LOG_WARN, "cannot connect to %s:%d yet: %s", o->conf.host, o->conf.port,
-                       rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+    /* A broker that is not up yet is not an error: the keeper keeps trying. */
+    o->backoff_ms = 100;
+    if (pthread_create(&o->keeper, NULL, out_keeper_run, o) != 0) {
+        return gust_err_set(err, GUST_EIO, "cannot start the connection thread");
     }
-    if ((rc = mosquitto_loop_start(o->mosq)) != MOSQ_ERR_SUCCESS) {
-        return gust_err_set(err, GUST_EIO, "cannot start the network thread: %s", mosquitto_strerror(rc));
-    }
-    o->loop_started = 1;
+    o->keeper_started = 1;
     return 0;
-}
-
-static void deadline_in(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
 }
 
 static void set(struct gust_result *r, int status, const char *why)
@@ -287,40 +150,138 @@ static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *
     return mqtt_subject_to_topic(o->topic_strip, m->subject, buf + pl, sz - pl) < 0 ? NULL : buf;
 }
 
-/* Publishes msgs[i..n) until one cannot be handed over; returns how many were. */
-static size_t publish_all(struct mqtt_out *o, const struct gust_msg *msgs, size_t n, struct gust_result *results)
+static int grow(struct mqtt_out *o, size_t n)
 {
-    char topic[1024];
-    size_t i;
+    uint8_t *st;
+    uint16_t *mid;
+    uint64_t *end;
 
-    for (i = 0; i < n; i++) {
-        char why[200];
-        const char *t = topic_of(o, &msgs[i], topic, sizeof(topic), why, sizeof(why));
-        int mid = 0, rc;
-        if (!t) {
-            set(&results[i], GUST_REJECTED, why);
-            o->acked[i] = 2; /* settled, not by the broker */
-            continue;
-        }
-        /* Under the lock, so on_publish cannot see the mid before it is recorded. */
-        pthread_mutex_lock(&o->lock);
-        rc = mosquitto_publish(o->mosq, &mid, t, (int)msgs[i].len, msgs[i].data, o->conf.qos, false);
-        if (rc == MOSQ_ERR_SUCCESS) {
-            o->slot_of_mid[(uint16_t)mid] = (uint32_t)i;
-            o->want++;
-        }
-        pthread_mutex_unlock(&o->lock);
-        if (rc == MOSQ_ERR_INVAL || rc == MOSQ_ERR_PAYLOAD_SIZE || rc == MOSQ_ERR_MALFORMED_UTF8 ||
-            rc == MOSQ_ERR_OVERSIZE_PACKET) {
-            char why[200];
-            snprintf(why, sizeof(why), "cannot publish to topic %.120s: %s", t, mosquitto_strerror(rc));
-            set(&results[i], GUST_REJECTED, why);
-            o->acked[i] = 2;
-        } else if (rc != MOSQ_ERR_SUCCESS) {
-            break; /* no connection, or out of memory: this one and the rest are retried */
+    if (n <= o->batch_cap) {
+        return 0;
+    }
+    if (!(st = realloc(o->state, n * sizeof(*st)))) {
+        return -1;
+    }
+    o->state = st;
+    if (!(mid = realloc(o->mid, n * sizeof(*mid)))) {
+        return -1;
+    }
+    o->mid = mid;
+    if (!(end = realloc(o->end, n * sizeof(*end)))) {
+        return -1;
+    }
+    o->end = end;
+    o->batch_cap = n;
+    return 0;
+}
+
+/* Queues message i's PUBLISH: 0, 1 when it is settled as REJECTED instead, -1 when out
+ * of memory (it and the rest are retried). */
+static int queue_one(struct mqtt_out *o, const struct gust_msg *m, size_t i, struct gust_result *r)
+{
+    char topic[1024], why[200];
+    const char *t = topic_of(o, m, topic, sizeof(topic), why, sizeof(why));
+    size_t tl = t ? strlen(t) : 0;
+    int rc = MOSQ_ERR_SUCCESS;
+
+    if (t && (rc = mosquitto_pub_topic_check2(t, tl)) == MOSQ_ERR_SUCCESS &&
+        (rc = mosquitto_validate_utf8(t, (int)tl)) == MOSQ_ERR_SUCCESS &&
+        !mqtt_wire_publish_fits(tl, m->len, o->conf.qos)) {
+        rc = MOSQ_ERR_PAYLOAD_SIZE;
+    }
+    if (t && rc != MOSQ_ERR_SUCCESS) {
+        snprintf(why, sizeof(why), "cannot publish to topic %.120s: %s", t, mosquitto_strerror(rc));
+        t = NULL;
+    }
+    if (!t) {
+        set(r, GUST_REJECTED, why);
+        o->state[i] = 2;
+        return 1;
+    }
+    if (o->conf.qos) {
+        o->next_id = (uint16_t)(o->next_id % 65535 + 1); /* 1..65535 */
+        o->mid[i] = o->next_id;
+    }
+    if (mqtt_wire_publish(&o->conn.out, t, tl, m->data, m->len, o->conf.qos, o->next_id) != 0) {
+        return -1;
+    }
+    if (o->conf.qos) {
+        o->slot_of_mid[o->next_id] = (uint32_t)i;
+    }
+    o->end[i] = out_conn_queued(&o->conn);
+    return 0;
+}
+
+/* The PUBACKs read so far; returns how many matched this batch, or -1 on bad input. */
+static long take_acks(struct mqtt_out *o, size_t n)
+{
+    struct mqtt_packet p;
+    long acked = 0;
+    int got;
+
+    while ((got = out_conn_next(&o->conn, &p)) > 0) {
+        if (p.type == MQTT_PUBACK && p.body_len == 2) {
+            uint16_t id = (uint16_t)(p.body[0] << 8 | p.body[1]);
+            uint32_t i = o->slot_of_mid[id];
+            /* Anything else is a late PUBACK of a batch given up on: already retried. */
+            if (i != NO_SLOT && i < n && o->state[i] == 0) {
+                o->slot_of_mid[id] = NO_SLOT;
+                o->state[i] = 1;
+                acked++;
+            }
+        } else if (p.type == MQTT_PINGRESP) {
+            o->conn.ping_at = 0;
         }
     }
-    return i;
+    return got < 0 ? -1 : acked;
+}
+
+/* With the connection up and the lock held: sends msgs and waits for what they need
+ * (PUBACKs, or being written out); fills why when it stops short. */
+static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n, struct gust_result *results,
+                       char *why, size_t whysz)
+{
+    struct gust_err err = {{0}};
+    int64_t deadline = mqtt_now_ms() + o->conf.timeout_ms;
+    size_t next = 0, inflight = 0;
+    int qos = o->conf.qos, nomem = 0;
+
+    for (;;) {
+        while (next < n && !nomem && (qos == 0 || inflight < (size_t)o->max_inflight)) {
+            int rc = queue_one(o, &msgs[next], next, &results[next]);
+            nomem = rc < 0;
+            inflight += rc == 0 && qos;
+            next += rc >= 0;
+        }
+        if ((next == n || nomem) && (qos ? inflight == 0 : o->conn.out.len == 0)) {
+            snprintf(why, whysz, "out of memory");
+            break; /* all done (why then unused), or all but what did not fit in memory */
+        }
+        if (mqtt_now_ms() >= deadline) {
+            snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
+                     o->conf.host, o->conf.port);
+            if (o->conn.out.len) {
+                out_drop(o, "writes stalled"); /* what is half written cannot be taken back */
+            }
+            break;
+        }
+        long acked = 0;
+        if (out_conn_pump(&o->conn, qos && inflight, deadline, &err) != 0 || (acked = take_acks(o, n)) < 0) {
+            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
+                     qos ? "PUBACK" : "write");
+            out_drop(o, acked < 0 ? "protocol error: bad packet length" : err.msg);
+            break;
+        }
+        inflight -= (size_t)acked;
+    }
+    for (size_t i = 0; i < next; i++) {
+        if (qos == 0 && o->state[i] == 0 && o->end[i] <= o->conn.written) {
+            o->state[i] = 1;
+        }
+        if (qos && o->state[i] == 0) {
+            o->slot_of_mid[o->mid[i]] = NO_SLOT; /* given up: a late PUBACK must not mark another */
+        }
+    }
 }
 
 int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results)
@@ -328,59 +289,31 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
     struct mqtt_out *o = ctx;
     struct timespec dl;
     char why[200];
-    size_t sent, done;
+    size_t done;
 
-    if (n > o->acked_cap) {
-        uint8_t *a = realloc(o->acked, n);
-        if (!a) {
-            return GUST_ENOMEM;
-        }
-        o->acked = a;
-        o->acked_cap = n;
+    if (grow(o, n) != 0) {
+        return GUST_ENOMEM;
     }
-    memset(o->acked, 0, n);
+    memset(o->state, 0, n);
 
-    deadline_in(&dl, o->conf.timeout_ms);
+    out_deadline_in(&dl, o->conf.timeout_ms);
     pthread_mutex_lock(&o->lock);
-    while (!o->connected && pthread_cond_timedwait(&o->cond, &o->lock, &dl) != ETIMEDOUT) {
+    while (!o->conn.sock && pthread_cond_timedwait(&o->cond, &o->lock, &dl) != ETIMEDOUT) {
     }
-    int connected = o->connected;
-    uint64_t gen = o->conn_gen;
-    o->nacked = o->want = 0;
-    snprintf(why, sizeof(why), "not connected to %.60s:%d: %.110s", o->conf.host, o->conf.port,
-             o->last_error[0] ? o->last_error : "connecting");
-    pthread_mutex_unlock(&o->lock);
-
-    sent = connected ? publish_all(o, msgs, n, results) : 0;
-
-    /* Wait for the PUBACKs (QoS 1) or the writes (QoS 0) of what was handed over, while
-     * the connection they went out on lasts. */
-    deadline_in(&dl, o->conf.timeout_ms);
-    pthread_mutex_lock(&o->lock);
-    while (o->nacked < o->want && o->conn_gen == gen &&
-           pthread_cond_timedwait(&o->cond, &o->lock, &dl) != ETIMEDOUT) {
-    }
-    for (done = 0; done < sent && o->acked[done]; done++) {
-    }
-    if (connected && done < sent) {
-        snprintf(why, sizeof(why), o->conn_gen != gen ? "connection to %.60s:%d lost before the PUBACK"
-                                                      : "no PUBACK from %.60s:%d in time",
-                 o->conf.host, o->conf.port);
-    } else if (connected && done < n) {
-        snprintf(why, sizeof(why), "not connected to %.60s:%d: %.110s", o->conf.host, o->conf.port, o->last_error);
-    }
-    /* Late PUBACKs of what is given up must not mark the next batch. */
-    for (size_t m = 0; m < 65536 && done < n; m++) {
-        if (o->slot_of_mid[m] != NO_SLOT) {
-            o->slot_of_mid[m] = NO_SLOT;
-        }
+    if (o->conn.sock) {
+        send_batch(o, msgs, n, results, why, sizeof(why));
+    } else {
+        snprintf(why, sizeof(why), "not connected to %.60s:%d: %.110s", o->conf.host, o->conf.port,
+                 o->last_error[0] ? o->last_error : "connecting");
     }
     pthread_mutex_unlock(&o->lock);
 
+    for (done = 0; done < n && o->state[done]; done++) {
+    }
     for (size_t i = 0; i < n; i++) {
         if (i >= done) {
             set(&results[i], GUST_RETRY, why);
-        } else if (o->acked[i] == 1) {
+        } else if (o->state[i] == 1) {
             results[i].status = GUST_DELIVERED;
             results[i].error[0] = '\0';
         }
@@ -391,12 +324,21 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
 void mqtt_out_stop(void *ctx)
 {
     struct mqtt_out *o = ctx;
+    struct gust_err err = {{0}};
 
-    if (o->loop_started) {
-        mosquitto_disconnect(o->mosq);
-        mosquitto_loop_stop(o->mosq, false);
-        o->loop_started = 0;
+    if (!o->keeper_started) {
+        return;
     }
+    pthread_mutex_lock(&o->lock);
+    o->stopping = 1;
+    pthread_cond_broadcast(&o->cond);
+    pthread_mutex_unlock(&o->lock);
+    pthread_join(o->keeper, NULL);
+    o->keeper_started = 0;
+    if (o->conn.sock && mqtt_wire_disconnect(&o->conn.out) == 0) {
+        out_conn_pump(&o->conn, 0, mqtt_now_ms() + 1000, &err);
+    }
+    out_conn_close(&o->conn);
 }
 
 void mqtt_out_destroy(void *ctx)
@@ -407,10 +349,13 @@ void mqtt_out_destroy(void *ctx)
         return;
     }
     mqtt_out_stop(o);
-    mosquitto_destroy(o->mosq);
+    out_conn_free(&o->conn);
+    mqtt_tls_destroy(o->tls);
     mqtt_tpl_free(o->tpl);
     free(o->slot_of_mid);
-    free(o->acked);
+    free(o->state);
+    free(o->mid);
+    free(o->end);
     mqtt_conf_free(&o->conf);
     pthread_cond_destroy(&o->cond);
     pthread_mutex_destroy(&o->lock);

@@ -4,30 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 #include "mqtt.h"
 
 int mqtt_is_json_object(const void *data, size_t len)
 {
-    const unsigned char *p = data;
-    size_t i = 0;
-    int ok;
-
-    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) {
-        i++;
-    }
-    if (i == len || p[i] != '{') {
-        return 0;
-    }
-    /* No callbacks: yajl only validates (syntax and UTF-8); one value, no trailing garbage. */
-    yajl_handle y = yajl_alloc(NULL, NULL, NULL);
-    if (!y) {
-        return 0;
-    }
-    ok = yajl_parse(y, p, len) == yajl_status_ok && yajl_complete_parse(y) == yajl_status_ok;
-    yajl_free(y);
-    return ok;
+    int root;
+    return mqtt_json_scan(data, len, NULL, 0, &root) == 0 && root == MQTT_JSON_OBJECT;
 }
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

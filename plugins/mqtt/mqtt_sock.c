@@ -1,4 +1,4 @@
-/* TCP/TLS connection for mqtt_in. Connecting is done with a deadline (non-blocking
+/* TCP/TLS connection for mqtt_in and mqtt_out. Connecting is done with a deadline (non-blocking
  * connect, then poll); the TLS handshake likewise; after that every call is
  * non-blocking and the caller polls. */
 #define _GNU_SOURCE
@@ -87,7 +87,7 @@ void mqtt_tls_destroy(struct mqtt_tls *t)
     }
 }
 
-static int64_t now_ms(void)
+int64_t mqtt_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -97,7 +97,7 @@ static int64_t now_ms(void)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     struct pollfd p = {.fd = fd, .events = events};
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - mqtt_now_ms();
     if (left <= 0) {
         return 0;
     }
@@ -181,7 +181,7 @@ int mqtt_sock_open(struct mqtt_sock **out, const struct mqtt_conf *c, struct mqt
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
     char port[8];
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = mqtt_now_ms() + c->timeout_ms;
     int why = 0, rc;
     struct mqtt_sock *s;
 

@@ -1,12 +1,17 @@
-/* mqtt_in's connection to the broker: TCP with TCP_NODELAY, optionally TLS (OpenSSL),
- * non-blocking once connected so one thread can poll it together with its wake-up fd. */
+/* The connection to the broker of mqtt_in and mqtt_out: TCP with TCP_NODELAY, optionally
+ * TLS (OpenSSL), non-blocking once connected so the caller polls it (mqtt_in together
+ * with its wake-up fd). */
 #ifndef GUST_MQTT_SOCK_H
 #define GUST_MQTT_SOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "mqtt.h"
+
+/* CLOCK_MONOTONIC in milliseconds: the clock of every deadline here. */
+int64_t mqtt_now_ms(void);
 
 struct mqtt_tls; /* an SSL_CTX built from the conf's tls_* files */
 struct mqtt_sock;

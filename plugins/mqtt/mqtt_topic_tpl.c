@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_tree.h>
 
 #include "mqtt.h"
 
 enum { PART_TEXT, PART_SUBJECT, PART_FIELD };
 
-#define MAX_DEPTH 8
+#define MAX_DEPTH MQTT_JSON_MAX_DEPTH
+#define MAX_FIELDS 16 /* {payload.…} parts of one template: read in one pass over the payload */
 
 struct part {
     int kind;
@@ -28,7 +28,7 @@ struct part {
 struct mqtt_tpl {
     struct part *parts;
     size_t nparts;
-    int needs_payload;
+    size_t nfields; /* PART_FIELD parts */
 };
 
 void mqtt_tpl_free(struct mqtt_tpl *t)
@@ -112,10 +112,14 @@ int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t 
         if (len == 7 && memcmp(name, "subject", 7) == 0) {
             p->kind = PART_SUBJECT;
         } else if (len > 8 && memcmp(name, "payload.", 8) == 0) {
+            if (t->nfields == MAX_FIELDS) {
+                snprintf(why, whysz, "more than %d {payload.FIELD} placeholders", MAX_FIELDS);
+                goto fail;
+            }
             if (field_part(p, name + 8, len - 8, why, whysz) != 0) {
                 goto fail;
             }
-            t->needs_payload = 1;
+            t->nfields++;
         } else {
             snprintf(why, whysz, "unknown placeholder {%.*s}: use {subject} or {payload.FIELD}", (int)len, name);
             goto fail;
@@ -147,25 +151,20 @@ static int put(char *out, size_t outsz, size_t *o, const char *s, size_t len)
 int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gust_msg *m, char *out, size_t outsz,
                     char *why, size_t whysz)
 {
-    yajl_val root = NULL;
-    size_t o = 0;
-    int rc = -1;
+    struct mqtt_json_field f[MAX_FIELDS];
+    size_t o = 0, nf = 0;
+    int root;
 
-    if (t->needs_payload) {
-        char *copy = malloc(m->len + 1), err[128];
-        if (!copy) {
-            snprintf(why, whysz, "out of memory");
-            return -1;
-        }
-        memcpy(copy, m->data, m->len);
-        copy[m->len] = '\0'; /* yajl_tree_parse wants a C string */
-        root = yajl_tree_parse(copy, err, sizeof(err));
-        free(copy);
-        if (!root) {
-            snprintf(why, whysz, "topic needs payload fields, but the payload is not JSON: %.120s", err);
-            return -1;
+    for (size_t i = 0; i < t->nparts; i++) {
+        if (t->parts[i].kind == PART_FIELD) {
+            f[nf++].path = t->parts[i].path;
         }
     }
+    if (nf && mqtt_json_scan(m->data, m->len, f, nf, &root) != 0) {
+        snprintf(why, whysz, "topic needs payload fields, but the payload is not JSON");
+        return -1;
+    }
+    nf = 0;
     for (size_t i = 0; i < t->nparts; i++) {
         const struct part *p = &t->parts[i];
         if (p->kind == PART_TEXT) {
@@ -179,35 +178,30 @@ int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gu
             }
             o += (size_t)n;
         } else {
-            const char *path[MAX_DEPTH + 1];
-            memcpy(path, p->path, sizeof(path)); /* yajl_tree_get takes it non-const */
-            yajl_val v = yajl_tree_get(root, path, yajl_t_any);
-            const char *s = NULL;
-            if (YAJL_IS_STRING(v)) {
-                s = YAJL_GET_STRING(v);
-            } else if (YAJL_IS_NUMBER(v)) {
-                s = YAJL_GET_NUMBER(v);
-            } else if (YAJL_IS_TRUE(v)) {
-                s = "true";
-            } else if (YAJL_IS_FALSE(v)) {
-                s = "false";
-            }
-            if (!s) {
+            const struct mqtt_json_field *v = &f[nf++];
+            size_t n;
+            if (v->type == MQTT_JSON_STRING && v->escaped) {
+                if (mqtt_json_unescape(v->text, v->len, out + o, outsz - o, &n) != 0) {
+                    goto too_long;
+                }
+                o += n;
+            } else if (v->type == MQTT_JSON_STRING || v->type == MQTT_JSON_NUMBER || v->type == MQTT_JSON_TRUE ||
+                       v->type == MQTT_JSON_FALSE) {
+                if (put(out, outsz, &o, v->text, v->len) != 0) {
+                    goto too_long;
+                }
+            } else {
                 snprintf(why, whysz, "topic {payload.%.*s}: the payload %s", (int)p->len, p->text,
-                         !v ? "has no such field" : YAJL_IS_NULL(v) ? "has it null" : "has an object or array there");
-                goto done;
-            }
-            if (put(out, outsz, &o, s, strlen(s)) != 0) {
-                goto too_long;
+                         v->type == MQTT_JSON_NONE   ? "has no such field"
+                         : v->type == MQTT_JSON_NULL ? "has it null"
+                                                     : "has an object or array there");
+                return -1;
             }
         }
     }
     out[o] = '\0';
-    rc = 0;
-    goto done;
+    return 0;
 too_long:
     snprintf(why, whysz, "topic longer than %zu bytes", outsz - 1);
-done:
-    yajl_tree_free(root);
-    return rc;
+    return -1;
 }

@@ -1,4 +1,4 @@
-/* MQTT 3.1.1 packet encoding and decoding for mqtt_in's client. */
+/* MQTT 3.1.1 packet encoding and decoding for mqtt_in's and mqtt_out's clients. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +120,29 @@ int mqtt_wire_puback(struct mqtt_wbuf *b, uint16_t id)
         return -1;
     }
     u16(b, id);
+    return 0;
+}
+
+int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos)
+{
+    return topic_len <= 65535 && len <= 268435455 - 2 - topic_len - (qos ? 2 : 0);
+}
+
+int mqtt_wire_publish(struct mqtt_wbuf *b, const char *topic, size_t topic_len, const void *payload, size_t len,
+                      int qos, uint16_t id)
+{
+    if (!mqtt_wire_publish_fits(topic_len, len, qos) ||
+        header(b, MQTT_PUBLISH, qos << 1, 2 + topic_len + (qos ? 2 : 0) + len) != 0) {
+        return -1;
+    }
+    u16(b, topic_len);
+    memcpy(b->p + b->len, topic, topic_len);
+    b->len += topic_len;
+    if (qos) {
+        u16(b, id);
+    }
+    memcpy(b->p + b->len, payload, len);
+    b->len += len;
     return 0;
 }
 

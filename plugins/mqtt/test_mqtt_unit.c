@@ -74,6 +74,55 @@ static void test_payload(void)
     free(w);
 }
 
+static int valid(const char *s)
+{
+    int root;
+    return mqtt_json_scan(s, strlen(s), NULL, 0, &root) == 0;
+}
+
+/* What yajl (the host's decoder) accepts, and nothing else. */
+static void test_json(void)
+{
+    static const char *const good[] = {
+        "{}", "[]", " 0 ", "-0.5e+10", "1E3", "\"\"", "true", "null", "{\"a\":[1,{\"b\":false},\"x\"],\"c\":{}}",
+        "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00\"", "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", "[\n1 ,\t2\r]",
+    };
+    static const char *const bad[] = {
+        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "-", "1e", "+1", "tru",
+        "nul", "\"a", "\"\\x\"", "\"\\u12g4\"", "\"\x01\"", "\"\xff\"", "\"\xc3\"", "\"\xe2\x82\"", "1 2",
+        "{} {}", "[1]]", "{\"a\":1]", "'a'", "NaN",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        CHECK(valid(good[i]), "valid JSON: %s", good[i]);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(!valid(bad[i]), "not JSON: %s", bad[i]);
+    }
+    char deep[3000];
+    memset(deep, '[', 1500);
+    memset(deep + 1500, ']', 1500);
+    CHECK(mqtt_json_scan(deep, 2048, NULL, 0, &(int){0}) != 0, "1024 levels at most");
+    CHECK(mqtt_json_scan(deep + 1500 - 1000, 2000, NULL, 0, &(int){0}) == 0, "1000 levels");
+
+    const char *a[] = {"a", NULL}, *ab[] = {"a", "b", NULL}, *k[] = {"k\xc3\xa9y", NULL}, *s[] = {"s", NULL};
+    struct mqtt_json_field f[] = {{.path = a}, {.path = ab}, {.path = k}, {.path = s}};
+    const char *doc = "{\"x\":[{\"a\":9}],\"a\":{\"b\":-1.50},\"k\\u00e9y\":true,\"s\":\"v\\/w\",\"s\":\"2nd\"}";
+    int root;
+    CHECK(mqtt_json_scan(doc, strlen(doc), f, 4, &root) == 0 && root == MQTT_JSON_OBJECT, "fields: scan");
+    CHECK(f[0].type == MQTT_JSON_CONTAINER, "a is an object (not the a inside the array)");
+    CHECK(f[1].type == MQTT_JSON_NUMBER && f[1].len == 5 && memcmp(f[1].text, "-1.50", 5) == 0, "a.b as written");
+    CHECK(f[2].type == MQTT_JSON_TRUE, "a key with an escape matches");
+    char out[16];
+    size_t n;
+    CHECK(f[3].type == MQTT_JSON_STRING && f[3].escaped &&
+              mqtt_json_unescape(f[3].text, f[3].len, out, sizeof(out), &n) == 0 && n == 3 && strcmp(out, "v/w") == 0,
+          "the first of two equal keys, unescaped");
+    CHECK(mqtt_json_unescape("\\uD83D\\uDE00\\u00e9\\uD800x", 25, out, sizeof(out), &n) == 0 &&
+              strcmp(out, "\xf0\x9f\x98\x80\xc3\xa9?x") == 0,
+          "surrogate pair, two-byte, lone surrogate as ?");
+    CHECK(mqtt_json_unescape("abcdefgh", 8, out, 8, &n) != 0, "unescape: no room");
+}
+
 static void test_wire(void)
 {
     struct mqtt_wbuf b = {0};
@@ -105,6 +154,18 @@ static void test_wire(void)
     CHECK(mqtt_wire_next(pkt, 3 + rem, 100, &p) == -1, "over max_len");
     unsigned char bad[] = {0x30, 0xff, 0xff, 0xff, 0xff, 0x01};
     CHECK(mqtt_wire_next(bad, sizeof(bad), 1u << 30, &p) == -1, "five length bytes");
+
+    /* mqtt_out's PUBLISH, read back. */
+    b.len = 0;
+    CHECK(mqtt_wire_publish(&b, "t/x", 3, "{}", 2, 1, 0xBEEF) == 0, "publish encode");
+    CHECK(mqtt_wire_next(b.p, b.len, 1 << 20, &p) == (long)b.len && p.type == MQTT_PUBLISH &&
+              mqtt_wire_publish_parse(&p, &pub) == 0 && pub.qos == 1 && pub.id == 0xBEEF && pub.topic_len == 3 &&
+              pub.payload_len == 2 && memcmp(pub.payload, "{}", 2) == 0,
+          "publish round trip");
+    b.len = 0;
+    CHECK(mqtt_wire_publish(&b, "t", 1, "", 0, 0, 7) == 0 && b.len == 5 && b.p[0] == 0x30, "QoS 0: no packet id");
+    CHECK(!mqtt_wire_publish_fits(1, 268435455, 0) && mqtt_wire_publish_fits(1, 268435455 - 3, 0),
+          "packet size limit");
     mqtt_wbuf_free(&b);
 }
 
@@ -149,6 +210,7 @@ int main(void)
     test_templates();
     test_subjects();
     test_payload();
+    test_json();
     test_wire();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 from gustlib import BUILD, GUST, Checks, Gust, Mosquitto, NatsServer, TempDir, free_port, nats_publish, wait_for
 
@@ -213,7 +214,7 @@ def make_certs(tmp):
 
 
 def test_tls(t, tmp, nats):
-    """mqtt_in's own TLS client and mqtt_out's libmosquitto one against a TLS listener;
+    """mqtt_in's and mqtt_out's own TLS clients against a TLS listener;
     a CA that did not sign the broker's certificate is a clear error."""
     ca, cert, key, other = make_certs(tmp)
     broker = Mosquitto(tmp, tls=(ca, cert, key))
@@ -281,6 +282,36 @@ sink tpl { use mqtt_out; source ev.tpl.>; broker %(broker)s; topic "dev/{payload
             print(g.log()[-3000:])
 
 
+def test_out_idle_and_window(t, tmp, nats, broker):
+    """mqtt_out's own client between batches and within one: idle for longer than 1.5
+    keepalive periods (the broker would drop a silent client), the connection stays up;
+    then a batch larger than max_inflight goes out in windows, every message in order."""
+    conf = """
+plugin_dir %(plugins)s;
+plugin mqtt;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; }
+sink kw { use mqtt_out; source ev.kw; broker %(broker)s; topic kw/out; qos 1; keepalive 1s; max_inflight 7; }
+""" % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "broker": broker.addr}
+    g = Gust(tmp, conf)
+    try:
+        wait_for(lambda: "[sink:kw] connected to" in g.log(), 10, "mqtt_out connected")
+        time.sleep(3.5)
+        t.check("[sink:kw] disconnected" not in g.log(), "idle for 3.5 keepalive periods: PINGREQs kept it up")
+        n, start = 500, 400000
+        sub = Sub(broker, "kw/out", n, start, client_id="test-sub-kw")
+        nats_publish(nats.port, [("ev.kw", b'{"id":%d}' % (start + i)) for i in range(n)])
+        res, _ = sub.result()
+        check_all(t, res, n, "windows of max_inflight 7")
+        t.eq(res["duplicates"], 0, "windows: no duplicates")
+        t.eq(res["out_of_order"], 0, "windows: in order")
+        t.eq(g.log().count("[sink:kw] connected to"), 1, "one connection all along")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
 def test_config_errors(t, tmp, nats):
     """Values only the plugin understands are checked when the unit is created (`gust -t`
     stops at the schema), so these run gust itself: it must exit 1 naming file:line."""
@@ -317,6 +348,7 @@ def main():
     try:
         test_config_errors(t, tmp, nats)
         test_topic_template(t, tmp, nats, broker)
+        test_out_idle_and_window(t, tmp, nats, broker)
         test_pipeline(t, tmp, nats, broker, conf)
         test_credentials(t, tmp, nats)
         test_tls(t, tmp, nats)
