@@ -557,9 +557,9 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
     if (*p == '0')
         p++;
     else
-        for (; p < end && *p >= '0' && *p <= '9'; p++)
+        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
             if (++digits <= 19)
-                m = m * 10 + (uint64_t)(*p - '0');
+                m = m * 10 + dg;
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
@@ -850,9 +850,11 @@ static int parse_key(struct decoder *d, const char **pp, const char *end)
     int esc;
     if (scan_string(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
         return -1;
-    p = skip_ws(p, end);
-    if (p >= end || *p != ':')
-        return fail(d, p, "expected ':' after a key");
+    if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return fail(d, p, "expected ':' after a key");
+    }
     *pp = skip_ws(p + 1, end);
     return 0;
 }
