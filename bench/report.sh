@@ -143,9 +143,13 @@ if d:
 
 d = data.get("detect")
 if d:
-    g, b = d.get("detect_rate_median"), d.get("engine_rate_median")
+    # The baseline is the bare relay over the same stored events (runs before it was
+    # measured have only the engine alone).
+    g, relay, eng = d.get("detect_rate_median"), d.get("relay_rate_median"), d.get("engine_rate_median")
+    b = relay or eng
+    base = ("bare relay %s; engine alone %s" % (rate(relay), rate(eng))) if relay else "engine alone %s" % rate(eng)
     cmd = d.get("command") or "bench/detect.sh %s" % d.get("pairs", "")
-    row("detect unit (JetStream → VPL → JetStream)", rate(g), "engine alone %s" % rate(b), ratio(g, b), cmd, d)
+    row("detect unit (JetStream → VPL → JetStream)", rate(g), base, ratio(g, b), cmd, d)
     bars.append(("detect", g, b))
 
 d = data.get("broker-mqtt")
