@@ -1076,13 +1076,8 @@ int json_write_value(struct buf *b, const struct vval *v)
     case V_BOOL:
         return buf_puts(b, v->u.i ? "true" : "false");
     case V_INT: {
-        /* By hand, as snprintf costs ~0.9k instructions a number. */
-        uint64_t u = v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i;
-        char *e = tmp + sizeof(tmp), *q = e;
-        do {
-            *--q = (char)('0' + u % 10);
-            u /= 10;
-        } while (u != 0);
+        char *e = tmp + sizeof(tmp);
+        char *q = u64_digits(v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i, e, 1);
         if (v->u.i < 0)
             *--q = '-';
         return buf_put(b, q, (size_t)(e - q));

@@ -140,3 +140,25 @@ int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
     va_end(ap);
     return code;
 }
+
+char *u64_digits(uint64_t u, char *end, int min_digits)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    char *q = end;
+    while (u >= 100) {
+        q -= 2;
+        memcpy(q, pairs + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10) {
+        q -= 2;
+        memcpy(q, pairs + 2 * u, 2);
+    } else {
+        *--q = (char)('0' + u);
+    }
+    while (end - q < min_digits)
+        *--q = '0';
+    return q;
+}

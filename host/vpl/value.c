@@ -247,16 +247,9 @@ static int short_fraction(double f, char out[32])
             continue;
         uint64_t u = (uint64_t)m, scale = (uint64_t)p10[k];
         uint64_t ip = u / scale, fp = u % scale;
-        char tmp[40], *q = tmp + sizeof(tmp);
-        for (int i = 0; i < k; i++) {
-            *--q = (char)('0' + fp % 10);
-            fp /= 10;
-        }
+        char tmp[40], *q = u64_digits(fp, tmp + sizeof(tmp), k);
         *--q = '.';
-        do {
-            *--q = (char)('0' + ip % 10);
-            ip /= 10;
-        } while (ip != 0);
+        q = u64_digits(ip, q, 1);
         if (f < 0)
             *--q = '-';
         int n = (int)(tmp + sizeof(tmp) - q);
@@ -279,13 +272,9 @@ size_t format_double(double f, char out[32], int json)
     if (fabs(f) < 1e15 && f == (double)(int64_t)f && !(f == 0 && signbit(f))) {
         /* Integral: the digits %.15g prints (no exponent below 1e15), without snprintf
          * and the strtod round trip, about 6k instructions a number. */
-        char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+        char tmp[24], *e = tmp + sizeof(tmp);
         int64_t i = (int64_t)f;
-        uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
-        do {
-            *--q = (char)('0' + u % 10);
-            u /= 10;
-        } while (u != 0);
+        char *q = u64_digits(i < 0 ? 0 - (uint64_t)i : (uint64_t)i, e, 1);
         if (i < 0)
             *--q = '-';
         n = (int)(e - q);
