@@ -269,14 +269,17 @@ static struct vval f_regex_match(const struct ectx *c, const struct vval *a, uin
 /* Strict parse of a whole string as a number, like Rust's str::parse. */
 static int parse_num(const struct ectx *c, const struct vval *v, int want_int, struct vval *out)
 {
-    if (v->n == 0 || v->n > 400 || memchr(v->u.s, 'x', v->n) || memchr(v->u.s, 'X', v->n) ||
-        strchr(" \t\r\n\f\v", v->u.s[0]) != NULL)
+    if (v->n == 0 || v->n > 400)
         return 0;
     double fast;
     if (!want_int && decimal_to_double(v->u.s, v->n, &fast)) {
-        *out = v_float(fast); /* what strtod returns, without the copy and its cost */
+        /* What strtod returns, without the copy and its cost; a plain decimal has none
+         * of what the checks below refuse. */
+        *out = v_float(fast);
         return 1;
     }
+    if (memchr(v->u.s, 'x', v->n) || memchr(v->u.s, 'X', v->n) || strchr(" \t\r\n\f\v", v->u.s[0]) != NULL)
+        return 0;
     char *s = cstr(c, v), *end;
     if (s == NULL)
         return 0;

@@ -158,6 +158,8 @@ static struct vval binary(const struct expr *x, const struct ectx *c)
     int ord;
     switch (x->op) {
     case T_EQ:
+        if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
+            return v_bool(a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0));
         return v_bool(value_eq(&a, &b));
     case T_NE:
         /* A missing operand makes every comparison false, != included. */
