@@ -1021,6 +1021,15 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     const unsigned char *s = (const unsigned char *)str;
     if (buf_reserve(b, n + 2) != 0)
         return VPL_ENOMEM;
+    if (plain_run(s, n) == n) { /* most strings: nothing to escape, one copy */
+        char *o = b->p + b->len;
+        o[0] = '"';
+        memcpy(o + 1, s, n);
+        o[n + 1] = '"';
+        b->len += n + 2;
+        b->p[b->len] = '\0';
+        return 0;
+    }
     b->p[b->len++] = '"';
     size_t run = 0; /* start of the pending stretch copied verbatim */
     size_t i = 0;
