@@ -549,7 +549,7 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
 {
     const char *s = *pp, *p = s;
     uint64_t m = 0;
-    int digits = 0, exp10 = 0, is_float = 0, exact = 1;
+    int digits = 0, exp10 = 0, is_float = 0; /* digits: the significant ones; m holds 19 */
     int neg = p < end && *p == '-';
     p += neg;
     if (p >= end || *p < '0' || *p > '9')
@@ -587,14 +587,12 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
     *pp = p;
     if (v == NULL)
         return 0;
-    if (digits > 19)
-        exact = 0;
-    else if (!is_float && (neg ? m <= (UINT64_C(1) << 63) : m <= (uint64_t)INT64_MAX)) {
+    if (digits <= 19 && !is_float && (neg ? m <= (UINT64_C(1) << 63) : m <= (uint64_t)INT64_MAX)) {
         *v = v_int(!neg ? (int64_t)m : m == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)m);
         return 0;
     }
     double f;
-    if (exact && m <= (UINT64_C(1) << 53) && (m == 0 || (exp10 >= -22 && exp10 <= 22))) {
+    if (digits <= 19 && m <= (UINT64_C(1) << 53) && (m == 0 || (exp10 >= -22 && exp10 <= 22))) {
         f = (double)m;
         if (m != 0)
             f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
