@@ -22,19 +22,7 @@ for f in "$PUB" "$SUB" "$BUILD/plugins/mqtt.so"; do
 done
 
 start_nats
-MQTT_PORT=$(free_port)
-cat >"$WORK/mosquitto.conf" <<CONF
-listener $MQTT_PORT 127.0.0.1
-allow_anonymous true
-user root
-set_tcp_nodelay true
-max_inflight_messages 1000
-max_queued_messages 0
-CONF
-mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
-MOSQ_PID=$!
-PIDS+=("$MOSQ_PID")
-wait_port "$MQTT_PORT"
+start_mosquitto "max_inflight_messages 1000"
 
 HTTP_PORT=$(free_port)
 cat >"$WORK/host.conf" <<CONF

@@ -45,6 +45,22 @@ start_nats() {
     wait_port "$NATS_PORT"
 }
 
+# start_mosquitto [CONF_LINE...]: a mosquitto on a free loopback port (sets MQTT_PORT and
+# MOSQ_PID) with Nagle off and no cap on queued messages (the default 1000 would make the
+# broker, not the path measured, drop under a burst); extra lines go into its config.
+start_mosquitto() {
+    MQTT_PORT=$(free_port)
+    {
+        printf 'listener %s 127.0.0.1\nallow_anonymous true\nuser root\n' "$MQTT_PORT"
+        printf 'set_tcp_nodelay true\nmax_queued_messages 0\n'
+        [ $# -eq 0 ] || printf '%s\n' "$@"
+    } >"$WORK/mosquitto.conf"
+    mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
+    MOSQ_PID=$!
+    PIDS+=("$MOSQ_PID")
+    wait_port "$MQTT_PORT"
+}
+
 # start_gust CONF_FILE HTTP_PORT: sets GUST_PID and COLD_START_MS (spawn -> /healthz 200)
 start_gust() {
     local out

@@ -25,17 +25,7 @@ for b in "$BUILD" "$BASE"; do
 done
 
 start_nats
-MQTT_PORT=$(free_port)
-cat >"$WORK/mosquitto.conf" <<CONF
-listener $MQTT_PORT 127.0.0.1
-allow_anonymous true
-user root
-set_tcp_nodelay true
-max_queued_messages 0
-CONF
-mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
-PIDS+=("$!")
-wait_port "$MQTT_PORT"
+start_mosquitto
 
 hz=$(getconf CLK_TCK)
 n=$((RATE * SECS))

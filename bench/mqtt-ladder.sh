@@ -35,20 +35,7 @@ for f in "$RATE_PUB" "$CHECK" "$BUILD/plugins/mqtt.so"; do
 done
 
 start_nats
-MQTT_PORT=$(free_port)
-# As in broker-mqtt.sh: Nagle off, and no cap on queued messages (the default 1000 would
-# make the broker, not the path measured, drop under a burst).
-cat >"$WORK/mosquitto.conf" <<CONF
-listener $MQTT_PORT 127.0.0.1
-allow_anonymous true
-user root
-set_tcp_nodelay true
-max_queued_messages 0
-CONF
-mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
-MOSQ_PID=$!
-PIDS+=("$MOSQ_PID")
-wait_port "$MQTT_PORT"
+start_mosquitto
 
 # One gust runs both workloads, each on its own topics, so that the ladders can take
 # turns with the baseline: on a shared machine the load moves from minute to minute, and

@@ -91,19 +91,7 @@ restart_sink() { # NAME PORT
     start_sink "$1" "$2"
 }
 
-MQTT_PORT=$(free_port)
-cat >"$WORK/mosquitto.conf" <<CONF
-listener $MQTT_PORT 127.0.0.1
-allow_anonymous true
-user root
-set_tcp_nodelay true
-max_inflight_messages 1000
-max_queued_messages 0
-CONF
-mosquitto -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
-MOSQ_PID=$!
-PIDS+=("$MOSQ_PID")
-wait_port "$MQTT_PORT"
+start_mosquitto "max_inflight_messages 1000"
 
 # ---- Node-RED ----
 start_sink nodered
