@@ -37,7 +37,6 @@ CONF
 start_gust "$WORK/host.conf" "$HTTP_PORT"
 for _ in $(seq 1 500); do grep -q "subscribed to in/#" "$WORK/gust.log" && break; sleep 0.01; done
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # one_round KIND ROUND: prints "rate duplicates out_of_order"
 one_round() {

@@ -85,6 +85,9 @@ stop_pid() {
     wait "$1" 2>/dev/null || true
 }
 
+# cpu_ticks PID: user + system CPU of a process so far, in clock ticks (getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 rss_kb() {
     awk '/^VmRSS/ {print $2}' "/proc/$1/status"
 }

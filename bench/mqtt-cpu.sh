@@ -29,7 +29,6 @@ start_mosquitto
 
 hz=$(getconf CLK_TCK)
 n=$((RATE * SECS))
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 
 # one_round BUILD STEP: prints "us_per_msg switches_per_msg"

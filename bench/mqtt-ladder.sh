@@ -134,7 +134,6 @@ next_rate() {
     done
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 T_START=$(date +%s)
 g0=$(cpu_ticks "$GUST_PID")

@@ -72,7 +72,6 @@ cc -O2 -std=gnu11 -Wall -Wextra -I"$BENCH_DIR/tools" -o "$MQ" "$COMPARE/mqtt_ord
     "$BENCH_DIR/tools/sink_stats.c" -lmosquitto
 
 now_ms() { date +%s%3N; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 mark() { echo "$1 $(now_ms)" >>"$WORK/marks"; } # phase boundaries for the RSS samples
 
 # start_sink NAME [PORT]: a counting sink (a free port, or PORT again: a fresh sink for each

@@ -43,8 +43,8 @@ struct frame {
     uint32_t sym;
 };
 
-/* A top-level key of the last event and what it resolved to. */
-struct shape_key {
+/* A name looked up before and what it resolved to (len UINT32_MAX: none yet). */
+struct name_memo {
     const struct dname *nm;
     uint32_t len;
     char text[28];
@@ -70,10 +70,12 @@ struct decoder {
     uint8_t has_at, has_ts, has_timestamp;
     uint64_t truncated;
     struct vpl_event *ev;
-    /* Events of one kind repeat their keys in one order: the i-th key compared with
-     * the last event's i-th saves hashing and probing it. */
-    struct shape_key shape[SHAPE_KEYS];
+    /* Events of one kind repeat their keys in one order, and a feed its event type:
+     * the i-th key is compared with the last event's i-th, the type with the last
+     * type, instead of being hashed and probed. */
+    struct name_memo shape[SHAPE_KEYS];
     uint32_t nkey; /* top-level keys read so far in this event */
+    struct name_memo type_memo;
     const char *err; /* what was wrong */
     size_t errpos;
 };
@@ -152,6 +154,9 @@ struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limit
         decoder_destroy(d);
         return NULL;
     }
+    for (uint32_t i = 0; i < SHAPE_KEYS; i++)
+        d->shape[i].len = UINT32_MAX;
+    d->type_memo.len = UINT32_MAX;
     for (uint32_t i = 0; i < syms->n; i++)
         names_add(d, syms->v[i]->node.key, syms->v[i]->node.klen, syms->v[i], SP_NONE);
     names_add(d, "event_type", 10, NULL, SP_TYPE);
@@ -172,9 +177,23 @@ void decoder_destroy(struct decoder *d)
     free(d);
 }
 
-const struct sym *decoder_find(const struct decoder *d, const char *name, size_t len)
+/* names_get through m. */
+static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s, size_t n)
 {
-    const struct dname *n = names_get(d, name, len);
+    if (m->len == n && memcmp(m->text, s, n) == 0)
+        return m->nm;
+    const struct dname *nm = names_get(d, s, n);
+    if (n <= sizeof(m->text)) {
+        memcpy(m->text, s, n);
+        m->len = (uint32_t)n;
+        m->nm = nm;
+    }
+    return nm;
+}
+
+const struct sym *decoder_find(struct decoder *d, const char *name, size_t len)
+{
+    const struct dname *n = names_memo(d, &d->type_memo, name, len);
     return n ? n->sym : NULL;
 }
 
@@ -485,11 +504,22 @@ static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6, 
                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Clinger's fast path: a mantissa up to 2^53 and a power of ten up to 1e22 are both
+ * exact doubles, so one multiplication or division rounds once, correctly: the very
+ * double strtod returns. 1 and *out, or 0 when m * 10^exp10 needs strtod. */
+static inline int exact_decimal(uint64_t m, int exp10, int neg, double *out)
+{
+    if (m > (UINT64_C(1) << 53) || (m != 0 && (exp10 < -22 || exp10 > 22)))
+        return 0;
+    double f = (double)m;
+    if (m != 0)
+        f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
+    *out = neg ? -f : f;
+    return 1;
+}
+
 int decimal_to_double(const char *s, size_t n, double *out)
 {
-    /* Clinger's fast path: a mantissa below 2^53 and a power of ten up to 1e22 are
-     * both exact doubles, so one multiplication or division rounds once, correctly:
-     * the very double strtod returns. Anything else goes to strtod. */
     size_t i = 0;
     int neg = 0;
     if (i < n && (s[i] == '-' || s[i] == '+'))
@@ -527,24 +557,14 @@ int decimal_to_double(const char *s, size_t n, double *out)
             return 0;
         exp10 += eneg ? -e : e;
     }
-    if (i != n || m > (UINT64_C(1) << 53))
-        return 0;
-    double f = (double)m;
-    if (m != 0) {
-        if (exp10 < -22 || exp10 > 22)
-            return 0;
-        f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
-    }
-    *out = neg ? -f : f;
-    return 1;
+    return i == n && exact_decimal(m, exp10, neg, out);
 }
 
 /* Reads the JSON number at *pp (grammar checked as yajl's lexer does) and, when v is
  * not NULL, its value, in the same pass: the digits accumulate while they are checked.
  * An integer that fits i64 stays one (beyond, Varpulis reads a float, u64 included); a
- * decimal with at most 19 significant digits, a mantissa up to 2^53 and a power of ten
- * up to 22 converts exactly with one multiplication or division (Clinger's fast path,
- * as decimal_to_double); anything else goes to strtod. */
+ * decimal with at most 19 significant digits goes through exact_decimal, as in
+ * decimal_to_double; anything else to strtod. */
 static int scan_number(struct decoder *d, const char **pp, const char *end, struct vval *v)
 {
     const char *s = *pp, *p = s;
@@ -592,13 +612,7 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
         return 0;
     }
     double f;
-    if (digits <= 19 && m <= (UINT64_C(1) << 53) && (m == 0 || (exp10 >= -22 && exp10 <= 22))) {
-        f = (double)m;
-        if (m != 0)
-            f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
-        if (neg)
-            f = -f;
-    } else {
+    if (digits > 19 || !exact_decimal(m, exp10, neg, &f)) {
         size_t n = (size_t)(p - s);
         char tmp[64];
         char *z = n < sizeof(tmp) ? tmp : arena_alloc(d->arena, n + 1);
@@ -732,19 +746,8 @@ static int on_key(struct decoder *d, const char *body, size_t n, int esc, const 
         f->klen = (uint32_t)len;
         return 0;
     }
-    const struct dname *nm;
-    struct shape_key *sh = d->nkey < SHAPE_KEYS ? &d->shape[d->nkey] : NULL;
+    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len) : names_get(d, k, len);
     d->nkey++;
-    if (sh != NULL && sh->len == len && memcmp(sh->text, k, len) == 0) {
-        nm = sh->nm;
-    } else {
-        nm = names_get(d, k, len);
-        if (sh != NULL && len <= sizeof(sh->text)) {
-            memcpy(sh->text, k, len);
-            sh->len = (uint32_t)len;
-            sh->nm = nm;
-        }
-    }
     f->special = nm ? nm->special : SP_NONE;
     const struct sym *sym = nm ? nm->sym : NULL;
     f->drop = f->special == SP_TYPE || sym == NULL || !sym->field;

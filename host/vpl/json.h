@@ -40,8 +40,8 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
                 struct decoded *out, char *err, size_t errlen);
 
 /* The program symbol named name[0..len), or NULL: symtab_find with the decoder's
- * own table. */
-const struct sym *decoder_find(const struct decoder *d, const char *name, size_t len);
+ * own table, remembering the last name asked (a feed asks for its type every event). */
+const struct sym *decoder_find(struct decoder *d, const char *name, size_t len);
 
 /* The double strtod would return for s[0..n) (an optional sign, digits with an
  * optional fraction and exponent), when that is cheap to get exactly: 1 and *out

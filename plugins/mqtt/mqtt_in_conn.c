@@ -14,7 +14,6 @@
 
 #define BACKOFF_MIN_MS 100
 #define READ_CHUNK 65536
-#define MQTT_MAX_PACKET 268435455 /* the protocol's largest remaining length */
 
 static void log_state(struct mqtt_in *in, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

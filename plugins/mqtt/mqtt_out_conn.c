@@ -9,7 +9,6 @@
 #include "mqtt_out.h"
 
 #define READ_CHUNK 16384
-#define MQTT_MAX_PACKET 268435455
 
 void out_conn_close(struct out_conn *c)
 {

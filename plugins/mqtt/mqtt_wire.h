@@ -45,6 +45,8 @@ struct mqtt_packet {
 
 /* Splits the first packet off p[0..len): returns its whole length, 0 when more bytes are
  * needed, -1 when the length field is malformed or over max_len. */
+/* The protocol's largest remaining length: the max_len of a reader that takes what it allows. */
+#define MQTT_MAX_PACKET 268435455
 long mqtt_wire_next(const unsigned char *p, size_t len, size_t max_len, struct mqtt_packet *pkt);
 
 struct mqtt_publish {

@@ -392,19 +392,6 @@ static void advance(struct vpl_engine *e, uint32_t type, int64_t now)
     }
 }
 
-static const struct sym *type_find(struct vpl_engine *e, const char *name, size_t len)
-{
-    if (len > 0 && len == e->type_len && memcmp(name, e->type_text, len) == 0)
-        return e->type_sym;
-    const struct sym *sym = decoder_find(e->dec, name, len);
-    if (len > 0 && len <= sizeof(e->type_text)) {
-        memcpy(e->type_text, name, len);
-        e->type_len = (uint32_t)len;
-        e->type_sym = sym;
-    }
-    return sym;
-}
-
 int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
                          const char *default_event_type, int64_t arrival_ms, vpl_alert_fn cb,
                          void *ud)
@@ -430,7 +417,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         ev->time = arrival_ms;
     const char *tname = d.type ? d.type : default_event_type;
     size_t tlen = d.type ? d.type_len : (tname ? strlen(tname) : 0);
-    const struct sym *sym = tname ? type_find(e, tname, tlen) : NULL;
+    const struct sym *sym = tname ? decoder_find(e->dec, tname, tlen) : NULL;
     if (sym == NULL || sym->type < 0) {
         e->st.events_unrouted++;
     } else {

@@ -42,10 +42,6 @@ struct vpl_engine {
     struct buf *keytext;  /* per symbol, built on first use: ,"name": */
     struct buf *headtext; /* per stream, built on first use: {"event_type":"Name" */
     struct rfc3339_cache tstext; /* the alerts' "timestamp" */
-    /* The last event type looked up: a feed of one type asks for it on every event. */
-    char type_text[48];
-    uint32_t type_len; /* 0: none cached */
-    const struct sym *type_sym;
     int64_t *clock;       /* per routing type: event-time clock */
     struct sstate *ss;    /* per stream */
     struct vpl_event **held; /* frozen copies owned by transient events until the input ends */
