@@ -30,8 +30,21 @@ int main(int argc, char **argv)
     } else {
         for (uint64_t seq = si->State.FirstSeq; seq <= si->State.LastSeq && si->State.Msgs > 0; seq++) {
             natsMsg *m = NULL;
-            if (js_GetMsg(&m, js, argv[2], seq, NULL, &jerr) != NATS_OK) {
-                continue; /* deleted */
+            /* A deleted message is skipped; any other error (a timeout while a cluster
+             * elects a new stream leader) is retried, never taken for a gap. */
+            for (int tries = 0;; tries++) {
+                jerr = 0;
+                s = js_GetMsg(&m, js, argv[2], seq, NULL, &jerr);
+                if (s == NATS_OK || jerr == JSNoMessageFoundErr || tries == 100) break;
+                nats_Sleep(100);
+            }
+            if (s != NATS_OK && jerr == JSNoMessageFoundErr) {
+                continue;
+            }
+            if (s != NATS_OK) {
+                fprintf(stderr, "gust-stream-read: seq %" PRIu64 ": %s (jetstream error %d)\n", seq,
+                        natsStatus_GetText(s), (int)jerr);
+                return 1;
             }
             printf("%" PRIu64 " %s %d\n", seq, natsMsg_GetSubject(m), natsMsg_GetDataLength(m));
             fwrite(natsMsg_GetData(m), 1, (size_t)natsMsg_GetDataLength(m), stdout);
