@@ -56,6 +56,19 @@ class TempDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def read_stream(url, stream="GUST"):
+    """[(seq, subject, bytes)] of a stream, read back with nats.c."""
+    out = subprocess.run([STREAM_READ, url, stream], check=True, capture_output=True).stdout
+    msgs, i = [], 0
+    while i < len(out):
+        nl = out.index(b"\n", i)
+        seq, subject, n = out[i:nl].split(b" ")
+        n = int(n)
+        msgs.append((int(seq), subject.decode(), out[nl + 1:nl + 1 + n]))
+        i = nl + 1 + n + 1
+    return msgs
+
+
 class NatsServer:
     """A real nats-server with JetStream, its store in a temp dir."""
 
@@ -89,17 +102,7 @@ class NatsServer:
         self.proc = None
 
     def read_stream(self, stream="GUST"):
-        """[(seq, subject, bytes)] read back with nats.c."""
-        out = subprocess.run([STREAM_READ, self.url, stream], check=True, capture_output=True).stdout
-        msgs, i = [], 0
-        while i < len(out):
-            nl = out.index(b"\n", i)
-            seq, subject, n = out[i:nl].split(b" ")
-            n = int(n)
-            data = out[nl + 1:nl + 1 + n]
-            msgs.append((int(seq), subject.decode(), data))
-            i = nl + 1 + n + 1
-        return msgs
+        return read_stream(self.url, stream)
 
     def count(self, stream="GUST"):
         out = subprocess.run([STREAM_READ, self.url, stream, "--count"], check=True, capture_output=True)

@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from gustlib import STREAM_READ, Checks, Gust, TempDir, free_port, port_open, wait_for
+from gustlib import Checks, Gust, TempDir, free_port, port_open, read_stream, wait_for
 
 FLOW = """
 return { on_event = function(ev) emit("ev.done", { id = ev.id }) end }
@@ -91,18 +91,8 @@ flow work { script %s; source ev.work; batch 64; }
         # a deadline): events_ok counts redeliveries too, so it can reach the total while a
         # redelivered batch is still being handled.
         def output_ids():
-            out = subprocess.run([STREAM_READ, "nats://127.0.0.1:%d" % ports[0], "GUST"], check=True,
-                                 capture_output=True).stdout
-            ids = set()
-            i = 0
-            while i < len(out):
-                nl = out.index(b"\n", i)
-                _, subject, n = out[i:nl].split(b" ")
-                n = int(n)
-                if subject == b"ev.done":
-                    ids.add(json.loads(out[nl + 1:nl + 1 + n])["id"])
-                i = nl + 1 + n + 1
-            return ids
+            return {json.loads(data)["id"] for _, subject, data in read_stream("nats://127.0.0.1:%d" % ports[0])
+                    if subject == "ev.done"}
 
         ids = set()
         deadline = time.monotonic() + 90
