@@ -8,6 +8,8 @@
 #                   response, sent only once the sink has answered
 #   mqtt: mqtt_orders pub -> mosquitto -> orders -> mosquitto -> mqtt_orders sub, QoS 1 both ways
 #         gust:     mqtt_in -> JetStream -> flow bench_orders.lua -> JetStream -> mqtt_out
+#         gust_edge: mqtt_in -(edge, in memory: PUBACK once queued, as Node-RED's)-> the
+#                   same flow -> JetStream -> mqtt_out
 #         Node-RED: mqtt in -> the same function node -> mqtt out
 #
 # Both systems are started first (cold start: exec -> GET /healthz 200, timed by
@@ -197,16 +199,27 @@ http { listen 127.0.0.1:$G_MQ_HTTP; }
 nats { url $NATS_URL; }
 source min { use mqtt_in; broker 127.0.0.1:$MQTT_PORT; topic gust/in; subject ev.orders; qos 1; }
 flow orders { script $ROOT/scripts/bench_orders.lua; source ev.orders; }
+source ein { use mqtt_in; broker 127.0.0.1:$MQTT_PORT; topic gust/edge; subject ev.orders; qos 1; }
+flow orders_edge { script $ROOT/scripts/bench_orders.lua; edge ein; }
 sink mout { use mqtt_out; source ev.orders.out; broker 127.0.0.1:$MQTT_PORT; topic gust/out; qos 1; }
 CONF
 start_gust "$WORK/gust-mqtt.conf" "$G_MQ_HTTP"
 G_MQ_PID=$GUST_PID
 echo "$G_MQ_PID $MQ_NATS_PID" >"$WORK/more-pids"
 
+# mqtt_topics SYSTEM: sets in, out and pid (gust_edge shares gust's output and process)
+mqtt_topics() {
+    case $1 in
+    gust) in=gust/in out=gust/out pid=$G_MQ_PID ;;
+    gust_edge) in=gust/edge out=gust/out pid=$G_MQ_PID ;;
+    *) in=orders/in out=orders/out pid=$NR_PID ;;
+    esac
+}
+
 # probe SYSTEM: one order through, retried until the path is up (subscriptions made)
 probe() {
-    local in out
-    if [ "$1" = gust ]; then in=gust/in out=gust/out; else in=orders/in out=orders/out; fi
+    local in out pid
+    mqtt_topics "$1"
     for i in $(seq 1 100); do
         rm -f "$WORK/probe.err"
         "$MQ" sub 127.0.0.1 "$MQTT_PORT" "$out" 1 2 --start "$i" --id "probe-$1-$i" >/dev/null 2>"$WORK/probe.err" &
@@ -223,7 +236,7 @@ probe() {
 # warm-up of N messages, checked but not recorded)
 mqtt_round() {
     local sys=$1 r=$2 n=${3:-$MQTT_N} in out pid start sub c0 c1 n0 n1 m0 m1
-    if [ "$sys" = gust ]; then in=gust/in out=gust/out pid=$G_MQ_PID; else in=orders/in out=orders/out pid=$NR_PID; fi
+    mqtt_topics "$sys"
     start=$((r * 100000000))
     c0=$(cpu_ticks "$pid") n0=$(cpu_ticks "$MQ_NATS_PID") m0=$(cpu_ticks "$MOSQ_PID")
     mark "mqtt-$sys-start"
@@ -244,11 +257,14 @@ mqtt_round() {
 
 probe nodered
 probe gust
+probe gust_edge
 mqtt_round nodered 90 "$MQTT_WARMUP"
 mqtt_round gust 91 "$MQTT_WARMUP"
+mqtt_round gust_edge 92 "$MQTT_WARMUP"
 for r in $(seq 1 "$ROUNDS"); do
-    mqtt_round nodered "$((2 * r))"
-    mqtt_round gust "$((2 * r + 1))"
+    mqtt_round nodered "$((3 * r))"
+    mqtt_round gust "$((3 * r + 1))"
+    mqtt_round gust_edge "$((3 * r + 2))"
 done
 
 # ---- the report ----
@@ -303,15 +319,17 @@ def mqtt_of(sys_):
         "mosquitto_cpu_s": round(sum(x["mosquitto_cpu_ticks"] for x in rs) / hz, 2),
     }
 g_e2e, n_e2e, g_mq, n_mq = e2e_of("gust"), e2e_of("nodered"), mqtt_of("gust"), mqtt_of("nodered")
+g_mq_edge = mqtt_of("gust_edge")
 g_e2e["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust") / hz, 2)
-g_mq["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in mq if x["system"] == "gust") / hz, 2)
+for sys_, r in (("gust", g_mq), ("gust_edge", g_mq_edge)):
+    r["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in mq if x["system"] == sys_) / hz, 2)
 g_e2e["events_per_cpu_s_with_nats_server"] = round(g_e2e["delivered_unique"] / max((sum(x["cpu_ticks"] + x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust")) / hz, 0.01))
 gust = {
     "cold_start_ms": $G_COLD, "rss_idle_kb": $G_IDLE,
     "rss_peak_kb": {"e2e": peak($G_E2E_PID, "e2e", "gust"), "mqtt": peak($G_MQ_PID, "mqtt", "gust")},
     "nats_server_rss_idle_kb": $G_NATS_IDLE,
     "nats_server_rss_peak_kb": {"e2e": peak($E2E_NATS_PID, "e2e", "gust"), "mqtt": peak($MQ_NATS_PID, "mqtt", "gust")},
-    "e2e": g_e2e, "mqtt": g_mq,
+    "e2e": g_e2e, "mqtt": g_mq, "mqtt_edge": g_mq_edge,
 }
 nodered = {
     "version": "$NODE_RED_VERSION", "node": "$(node --version)",
@@ -335,6 +353,8 @@ out = {
         "mqtt_round_trip_rate": ratio(g_mq["round_trips_per_s_median"], n_mq["round_trips_per_s_median"]),
         "mqtt_latency_p50": ratio(g_mq["latency_ms_median_of_rounds"]["p50"], n_mq["latency_ms_median_of_rounds"]["p50"]),
         "mqtt_latency_p99": ratio(g_mq["latency_ms_median_of_rounds"]["p99"], n_mq["latency_ms_median_of_rounds"]["p99"]),
+        "mqtt_edge_round_trip_rate": ratio(g_mq_edge["round_trips_per_s_median"], n_mq["round_trips_per_s_median"]),
+        "mqtt_edge_latency_p99": ratio(g_mq_edge["latency_ms_median_of_rounds"]["p99"], n_mq["latency_ms_median_of_rounds"]["p99"]),
         "rss_idle": ratio($G_IDLE, $NR_IDLE),
         "rss_idle_with_nats_server": ratio($G_IDLE + $G_NATS_IDLE, $NR_IDLE),
         "rss_peak": ratio(gpk, npk),
@@ -342,7 +362,7 @@ out = {
         "cold_start": ratio($G_COLD, $NR_COLD),
     },
     "checks": {"e2e_delivered_equals_accepted": all(x["delivered"] == x["accepted"] for x in e2e),
-               "mqtt_all_delivered_none_foreign": g_mq["all_delivered"] and n_mq["all_delivered"]},
+               "mqtt_all_delivered_none_foreign": g_mq["all_delivered"] and g_mq_edge["all_delivered"] and n_mq["all_delivered"]},
     "load_average_1m": float(open("/proc/loadavg").read().split()[0]), "cpus": $(nproc),
 }
 print(json.dumps(out, indent=1))
