@@ -12,6 +12,7 @@
 
 #include "../common/log.h"
 #include "embedded.h"
+#include "nats_url.h"
 #include "streams.h"
 
 /* A connection and the subscription its PubAcks come back on. */
@@ -27,9 +28,10 @@ struct gust_bus {
     struct gust_nats_child *child;
     char url[64];
     /* Two connections: `main` batches its writes (nats.c's flusher gathers them for up
-     * to 1 ms), which is what units and sources want; `now` writes each publish at once,
-     * for ingest, where every publish is a client waiting for its answer, and for the
-     * units' pull requests (one per batch), which the next message waits for. */
+     * to 1 ms), which is what units and sources want, and takes their PubAcks; `now`
+     * writes each message at once, for the units' pull requests (one per batch), which
+     * the next message waits for. (Ingest has a connection of its own on the event
+     * loop: http/nats_loop.c.) */
     struct link main;
     struct link now;
     /* JetStream's API (streams, consumers, account info, the DLQ routes) on `now`: each
@@ -59,7 +61,7 @@ int64_t gust_now_ms(void)
 /* A PubAck is {"stream":"GUST","seq":12[,"duplicate":true]} or
  * {"error":{"code":503,"err_code":10077,"description":"..."}}. Both shapes are fixed
  * by the server, so a scan is enough and keeps the ack path allocation-free. */
-static int parse_puback(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size)
+int gust_puback_parse(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size)
 {
     const char *end = data + len;
     const char *e = memmem(data, len, "\"error\"", 7);
@@ -103,7 +105,7 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
         status = GUST_EIO;
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
-        status = parse_puback(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &seq, why,
+        status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &seq, why,
                               sizeof(why));
     }
     gust_pending_complete(&bus->pending, id, status, seq, why);
@@ -123,12 +125,25 @@ static void on_disconnected(natsConnection *nc, void *closure)
     gust_pending_expire(&bus->pending, -1, GUST_EAGAIN, "bus disconnected");
 }
 
+/* url as the log shows it: without the credentials it may hold. */
+static void url_for_log(const char *url, char *out, size_t size)
+{
+    struct gust_nats_url u;
+    if (gust_nats_url_parse(url, &u) == NULL) {
+        snprintf(out, size, "%s", u.text);
+        gust_nats_url_free(&u);
+    } else {
+        snprintf(out, size, "?");
+    }
+}
+
 static void on_reconnected(natsConnection *nc, void *closure)
 {
     struct gust_bus *bus = closure;
-    char url[256] = "";
+    char url[256] = "", shown[256];
     natsConnection_GetConnectedUrl(nc, url, sizeof(url));
-    gust_info("bus: connected to %s", url);
+    url_for_log(url, shown, sizeof(shown));
+    gust_info("bus: connected to %s", shown);
     pthread_mutex_lock(&bus->lock);
     pthread_cond_signal(&bus->wake);
     pthread_mutex_unlock(&bus->lock);
@@ -203,19 +218,18 @@ static void *housekeeping(void *arg)
     return NULL;
 }
 
-static int connect_link(struct gust_bus *bus, struct link *l, const char *name, int send_asap, struct gust_err *err)
+/* with_replies: subscribe to the link's inbox, for confirmed publishes. */
+static int connect_link(struct gust_bus *bus, struct link *l, const char *name, int send_asap, int with_replies,
+                        struct gust_err *err)
 {
     natsOptions *opts = NULL;
     natsStatus s = natsOptions_Create(&opts);
     const char *urls[64];
-    size_t n = 0;
-    if (bus->child != NULL) {
-        urls[n++] = bus->url;
-    } else {
-        for (; n < bus->conf.nurls && n < 64; n++) {
-            urls[n] = bus->conf.urls[n];
-        }
-        snprintf(bus->url, sizeof(bus->url), "%s%s", urls[0], n > 1 ? ",..." : "");
+    size_t n = gust_bus_urls(bus, urls, 64);
+    if (bus->child == NULL) {
+        char shown[sizeof(bus->url) - 4];
+        url_for_log(urls[0], shown, sizeof(shown));
+        snprintf(bus->url, sizeof(bus->url), "%s%s", shown, n > 1 ? ",..." : "");
     }
     if (s == NATS_OK) s = natsOptions_SetServers(opts, urls, (int)n);
     if (s == NATS_OK) s = natsOptions_SetName(opts, name);
@@ -236,7 +250,7 @@ static int connect_link(struct gust_bus *bus, struct link *l, const char *name, 
             s = NATS_OK;
         }
     }
-    if (s == NATS_OK) {
+    if (s == NATS_OK && with_replies) {
         char *inbox = NULL;
         s = natsInbox_Create(&inbox);
         if (s == NATS_OK) {
@@ -247,7 +261,7 @@ static int connect_link(struct gust_bus *bus, struct link *l, const char *name, 
             s = natsConnection_Subscribe(&l->replies, l->nc, wildcard, on_reply, bus);
         }
     }
-    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(l->replies, -1, -1);
+    if (s == NATS_OK && with_replies) s = natsSubscription_SetPendingLimits(l->replies, -1, -1);
     natsOptions_Destroy(opts);
     if (s != NATS_OK) {
         return gust_err_set(err, GUST_EIO, "nats %s: %s", bus->url, natsStatus_GetText(s));
@@ -257,9 +271,9 @@ static int connect_link(struct gust_bus *bus, struct link *l, const char *name, 
 
 static int connect_bus(struct gust_bus *bus, struct gust_err *err)
 {
-    int rc = connect_link(bus, &bus->main, "gust", bus->conf.send_asap, err);
+    int rc = connect_link(bus, &bus->main, "gust", bus->conf.send_asap, 1, err);
     if (rc == 0) {
-        rc = connect_link(bus, &bus->now, "gust-ingest", 1, err);
+        rc = connect_link(bus, &bus->now, "gust-now", 1, 0, err);
     }
     if (rc == 0 && natsConnection_JetStream(&bus->js, bus->now.nc, NULL) != NATS_OK) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -363,9 +377,10 @@ void gust_bus_destroy(struct gust_bus *bus)
     free(bus);
 }
 
-static int publish_on(struct gust_bus *bus, struct link *l, const char *subject, const void *data, size_t len,
-                      gust_publish_done_fn fn, void *ud, atomic_int *inflight)
+int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
 {
+    struct link *l = &bus->main;
     if (natsConnection_Status(l->nc) != NATS_CONN_STATUS_CONNECTED) {
         return GUST_EAGAIN;
     }
@@ -384,16 +399,20 @@ static int publish_on(struct gust_bus *bus, struct link *l, const char *subject,
     return 0;
 }
 
-int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
+size_t gust_bus_urls(const struct gust_bus *bus, const char **urls, size_t max)
 {
-    return publish_on(bus, &bus->main, subject, data, len, fn, ud, inflight);
+    if (bus->child != NULL) {
+        urls[0] = bus->url;
+        return 1;
+    }
+    size_t n = bus->conf.nurls < max ? bus->conf.nurls : max;
+    memcpy(urls, bus->conf.urls, n * sizeof(*urls));
+    return n;
 }
 
-int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                         gust_publish_done_fn fn, void *ud)
+const struct gust_bus_conf *gust_bus_config(const struct gust_bus *bus)
 {
-    return publish_on(bus, &bus->now, subject, data, len, fn, ud, NULL);
+    return &bus->conf;
 }
 
 int gust_bus_healthy(struct gust_bus *bus)

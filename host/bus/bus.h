@@ -26,7 +26,7 @@ struct gust_bus_conf {
     int64_t dlq_max_msgs;
     int64_t publish_timeout_ms;
     size_t max_pending; /* publishes awaiting their PubAck at once */
-    int send_asap;      /* units and sources too write each publish at once (ingest always does) */
+    int send_asap;      /* units and sources write each publish and ack at once */
     int replicas;       /* of each stream */
 };
 
@@ -46,10 +46,11 @@ void gust_bus_destroy(struct gust_bus *bus);
 int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
                      gust_publish_done_fn fn, void *ud, atomic_int *inflight);
 
-/* The same, written to the server at once instead of with the next batch of writes
- * (up to 1 ms later): for a client waiting on this one publish. */
-int gust_bus_publish_now(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                         gust_publish_done_fn fn, void *ud);
+/* The servers to connect to (the embedded one's URL in embedded mode): fills urls (at
+ * most max, borrowed for the bus's life) and returns how many. */
+size_t gust_bus_urls(const struct gust_bus *bus, const char **urls, size_t max);
+/* What the bus was created with (urls borrowed from the configuration). */
+const struct gust_bus_conf *gust_bus_config(const struct gust_bus *bus);
 
 /* Connected, and JetStream answered the last check (once a second). */
 int gust_bus_healthy(struct gust_bus *bus);
@@ -68,5 +69,9 @@ jsCtx *gust_bus_js(struct gust_bus *bus);
 natsConnection *gust_bus_conn_now(struct gust_bus *bus);
 
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* JetStream's PubAck in data: 0 and its stream sequence in seq, or GUST_EIO and the
+ * server's reason in why. */
+int gust_puback_parse(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size);
 
 #endif

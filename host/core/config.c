@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
 #include "edges.h"
 
@@ -54,7 +55,7 @@ const struct gust_schema_key gust_nats_schema[] = {
     {"publish_timeout", GUST_T_DURATION, "5s", 0, "how long a publish waits for its PubAck"},
     {"max_pending", GUST_T_INT, "65536", 0, "publishes awaiting their PubAck at once"},
     {"send_asap", GUST_T_BOOL, "off", 0,
-     "units and sources write every publish and ack at once (lower latency at low rates, less throughput) instead of batching writes for up to 1 ms; ingest always does"},
+     "units and sources write every publish and ack at once (lower latency at low rates, less throughput) instead of batching writes for up to 1 ms (ingest has its own connection, which writes once per event-loop turn)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -147,6 +148,21 @@ static int check_block(const struct gust_conf_node *n, const char *what, const s
     return gust_cfg_check(n, what, schema, NULL, out, err);
 }
 
+/* Each `url` of the nats block must be one gust can connect to (nats_url.h). */
+static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *err)
+{
+    for (size_t i = 0; i < nats->nchildren; i++) {
+        const struct gust_conf_node *u = &nats->children[i];
+        for (size_t a = 0; strcmp(u->name, "url") == 0 && a < u->nargs; a++) {
+            const char *why = gust_nats_url_parse(u->args[a], NULL);
+            if (why != NULL) {
+                return gust_err_set(err, GUST_ECONFIG, "%s:%d: url %s: %s", u->file, u->line, u->args[a], why);
+            }
+        }
+    }
+    return 0;
+}
+
 static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum gust_unit_kind kind,
                     struct gust_err *err)
 {
@@ -214,6 +230,9 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 rc = error_at(err, n, "'%s' block given twice", n->name);
             } else {
                 rc = check_block(n, n->name, n->name[0] == 'h' ? gust_http_schema : gust_nats_schema, slot, err);
+                if (rc == 0 && n->name[0] == 'n') {
+                    rc = check_nats_urls(n, err);
+                }
             }
         } else if (strcmp(n->name, "plugin") == 0) {
             if (n->is_block || n->nargs != 1 || !unit_name_valid(n->args[0])) {

@@ -1,9 +1,9 @@
 /* POST /ingest/<suffix>: validate, publish to ev.<suffix>, answer 202 after the PubAck.
  *
- * The publish completes on a bus thread; the outcome travels back to the event loop
- * through an h2o multithread queue. The client may go away meanwhile, so the request
- * and the wait are linked through an anchor in the request's pool: whichever side
- * finishes first unlinks the other. */
+ * The publish goes out on ingest's own NATS connection, which the event loop drives
+ * (nats_loop.c), and its outcome comes back on the loop. The client may go away
+ * meanwhile, so the request and the wait are linked through an anchor in the request's
+ * pool: whichever side finishes first unlinks the other. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,19 +14,16 @@
 #include "../conf/subject.h"
 #include "json_check.h"
 #include "internal.h"
+#include "nats_loop.h"
 
 #define SUBJECT_PREFIX "ev."
 #define MAX_SUBJECT 256
 
 struct ingest_wait {
-    h2o_multithread_message_t msg; /* first: messages are cast back to the wait */
     struct gust_http *http;
     struct ingest_wait **anchor; /* in the request's pool; NULL once the request is gone */
     h2o_req_t *req;
     int64_t start_us;
-    int status;
-    uint64_t seq;
-    char error[160];
     char subject[MAX_SUBJECT];
 };
 
@@ -47,47 +44,31 @@ static void on_req_dispose(void *p)
     }
 }
 
-/* Bus thread. */
-static void on_published(void *ud, int status, uint64_t seq, const char *error)
-{
-    struct ingest_wait *w = ud;
-    w->status = status;
-    w->seq = seq;
-    if (status != 0) {
-        snprintf(w->error, sizeof(w->error), "%s", error != NULL ? error : "publish failed");
-    }
-    h2o_multithread_send_message(&w->http->acks, &w->msg);
-}
-
-static void respond(struct ingest_wait *w)
+static void respond(struct ingest_wait *w, int status, uint64_t seq, const char *error)
 {
     h2o_req_t *req = w->req;
-    if (w->status == 0) {
+    if (status == 0) {
         gust_metrics_observe_publish(now_us() - w->start_us);
         char body[MAX_SUBJECT + 64];
-        int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "}\n", w->subject, w->seq);
+        int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "}\n", w->subject, seq);
         gust_http_send(req, GUST_ROUTE_INGEST, 202, "application/json", body, (size_t)n);
     } else {
         char msg[220];
-        snprintf(msg, sizeof(msg), "not stored: %s", w->error);
+        snprintf(msg, sizeof(msg), "not stored: %s", error != NULL ? error : "publish failed");
         gust_http_send_error(req, GUST_ROUTE_INGEST, 503, msg);
     }
 }
 
-/* Event loop: publishes completed. */
-void gust_ingest_on_acks(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+/* On the loop: the publish completed (or failed). */
+static void on_published(void *ud, int status, uint64_t seq, const char *error)
 {
-    (void)receiver;
-    while (!h2o_linklist_is_empty(messages)) {
-        struct ingest_wait *w = (struct ingest_wait *)messages->next; /* link is first */
-        h2o_linklist_unlink(&w->msg.link);
-        w->http->ingest_inflight--;
-        if (w->req != NULL) {
-            *w->anchor = NULL;
-            respond(w);
-        }
-        free(w);
+    struct ingest_wait *w = ud;
+    w->http->ingest_inflight--;
+    if (w->req != NULL) {
+        *w->anchor = NULL;
+        respond(w, status, seq, error);
     }
+    free(w);
 }
 
 static int hex_value(char c)
@@ -160,12 +141,17 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
     w->req = req;
     w->start_us = now_us();
     memcpy(w->subject, subject, sizeof(subject));
-    if (gust_bus_publish_now(http->bus, w->subject, req->entity.base, req->entity.len, on_published, w) != 0) {
+    int rc = nats_loop_publish(http->ingest_bus, w->subject, req->entity.base, req->entity.len, on_published, w);
+    if (rc != 0) {
         free(w);
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "bus unavailable");
+        if (rc == GUST_EINVAL) {
+            gust_http_send_error(req, GUST_ROUTE_INGEST, 413, "body over the bus's max_payload");
+        } else {
+            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "bus unavailable");
+        }
         return;
     }
-    /* From here on_published owns w, and may already have queued it. */
+    /* From here on_published owns w; it runs on a later turn of the loop. */
     http->ingest_inflight++;
     w->anchor = h2o_mem_alloc_shared(&req->pool, sizeof(*w->anchor), on_req_dispose);
     *w->anchor = w;

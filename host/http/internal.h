@@ -57,12 +57,12 @@ struct gust_http {
     h2o_socket_t *listener;
     int port;
     h2o_multithread_queue_t *queue;
-    h2o_multithread_receiver_t acks;       /* ingest publishes completed on bus threads */
     h2o_multithread_receiver_t control;    /* stop requests from the signal thread */
     h2o_multithread_receiver_t admin_done; /* admin jobs finished on the worker */
     atomic_int stop_requested;
     int stopping;
     struct gust_bus *bus;
+    struct nats_loop *ingest_bus; /* ingest's own connection, on this loop */
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     size_t max_body;
@@ -95,7 +95,6 @@ int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size);
 
 /* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
-void gust_ingest_on_acks(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages);
 
 /* admin.c: the worker thread for blocking admin calls. */
 int gust_admin_start(struct gust_http *http, struct gust_err *err);

@@ -15,6 +15,7 @@
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "internal.h"
+#include "nats_loop.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -145,13 +146,14 @@ static void handle_healthz(struct gust_http *http, h2o_req_t *req)
         send_method_not_allowed(req, GUST_ROUTE_HEALTHZ, "GET, HEAD");
         return;
     }
-    if (gust_bus_healthy(http->bus)) {
+    if (gust_bus_healthy(http->bus) && nats_loop_connected(http->ingest_bus)) {
         static const char ok[] = "{\"status\":\"ok\"}\n";
         gust_http_send(req, GUST_ROUTE_HEALTHZ, 200, "application/json", ok, sizeof(ok) - 1);
     } else {
         gust_http_send_error(req, GUST_ROUTE_HEALTHZ, 503,
-                             gust_bus_connected(http->bus) ? "jetstream not answering"
-                                                           : "bus not connected");
+                             !gust_bus_connected(http->bus)           ? "bus not connected"
+                             : !nats_loop_connected(http->ingest_bus) ? "ingest's bus connection not up"
+                                                                      : "jetstream not answering");
     }
 }
 
@@ -512,9 +514,20 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->accept_ctx.ctx = &http->ctx;
     http->accept_ctx.hosts = http->config.hosts;
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
-    h2o_multithread_register_receiver(http->queue, &http->acks, gust_ingest_on_acks);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
+    const char *urls[64];
+    const struct gust_bus_conf *bc = gust_bus_config(bus);
+    struct nats_loop_conf nc = {
+        .urls = urls,
+        .nurls = gust_bus_urls(bus, urls, 64),
+        .publish_timeout_ms = bc->publish_timeout_ms,
+        .max_pending = bc->max_pending,
+    };
+    if ((rc = nats_loop_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+        close(fd);
+        return rc; /* the loop and context are never torn down (see gust_http_close) */
+    }
     if ((rc = gust_admin_start(http, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
@@ -562,7 +575,9 @@ void gust_http_close(struct gust_http *http)
         return;
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
-    /* Answer (or free) the ingest waits the bus completed while it shut down. */
+    /* Fail (answer, or free) the ingest waits still open, and send those answers. */
+    nats_loop_destroy(http->ingest_bus);
+    http->ingest_bus = NULL;
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {
         h2o_socket_close(http->listener);

@@ -72,8 +72,9 @@ def read_stream(url, stream="GUST"):
 class NatsServer:
     """A real nats-server with JetStream, its store in a temp dir."""
 
-    def __init__(self, tmp, port=None):
+    def __init__(self, tmp, port=None, args=()):
         self.port = port or free_port()
+        self.args = list(args)  # more nats-server options, e.g. ["--user", "u", "--pass", "p"]
         self.store = os.path.join(tmp.path, "nats-%d" % self.port)
         self.log = open(os.path.join(tmp.path, "nats-%d.log" % self.port), "ab")
         self.proc = None
@@ -85,7 +86,7 @@ class NatsServer:
 
     def start(self):
         self.proc = subprocess.Popen(
-            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store],
+            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store] + self.args,
             stdout=self.log, stderr=self.log)
         wait_for(lambda: port_open(self.port), 10, "nats-server on %d" % self.port)
 

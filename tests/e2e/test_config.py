@@ -33,7 +33,7 @@ http {
     trusted_proxies 127.0.0.1 ::1;
 }
 nats {
-    url nats://127.0.0.1:4222 nats://127.0.0.1:4223;
+    url nats://127.0.0.1:4222 nats://u:p@127.0.0.1:4223 nats://token@[::1]:4224 localhost;
     stream GUST;
     subjects "ev.>";
     max_deliver 5;
@@ -67,6 +67,9 @@ include conf.d/*.conf;
         ("sink s { use nothing_here; source ev.x; }\n", p + ":1:", "unknown plugin type"),
         ("plugin no_such_plugin;\n", p + ":1:", "missing plugin file"),
         ("log_level loud;\n", p + ":1:", "bad log level"),
+        ("nats {\n  url nats://127.0.0.1:4222\n      tls://127.0.0.1:4223;\n}\n",
+         p + ":2: url tls://127.0.0.1:4223: only nats:// URLs", "a tls:// bus URL"),
+        ("nats { url nats://127.0.0.1:42x; }\n", p + ":1: url nats://127.0.0.1:42x: bad port", "bad port"),
     ]
     for conf, want, what in bad:
         rc, err = gust_t(tmp, conf)
