@@ -16,7 +16,9 @@
 # gust-bench-coldstart; idle RSS 2 s later). Each gets a warm-up (WARMUP s of load,
 # default 3; MQTT_WARMUP messages, default 2000). Then ROUNDS rounds (default 2) alternate
 # Node-RED and gust: SECS seconds (default 10) of load on CONNS connections (default 32),
-# each round against a fresh sink; then MQTT_N messages (default 8000) with MQTT_WINDOW
+# each round against a fresh sink; then one round of gust held at Node-RED's median
+# delivered rate (the latency of the same load: saturated, gust's backlog in JetStream is
+# latency that Node-RED, whose client waits for each delivery, never queues); then MQTT_N messages (default 8000) with MQTT_WINDOW
 # (default 1000) awaiting their PUBACK. Every delivery is checked, warm-ups included: the
 # sink's unique ids must equal the requests the load generator had accepted (202), the
 # MQTT subscriber must see all ids, none foreign. Rates and latency percentiles are
@@ -148,18 +150,20 @@ G_NATS_IDLE=$(rss_kb "$E2E_NATS_PID")
   done ) >"$WORK/rss" 2>/dev/null &
 PIDS+=("$!")
 
-# e2e_round SYSTEM ROUND [SECS]: one load run against a fresh sink; appends one JSON line
-# to $WORK/e2e.jsonl (with SECS: a warm-up, not recorded)
+# e2e_round SYSTEM ROUND [SECS [RATE]]: one load run against a fresh sink; appends one JSON
+# line to $WORK/e2e.jsonl (with SECS: a warm-up, not recorded). SYSTEM gust_paced is gust
+# with the load generator holding RATE requests/s.
 e2e_round() {
-    local sys=$1 r=$2 port sink pid delivered lg accepted t0 c0 c1 n0 n1 stats
-    if [ "$sys" = gust ]; then port=$G_PORT sink=$G_SINK pid=$G_E2E_PID; else port=$NR_PORT sink=$NR_SINK pid=$NR_PID; fi
+    local sys=$1 r=$2 port sink pid delivered lg accepted t0 c0 c1 n0 n1 stats owner=gust
+    if [ "$sys" = nodered ]; then port=$NR_PORT sink=$NR_SINK pid=$NR_PID owner=nodered
+    else port=$G_PORT sink=$G_SINK pid=$G_E2E_PID; fi
     stats() { curl -s "http://127.0.0.1:$sink/stats"; }
-    restart_sink "$sys" "$sink"
+    restart_sink "$owner" "$sink"
     c0=$(cpu_ticks "$pid") n0=$(cpu_ticks "$E2E_NATS_PID")
     mark "e2e-$sys-start"
     t0=$(now_ms)
     lg=$("$TOOLS/gust-bench-loadgen" --url "http://127.0.0.1:$port/ingest/orders" --connections "$CONNS" \
-         --duration "${3:-$SECS}" --first-id "$((r * 100000000 + 1))")
+         --duration "${3:-$SECS}" --first-id "$((r * 100000000 + 1))" ${4:+--rate "$4"})
     accepted=$(json_field '["accepted"]' "$lg")
     for _ in $(seq 1 1200); do
         [ "$(json_field '["unique"]' "$(stats)")" -ge "$accepted" ] && break
@@ -183,6 +187,16 @@ for r in $(seq 1 "$ROUNDS"); do
     e2e_round nodered "$((2 * r))"
     e2e_round gust "$((2 * r + 1))"
 done
+# gust held at Node-RED's own delivered rate: the latency of the same load. (Saturated,
+# gust's ingest outruns its flow and sink, and the backlog in JetStream is latency.)
+NR_RATE=$(python3 - "$WORK/e2e.jsonl" <<'PY'
+import json, statistics, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+print(int(statistics.median(x["delivered"] / ((x["sink"]["last_ms"] - x["t0_ms"]) / 1e3)
+                            for x in rs if x["system"] == "nodered")))
+PY
+)
+e2e_round gust_paced 99 "" "$NR_RATE"
 stop_pid "$G_E2E_PID"
 stop_pid "$E2E_NATS_PID"
 
@@ -320,6 +334,8 @@ def mqtt_of(sys_):
     }
 g_e2e, n_e2e, g_mq, n_mq = e2e_of("gust"), e2e_of("nodered"), mqtt_of("gust"), mqtt_of("nodered")
 g_mq_edge = mqtt_of("gust_edge")
+g_paced = e2e_of("gust_paced")
+g_paced["rate_held"] = $NR_RATE
 g_e2e["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust") / hz, 2)
 for sys_, r in (("gust", g_mq), ("gust_edge", g_mq_edge)):
     r["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in mq if x["system"] == sys_) / hz, 2)
@@ -329,7 +345,7 @@ gust = {
     "rss_peak_kb": {"e2e": peak($G_E2E_PID, "e2e", "gust"), "mqtt": peak($G_MQ_PID, "mqtt", "gust")},
     "nats_server_rss_idle_kb": $G_NATS_IDLE,
     "nats_server_rss_peak_kb": {"e2e": peak($E2E_NATS_PID, "e2e", "gust"), "mqtt": peak($MQ_NATS_PID, "mqtt", "gust")},
-    "e2e": g_e2e, "mqtt": g_mq, "mqtt_edge": g_mq_edge,
+    "e2e": g_e2e, "e2e_at_node_red_rate": g_paced, "mqtt": g_mq, "mqtt_edge": g_mq_edge,
 }
 nodered = {
     "version": "$NODE_RED_VERSION", "node": "$(node --version)",
@@ -348,6 +364,7 @@ out = {
         "e2e_delivered_rate": ratio(g_e2e["delivered_per_s_median"], n_e2e["delivered_per_s_median"]),
         "e2e_latency_p50": ratio(g_e2e["latency_ms_median_of_rounds"]["p50"], n_e2e["latency_ms_median_of_rounds"]["p50"]),
         "e2e_latency_p99": ratio(g_e2e["latency_ms_median_of_rounds"]["p99"], n_e2e["latency_ms_median_of_rounds"]["p99"]),
+        "e2e_latency_p99_at_node_red_rate": ratio(g_paced["latency_ms_median_of_rounds"]["p99"], n_e2e["latency_ms_median_of_rounds"]["p99"]),
         "e2e_events_per_cpu_s": ratio(g_e2e["events_per_cpu_s"], n_e2e["events_per_cpu_s"]),
         "e2e_events_per_cpu_s_with_nats_server": ratio(g_e2e["events_per_cpu_s_with_nats_server"], n_e2e["events_per_cpu_s"]),
         "mqtt_round_trip_rate": ratio(g_mq["round_trips_per_s_median"], n_mq["round_trips_per_s_median"]),
