@@ -11,8 +11,10 @@
  * fresh connection within the same call (a kept-alive connection the server closed
  * while idle is the common case); one that got part of its answer is a RETRY. A server
  * that says it closes (Connection: close, HTTP/1.0) has not seen the requests behind the
- * answer it closed on: they are sent again without counting as a resend, one per
- * connection for the rest of the call. */
+ * answer it closed on: they are sent again without counting as a resend. When it closed
+ * after the first answer, it will after each: the rest of the call sends one request per
+ * connection. (One closing after many, such as nginx at keepalive_requests, keeps the
+ * pipeline.) */
 #define _GNU_SOURCE /* strerror_r returning char * */
 #include <errno.h>
 #include <poll.h>
@@ -43,6 +45,7 @@ struct conn {
     size_t rlen;
     struct http_out_resp resp; /* of q's oldest */
     int started;             /* a byte of the oldest's answer has come */
+    size_t answered;         /* answers read since it was opened */
 };
 
 struct http_out_client {
@@ -133,6 +136,7 @@ static void conn_close(struct conn *c)
     c->wlen = c->woff = 0;
     c->rlen = 0;
     c->started = 0;
+    c->answered = 0;
     http_out_resp_reset(&c->resp);
 }
 
@@ -160,13 +164,15 @@ static void conn_lost(struct http_out_client *cl, struct conn *c, const char *wh
  * read by the server, and go back to the queue as they are. */
 static void conn_closing(struct http_out_client *cl, struct conn *c)
 {
+    if (c->answered == 1) {
+        cl->depth = 1;
+    }
     while (c->qlen > 0) {
         size_t m = oldest(cl, c)->msg;
         pop(cl, c);
         todo_push(cl, m);
     }
     conn_close(c);
-    cl->depth = 1;
 }
 
 /* Parses what c has read; closes c when its stream ends or is not HTTP. */
@@ -194,6 +200,7 @@ static void conn_parse(struct http_out_client *cl, struct conn *c)
             break;
         }
         classify(cl, oldest(cl, c)->msg, &c->resp);
+        c->answered++;
         int keep = c->resp.keep_alive;
         pop(cl, c);
         if (!keep) {
@@ -225,6 +232,7 @@ static void conn_read(struct http_out_client *cl, struct conn *c)
             if (n == GUST_SOCK_EOF && c->qlen > 0 && http_out_resp_ends_at_eof(&c->resp)) {
                 /* an answer without a length: the close is its end */
                 classify(cl, oldest(cl, c)->msg, &c->resp);
+                c->answered++;
                 pop(cl, c);
                 conn_closing(cl, c);
                 return;
@@ -320,9 +328,15 @@ static void assign(struct http_out_client *cl, size_t lanes)
         struct conn *best = NULL;
         for (size_t i = 0; i < lanes; i++) {
             struct conn *c = &cl->conns[i];
-            if (c->qlen < cl->depth && (!best || c->qlen < best->qlen)) {
+            /* Once connecting failed, every other new connection would fail the same way,
+             * each taking up to the timeout: only the open ones take requests. */
+            if (c->qlen < cl->depth && (c->sock || !cl->conn_err[0]) &&
+                (!best || c->qlen < best->qlen)) {
                 best = c;
             }
+        }
+        if (!best && cl->conn_err[0] && cl->inflight == 0) {
+            best = &cl->conns[0]; /* nothing open will free room: fail the rest below */
         }
         if (!best) {
             return;
@@ -330,13 +344,7 @@ static void assign(struct http_out_client *cl, size_t lanes)
         size_t m = cl->todo[cl->thead];
         cl->thead = (cl->thead + 1) % cl->tcap;
         cl->tlen--;
-        if (cl->conn_err[0]) {
-            decide(cl, m, GUST_RETRY, cl->conn_err);
-            continue;
-        }
-        if (!best->sock && conn_open(cl, best) != 0) {
-            /* Every other new connection would fail the same way, each taking up to the
-             * timeout: what needs one fails now, what is on open ones goes on. */
+        if (!best->sock && (cl->conn_err[0] || conn_open(cl, best) != 0)) {
             decide(cl, m, GUST_RETRY, cl->conn_err);
             continue;
         }

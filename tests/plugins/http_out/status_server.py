@@ -11,8 +11,9 @@ Every request is logged (method, content type, X-Test header, body) and GET /log
 the log as JSON, with the number of connections accepted. Prints "port N" first.
 
 Options: --http10 answers as HTTP/1.0 without keep-alive (closing after every answer);
---idle-timeout S closes a kept-alive connection idle for S seconds; --tls CERT KEY
-serves https.
+--idle-timeout S closes a kept-alive connection idle for S seconds; --max-requests N
+answers the Nth request of a connection with "Connection: close" (nginx's
+keepalive_requests); --tls CERT KEY serves https.
 """
 import argparse
 import http.server
@@ -25,6 +26,7 @@ import threading
 ap = argparse.ArgumentParser()
 ap.add_argument("--http10", action="store_true")
 ap.add_argument("--idle-timeout", type=float)
+ap.add_argument("--max-requests", type=int)
 ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
 args = ap.parse_args()
 
@@ -43,6 +45,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         global connections
         with lock:
             connections += 1
+        self.served = 0
         super().setup()
 
     def log_message(self, *args):
@@ -83,6 +86,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ask = json.loads(body) if body else {}
         except ValueError:
             ask = {}
+        self.served += 1
+        if args.max_requests and self.served >= args.max_requests:
+            ask["close"] = True
         if ask.get("slow"):
             stopping.wait(60)
         status = int(ask.get("status", 200))

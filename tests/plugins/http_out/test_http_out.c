@@ -514,6 +514,16 @@ static void test_close_each(void)
     close_instance(ctx);
     fake_cfg_destroy(cfg);
     server_proc_stop(&srv, NULL, 0);
+
+    /* Closing after every 10th answer, as nginx does after its keepalive_requests. */
+    start_status(&srv, "--max-requests", "10", NULL);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/in", srv.port);
+    cfg = fake_cfg_create(type->schema, "url", url, NULL);
+    ctx = open_instance(cfg);
+    CHECK(send_batch(ctx, srv.port, 256, "", 0) == 256, "closing every 10: not all delivered");
+    close_instance(ctx);
+    fake_cfg_destroy(cfg);
+    server_proc_stop(&srv, NULL, 0);
 }
 
 /* Kept-alive connections the server closed while idle between batches cost nothing. */
