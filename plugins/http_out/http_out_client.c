@@ -412,6 +412,9 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     const struct http_out_conf *conf = cl->conf;
     size_t lanes = n < conf->connections ? n : conf->connections;
 
+    if (n == 0) {
+        return 0;
+    }
     if (n > cl->tcap) {
         size_t *t = realloc(cl->todo, n * sizeof(*t));
         unsigned char *r = t ? realloc(cl->resent, n) : NULL;
