@@ -1,6 +1,6 @@
-/* http_out: a sink that sends each message's body to one URL, POST (or PUT), with up to
- * max_inflight requests in flight over kept-alive connections (libcurl multi; http:// and
- * https://).
+/* http_out: a sink that sends each message's body to one URL, POST (or PUT), over
+ * kept-alive HTTP/1.1 connections with pipelining (http:// and https://; gust's own client,
+ * see http_out_client.c).
  *
  *   sink crm { use http_out; source ev.orders.out; url http://127.0.0.1:9099/hit;
  *              header "Authorization: Bearer ${CRM_TOKEN}"; timeout 2s; }
@@ -11,9 +11,18 @@
  *                                                         5000 ms", "connect: Connection refused"
  *   any other (4xx, 3xx: redirects are not     REJECTED  "http 404 from URL: " + the first
  *   followed)                                             120 bytes of the response body
- * The host owns retries and backoff; deliver never sleeps. */
-#include <curl/curl.h>
+ * The host owns retries and backoff; deliver never sleeps.
+ *
+ * A batch is spread over at most `connections` connections, each carrying up to `pipeline`
+ * requests written at once, `max_inflight` over all of them. A request times out `timeout`
+ * after it was written (connecting included); the requests pipelined behind it on its
+ * connection wait behind it, and time out with it. A request on a connection that breaks
+ * before any byte of its answer came is sent again once on a new connection in the same
+ * call; a POST may so reach the server twice, which the bus's at-least-once delivery
+ * allows anyway. https verifies the server against the system CA store (or tls_ca), with
+ * its host name, and sends SNI. No proxy is taken from the environment. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "http_out.h"
 
@@ -32,11 +41,16 @@ static const struct gust_schema_key schema[] = {
      "extra request header \"Name: value\", repeatable; values are literal (use ${ENV})"},
     {"content_type", GUST_T_STR, "application/json", 0, "Content-Type of the requests"},
     {"timeout", GUST_T_DURATION, "5s", 0, "limit for one request, connecting included"},
-    {"max_inflight", GUST_T_INT, "16", 0,
-     "requests of one batch in flight at once; HTTP/1.1 needs a connection for each, so "
-     "`connections` bounds it too"},
-    {"connections", GUST_T_INT, "16", 0,
-     "most connections open to the server, kept alive between batches"},
+    {"max_inflight", GUST_T_INT, "256", 0,
+     "requests of one batch written and not yet answered, over all connections"},
+    {"connections", GUST_T_INT, "4", 0,
+     "most connections open to the server, kept alive between batches; a batch uses no more "
+     "than it has messages"},
+    {"pipeline", GUST_T_INT, "64", 0,
+     "most requests outstanding on one connection, written together and answered in order "
+     "(1: no pipelining, one request at a time per connection)"},
+    {"tls_ca", GUST_T_PATH, NULL, 0,
+     "CA certificate file (PEM) to verify an https server with, instead of the system store"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -64,9 +78,9 @@ static int http_out_start(void *ctx, struct gust_err *err)
     int rc = http_out_client_create(&h->client, &h->conf, err);
 
     if (rc == 0) {
-        host->log(h->inst, GUST_LOG_INFO, "%s %s, max_inflight %zu, connections %ld",
-                  h->conf.put ? "PUT" : "POST", h->conf.url, h->conf.max_inflight,
-                  h->conf.connections);
+        host->log(h->inst, GUST_LOG_INFO, "%.*s %s, connections %zu, pipeline %zu, max_inflight %zu",
+                  (int)strcspn(h->conf.head, " "), h->conf.head, h->conf.url,
+                  h->conf.connections, h->conf.pipeline, h->conf.max_inflight);
     }
     return rc;
 }
@@ -75,13 +89,8 @@ static int http_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n,
                             struct gust_result *results)
 {
     struct http_out *h = ctx;
-    struct gust_err err;
-    int rc = http_out_client_deliver(h->client, msgs, n, results, &err);
 
-    if (rc != 0) {
-        host->log(h->inst, GUST_LOG_ERROR, "%s", err.msg);
-    }
-    return rc;
+    return http_out_client_deliver(h->client, msgs, n, results);
 }
 
 static void http_out_stop(void *ctx)
@@ -104,21 +113,6 @@ static void http_out_destroy(void *ctx)
     free(h);
 }
 
-static int http_out_init(const struct gust_host_api *api, struct gust_err *err)
-{
-    (void)api;
-    CURLcode c = curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (c != CURLE_OK) {
-        return gust_err_set(err, GUST_EIO, "http_out: libcurl: %s", curl_easy_strerror(c));
-    }
-    return 0;
-}
-
-static void http_out_fini(void)
-{
-    curl_global_cleanup();
-}
-
 static const struct gust_plugin_type types[] = {{
     .name = "http_out",
     .kind = GUST_PLUGIN_SINK,
@@ -138,8 +132,6 @@ static const struct gust_plugin_desc desc = {
     .version = "0.1.0",
     .types = types,
     .ntypes = 1,
-    .init = http_out_init,
-    .fini = http_out_fini,
 };
 
 GUST_PLUGIN_EXPORT const struct gust_plugin_desc *gust_plugin_entry(const struct gust_host_api *api)

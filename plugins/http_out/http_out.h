@@ -1,21 +1,46 @@
-/* http_out internals shared by its files: the checked settings of an instance and the
- * client that delivers a batch with them. Nothing here is exported from the .so. */
+/* http_out internals shared by its files: the checked settings of an instance, the URL
+ * and response readers, and the client that delivers a batch with them. Nothing here is
+ * exported from the .so. */
 #ifndef GUST_HTTP_OUT_H
 #define GUST_HTTP_OUT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "gust/plugin.h"
 
-struct curl_slist;
+/* How much of a refusing server's answer goes into the dead-letter error text. */
+#define HTTP_OUT_BODY_KEEP 120
+/* Longest response head (status line and headers) read before the answer is malformed. */
+#define HTTP_OUT_HEAD_MAX 16384
+#define HTTP_OUT_HEAD_MAX_TEXT "16384"
+
+/* The parts of the url key (http_out_url.c). Pointers are into the url string. */
+struct http_out_url {
+    int tls;                /* https */
+    char host[256];         /* without the brackets of an IPv6 literal */
+    int port;               /* 80 or 443 when the URL names none */
+    const char *authority;  /* host[:port] as written: the Host header */
+    size_t authority_len;
+    const char *target;     /* path and query; may be empty or start with '?' */
+    size_t target_len;
+};
+
+/* Fills u from url (borrowed, and u points into it). Returns 0, or -1 when it is not an
+ * absolute http:// or https:// URL with a host. */
+int http_out_url_parse(struct http_out_url *u, const char *url);
 
 struct http_out_conf {
-    const char *url;            /* borrowed from the cfg, which outlives the instance */
-    int put;                    /* PUT instead of POST */
-    struct curl_slist *headers; /* owned: Content-Type, the user's headers, "Expect:" */
-    long timeout_ms;            /* whole request, connecting included */
-    size_t max_inflight;        /* requests handed to libcurl at once */
-    long connections;           /* most connections open at once, all kept alive */
+    const char *url;         /* borrowed from the cfg, which outlives the instance */
+    struct http_out_url u;
+    const char *tls_ca;      /* borrowed; NULL: the system CA store */
+    char *head;              /* owned: every request's start, up to "Content-Length: " */
+    size_t head_len;
+    int64_t timeout_ms;      /* one request, from its write (connecting included) */
+    size_t max_inflight;     /* requests of a batch written and not yet answered */
+    size_t connections;      /* most connections open at once, all kept alive */
+    size_t pipeline;         /* most requests outstanding on one connection */
 };
 
 /* Fills conf from cfg (borrowed), naming file:line of a bad value in err. */
@@ -23,17 +48,35 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
                        const struct gust_cfg *cfg, struct gust_err *err);
 void http_out_conf_free(struct http_out_conf *conf);
 
+/* One response being read (http_out_resp.c). */
+struct http_out_resp {
+    int state;
+    int status;
+    int keep_alive; /* the server keeps the connection open after this answer */
+    uint64_t left;  /* bytes left in the body or the current chunk */
+    size_t body_len;
+    char body[HTTP_OUT_BODY_KEEP]; /* the first bytes of the body */
+};
+
+void http_out_resp_reset(struct http_out_resp *r);
+/* Reads what it can of buf[0..len) (borrowed) into r; returns the bytes used. *done is
+ * set when the response is complete (the bytes after it belong to the next one). Returns
+ * -1 with *why (a literal) when the stream is not HTTP/1.x. */
+ssize_t http_out_resp_feed(struct http_out_resp *r, const char *buf, size_t len, int *done,
+                           const char **why);
+/* Whether the server closing the connection now completes the response. */
+int http_out_resp_ends_at_eof(const struct http_out_resp *r);
+
 struct http_out_client;
 
-/* conf is borrowed and must outlive the client. Opens no connection yet. */
+/* conf is borrowed and must outlive the client. Loads the TLS trust for https; opens no
+ * connection yet. */
 int http_out_client_create(struct http_out_client **out, const struct http_out_conf *conf,
                            struct gust_err *err);
-/* Sends every msgs[i] and fills results[i] (see gust_plugin_type.deliver). Returns 0, or
- * negative with err filled when libcurl itself failed and the batch is to be retried. */
+/* Sends every msgs[i] and fills results[i] (see gust_plugin_type.deliver). Returns 0. */
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
-                            struct gust_result *results, struct gust_err *err);
+                            struct gust_result *results);
 /* Closes the connections. NULL is a no-op. */
 void http_out_client_destroy(struct http_out_client *cl);
-
 
 #endif

@@ -1,130 +1,69 @@
-/* Delivering a batch with libcurl's multi interface.
+/* Delivering a batch over pipelined, kept-alive HTTP/1.1 connections.
  *
- * One CURLM and a fixed pool of easy handles live as long as the instance, so the
- * connection cache (which belongs to the CURLM) keeps connections alive from batch to
- * batch, and each handle's options are set once.
+ * A batch is spread over up to `connections` connections (no more than it has messages),
+ * each taking the next message while it has fewer than `pipeline` outstanding and the
+ * batch fewer than `max_inflight`. What a connection takes in one round goes out in ONE
+ * write; responses come back in order and are parsed from as few reads as the kernel
+ * allows. On this 2-core VM the sink unit was syscall-bound with one request per
+ * connection (libcurl): a write, a read and a poll wake-up per message.
  *
- * HTTP/1.1 carries one request at a time per connection (libcurl no longer pipelines), so
- * the pool has min(max_inflight, connections) handles. Handing libcurl more than it may
- * open connections for was measured: the extra ones wait in its pending queue, and
- * libcurl 7.88 wakes them late (2.9k requests/s instead of 23k, with stalls of a second). */
+ * Losing a connection: requests that got no byte of their answer are resent once on a
+ * fresh connection within the same call (a kept-alive connection the server closed
+ * while idle is the common case); one that got part of its answer is a RETRY. A server
+ * that says it closes (Connection: close, HTTP/1.0) has not seen the requests behind the
+ * answer it closed on: they are sent again without counting as a resend. When it closed
+ * after the first answer, it will after each: the rest of the call sends one request per
+ * connection. (One closing after many, such as nginx at keepalive_requests, keeps the
+ * pipeline.) */
 #define _GNU_SOURCE /* strerror_r returning char * */
-#include <curl/curl.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gust_sock.h"
 #include "http_out.h"
 
-/* How much of a refusing server's answer goes into the dead-letter error text. */
-#define BODY_KEEP 120
+/* Read buffer of a connection: room for a head of HTTP_OUT_HEAD_MAX plus the answers a
+ * pipeline brings at once (an empty 200 is about 40-100 bytes). */
+#define RBUF_SIZE (64 * 1024)
 
-struct slot {
-    CURL *easy;
-    size_t msg;          /* index in the batch being delivered */
-    size_t body_len;     /* bytes kept in body */
-    char body[BODY_KEEP]; /* start of the response body */
-    char errbuf[CURL_ERROR_SIZE];
+struct req {
+    size_t msg;       /* index in the batch */
+    int64_t deadline; /* when it times out: written + timeout */
+};
+
+struct conn {
+    struct gust_sock *sock;  /* NULL: closed */
+    struct req *q;           /* ring of `pipeline` requests written, oldest first */
+    size_t qhead, qlen;
+    char *wbuf;              /* requests not yet written */
+    size_t wlen, woff, wcap;
+    char *rbuf;              /* RBUF_SIZE; bytes read and not yet parsed */
+    size_t rlen;
+    struct http_out_resp resp; /* of q's oldest */
+    int started;             /* a byte of the oldest's answer has come */
+    size_t answered;         /* answers read since it was opened */
 };
 
 struct http_out_client {
     const struct http_out_conf *conf;
-    CURLM *multi;
-    struct slot *slots; /* nslots of them */
-    size_t nslots;
-    size_t *idle;       /* stack of indexes of slots not in a transfer */
-    size_t nidle;
+    struct gust_tls *tls;    /* https only */
+    struct conn *conns;      /* conf->connections of them */
+    struct pollfd *pfd;      /* one per connection */
+    /* Per deliver call: */
+    const struct gust_msg *msgs;
+    struct gust_result *results;
+    size_t undecided;        /* messages without an outcome yet */
+    size_t *todo;            /* ring of messages to write, capacity tcap */
+    size_t thead, tlen, tcap;
+    unsigned char *resent;   /* per message: already sent again after a lost connection */
+    size_t inflight;         /* written and not answered, over every connection */
+    size_t depth;            /* pipeline, or 1 once the server closes after answers */
+    char conn_err[200];      /* set when connecting failed in this call */
 };
-
-static size_t keep_body(char *data, size_t size, size_t nmemb, void *ud)
-{
-    struct slot *s = ud;
-    size_t len = size * nmemb, room = BODY_KEEP - s->body_len;
-
-    memcpy(s->body + s->body_len, data, len < room ? len : room);
-    s->body_len += len < room ? len : room;
-    return len; /* read it all anyway, or the connection could not be reused */
-}
-
-static int setup_easy(struct http_out_client *cl, struct slot *s)
-{
-    const struct http_out_conf *conf = cl->conf;
-    CURL *e = s->easy;
-
-    if (curl_easy_setopt(e, CURLOPT_URL, conf->url) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, conf->headers) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, conf->timeout_ms) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, conf->timeout_ms) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
-        /* No SIGALRM from name resolution: deliver runs on a host thread. */
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-        /* The URL in host.conf is where it goes; http_proxy from the environment would make
-         * a daemon's deliveries depend on who started it. */
-        curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, keep_body) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->errbuf) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_PRIVATE, s) != CURLE_OK) {
-        return -1;
-    }
-    if (conf->put && curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT") != CURLE_OK) {
-        return -1;
-    }
-    return 0;
-}
-
-int http_out_client_create(struct http_out_client **out, const struct http_out_conf *conf,
-                           struct gust_err *err)
-{
-    struct http_out_client *cl = calloc(1, sizeof(*cl));
-    size_t n = conf->max_inflight < (size_t)conf->connections ? conf->max_inflight
-                                                               : (size_t)conf->connections;
-
-    *out = NULL;
-    if (!cl || !(cl->slots = calloc(n, sizeof(*cl->slots))) ||
-        !(cl->idle = calloc(n, sizeof(*cl->idle))) || !(cl->multi = curl_multi_init())) {
-        goto fail;
-    }
-    cl->conf = conf;
-    cl->nslots = n;
-    if (curl_multi_setopt(cl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, conf->connections) !=
-            CURLM_OK ||
-        curl_multi_setopt(cl->multi, CURLMOPT_MAXCONNECTS, conf->connections) != CURLM_OK) {
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!(cl->slots[i].easy = curl_easy_init()) || setup_easy(cl, &cl->slots[i]) != 0) {
-            goto fail;
-        }
-        cl->idle[cl->nidle++] = i;
-    }
-    *out = cl;
-    return 0;
-
-fail:
-    http_out_client_destroy(cl);
-    return gust_err_set(err, GUST_ENOMEM, "http_out: cannot set up libcurl (out of memory?)");
-}
-
-void http_out_client_destroy(struct http_out_client *cl)
-{
-    if (!cl) {
-        return;
-    }
-    if (cl->slots) {
-        for (size_t i = 0; i < cl->nslots; i++) {
-            if (cl->slots[i].easy) {
-                curl_multi_remove_handle(cl->multi, cl->slots[i].easy);
-                curl_easy_cleanup(cl->slots[i].easy);
-            }
-        }
-    }
-    curl_multi_cleanup(cl->multi);
-    free(cl->slots);
-    free(cl->idle);
-    free(cl);
-}
 
 static void result_set(struct gust_result *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -138,124 +77,474 @@ static void result_set(struct gust_result *r, int status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The outcome of a finished transfer: see the table at the top of http_out.c. */
-static void classify(const struct http_out_client *cl, struct slot *s, CURLcode code,
-                     struct gust_result *r)
+static void decide(struct http_out_client *cl, size_t m, int status, const char *why)
 {
-    const char *url = cl->conf->url;
-    long status = 0, os_errno = 0;
-    char buf[128];
+    result_set(&cl->results[m], status, "%s", why);
+    cl->undecided--;
+}
 
-    if (code == CURLE_OPERATION_TIMEDOUT) {
-        result_set(r, GUST_RETRY, "timeout after %ld ms", cl->conf->timeout_ms);
-        return;
-    }
-    if (code == CURLE_COULDNT_CONNECT &&
-        curl_easy_getinfo(s->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno) {
-        result_set(r, GUST_RETRY, "connect: %s", strerror_r((int)os_errno, buf, sizeof(buf)));
-        return;
-    }
-    if (code != CURLE_OK) {
-        result_set(r, GUST_RETRY, "%s", s->errbuf[0] ? s->errbuf : curl_easy_strerror(code));
-        return;
-    }
-    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+static void todo_push(struct http_out_client *cl, size_t m)
+{
+    cl->todo[(cl->thead + cl->tlen++) % cl->tcap] = m;
+}
+
+/* The outcome of a complete answer: see the table at the top of http_out.c. */
+static void classify(struct http_out_client *cl, size_t m, struct http_out_resp *r)
+{
+    struct gust_result *res = &cl->results[m];
+    const char *url = cl->conf->url;
+    int status = r->status;
+
+    cl->undecided--;
     if (status >= 200 && status < 300) {
-        r->status = GUST_DELIVERED;
-        r->error[0] = '\0';
+        res->status = GUST_DELIVERED;
+        res->error[0] = '\0';
     } else if (status >= 500 || status == 408 || status == 429) {
-        result_set(r, GUST_RETRY, "http %ld from %s", status, url);
+        result_set(res, GUST_RETRY, "http %d from %s", status, url);
     } else {
         /* Any other answer (4xx, or a redirect, which is not followed) will not change by
          * itself; what the server said comes along, made printable, for the dead letter. */
-        for (size_t i = 0; i < s->body_len; i++) {
-            if ((unsigned char)s->body[i] < 0x20 || s->body[i] == 0x7f) {
-                s->body[i] = ' ';
+        for (size_t i = 0; i < r->body_len; i++) {
+            if ((unsigned char)r->body[i] < 0x20 || r->body[i] == 0x7f) {
+                r->body[i] = ' ';
             }
         }
-        result_set(r, GUST_REJECTED, "http %ld from %s: %.*s", status, url, (int)s->body_len,
-                   s->body);
+        result_set(res, GUST_REJECTED, "http %d from %s: %.*s", status, url, (int)r->body_len,
+                   r->body);
     }
 }
 
-static int start(struct http_out_client *cl, const struct gust_msg *m, size_t i)
+static struct req *oldest(struct http_out_client *cl, struct conn *c)
 {
-    struct slot *s = &cl->slots[cl->idle[cl->nidle - 1]];
+    return &c->q[c->qhead % cl->conf->pipeline];
+}
 
-    s->msg = i;
-    s->body_len = 0;
-    s->errbuf[0] = '\0';
-    /* POSTFIELDS does not copy: the message is borrowed until deliver returns, and the
-     * transfer ends before that. */
-    if (curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)m->len) != CURLE_OK ||
-        curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, m->len ? m->data : "") != CURLE_OK ||
-        curl_multi_add_handle(cl->multi, s->easy) != CURLM_OK) {
-        return -1;
+static void pop(struct http_out_client *cl, struct conn *c)
+{
+    c->qhead = (c->qhead + 1) % cl->conf->pipeline;
+    c->qlen--;
+    cl->inflight--;
+    c->started = 0;
+    http_out_resp_reset(&c->resp);
+}
+
+static void conn_close(struct conn *c)
+{
+    gust_sock_close(c->sock);
+    c->sock = NULL;
+    c->qhead = c->qlen = 0;
+    c->wlen = c->woff = 0;
+    c->rlen = 0;
+    c->started = 0;
+    c->answered = 0;
+    http_out_resp_reset(&c->resp);
+}
+
+/* The connection is gone (why) with requests on it. A request with part of its answer
+ * in, or sent again already, is a RETRY; the others (the server cannot have answered
+ * them) go back to the queue. With fail_all (a timeout, a malformed answer) every one is a
+ * RETRY: the server is the trouble, not the connection. */
+static void conn_lost(struct http_out_client *cl, struct conn *c, const char *why, int fail_all)
+{
+    while (c->qlen > 0) {
+        size_t m = oldest(cl, c)->msg;
+        int started = c->started;
+        pop(cl, c);
+        if (fail_all || started || cl->resent[m]) {
+            decide(cl, m, GUST_RETRY, why);
+        } else {
+            cl->resent[m] = 1;
+            todo_push(cl, m);
+        }
     }
-    cl->nidle--;
+    conn_close(c);
+}
+
+/* The server said it closes after the answer just read: the requests behind it were not
+ * read by the server, and go back to the queue as they are. */
+static void conn_closing(struct http_out_client *cl, struct conn *c)
+{
+    if (c->answered == 1) {
+        cl->depth = 1;
+    }
+    while (c->qlen > 0) {
+        size_t m = oldest(cl, c)->msg;
+        pop(cl, c);
+        todo_push(cl, m);
+    }
+    conn_close(c);
+}
+
+/* Parses what c has read; closes c when its stream ends or is not HTTP. */
+static void conn_parse(struct http_out_client *cl, struct conn *c)
+{
+    size_t off = 0;
+
+    while (off < c->rlen) {
+        const char *why = NULL;
+        int done;
+        if (c->qlen == 0) {
+            conn_lost(cl, c, "an answer to no request", 1);
+            return;
+        }
+        ssize_t used = http_out_resp_feed(&c->resp, c->rbuf + off, c->rlen - off, &done, &why);
+        if (used < 0) {
+            char text[200];
+            snprintf(text, sizeof(text), "malformed response from %s: %s", cl->conf->url, why);
+            conn_lost(cl, c, text, 1);
+            return;
+        }
+        off += (size_t)used;
+        c->started |= used > 0;
+        if (!done) {
+            break;
+        }
+        classify(cl, oldest(cl, c)->msg, &c->resp);
+        c->answered++;
+        int keep = c->resp.keep_alive;
+        pop(cl, c);
+        if (!keep) {
+            conn_closing(cl, c);
+            return;
+        }
+    }
+    memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+    c->rlen -= off;
+}
+
+/* Reads what c has (without waiting) and parses it. */
+static void conn_read(struct http_out_client *cl, struct conn *c)
+{
+    struct gust_err err;
+
+    while (c->sock) {
+        size_t room = RBUF_SIZE - c->rlen;
+        if (room == 0) {
+            /* the parser keeps no more than one head (< RBUF_SIZE) unparsed */
+            conn_lost(cl, c, "response head too large", 1);
+            return;
+        }
+        ssize_t n = gust_sock_read(c->sock, c->rbuf + c->rlen, room, &err);
+        if (n == 0) {
+            return;
+        }
+        if (n < 0) {
+            if (n == GUST_SOCK_EOF && c->qlen > 0 && http_out_resp_ends_at_eof(&c->resp)) {
+                /* an answer without a length: the close is its end */
+                classify(cl, oldest(cl, c)->msg, &c->resp);
+                c->answered++;
+                pop(cl, c);
+                conn_closing(cl, c);
+                return;
+            }
+            conn_lost(cl, c, err.msg, 0);
+            return;
+        }
+        c->rlen += (size_t)n;
+        conn_parse(cl, c);
+        if ((size_t)n < room && c->sock && !gust_sock_buffered(c->sock)) {
+            return; /* drained: another read would only say EAGAIN */
+        }
+    }
+}
+
+static void conn_write(struct http_out_client *cl, struct conn *c)
+{
+    struct gust_err err;
+
+    while (c->woff < c->wlen) {
+        ssize_t n = gust_sock_write(c->sock, c->wbuf + c->woff, c->wlen - c->woff, &err);
+        if (n < 0) {
+            conn_lost(cl, c, err.msg, 0);
+            return;
+        }
+        if (n == 0) {
+            return;
+        }
+        c->woff += (size_t)n;
+    }
+    c->woff = c->wlen = 0;
+}
+
+/* Opens c; on failure fills cl->conn_err with the outcome text for the requests. */
+static int conn_open(struct http_out_client *cl, struct conn *c)
+{
+    const struct http_out_conf *conf = cl->conf;
+    struct gust_sock_peer peer = {conf->u.host, conf->u.port, "server"};
+    struct gust_err err;
+    int os_errno;
+    char buf[128];
+
+    if (gust_sock_open(&c->sock, &peer, conf->timeout_ms, cl->tls, &os_errno, &err) == 0) {
+        return 0;
+    }
+    if (os_errno == ETIMEDOUT) {
+        snprintf(cl->conn_err, sizeof(cl->conn_err), "timeout after %lld ms",
+                 (long long)conf->timeout_ms);
+    } else if (os_errno) {
+        snprintf(cl->conn_err, sizeof(cl->conn_err), "connect: %s",
+                 strerror_r(os_errno, buf, sizeof(buf)));
+    } else {
+        snprintf(cl->conn_err, sizeof(cl->conn_err), "%.199s", err.msg); /* resolve, TLS */
+    }
+    return -1;
+}
+
+/* Appends message m's request to c's write buffer. */
+static int conn_add(struct http_out_client *cl, struct conn *c, size_t m, int64_t deadline)
+{
+    const struct http_out_conf *conf = cl->conf;
+    const struct gust_msg *msg = &cl->msgs[m];
+    char len[32];
+    int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", msg->len);
+    size_t need = c->wlen + conf->head_len + (size_t)ll + msg->len;
+
+    if (need > c->wcap) {
+        size_t cap = need * 2;
+        char *p = realloc(c->wbuf, cap);
+        if (!p) {
+            return -1;
+        }
+        c->wbuf = p;
+        c->wcap = cap;
+    }
+    memcpy(c->wbuf + c->wlen, conf->head, conf->head_len);
+    memcpy(c->wbuf + c->wlen + conf->head_len, len, (size_t)ll);
+    if (msg->len) {
+        memcpy(c->wbuf + c->wlen + conf->head_len + (size_t)ll, msg->data, msg->len);
+    }
+    c->wlen = need;
+    c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){m, deadline};
+    cl->inflight++;
     return 0;
 }
 
-/* Collects the finished transfers; returns how many. */
-static size_t harvest(struct http_out_client *cl, struct gust_result *results)
+/* Hands queued messages to the connections in [0, lanes) with the fewest outstanding. */
+static void assign(struct http_out_client *cl, size_t lanes)
 {
-    CURLMsg *m;
-    int left;
-    size_t done = 0;
+    int64_t deadline = gust_now_ms() + cl->conf->timeout_ms; /* before any connect */
 
-    while ((m = curl_multi_info_read(cl->multi, &left))) {
-        struct slot *s;
-        if (m->msg != CURLMSG_DONE) {
+    while (cl->tlen > 0 && cl->inflight < cl->conf->max_inflight) {
+        struct conn *best = NULL;
+        for (size_t i = 0; i < lanes; i++) {
+            struct conn *c = &cl->conns[i];
+            /* Once connecting failed, every other new connection would fail the same way,
+             * each taking up to the timeout: only the open ones take requests. */
+            if (c->qlen < cl->depth && (c->sock || !cl->conn_err[0]) &&
+                (!best || c->qlen < best->qlen)) {
+                best = c;
+            }
+        }
+        if (!best && cl->conn_err[0] && cl->inflight == 0) {
+            best = &cl->conns[0]; /* nothing open will free room: fail the rest below */
+        }
+        if (!best) {
+            return;
+        }
+        size_t m = cl->todo[cl->thead];
+        cl->thead = (cl->thead + 1) % cl->tcap;
+        cl->tlen--;
+        if (!best->sock && (cl->conn_err[0] || conn_open(cl, best) != 0)) {
+            decide(cl, m, GUST_RETRY, cl->conn_err);
             continue;
         }
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-        classify(cl, s, m->data.result, &results[s->msg]);
-        curl_multi_remove_handle(cl->multi, s->easy);
-        cl->idle[cl->nidle++] = (size_t)(s - cl->slots);
-        done++;
+        if (conn_add(cl, best, m, deadline) != 0) {
+            decide(cl, m, GUST_RETRY, "http_out: out of memory");
+        }
     }
-    return done;
 }
 
-/* Ends every transfer still running, so the handles are idle for the next batch. */
-static void abort_all(struct http_out_client *cl)
+/* A kept-alive connection the server closed while idle, or wrote to unasked, is dropped
+ * before it is given requests: one poll for all of them. */
+static void check_idle(struct http_out_client *cl)
 {
-    for (size_t i = 0; i < cl->nslots; i++) {
-        curl_multi_remove_handle(cl->multi, cl->slots[i].easy);
-        cl->idle[i] = i;
+    size_t np = 0;
+
+    for (size_t i = 0; i < cl->conf->connections; i++) {
+        if (cl->conns[i].sock) {
+            cl->pfd[np++] = (struct pollfd){.fd = gust_sock_fd(cl->conns[i].sock), .events = POLLIN};
+        }
     }
-    cl->nidle = cl->nslots;
+    if (np == 0 || poll(cl->pfd, np, 0) <= 0) {
+        return;
+    }
+    np = 0;
+    for (size_t i = 0; i < cl->conf->connections; i++) {
+        struct conn *c = &cl->conns[i];
+        if (c->sock && cl->pfd[np++].revents) {
+            char b[256];
+            struct gust_err err;
+            ssize_t n = gust_sock_read(c->sock, b, sizeof(b), &err);
+            if (n != 0) { /* 0: TLS bookkeeping (a session ticket) only */
+                conn_close(c);
+            }
+        }
+    }
+}
+
+/* Times out the connections whose oldest request is past its deadline; returns the
+ * nearest deadline left (INT64_MAX: none). */
+static int64_t expire(struct http_out_client *cl, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    char text[64];
+
+    snprintf(text, sizeof(text), "timeout after %lld ms", (long long)cl->conf->timeout_ms);
+    for (size_t i = 0; i < cl->conf->connections; i++) {
+        struct conn *c = &cl->conns[i];
+        if (c->qlen == 0) {
+            continue;
+        }
+        int64_t d = oldest(cl, c)->deadline;
+        if (d <= now) {
+            /* The ones behind it were written with it and wait behind it. */
+            conn_lost(cl, c, text, 1);
+        } else if (d < next) {
+            next = d;
+        }
+    }
+    return next;
 }
 
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
-                            struct gust_result *results, struct gust_err *err)
+                            struct gust_result *results)
 {
-    size_t next = 0, done = 0;
-    CURLMcode mc = CURLM_OK;
-    int running;
+    const struct http_out_conf *conf = cl->conf;
+    size_t lanes = n < conf->connections ? n : conf->connections;
 
-    while (done < n) {
-        for (; next < n && cl->nidle > 0; next++) {
-            if (start(cl, &msgs[next], next) != 0) {
-                abort_all(cl);
-                return gust_err_set(err, GUST_ENOMEM, "http_out: cannot start a request");
+    if (n == 0) {
+        return 0;
+    }
+    if (n > cl->tcap) {
+        size_t *t = realloc(cl->todo, n * sizeof(*t));
+        unsigned char *r = t ? realloc(cl->resent, n) : NULL;
+        if (t) {
+            cl->todo = t;
+        }
+        if (!r) {
+            for (size_t i = 0; i < n; i++) {
+                result_set(&results[i], GUST_RETRY, "http_out: out of memory");
+            }
+            return 0;
+        }
+        cl->resent = r;
+        cl->tcap = n;
+    }
+    cl->msgs = msgs;
+    cl->results = results;
+    cl->undecided = n;
+    cl->thead = cl->tlen = 0;
+    cl->inflight = 0;
+    cl->depth = conf->pipeline;
+    cl->conn_err[0] = '\0';
+    memset(cl->resent, 0, n);
+    for (size_t i = 0; i < n; i++) {
+        todo_push(cl, i);
+    }
+    check_idle(cl);
+
+    while (cl->undecided > 0) {
+        assign(cl, lanes);
+        for (size_t i = 0; i < lanes; i++) {
+            if (cl->conns[i].sock && cl->conns[i].wlen > cl->conns[i].woff) {
+                conn_write(cl, &cl->conns[i]);
             }
         }
-        if ((mc = curl_multi_perform(cl->multi, &running)) != CURLM_OK) {
+        int64_t now = gust_now_ms(), next = expire(cl, now);
+        if (cl->undecided == 0) {
             break;
         }
-        size_t got = harvest(cl, results);
-        done += got;
-        /* Freed handles take the next messages at once; otherwise wait for the sockets
-         * (libcurl bounds the wait by its own timeouts). */
-        if (done < n && !(got && next < n) &&
-            (mc = curl_multi_poll(cl->multi, NULL, 0, 1000, NULL)) != CURLM_OK) {
-            break;
+        if (cl->inflight == 0) {
+            continue; /* lost connections put requests back: assign them */
         }
-    }
-    if (mc != CURLM_OK) {
-        abort_all(cl);
-        return gust_err_set(err, GUST_EIO, "http_out: libcurl: %s", curl_multi_strerror(mc));
+        int wait = next == INT64_MAX ? 1000 : (int)(next - now);
+        size_t np = 0;
+        for (size_t i = 0; i < lanes; i++) {
+            struct conn *c = &cl->conns[i];
+            short ev = c->qlen ? POLLIN : 0;
+            if (c->sock && (c->wlen > c->woff || gust_sock_wants_write(c->sock))) {
+                ev |= POLLOUT;
+            }
+            if (c->sock && c->qlen && gust_sock_buffered(c->sock)) {
+                wait = 0;
+            }
+            cl->pfd[i] = (struct pollfd){.fd = c->sock && ev ? gust_sock_fd(c->sock) : -1,
+                                         .events = ev};
+            np += c->sock && ev;
+        }
+        if (np == 0) {
+            continue;
+        }
+        if (poll(cl->pfd, lanes, wait) < 0 && errno != EINTR) {
+            wait = 0; /* cannot happen with valid fds; the deadlines still end the call */
+        }
+        for (size_t i = 0; i < lanes; i++) {
+            struct conn *c = &cl->conns[i];
+            if (!c->sock) {
+                continue;
+            }
+            if (cl->pfd[i].revents & POLLOUT) {
+                conn_write(cl, c);
+            }
+            if (c->sock && c->qlen &&
+                ((cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP)) || gust_sock_buffered(c->sock))) {
+                conn_read(cl, c);
+            }
+        }
     }
     return 0;
+}
+
+int http_out_client_create(struct http_out_client **out, const struct http_out_conf *conf,
+                           struct gust_err *err)
+{
+    struct http_out_client *cl = calloc(1, sizeof(*cl));
+    int rc = GUST_ENOMEM;
+
+    *out = NULL;
+    if (!cl) {
+        return gust_err_set(err, rc, "http_out: out of memory");
+    }
+    cl->conf = conf;
+    if (!(cl->conns = calloc(conf->connections, sizeof(*cl->conns))) ||
+        !(cl->pfd = calloc(conf->connections, sizeof(*cl->pfd)))) {
+        goto fail;
+    }
+    for (size_t i = 0; i < conf->connections; i++) {
+        struct conn *c = &cl->conns[i];
+        if (!(c->q = calloc(conf->pipeline, sizeof(*c->q))) || !(c->rbuf = malloc(RBUF_SIZE))) {
+            goto fail;
+        }
+        http_out_resp_reset(&c->resp);
+    }
+    if (conf->u.tls && (rc = gust_tls_create(&cl->tls, conf->tls_ca, NULL, NULL, err)) != 0) {
+        http_out_client_destroy(cl);
+        return rc;
+    }
+    *out = cl;
+    return 0;
+
+fail:
+    http_out_client_destroy(cl);
+    return gust_err_set(err, rc, "http_out: out of memory");
+}
+
+void http_out_client_destroy(struct http_out_client *cl)
+{
+    if (!cl) {
+        return;
+    }
+    for (size_t i = 0; cl->conns && i < cl->conf->connections; i++) {
+        struct conn *c = &cl->conns[i];
+        gust_sock_close(c->sock);
+        free(c->q);
+        free(c->wbuf);
+        free(c->rbuf);
+    }
+    gust_tls_destroy(cl->tls);
+    free(cl->conns);
+    free(cl->pfd);
+    free(cl->todo);
+    free(cl->resent);
+    free(cl);
 }

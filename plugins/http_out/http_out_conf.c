@@ -1,26 +1,20 @@
 /* Reading and checking an http_out instance's keys. The host has already checked their
- * types; what is left are the values only this plugin understands. */
-#include <ctype.h>
-#include <curl/curl.h>
+ * types; what is left are the values only this plugin understands. The request head every
+ * message shares is built here once. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "http_out.h"
 #include "http_header.h"
 
-
-static int check_url(const char *url)
+/* Is h's name (up to its colon) name? */
+static int named(const char *h, const char *name)
 {
-    CURLU *u = curl_url();
-    char *scheme = NULL;
-    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-             (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0);
-    curl_free(scheme);
-    curl_url_cleanup(u);
-    return ok ? 0 : -1;
+    size_t n = strlen(name);
+    return strncasecmp(h, name, n) == 0 && h[n] == ':';
 }
 
 /* Returns NULL when h is a usable "Name: value" line, else what is wrong with it. */
@@ -30,38 +24,80 @@ static const char *check_header(const char *h)
     if (why != NULL) {
         return why;
     }
-    const char *colon = strchr(h, ':');
     /* The body's framing and type are the plugin's: content_type sets the type. */
-    if ((colon - h == 12 && strncasecmp(h, "Content-Type", 12) == 0) ||
-        (colon - h == 14 && strncasecmp(h, "Content-Length", 14) == 0)) {
+    if (named(h, "Content-Type") || named(h, "Content-Length") || named(h, "Transfer-Encoding")) {
         return "sets a header the plugin owns (use content_type for the type)";
     }
     return NULL;
 }
 
-static int add_header(struct http_out_conf *conf, const char *line, struct gust_err *err)
+/* Appends s[0..n) to the head being built; -1 when out of memory. */
+static int put(struct http_out_conf *conf, size_t *cap, const char *s, size_t n)
 {
-    struct curl_slist *l = curl_slist_append(conf->headers, line);
-    if (!l) {
-        return gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
+    if (conf->head_len + n + 1 > *cap) {
+        size_t want = (conf->head_len + n + 1) * 2;
+        char *p = realloc(conf->head, want);
+        if (!p) {
+            return -1;
+        }
+        conf->head = p;
+        *cap = want;
     }
-    conf->headers = l;
+    memcpy(conf->head + conf->head_len, s, n);
+    conf->head_len += n;
+    conf->head[conf->head_len] = '\0';
     return 0;
+}
+
+static int put_str(struct http_out_conf *conf, size_t *cap, const char *s)
+{
+    return put(conf, cap, s, strlen(s));
+}
+
+/* "POST /path HTTP/1.1\r\nHost: ...\r\nContent-Type: ...\r\n<headers>Content-Length: " */
+static int build_head(struct http_out_conf *conf, const struct gust_host_api *api,
+                      const struct gust_cfg *cfg, int put_method, const char *ctype)
+{
+    size_t cap = 0, nh = api->cfg_count(cfg, "header");
+    int own_host = 0;
+    const struct http_out_url *u = &conf->u;
+
+    for (size_t i = 0; i < nh; i++) {
+        own_host |= named(api->cfg_item(cfg, "header", i), "Host");
+    }
+    if (put_str(conf, &cap, put_method ? "PUT " : "POST ") != 0 ||
+        (u->target_len == 0 || u->target[0] == '?' ? put_str(conf, &cap, "/") : 0) != 0 ||
+        put(conf, &cap, u->target, u->target_len) != 0 || put_str(conf, &cap, " HTTP/1.1\r\n") != 0 ||
+        /* A Host header of the user's own (a virtual host behind an address) replaces ours. */
+        (!own_host && (put_str(conf, &cap, "Host: ") != 0 ||
+                       put(conf, &cap, u->authority, u->authority_len) != 0 ||
+                       put_str(conf, &cap, "\r\n") != 0)) ||
+        put_str(conf, &cap, "Content-Type: ") != 0 || put_str(conf, &cap, ctype) != 0 ||
+        put_str(conf, &cap, "\r\n") != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < nh; i++) {
+        if (put_str(conf, &cap, api->cfg_item(cfg, "header", i)) != 0 ||
+            put_str(conf, &cap, "\r\n") != 0) {
+            return -1;
+        }
+    }
+    return put_str(conf, &cap, "Content-Length: ");
 }
 
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
                        const struct gust_cfg *cfg, struct gust_err *err)
 {
-    char line[1024];
     int rc;
 
     memset(conf, 0, sizeof(*conf));
     conf->url = api->cfg_str(cfg, "url");
-    if (!conf->url || check_url(conf->url) != 0) {
+    if (!conf->url || http_out_url_parse(&conf->u, conf->url) != 0) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: url: \"%s\" is not an http:// or https:// URL",
                           api->cfg_where(cfg, "url"), conf->url ? conf->url : "");
         goto fail;
     }
+    conf->tls_ca = api->cfg_str(cfg, "tls_ca");
 
     const char *method = api->cfg_str(cfg, "method");
     if (strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0) {
@@ -69,14 +105,16 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
                           api->cfg_where(cfg, "method"), method);
         goto fail;
     }
-    conf->put = strcmp(method, "PUT") == 0;
 
     static const struct {
         const char *key;
         long max;
-    } limits[] = {{"timeout", 3600000}, {"max_inflight", 65536}, {"connections", 65536}};
-    long vals[3];
-    for (size_t i = 0; i < 3; i++) {
+    } limits[] = {{"timeout", 3600000},
+                  {"max_inflight", 65536},
+                  {"connections", 1024},
+                  {"pipeline", 65536}};
+    long vals[4];
+    for (size_t i = 0; i < 4; i++) {
         int64_t v = api->cfg_int(cfg, limits[i].key);
         if (v < 1 || v > limits[i].max) {
             rc = gust_err_set(err, GUST_ECONFIG, "%s: %s: %lld is not within 1..%ld",
@@ -88,7 +126,8 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     }
     conf->timeout_ms = vals[0];
     conf->max_inflight = (size_t)vals[1];
-    conf->connections = vals[2];
+    conf->connections = (size_t)vals[2];
+    conf->pipeline = (size_t)vals[3];
 
     const char *ctype = api->cfg_str(cfg, "content_type");
     if (strpbrk(ctype, "\r\n")) {
@@ -96,26 +135,17 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
                           api->cfg_where(cfg, "content_type"));
         goto fail;
     }
-    snprintf(line, sizeof(line), "Content-Type: %s", ctype);
-    if ((rc = add_header(conf, line, err)) != 0) {
-        goto fail;
-    }
     for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
-        const char *h = api->cfg_item(cfg, "header", i);
-        const char *why = check_header(h);
+        const char *why = check_header(api->cfg_item(cfg, "header", i));
         if (why) {
             /* The value may be a secret: name the header by its position only. */
             rc = gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s",
                               api->cfg_where(cfg, "header"), i + 1, why);
             goto fail;
         }
-        if ((rc = add_header(conf, h, err)) != 0) {
-            goto fail;
-        }
     }
-    /* libcurl would otherwise wait for "100 Continue" before sending a large body: one
-     * round trip more for every big message. */
-    if ((rc = add_header(conf, "Expect:", err)) != 0) {
+    if (build_head(conf, api, cfg, strcmp(method, "PUT") == 0, ctype) != 0) {
+        rc = gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
         goto fail;
     }
     return 0;
@@ -127,6 +157,6 @@ fail:
 
 void http_out_conf_free(struct http_out_conf *conf)
 {
-    curl_slist_free_all(conf->headers);
-    conf->headers = NULL;
+    free(conf->head);
+    conf->head = NULL;
 }

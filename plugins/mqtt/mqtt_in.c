@@ -111,9 +111,9 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
  * within `timeout`; then DISCONNECT (the session stays, as clean session is off). */
 static void drain(struct mqtt_in *in)
 {
-    int64_t deadline = mqtt_now_ms() + in->conf.timeout_ms;
+    int64_t deadline = gust_now_ms() + in->conf.timeout_ms;
 
-    while (in->sock && mqtt_now_ms() < deadline) {
+    while (in->sock && gust_now_ms() < deadline) {
         in_ring_progress(in);
         if (in_conn_flush(in) != 0) {
             break;
@@ -131,7 +131,7 @@ static void drain(struct mqtt_in *in)
         in_conn_flush(in);
     }
     if (in->sock) {
-        mqtt_sock_close(in->sock);
+        gust_sock_close(in->sock);
         in->sock = NULL;
     }
 }
@@ -144,7 +144,7 @@ static void *run(void *arg)
     mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
                    in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
     while (!atomic_load(&in->stopping)) {
-        int64_t now = mqtt_now_ms(), wait;
+        int64_t now = gust_now_ms(), wait;
         if (!in->sock && now >= in->reconnect_at) {
             in_conn_connect(in);
         }
@@ -152,7 +152,7 @@ static void *run(void *arg)
         if (in->sock) {
             in_conn_input(in);
         }
-        wait = in_conn_timers(in, mqtt_now_ms());
+        wait = in_conn_timers(in, gust_now_ms());
         if (in->sock) {
             in_conn_flush(in);
         }
@@ -167,10 +167,10 @@ static void *run(void *arg)
         int room = in->count < in->cap, sock = in->sock != NULL;
         struct pollfd p[2] = {{.fd = in->wake_fd, .events = POLLIN}};
         if (sock) {
-            p[1].fd = mqtt_sock_fd(in->sock);
+            p[1].fd = gust_sock_fd(in->sock);
             p[1].events = (short)((room ? POLLIN : 0) |
-                                  (in->out.len || mqtt_sock_wants_write(in->sock) ? POLLOUT : 0));
-            if (room && mqtt_sock_buffered(in->sock)) {
+                                  (in->out.len || gust_sock_wants_write(in->sock) ? POLLOUT : 0));
+            if (room && gust_sock_buffered(in->sock)) {
                 wait = 0;
             }
         }
@@ -186,7 +186,7 @@ static void *run(void *arg)
             }
         }
         if (in->sock && room && ((n > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) ||
-                                 mqtt_sock_buffered(in->sock) || mqtt_sock_wants_write(in->sock))) {
+                                 gust_sock_buffered(in->sock) || gust_sock_wants_write(in->sock))) {
             in_conn_read(in);
         } else if (in->sock && n > 0 && (p[1].revents & (POLLERR | POLLHUP))) {
             /* Reported even though not asked for: with a full ring, polling again would spin.
@@ -208,7 +208,8 @@ int mqtt_in_start(void *ctx, struct gust_err *err)
     int rc;
 
     if ((rc = mqtt_conf_read_password(&in->conf, in->cfg, err)) != 0 ||
-        (rc = mqtt_tls_create(&in->tls, &in->conf, err)) != 0) {
+        (in->conf.tls && (rc = gust_tls_create(&in->tls, in->conf.tls_ca, in->conf.tls_cert,
+                                              in->conf.tls_key, err)) != 0)) {
         return rc;
     }
     if ((in->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -262,7 +263,7 @@ void mqtt_in_destroy(void *ctx)
     free(in->filters);
     free(in->rbuf);
     mqtt_wbuf_free(&in->out);
-    mqtt_tls_destroy(in->tls);
+    gust_tls_destroy(in->tls);
     mqtt_conf_free(&in->conf);
     if (in->wake_fd >= 0) {
         close(in->wake_fd);

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "mqtt.h"
-#include "mqtt_sock.h"
+#include "gust_sock.h"
 #include "mqtt_wire.h"
 
 enum { E_FREE, E_INFLIGHT, E_RETRY, E_DONE };   /* entry states */
@@ -61,7 +61,7 @@ struct mqtt_in {
     int64_t reconnect_max_ms;
     const char **filters;         /* borrowed items of the cfg */
     size_t nfilters;
-    struct mqtt_tls *tls;
+    struct gust_tls *tls;
 
     pthread_t thread;
     int running;
@@ -72,7 +72,7 @@ struct mqtt_in {
     struct in_entry *ring;
     size_t cap, head, count, nretry;
     size_t *cq_local;
-    struct mqtt_sock *sock;
+    struct gust_sock *sock;
     int cstate;
     uint64_t epoch;
     struct mqtt_wbuf out;

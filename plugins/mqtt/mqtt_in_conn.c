@@ -29,7 +29,7 @@ static void log_state(struct mqtt_in *in, int level, const char *fmt, ...)
 
 static void next_attempt(struct mqtt_in *in)
 {
-    in->reconnect_at = mqtt_now_ms() + in->backoff_ms;
+    in->reconnect_at = gust_now_ms() + in->backoff_ms;
     in->backoff_ms = in->backoff_ms * 2 > in->reconnect_max_ms ? in->reconnect_max_ms : in->backoff_ms * 2;
 }
 
@@ -42,7 +42,7 @@ void in_conn_drop(struct mqtt_in *in, const char *why)
         log_state(in, GUST_LOG_WARN, "disconnected from %s:%d: %s; reconnecting in %" PRId64 " ms",
                   in->conf.host, in->conf.port, why, in->backoff_ms);
     }
-    mqtt_sock_close(in->sock);
+    gust_sock_close(in->sock);
     in->sock = NULL;
     in->cstate = C_DOWN;
     /* Entries of this connection will not be PUBACKed (their ids belong to it). */
@@ -56,8 +56,9 @@ void in_conn_connect(struct mqtt_in *in)
 {
     struct gust_err err = {{0}};
     const struct mqtt_conf *c = &in->conf;
+    struct gust_sock_peer peer = {c->host, c->port, "broker"};
 
-    if (mqtt_sock_open(&in->sock, c, in->tls, &err) != 0) {
+    if (gust_sock_open(&in->sock, &peer, c->timeout_ms, in->tls, NULL, &err) != 0) {
         log_state(in, GUST_LOG_WARN, "cannot connect to %s:%d: %s; retrying in %" PRId64 " ms", c->host, c->port,
                   err.msg, in->backoff_ms);
         next_attempt(in);
@@ -71,7 +72,7 @@ void in_conn_connect(struct mqtt_in *in)
         return;
     }
     in->cstate = C_CONNECTING;
-    in->last_send = in->last_recv = mqtt_now_ms();
+    in->last_send = in->last_recv = gust_now_ms();
     in->connect_deadline = in->last_send + c->timeout_ms;
 }
 
@@ -87,7 +88,7 @@ static int on_connack(struct mqtt_in *in, const struct mqtt_packet *p)
         log_state(in, GUST_LOG_ERROR, "broker %s:%d refused the connection: %s (CONNACK %d)%s", in->conf.host,
                   in->conf.port, mqtt_connack_text(p->body[1]), p->body[1],
                   p->body[1] == 4 || p->body[1] == 5 ? "; check username and password/password_file" : "");
-        mqtt_sock_close(in->sock);
+        gust_sock_close(in->sock);
         in->sock = NULL;
         in->cstate = C_DOWN;
         in->epoch++;
@@ -194,7 +195,7 @@ int in_conn_read(struct mqtt_in *in)
             in->rcap += 2 * READ_CHUNK;
         }
         size_t room = in->rcap - in->rlen;
-        ssize_t n = mqtt_sock_read(in->sock, in->rbuf + in->rlen, room, &err);
+        ssize_t n = gust_sock_read(in->sock, in->rbuf + in->rlen, room, &err);
         if (n < 0) {
             /* What came before the end still counts: a refusing CONNACK arrives together
              * with the broker's FIN, and its reason is the one worth logging. */
@@ -208,7 +209,7 @@ int in_conn_read(struct mqtt_in *in)
         }
         in->rlen += (size_t)n;
         got += (size_t)n;
-        in->last_recv = mqtt_now_ms();
+        in->last_recv = gust_now_ms();
         if ((size_t)n < room) {
             break; /* drained: another read would only say EAGAIN; poll tells when more comes */
         }
@@ -221,7 +222,7 @@ int in_conn_flush(struct mqtt_in *in)
     struct gust_err err = {{0}};
 
     while (in->sock && in->out.off < in->out.len) {
-        ssize_t n = mqtt_sock_write(in->sock, in->out.p + in->out.off, in->out.len - in->out.off, &err);
+        ssize_t n = gust_sock_write(in->sock, in->out.p + in->out.off, in->out.len - in->out.off, &err);
         if (n < 0) {
             in_conn_drop(in, err.msg);
             return -1;
@@ -230,7 +231,7 @@ int in_conn_flush(struct mqtt_in *in)
             break;
         }
         in->out.off += (size_t)n;
-        in->last_send = mqtt_now_ms();
+        in->last_send = gust_now_ms();
     }
     mqtt_wbuf_compact(&in->out);
     return 0;

@@ -110,7 +110,8 @@ int mqtt_out_start(void *ctx, struct gust_err *err)
     int rc;
 
     if ((rc = mqtt_conf_read_password(&o->conf, o->cfg, err)) != 0 ||
-        (rc = mqtt_tls_create(&o->tls, &o->conf, err)) != 0) {
+        (o->conf.tls && (rc = gust_tls_create(&o->tls, o->conf.tls_ca, o->conf.tls_cert,
+                                             o->conf.tls_key, err)) != 0)) {
         return rc;
     }
     mqtt_host->log(o->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", o->conf.host, o->conf.port,
@@ -242,7 +243,7 @@ static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n
                        char *why, size_t whysz)
 {
     struct gust_err err = {{0}};
-    int64_t deadline = mqtt_now_ms() + o->conf.timeout_ms;
+    int64_t deadline = gust_now_ms() + o->conf.timeout_ms;
     size_t next = 0, inflight = 0;
     int qos = o->conf.qos, nomem = 0;
 
@@ -257,7 +258,7 @@ static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n
             snprintf(why, whysz, "out of memory");
             break; /* all done (why then unused), or all but what did not fit in memory */
         }
-        if (mqtt_now_ms() >= deadline) {
+        if (gust_now_ms() >= deadline) {
             snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
                      o->conf.host, o->conf.port);
             if (o->conn.out.len) {
@@ -336,7 +337,7 @@ void mqtt_out_stop(void *ctx)
     pthread_join(o->keeper, NULL);
     o->keeper_started = 0;
     if (o->conn.sock && mqtt_wire_disconnect(&o->conn.out) == 0) {
-        out_conn_pump(&o->conn, 0, mqtt_now_ms() + 1000, &err);
+        out_conn_pump(&o->conn, 0, gust_now_ms() + 1000, &err);
     }
     out_conn_close(&o->conn);
 }
@@ -350,7 +351,7 @@ void mqtt_out_destroy(void *ctx)
     }
     mqtt_out_stop(o);
     out_conn_free(&o->conn);
-    mqtt_tls_destroy(o->tls);
+    gust_tls_destroy(o->tls);
     mqtt_tpl_free(o->tpl);
     free(o->slot_of_mid);
     free(o->state);

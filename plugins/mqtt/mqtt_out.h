@@ -19,12 +19,12 @@
 #include <time.h>
 
 #include "mqtt.h"
-#include "mqtt_sock.h"
+#include "gust_sock.h"
 #include "mqtt_wire.h"
 
 /* One connection and its buffers (mqtt_out_conn.c). */
 struct out_conn {
-    struct mqtt_sock *sock; /* NULL: down */
+    struct gust_sock *sock; /* NULL: down */
     struct mqtt_wbuf out;
     unsigned char *rbuf;
     size_t roff, rlen, rcap; /* bytes [roff, rlen) read and not parsed yet */
@@ -36,7 +36,7 @@ struct out_conn {
 /* Connects, sends CONNECT (clean session) and waits for the CONNACK, all within the
  * conf's timeout. -1 with err set on failure; *refused is the CONNACK code of a refusal
  * (0 for any other failure). c's buffers are reused across connections. */
-int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct mqtt_tls *tls, int *refused,
+int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct gust_tls *tls, int *refused,
                   struct gust_err *err);
 /* Closes the socket (a no-op when down); the buffers stay for the next connection. */
 void out_conn_close(struct out_conn *c);
@@ -46,7 +46,7 @@ void out_conn_free(struct out_conn *c);
 uint64_t out_conn_queued(const struct out_conn *c);
 /* One round of I/O: writes what is pending; then, when there is nothing left to write
  * and want_input is 0, returns. Otherwise waits until input arrives (read into the
- * buffer) or until deadline (mqtt_now_ms; at or before now: no waiting). 0, or -1 when
+ * buffer) or until deadline (gust_now_ms; at or before now: no waiting). 0, or -1 when
  * the connection failed (err says why; the caller closes it). */
 int out_conn_pump(struct out_conn *c, int want_input, int64_t deadline, struct gust_err *err);
 /* The next complete packet read: 1 (body valid until the next pump), 0 when none, -1
@@ -63,7 +63,7 @@ struct mqtt_out {
     const char *topic_strip;  /* subject prefix removed first */
     const char *topic_prefix; /* prepended to the mapped topic */
     int max_inflight;
-    struct mqtt_tls *tls;
+    struct gust_tls *tls;
 
     pthread_t keeper;
     int keeper_started;

@@ -12,7 +12,7 @@
 
 void out_conn_close(struct out_conn *c)
 {
-    mqtt_sock_close(c->sock);
+    gust_sock_close(c->sock);
     c->sock = NULL;
 }
 
@@ -47,7 +47,7 @@ static int read_some(struct out_conn *c, struct gust_err *err)
             c->rbuf = b;
             c->rcap += 2 * READ_CHUNK;
         }
-        ssize_t n = mqtt_sock_read(c->sock, c->rbuf + c->rlen, c->rcap - c->rlen, err);
+        ssize_t n = gust_sock_read(c->sock, c->rbuf + c->rlen, c->rcap - c->rlen, err);
         if (n < 0) {
             return -1;
         }
@@ -55,14 +55,14 @@ static int read_some(struct out_conn *c, struct gust_err *err)
             break;
         }
         c->rlen += (size_t)n;
-    } while (mqtt_sock_buffered(c->sock));
+    } while (gust_sock_buffered(c->sock));
     return 0;
 }
 
 static int write_some(struct out_conn *c, struct gust_err *err)
 {
     while (c->out.off < c->out.len) {
-        ssize_t n = mqtt_sock_write(c->sock, c->out.p + c->out.off, c->out.len - c->out.off, err);
+        ssize_t n = gust_sock_write(c->sock, c->out.p + c->out.off, c->out.len - c->out.off, err);
         if (n < 0) {
             return -1;
         }
@@ -71,7 +71,7 @@ static int write_some(struct out_conn *c, struct gust_err *err)
         }
         c->out.off += (size_t)n;
         c->written += (uint64_t)n;
-        c->last_send = mqtt_now_ms();
+        c->last_send = gust_now_ms();
     }
     mqtt_wbuf_compact(&c->out);
     return 0;
@@ -87,12 +87,12 @@ int out_conn_pump(struct out_conn *c, int want_input, int64_t deadline, struct g
         if (!pending && !want_input) {
             return 0;
         }
-        if (want_input && mqtt_sock_buffered(c->sock)) {
+        if (want_input && gust_sock_buffered(c->sock)) {
             return read_some(c, err);
         }
-        int64_t left = deadline - mqtt_now_ms();
-        struct pollfd p = {.fd = mqtt_sock_fd(c->sock),
-                           .events = (short)(POLLIN | (pending || mqtt_sock_wants_write(c->sock) ? POLLOUT : 0))};
+        int64_t left = deadline - gust_now_ms();
+        struct pollfd p = {.fd = gust_sock_fd(c->sock),
+                           .events = (short)(POLLIN | (pending || gust_sock_wants_write(c->sock) ? POLLOUT : 0))};
         int n = poll(&p, 1, left > 0 ? (int)left : 0);
         if (n < 0 && errno != EINTR) {
             return gust_err_set(err, -1, "poll: %s", strerror(errno));
@@ -118,18 +118,19 @@ int out_conn_next(struct out_conn *c, struct mqtt_packet *p)
     return 1;
 }
 
-int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct mqtt_tls *tls, int *refused,
+int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct gust_tls *tls, int *refused,
                   struct gust_err *err)
 {
-    int64_t deadline = mqtt_now_ms() + conf->timeout_ms;
+    int64_t deadline = gust_now_ms() + conf->timeout_ms;
     struct mqtt_packet p;
+    struct gust_sock_peer peer = {conf->host, conf->port, "broker"};
 
     *refused = 0;
     c->out.off = c->out.len = 0;
     c->roff = c->rlen = 0;
     c->written = 0;
     c->ping_at = 0;
-    if (mqtt_sock_open(&c->sock, conf, tls, err) != 0) {
+    if (gust_sock_open(&c->sock, &peer, conf->timeout_ms, tls, NULL, err) != 0) {
         return -1;
     }
     /* The host redelivers what was not acked: no session state to keep at the broker. */
@@ -137,7 +138,7 @@ int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct mqtt_
         gust_err_set(err, -1, "CONNECT does not fit (a field over 65535 bytes?)");
         goto fail;
     }
-    while (mqtt_now_ms() < deadline) {
+    while (gust_now_ms() < deadline) {
         if (out_conn_pump(c, 1, deadline, err) != 0) {
             goto fail;
         }

@@ -22,7 +22,7 @@ void out_drop(struct mqtt_out *o, const char *why)
     out_conn_close(&o->conn);
     snprintf(o->last_error, sizeof(o->last_error), "connection lost: %.130s", why);
     /* The first attempt at once: a broker restart is usually over by then, or soon. */
-    o->reconnect_at = mqtt_now_ms();
+    o->reconnect_at = gust_now_ms();
     pthread_cond_broadcast(&o->cond);
     if (!o->stopping) {
         mqtt_host->log(o->inst, GUST_LOG_WARN, "disconnected from %s:%d: %s; reconnecting with backoff", o->conf.host,
@@ -45,8 +45,8 @@ static void wait_until(struct mqtt_out *o, int64_t at_ms)
 {
     struct timespec ts;
 
-    if (at_ms > mqtt_now_ms()) {
-        out_deadline_in(&ts, at_ms - mqtt_now_ms());
+    if (at_ms > gust_now_ms()) {
+        out_deadline_in(&ts, at_ms - gust_now_ms());
         pthread_cond_timedwait(&o->cond, &o->lock, &ts);
     }
 }
@@ -84,7 +84,7 @@ static void connect_once(struct mqtt_out *o)
         mqtt_host->log(o->inst, GUST_LOG_WARN, "cannot connect to %s:%d: %s; retrying in %" PRId64 " ms",
                        o->conf.host, o->conf.port, err.msg, o->backoff_ms);
     }
-    o->reconnect_at = mqtt_now_ms() + o->backoff_ms;
+    o->reconnect_at = gust_now_ms() + o->backoff_ms;
     o->backoff_ms = o->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff_ms * 2;
 }
 
@@ -121,7 +121,7 @@ void *out_keeper_run(void *arg)
 
     pthread_mutex_lock(&o->lock);
     while (!o->stopping) {
-        int64_t now = mqtt_now_ms(), ka = (int64_t)o->conf.keepalive_s * 1000;
+        int64_t now = gust_now_ms(), ka = (int64_t)o->conf.keepalive_s * 1000;
         if (!o->conn.sock && now >= o->reconnect_at) {
             connect_once(o);
             continue;

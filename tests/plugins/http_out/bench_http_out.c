@@ -1,7 +1,8 @@
 /* How fast http_out delivers batches of 256 into the counting sink.
  *
- *   bench_http_out PLUGIN.so GUST-BENCH-SINK [BATCHES [CONNECTIONS [MAX_INFLIGHT]]]
+ *   bench_http_out PLUGIN.so GUST-BENCH-SINK [BATCHES [CONNECTIONS [PIPELINE [MAX_INFLIGHT]]]]
  *
+ * A setting left out (or given as "-") is the plugin's default.
  * Sends BATCHES (default 400) batches of 256 bodies shaped like the orders flow's emit,
  * checks that the sink counted each exactly once, then prints one JSON object with the
  * rate and the sink's own stats (latency from each body's t). */
@@ -42,13 +43,16 @@ int main(int argc, char **argv)
     void *ctx = NULL;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: %s PLUGIN.so GUST-BENCH-SINK [BATCHES [CONNECTIONS [MAX_INFLIGHT]]]\n",
+        fprintf(stderr,
+                "usage: %s PLUGIN.so GUST-BENCH-SINK [BATCHES [CONNECTIONS [PIPELINE "
+                "[MAX_INFLIGHT]]]]\n",
                 argv[0]);
         return 2;
     }
     int batches = argc > 3 ? atoi(argv[3]) : 400;
-    const char *conns = argc > 4 ? argv[4] : "16";
-    const char *inflight = argc > 5 ? argv[5] : "64";
+    const char *conns = argc > 4 ? argv[4] : "-";
+    const char *pipeline = argc > 5 ? argv[5] : "-";
+    const char *inflight = argc > 6 ? argv[6] : "-";
     unsigned long long total = (unsigned long long)batches * BATCH, delivered = 0;
 
     fake_plugin_load(&plugin, argv[1]);
@@ -56,8 +60,18 @@ int main(int argc, char **argv)
     char *sink_argv[] = {argv[2], NULL};
     server_proc_start(&sink, sink_argv);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/hit", sink.port);
-    struct gust_cfg *cfg = fake_cfg_create(type->schema, "url", url, "connections", conns,
-                                           "max_inflight", inflight, NULL);
+    /* Pairs for the settings given, the NULL after the last ending the list. */
+    const char *kv[8] = {"url", url};
+    int nkv = 2;
+    const char *keys[] = {"connections", "pipeline", "max_inflight"}, *vals[] = {conns, pipeline, inflight};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(vals[i], "-") != 0) {
+            kv[nkv++] = keys[i];
+            kv[nkv++] = vals[i];
+        }
+    }
+    struct gust_cfg *cfg = fake_cfg_create(type->schema, kv[0], kv[1], kv[2], kv[3], kv[4], kv[5],
+                                           kv[6], kv[7], NULL);
     if (type->create(fake_instance("bench"), cfg, &ctx, &err) != 0 ||
         type->start(ctx, &err) != 0) {
         fprintf(stderr, "bench: %s\n", err.msg);
@@ -98,8 +112,8 @@ int main(int argc, char **argv)
                 stats);
         return 1;
     }
-    printf("{\"requests\":%llu,\"batch\":%d,\"connections\":%s,\"max_inflight\":%s,"
-           "\"seconds\":%.3f,\"rate\":%.0f,\"sink\":%s}\n",
-           total, BATCH, conns, inflight, secs, (double)total / secs, stats);
+    printf("{\"requests\":%llu,\"batch\":%d,\"connections\":\"%s\",\"pipeline\":\"%s\","
+           "\"max_inflight\":\"%s\",\"seconds\":%.3f,\"rate\":%.0f,\"sink\":%s}\n",
+           total, BATCH, conns, pipeline, inflight, secs, (double)total / secs, stats);
     return 0;
 }

@@ -1,6 +1,6 @@
-/* TCP/TLS connection for mqtt_in and mqtt_out. Connecting is done with a deadline (non-blocking
- * connect, then poll); the TLS handshake likewise; after that every call is
- * non-blocking and the caller polls. */
+/* TCP/TLS client connection shared by mqtt and http_out (see gust_sock.h). Connecting is
+ * done with a deadline (non-blocking connect, then poll); the TLS handshake likewise; after
+ * that every call is non-blocking and the caller polls. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -19,16 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mqtt_sock.h"
+#include "gust_sock.h"
 
-struct mqtt_tls {
+struct gust_tls {
     SSL_CTX *ctx;
 };
 
-struct mqtt_sock {
+struct gust_sock {
     int fd;
     SSL *ssl;
     int want_write;
+    const char *role; /* borrowed */
 };
 
 static const char *ssl_why(void)
@@ -43,14 +44,12 @@ static const char *ssl_why(void)
     return buf;
 }
 
-int mqtt_tls_create(struct mqtt_tls **out, const struct mqtt_conf *c, struct gust_err *err)
+int gust_tls_create(struct gust_tls **out, const char *ca, const char *cert, const char *key,
+                    struct gust_err *err)
 {
-    struct mqtt_tls *t;
+    struct gust_tls *t;
 
     *out = NULL;
-    if (!c->tls) {
-        return 0;
-    }
     if (!(t = calloc(1, sizeof(*t))) || !(t->ctx = SSL_CTX_new(TLS_client_method()))) {
         free(t);
         return gust_err_set(err, GUST_ENOMEM, "TLS: cannot create a context");
@@ -59,27 +58,27 @@ int mqtt_tls_create(struct mqtt_tls **out, const struct mqtt_conf *c, struct gus
     /* The output buffer moves (it is compacted and grows) between a write that would
      * block and its retry, and a partial write is as good as a whole one to the caller. */
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    int ok = c->tls_ca ? SSL_CTX_load_verify_locations(t->ctx, c->tls_ca, NULL)
+    int ok = ca ? SSL_CTX_load_verify_locations(t->ctx, ca, NULL)
                        : SSL_CTX_set_default_verify_paths(t->ctx);
     if (ok != 1) {
-        gust_err_set(err, GUST_ECONFIG, "TLS: cannot load CA %s: %s", c->tls_ca ? c->tls_ca : "(system)", ssl_why());
+        gust_err_set(err, GUST_ECONFIG, "TLS: cannot load CA %s: %s", ca ? ca : "(system)", ssl_why());
         goto fail;
     }
-    if (c->tls_cert && (SSL_CTX_use_certificate_chain_file(t->ctx, c->tls_cert) != 1 ||
-                        SSL_CTX_use_PrivateKey_file(t->ctx, c->tls_key, SSL_FILETYPE_PEM) != 1 ||
+    if (cert && (SSL_CTX_use_certificate_chain_file(t->ctx, cert) != 1 ||
+                        SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) != 1 ||
                         SSL_CTX_check_private_key(t->ctx) != 1)) {
-        gust_err_set(err, GUST_ECONFIG, "TLS: client certificate %s / key: %s", c->tls_cert, ssl_why());
+        gust_err_set(err, GUST_ECONFIG, "TLS: client certificate %s / key: %s", cert, ssl_why());
         goto fail;
     }
     *out = t;
     return 0;
 
 fail:
-    mqtt_tls_destroy(t);
+    gust_tls_destroy(t);
     return GUST_ECONFIG;
 }
 
-void mqtt_tls_destroy(struct mqtt_tls *t)
+void gust_tls_destroy(struct gust_tls *t)
 {
     if (t) {
         SSL_CTX_free(t->ctx);
@@ -87,7 +86,7 @@ void mqtt_tls_destroy(struct mqtt_tls *t)
     }
 }
 
-int64_t mqtt_now_ms(void)
+int64_t gust_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -97,7 +96,7 @@ int64_t mqtt_now_ms(void)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     struct pollfd p = {.fd = fd, .events = events};
-    int64_t left = deadline - mqtt_now_ms();
+    int64_t left = deadline - gust_now_ms();
     if (left <= 0) {
         return 0;
     }
@@ -116,7 +115,7 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline, int *why)
         *why = errno;
         return -1;
     }
-    /* Nagle would hold each small PUBACK back for up to 40 ms (and mosquitto's own
+    /* Nagle would hold each small PUBACK (or pipelined request) back for up to 40 ms (and mosquitto's own
      * clients have it on by default: 88 ms round trips on this machine). */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
@@ -141,8 +140,8 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline, int *why)
     return fd;
 }
 
-static int handshake(struct mqtt_sock *s, const struct mqtt_conf *c, struct mqtt_tls *tls, int64_t deadline,
-                     struct gust_err *err)
+static int handshake(struct gust_sock *s, const struct gust_sock_peer *c, struct gust_tls *tls,
+                     int64_t deadline, struct gust_err *err)
 {
     if (!(s->ssl = SSL_new(tls->ctx)) || SSL_set_fd(s->ssl, s->fd) != 1) {
         return gust_err_set(err, GUST_ENOMEM, "TLS: cannot create a session");
@@ -177,15 +176,19 @@ static int handshake(struct mqtt_sock *s, const struct mqtt_conf *c, struct mqtt
     }
 }
 
-int mqtt_sock_open(struct mqtt_sock **out, const struct mqtt_conf *c, struct mqtt_tls *tls, struct gust_err *err)
+int gust_sock_open(struct gust_sock **out, const struct gust_sock_peer *c, int64_t timeout_ms,
+                   struct gust_tls *tls, int *os_errno, struct gust_err *err)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
     char port[8];
-    int64_t deadline = mqtt_now_ms() + c->timeout_ms;
+    int64_t deadline = gust_now_ms() + timeout_ms;
     int why = 0, rc;
-    struct mqtt_sock *s;
+    struct gust_sock *s;
 
     *out = NULL;
+    if (os_errno) {
+        *os_errno = 0;
+    }
     snprintf(port, sizeof(port), "%d", c->port);
     if ((rc = getaddrinfo(c->host, port, &hints, &res)) != 0) {
         return gust_err_set(err, GUST_EIO, "resolve %s: %s", c->host, gai_strerror(rc));
@@ -195,23 +198,27 @@ int mqtt_sock_open(struct mqtt_sock **out, const struct mqtt_conf *c, struct mqt
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     s->fd = -1;
+    s->role = c->role;
     for (struct addrinfo *ai = res; ai && s->fd < 0; ai = ai->ai_next) {
         s->fd = connect_one(ai, deadline, &why);
     }
     freeaddrinfo(res);
     if (s->fd < 0) {
         free(s);
+        if (os_errno) {
+            *os_errno = why;
+        }
         return gust_err_set(err, GUST_EIO, "connect %s:%d: %s", c->host, c->port, strerror(why));
     }
     if (tls && (rc = handshake(s, c, tls, deadline, err)) != 0) {
-        mqtt_sock_close(s);
+        gust_sock_close(s);
         return rc;
     }
     *out = s;
     return 0;
 }
 
-void mqtt_sock_close(struct mqtt_sock *s)
+void gust_sock_close(struct gust_sock *s)
 {
     if (!s) {
         return;
@@ -225,23 +232,23 @@ void mqtt_sock_close(struct mqtt_sock *s)
     free(s);
 }
 
-int mqtt_sock_fd(const struct mqtt_sock *s)
+int gust_sock_fd(const struct gust_sock *s)
 {
     return s->fd;
 }
 
-int mqtt_sock_buffered(const struct mqtt_sock *s)
+int gust_sock_buffered(const struct gust_sock *s)
 {
     return s->ssl && SSL_pending(s->ssl) > 0;
 }
 
-int mqtt_sock_wants_write(const struct mqtt_sock *s)
+int gust_sock_wants_write(const struct gust_sock *s)
 {
     return s->want_write;
 }
 
 /* Common outcome of SSL_read/SSL_write. */
-static ssize_t ssl_result(struct mqtt_sock *s, int r, const char *op, struct gust_err *err)
+static ssize_t ssl_result(struct gust_sock *s, int r, const char *op, struct gust_err *err)
 {
     int e = SSL_get_error(s->ssl, r);
     s->want_write = 0;
@@ -253,12 +260,13 @@ static ssize_t ssl_result(struct mqtt_sock *s, int r, const char *op, struct gus
         return 0;
     }
     if (e == SSL_ERROR_ZERO_RETURN) {
-        return gust_err_set(err, -1, "broker closed the connection");
+        gust_err_set(err, -1, "%s closed the connection", s->role);
+        return GUST_SOCK_EOF;
     }
     return gust_err_set(err, -1, "TLS %s: %s", op, e == SSL_ERROR_SYSCALL ? strerror(errno) : ssl_why());
 }
 
-ssize_t mqtt_sock_read(struct mqtt_sock *s, void *buf, size_t n, struct gust_err *err)
+ssize_t gust_sock_read(struct gust_sock *s, void *buf, size_t n, struct gust_err *err)
 {
     if (s->ssl) {
         int r = SSL_read(s->ssl, buf, (int)n);
@@ -269,7 +277,8 @@ ssize_t mqtt_sock_read(struct mqtt_sock *s, void *buf, size_t n, struct gust_err
         return r;
     }
     if (r == 0) {
-        return gust_err_set(err, -1, "broker closed the connection");
+        gust_err_set(err, -1, "%s closed the connection", s->role);
+        return GUST_SOCK_EOF;
     }
     if (errno == EAGAIN || errno == EINTR) {
         return 0;
@@ -277,7 +286,7 @@ ssize_t mqtt_sock_read(struct mqtt_sock *s, void *buf, size_t n, struct gust_err
     return gust_err_set(err, -1, "read: %s", strerror(errno));
 }
 
-ssize_t mqtt_sock_write(struct mqtt_sock *s, const void *buf, size_t n, struct gust_err *err)
+ssize_t gust_sock_write(struct gust_sock *s, const void *buf, size_t n, struct gust_err *err)
 {
     if (s->ssl) {
         int r = SSL_write(s->ssl, buf, (int)n);
