@@ -29,6 +29,8 @@ struct nats_loop {
     struct gust_nats_url *urls;
     size_t nurls, next_url;
     const struct gust_nats_url *url; /* the one connected or being tried */
+    struct addrinfo *addrs;          /* url's addresses, */
+    const struct addrinfo *addr;     /* and the one connected or being tried */
     h2o_socket_t *sock;
     enum state state;
     int64_t attempt_ms; /* when the current attempt began */
@@ -48,6 +50,7 @@ struct nats_loop {
 };
 
 static void connect_next(struct nats_loop *n);
+static void try_addr(struct nats_loop *n);
 
 /* ---- writing ---- */
 
@@ -90,7 +93,8 @@ static void schedule_retry(struct nats_loop *n)
 }
 
 /* Closes the socket, fails what was in flight, and tries again: at once on the next URL
- * after a working connection broke, else after RECONNECT_WAIT_MS. */
+ * after a working connection broke, at once on the URL's next address after a failed
+ * attempt (a name may resolve to ::1 and 127.0.0.1), else after RECONNECT_WAIT_MS. */
 static void lost(struct nats_loop *n, const char *why)
 {
     int was_ready = n->state == READY;
@@ -114,6 +118,9 @@ static void lost(struct nats_loop *n, const char *why)
     gust_pending_expire(&n->pending, -1, GUST_EAGAIN, "bus connection lost before the PubAck");
     if (was_ready) {
         connect_next(n);
+    } else if (n->addr != NULL && n->addr->ai_next != NULL) {
+        n->addr = n->addr->ai_next;
+        try_addr(n);
     } else {
         schedule_retry(n);
     }
@@ -322,26 +329,37 @@ static void on_connected(h2o_socket_t *sock, const char *err)
     h2o_socket_read_start(sock, on_read);
 }
 
-/* Starts an attempt on the next URL (resolving its name here, on the loop). */
-static void connect_next(struct nats_loop *n)
+static void try_addr(struct nats_loop *n)
 {
-    n->url = &n->urls[n->next_url];
-    n->next_url = (n->next_url + 1) % n->nurls;
     n->attempt_ms = gust_now_ms();
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gai = getaddrinfo(n->url->host, n->url->port, &hints, &ai);
-    if (gai != 0) {
-        lost(n, gai_strerror(gai));
-        return;
-    }
-    n->sock = h2o_socket_connect(n->loop, ai->ai_addr, ai->ai_addrlen, on_connected);
-    freeaddrinfo(ai);
+    n->sock = h2o_socket_connect(n->loop, n->addr->ai_addr, n->addr->ai_addrlen, on_connected);
     if (n->sock == NULL) {
         lost(n, "cannot connect");
         return;
     }
     n->sock->data = n;
     n->state = CONNECTING;
+}
+
+/* Starts an attempt on the next URL (resolving its name here, on the loop). */
+static void connect_next(struct nats_loop *n)
+{
+    n->url = &n->urls[n->next_url];
+    n->next_url = (n->next_url + 1) % n->nurls;
+    if (n->addrs != NULL) {
+        freeaddrinfo(n->addrs);
+        n->addrs = NULL;
+    }
+    n->addr = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int gai = getaddrinfo(n->url->host, n->url->port, &hints, &n->addrs);
+    if (gai != 0) {
+        n->addrs = NULL;
+        lost(n, gai_strerror(gai));
+        return;
+    }
+    n->addr = n->addrs;
+    try_addr(n);
 }
 
 static void on_retry(h2o_timeout_entry_t *entry)
@@ -435,6 +453,9 @@ void nats_loop_destroy(struct nats_loop *n)
     }
     gust_pending_expire(&n->pending, -1, GUST_EAGAIN, "shutting down");
     gust_pending_dispose(&n->pending);
+    if (n->addrs != NULL) {
+        freeaddrinfo(n->addrs);
+    }
     for (size_t i = 0; i < n->nurls; i++) {
         gust_nats_url_free(&n->urls[i]);
     }
