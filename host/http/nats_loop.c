@@ -262,7 +262,9 @@ static int parse_input(struct nats_loop *n, h2o_buffer_t **input)
         if (line_len >= 4 && (memcmp(line, "MSG ", 4) == 0 || memcmp(line, "HMSG", 4) == 0)) {
             const char *subject;
             size_t subject_len, hdr, total;
-            if (msg_sizes(line, line_len, line[0] == 'H', &subject, &subject_len, &hdr, &total) != 0) {
+            /* Nothing the server sends us is bigger than what it accepts (a PubAck is small). */
+            if (msg_sizes(line, line_len, line[0] == 'H', &subject, &subject_len, &hdr, &total) != 0 ||
+                total > n->max_payload + MAX_LINE) {
                 rc = -1;
                 break;
             }
@@ -400,6 +402,7 @@ int nats_loop_create(h2o_loop_t *loop, const struct nats_loop_conf *conf, struct
     }
     n->loop = loop;
     n->timeout_ms = conf->publish_timeout_ms;
+    n->max_payload = 1024 * 1024; /* until the server's INFO says */
     for (; n->nurls < conf->nurls; n->nurls++) {
         const char *why = gust_nats_url_parse(conf->urls[n->nurls], &n->urls[n->nurls]);
         if (why != NULL) {
