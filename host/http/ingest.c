@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../bus/bus.h"
 #include "../conf/subject.h"
 #include "json_check.h"
 #include "internal.h"

@@ -61,7 +61,7 @@ static long rss_bytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
-void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy)
+void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy, int ingest_connected)
 {
     gust_buf_printf(out, "# HELP gust_http_requests_total HTTP requests by route and status.\n"
                          "# TYPE gust_http_requests_total counter\n");
@@ -94,6 +94,9 @@ void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_health
                     "# HELP gust_bus_healthy 1 when connected and JetStream answers.\n"
                     "# TYPE gust_bus_healthy gauge\n"
                     "gust_bus_healthy %d\n"
+                    "# HELP gust_ingest_bus_connected 1 when ingest's own NATS connection is up.\n"
+                    "# TYPE gust_ingest_bus_connected gauge\n"
+                    "gust_ingest_bus_connected %d\n"
                     "# HELP gust_http_connections Open client connections.\n"
                     "# TYPE gust_http_connections gauge\n"
                     "gust_http_connections %zu\n"
@@ -103,6 +106,6 @@ void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_health
                     "# HELP gust_process_resident_memory_bytes Resident set size.\n"
                     "# TYPE gust_process_resident_memory_bytes gauge\n"
                     "gust_process_resident_memory_bytes %ld\n",
-                    bus_connected, bus_healthy, connections_open,
+                    bus_connected, bus_healthy, ingest_connected, connections_open,
                     (unsigned long long)connections_refused, rss_bytes());
 }

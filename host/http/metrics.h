@@ -26,6 +26,6 @@ void gust_metrics_observe_publish(int64_t micros);
 void gust_metrics_set_connections(size_t open);
 void gust_metrics_count_refused(void);
 /* Appends the Prometheus text of the HTTP and process metrics. */
-void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy);
+void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy, int ingest_connected);
 
 #endif

@@ -100,6 +100,7 @@ def main():
         t.check('gust_http_requests_total{route="ingest",code="400"}' in text, "metrics count 400s")
         t.check("gust_publish_seconds_count 5" in text, "publish latency histogram")
         t.check("gust_bus_connected 1" in text, "bus state")
+        t.check("gust_ingest_bus_connected 1" in text, "ingest's connection state")
         t.check("gust_process_resident_memory_bytes" in text, "rss")
 
         # Keep-alive: several requests on one connection.
