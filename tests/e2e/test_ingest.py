@@ -157,11 +157,12 @@ def credentials_and_no_responders(t):
     takes is answered 503 at once (JetStream's "no responders"), not at the timeout."""
     tmp = TempDir()
     nats = NatsServer(tmp, args=["--user", "gust", "--pass", "s3cret-pw"])
-    g = Gust(tmp, """
+    g = None
+    try:
+        g = Gust(tmp, """
 http { listen 127.0.0.1:@PORT@; }
 nats { url nats://gust:s3cret-pw@127.0.0.1:%d; subjects ev.orders.>; publish_timeout 5s; }
 """ % nats.port)
-    try:
         status, resp, _ = g.request("POST", "/ingest/orders.eu", b'{"a": 1}')
         t.eq(status, 202, "ingest through an authenticated server: %r" % resp)
         start = time.monotonic()
@@ -171,10 +172,11 @@ nats { url nats://gust:s3cret-pw@127.0.0.1:%d; subjects ev.orders.>; publish_tim
         t.check(time.monotonic() - start < 2, "answered at once, not at the publish timeout")
         t.check("s3cr" not in g.log(), "the password is not logged")
     finally:
-        g.stop()
+        if g is not None:
+            g.stop()
+            if t.failed:
+                print(g.log()[-4000:])
         nats.stop()
-        if t.failed:
-            print(g.log()[-4000:])
         tmp.cleanup()
 
 
