@@ -37,7 +37,7 @@ struct nats_loop {
     int64_t timeout_ms;
     size_t max_payload;
     struct gust_pending pending;
-    char inbox[64]; /* "_GUST_INGEST.<random>." */
+    char inbox[64]; /* "_INBOX.<nuid>.": a publish's reply subject is this plus its id */
     size_t inbox_len;
     /* Publishes are gathered in `out` during a loop iteration; the flush entry (a 0 ms
      * timeout, run at the end of the iteration) hands them to h2o in one write. While
@@ -139,11 +139,6 @@ static void on_written(h2o_socket_t *sock, const char *err)
         return;
     }
     flush_now(n);
-}
-
-static int append(struct nats_loop *n, const char *s, size_t len)
-{
-    return gust_buf_append(&n->out, s, len);
 }
 
 /* JSON string body of s (credentials from the URL) into out. */
@@ -274,7 +269,7 @@ static int parse_input(struct nats_loop *n, h2o_buffer_t **input)
             on_reply(n, subject, subject_len, buf + next, hdr, total);
             next += total + 2;
         } else if (line_len >= 4 && memcmp(line, "PING", 4) == 0) {
-            rc = append(n, "PONG\r\n", 6);
+            rc = gust_buf_append(&n->out, "PONG\r\n", 6);
             flush_soon(n);
         } else if (line_len >= 4 && memcmp(line, "PONG", 4) == 0) {
             if (n->state == HANDSHAKE) {
@@ -372,19 +367,16 @@ static void on_retry(h2o_timeout_entry_t *entry)
     }
 }
 
-void nats_loop_tick(struct nats_loop *n)
+/* Every TICK_MS: fails the publishes whose PubAck is overdue, and an attempt to connect
+ * that got no answer. */
+static void on_tick(h2o_timeout_entry_t *entry)
 {
+    struct nats_loop *n = H2O_STRUCT_FROM_MEMBER(struct nats_loop, tick_entry, entry);
     int64_t now = gust_now_ms();
     gust_pending_expire(&n->pending, now, GUST_ETIMEOUT, "no PubAck in time");
     if ((n->state == CONNECTING || n->state == HANDSHAKE) && now - n->attempt_ms > n->timeout_ms) {
         lost(n, "no answer to connect");
     }
-}
-
-static void on_tick(h2o_timeout_entry_t *entry)
-{
-    struct nats_loop *n = H2O_STRUCT_FROM_MEMBER(struct nats_loop, tick_entry, entry);
-    nats_loop_tick(n);
     h2o_timeout_link(n->loop, &n->tick_timeout, &n->tick_entry);
 }
 
@@ -411,22 +403,14 @@ int nats_loop_create(h2o_loop_t *loop, const struct nats_loop_conf *conf, struct
             return gust_err_set(err, GUST_ECONFIG, "nats url %s: %s", conf->urls[n->nurls], why);
         }
     }
-    unsigned char r[12];
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (f == NULL || fread(r, 1, sizeof(r), f) != sizeof(r)) {
-        for (size_t i = 0; i < sizeof(r); i++) {
-            r[i] = (unsigned char)(rand() ^ (int)gust_now_ms());
-        }
+    /* A unique inbox as the bus's own links make theirs (nats.c is open by now). */
+    char *inbox = NULL;
+    if (natsInbox_Create(&inbox) != NATS_OK) {
+        nats_loop_destroy(n);
+        return gust_err_set(err, GUST_ENOMEM, "ingest: out of memory");
     }
-    if (f != NULL) {
-        fclose(f);
-    }
-    n->inbox_len = (size_t)snprintf(n->inbox, sizeof(n->inbox), "_GUST_INGEST.");
-    for (size_t i = 0; i < sizeof(r); i++) {
-        n->inbox_len += (size_t)snprintf(n->inbox + n->inbox_len, sizeof(n->inbox) - n->inbox_len, "%02x", r[i]);
-    }
-    n->inbox[n->inbox_len++] = '.';
-    n->inbox[n->inbox_len] = '\0';
+    n->inbox_len = (size_t)snprintf(n->inbox, sizeof(n->inbox), "%s.", inbox);
+    natsInbox_Destroy(inbox);
     h2o_timeout_init(loop, &n->flush_timeout, 0);
     h2o_timeout_init(loop, &n->retry_timeout, RECONNECT_WAIT_MS);
     h2o_timeout_init(loop, &n->tick_timeout, TICK_MS);

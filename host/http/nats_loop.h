@@ -44,7 +44,5 @@ void nats_loop_destroy(struct nats_loop *n);
 int nats_loop_publish(struct nats_loop *n, const char *subject, const void *data, size_t len,
                       gust_publish_done_fn fn, void *ud);
 int nats_loop_connected(const struct nats_loop *n);
-/* Fails the publishes whose PubAck is overdue: call it from the loop now and then. */
-void nats_loop_tick(struct nats_loop *n);
 
 #endif
