@@ -79,7 +79,8 @@ static int http_out_start(void *ctx, struct gust_err *err)
 
     if (rc == 0) {
         host->log(h->inst, GUST_LOG_INFO, "%.*s %s, connections %zu, pipeline %zu, max_inflight %zu",
-                  (int)strcspn(h->conf.head, " "), h->conf.head, h->conf.url,
+                  (int)((const char *)memchr(h->conf.head.data, ' ', h->conf.head.len) - h->conf.head.data),
+                  h->conf.head.data, h->conf.url,
                   h->conf.connections, h->conf.pipeline, h->conf.max_inflight);
     }
     return rc;

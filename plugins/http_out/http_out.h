@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "buf.h"
 #include "gust/plugin.h"
 
 /* How much of a refusing server's answer goes into the dead-letter error text. */
@@ -35,8 +36,7 @@ struct http_out_conf {
     const char *url;         /* borrowed from the cfg, which outlives the instance */
     struct http_out_url u;
     const char *tls_ca;      /* borrowed; NULL: the system CA store */
-    char *head;              /* owned: every request's start, up to "Content-Length: " */
-    size_t head_len;
+    struct gust_buf head;    /* owned: every request's start, up to "Content-Length: " */
     int64_t timeout_ms;      /* one request, from its write (connecting included) */
     size_t max_inflight;     /* requests of a batch written and not yet answered */
     size_t connections;      /* most connections open at once, all kept alive */

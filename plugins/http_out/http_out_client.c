@@ -39,8 +39,8 @@ struct conn {
     struct gust_sock *sock;  /* NULL: closed */
     struct req *q;           /* ring of `pipeline` requests written, oldest first */
     size_t qhead, qlen;
-    char *wbuf;              /* requests not yet written */
-    size_t wlen, woff, wcap;
+    struct gust_buf wbuf;    /* requests not yet written (from woff on) */
+    size_t woff;
     char *rbuf;              /* RBUF_SIZE; bytes read and not yet parsed */
     size_t rlen;
     struct http_out_resp resp; /* of q's oldest */
@@ -133,7 +133,7 @@ static void conn_close(struct conn *c)
     gust_sock_close(c->sock);
     c->sock = NULL;
     c->qhead = c->qlen = 0;
-    c->wlen = c->woff = 0;
+    c->wbuf.len = c->woff = 0;
     c->rlen = 0;
     c->started = 0;
     c->answered = 0;
@@ -252,8 +252,8 @@ static void conn_write(struct http_out_client *cl, struct conn *c)
 {
     struct gust_err err;
 
-    while (c->woff < c->wlen) {
-        ssize_t n = gust_sock_write(c->sock, c->wbuf + c->woff, c->wlen - c->woff, &err);
+    while (c->woff < c->wbuf.len) {
+        ssize_t n = gust_sock_write(c->sock, c->wbuf.data + c->woff, c->wbuf.len - c->woff, &err);
         if (n < 0) {
             conn_lost(cl, c, err.msg, 0);
             return;
@@ -263,7 +263,7 @@ static void conn_write(struct http_out_client *cl, struct conn *c)
         }
         c->woff += (size_t)n;
     }
-    c->woff = c->wlen = 0;
+    c->woff = c->wbuf.len = 0;
 }
 
 /* Opens c; on failure fills cl->conn_err with the outcome text for the requests. */
@@ -297,23 +297,16 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t m, int64_
     const struct gust_msg *msg = &cl->msgs[m];
     char len[32];
     int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", msg->len);
-    size_t need = c->wlen + conf->head_len + (size_t)ll + msg->len;
 
-    if (need > c->wcap) {
-        size_t cap = need * 2;
-        char *p = realloc(c->wbuf, cap);
-        if (!p) {
-            return -1;
-        }
-        c->wbuf = p;
-        c->wcap = cap;
+    if (gust_buf_reserve(&c->wbuf, conf->head.len + (size_t)ll + msg->len) != 0) {
+        return -1;
     }
-    memcpy(c->wbuf + c->wlen, conf->head, conf->head_len);
-    memcpy(c->wbuf + c->wlen + conf->head_len, len, (size_t)ll);
+    /* Reserved: none of these can fail. */
+    gust_buf_append(&c->wbuf, conf->head.data, conf->head.len);
+    gust_buf_append(&c->wbuf, len, (size_t)ll);
     if (msg->len) {
-        memcpy(c->wbuf + c->wlen + conf->head_len + (size_t)ll, msg->data, msg->len);
+        gust_buf_append(&c->wbuf, msg->data, msg->len);
     }
-    c->wlen = need;
     c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){m, deadline};
     cl->inflight++;
     return 0;
@@ -446,7 +439,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     while (cl->undecided > 0) {
         assign(cl, lanes);
         for (size_t i = 0; i < lanes; i++) {
-            if (cl->conns[i].sock && cl->conns[i].wlen > cl->conns[i].woff) {
+            if (cl->conns[i].sock && cl->conns[i].wbuf.len > cl->conns[i].woff) {
                 conn_write(cl, &cl->conns[i]);
             }
         }
@@ -462,7 +455,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         for (size_t i = 0; i < lanes; i++) {
             struct conn *c = &cl->conns[i];
             short ev = c->qlen ? POLLIN : 0;
-            if (c->sock && (c->wlen > c->woff || gust_sock_wants_write(c->sock))) {
+            if (c->sock && (c->wbuf.len > c->woff || gust_sock_wants_write(c->sock))) {
                 ev |= POLLOUT;
             }
             if (c->sock && c->qlen && gust_sock_buffered(c->sock)) {
@@ -538,7 +531,7 @@ void http_out_client_destroy(struct http_out_client *cl)
         struct conn *c = &cl->conns[i];
         gust_sock_close(c->sock);
         free(c->q);
-        free(c->wbuf);
+        gust_buf_free(&c->wbuf);
         free(c->rbuf);
     }
     gust_tls_destroy(cl->tls);

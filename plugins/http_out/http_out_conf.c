@@ -31,58 +31,39 @@ static const char *check_header(const char *h)
     return NULL;
 }
 
-/* Appends s[0..n) to the head being built; -1 when out of memory. */
-static int put(struct http_out_conf *conf, size_t *cap, const char *s, size_t n)
+/* Appends s to the head being built; nonzero when out of memory. */
+static int put_str(struct http_out_conf *conf, const char *s)
 {
-    if (conf->head_len + n + 1 > *cap) {
-        size_t want = (conf->head_len + n + 1) * 2;
-        char *p = realloc(conf->head, want);
-        if (!p) {
-            return -1;
-        }
-        conf->head = p;
-        *cap = want;
-    }
-    memcpy(conf->head + conf->head_len, s, n);
-    conf->head_len += n;
-    conf->head[conf->head_len] = '\0';
-    return 0;
-}
-
-static int put_str(struct http_out_conf *conf, size_t *cap, const char *s)
-{
-    return put(conf, cap, s, strlen(s));
+    return gust_buf_append(&conf->head, s, strlen(s));
 }
 
 /* "POST /path HTTP/1.1\r\nHost: ...\r\nContent-Type: ...\r\n<headers>Content-Length: " */
 static int build_head(struct http_out_conf *conf, const struct gust_host_api *api,
                       const struct gust_cfg *cfg, int put_method, const char *ctype)
 {
-    size_t cap = 0, nh = api->cfg_count(cfg, "header");
+    size_t nh = api->cfg_count(cfg, "header");
     int own_host = 0;
     const struct http_out_url *u = &conf->u;
 
     for (size_t i = 0; i < nh; i++) {
         own_host |= named(api->cfg_item(cfg, "header", i), "Host");
     }
-    if (put_str(conf, &cap, put_method ? "PUT " : "POST ") != 0 ||
-        (u->target_len == 0 || u->target[0] == '?' ? put_str(conf, &cap, "/") : 0) != 0 ||
-        put(conf, &cap, u->target, u->target_len) != 0 || put_str(conf, &cap, " HTTP/1.1\r\n") != 0 ||
+    if (put_str(conf, put_method ? "PUT " : "POST ") != 0 ||
+        (u->target_len == 0 || u->target[0] == '?' ? put_str(conf, "/") : 0) != 0 ||
+        gust_buf_append(&conf->head, u->target, u->target_len) != 0 || put_str(conf, " HTTP/1.1\r\n") != 0 ||
         /* A Host header of the user's own (a virtual host behind an address) replaces ours. */
-        (!own_host && (put_str(conf, &cap, "Host: ") != 0 ||
-                       put(conf, &cap, u->authority, u->authority_len) != 0 ||
-                       put_str(conf, &cap, "\r\n") != 0)) ||
-        put_str(conf, &cap, "Content-Type: ") != 0 || put_str(conf, &cap, ctype) != 0 ||
-        put_str(conf, &cap, "\r\n") != 0) {
+        (!own_host && (put_str(conf, "Host: ") != 0 ||
+                       gust_buf_append(&conf->head, u->authority, u->authority_len) != 0 ||
+                       put_str(conf, "\r\n") != 0)) ||
+        put_str(conf, "Content-Type: ") != 0 || put_str(conf, ctype) != 0 || put_str(conf, "\r\n") != 0) {
         return -1;
     }
     for (size_t i = 0; i < nh; i++) {
-        if (put_str(conf, &cap, api->cfg_item(cfg, "header", i)) != 0 ||
-            put_str(conf, &cap, "\r\n") != 0) {
+        if (put_str(conf, api->cfg_item(cfg, "header", i)) != 0 || put_str(conf, "\r\n") != 0) {
             return -1;
         }
     }
-    return put_str(conf, &cap, "Content-Length: ");
+    return put_str(conf, "Content-Length: ");
 }
 
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
@@ -157,6 +138,5 @@ fail:
 
 void http_out_conf_free(struct http_out_conf *conf)
 {
-    free(conf->head);
-    conf->head = NULL;
+    gust_buf_free(&conf->head);
 }
