@@ -30,9 +30,10 @@ struct item {
     uint32_t sym; /* key at the top level */
 };
 
-/* A container whose values are kept. Containers that are skipped (unread keys,
- * past the limits) only need their kind, on a byte stack of their own, so hostile
- * nesting costs one byte a level and no recursion. */
+/* A container whose values are kept. Values that are not (unread keys, past the
+ * limits) are skipped whole by skip_value, which needs only the kinds of the containers
+ * it is inside, on a byte stack of their own, so hostile nesting costs one byte a level
+ * and no recursion. */
 struct frame {
     uint32_t base;   /* first item of this container on the stack */
     uint8_t is_map;
@@ -61,8 +62,8 @@ struct decoder {
     uint32_t nst, cap;
     struct frame *fr; /* lim.max_depth + 1 frames */
     uint32_t depth;
-    uint8_t *sk; /* kinds of the skipped containers: 1 map, 0 array */
-    size_t nsk, capsk;
+    uint8_t *sk; /* skip_value's containers: 1 map, 0 array */
+    size_t capsk;
     int oom;
     const char *type;
     uint32_t type_len;
@@ -227,12 +228,10 @@ static int push(struct decoder *d, struct vval v)
     return 0;
 }
 
-/* Whether the value starting now is kept. A container that is not kept is skipped
- * whole. */
+/* Whether the value starting now in a kept container is kept (called once a value:
+ * a value dropped by the limits is counted here). */
 static int keep_value(struct decoder *d)
 {
-    if (d->nsk > 0 || d->depth == 0)
-        return 0;
     struct frame *f = &d->fr[d->depth - 1];
     if (f->drop)
         return 0;
@@ -247,7 +246,7 @@ static int keep_value(struct decoder *d)
 /* The top-level frame while its direct value is being read, or NULL. */
 static struct frame *top_special(struct decoder *d)
 {
-    if (d->nsk == 0 && d->depth == 1 && d->fr[0].special != SP_NONE)
+    if (d->depth == 1 && d->fr[0].special != SP_NONE)
         return &d->fr[0];
     return NULL;
 }
@@ -565,7 +564,8 @@ int decimal_to_double(const char *s, size_t n, double *out)
  * An integer that fits i64 stays one (beyond, Varpulis reads a float, u64 included); a
  * decimal with at most 19 significant digits goes through exact_decimal, as in
  * decimal_to_double; anything else to strtod. */
-static int scan_number(struct decoder *d, const char **pp, const char *end, struct vval *v)
+static inline __attribute__((always_inline)) int scan_number(struct decoder *d, const char **pp,
+                                                             const char *end, struct vval *v)
 {
     const char *s = *pp, *p = s;
     uint64_t m = 0;
@@ -630,16 +630,10 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
 
 /* ---- values and containers ---- */
 
-static int on_scalar(struct decoder *d, struct vval v)
+/* A number: converted only when it is kept or is a time the decoder reads (f: the
+ * top-level frame when its key means something to the decoder). */
+static int on_number(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
 {
-    return keep_value(d) ? push(d, v) : 0;
-}
-
-/* A number: converted only when it is kept or is a time the decoder reads. */
-static int on_number(struct decoder *d, const char **pp, const char *end)
-{
-    struct frame *f = top_special(d);
-    int keep = keep_value(d);
     struct vval v;
     if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0)
         return -1;
@@ -652,18 +646,12 @@ static int on_number(struct decoder *d, const char **pp, const char *end)
     return keep ? push(d, v) : 0;
 }
 
-/* A string value: body[0..n) raw, esc when it has escapes. */
-static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+/* A string value: body[0..n) raw, esc when it has escapes; keep and f as on_number. */
+static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end, int keep,
+                     struct frame *f)
 {
-    struct frame *f = top_special(d);
-    int keep;
-    if (f != NULL && f->special == SP_TYPE) {
-        keep = 0;
-    } else {
-        keep = keep_value(d);
-        if (!keep && (f == NULL || f->special != SP_ATTS))
-            return 0;
-    }
+    if (!keep && (f == NULL || (f->special != SP_TYPE && f->special != SP_ATTS)))
+        return 0;
     const char *s = body;
     size_t len = n;
     if (esc) {
@@ -698,9 +686,45 @@ static int on_string(struct decoder *d, const char *body, size_t n, int esc, con
     return push(d, v_str(s, (uint32_t)len)); /* a string without escapes stays in the input */
 }
 
-static int skip_push(struct decoder *d, int is_map)
+/* true, false or null at *pp: 1, *v and *pp after it, or 0. */
+static inline int scan_literal(const char **pp, const char *end, struct vval *v)
 {
-    if (d->nsk == d->capsk) {
+    const char *p = *pp;
+    if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0)
+        *pp = p + 4, *v = v_bool(1);
+    else if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0)
+        *pp = p + 5, *v = v_bool(0);
+    else if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0)
+        *pp = p + 4, *v = v_null();
+    else
+        return 0;
+    return 1;
+}
+
+/* The scalar at *pp (a string, a number, true, false or null), checked, and handed to
+ * on_string or on_number, or pushed, as keep and f say; *pp is left after it. */
+static int scalar(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
+{
+    char c = **pp;
+    if (c == '"') {
+        const char *body;
+        size_t n;
+        int esc;
+        if (scan_string(d, pp, end, &body, &n, &esc) != 0)
+            return -1;
+        return on_string(d, body, n, esc, end, keep, f);
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return on_number(d, pp, end, keep, f);
+    struct vval v;
+    if (!scan_literal(pp, end, &v))
+        return fail(d, *pp, "invalid character where a value was expected");
+    return keep ? push(d, v) : 0;
+}
+
+static int skip_push(struct decoder *d, size_t depth, int is_map)
+{
+    if (depth == d->capsk) {
         size_t cap = d->capsk ? d->capsk * 2 : 64;
         uint8_t *sk = realloc(d->sk, cap);
         if (sk == NULL) {
@@ -710,32 +734,127 @@ static int skip_push(struct decoder *d, int is_map)
         d->sk = sk;
         d->capsk = cap;
     }
-    d->sk[d->nsk++] = (uint8_t)is_map;
+    d->sk[depth] = (uint8_t)is_map;
     return 0;
 }
 
-static int open_container(struct decoder *d, int is_map, int first)
+static const char *skip_ws_run(const char *p, const char *end)
 {
-    if (d->depth == 0 && d->nsk == 0 && first && is_map) {
-        /* the top-level object */
-    } else if (!keep_value(d)) {
-        return skip_push(d, is_map);
-    } else if (d->depth > d->lim.max_depth) {
-        d->truncated++;
-        return skip_push(d, is_map);
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f'))
+        p++;
+    return p;
+}
+
+/* Most JSON on the bus is compact: one comparison settles the common case, which the
+ * loop above made a tenth of decoding. */
+static inline const char *skip_ws(const char *p, const char *end)
+{
+    if (p < end && (unsigned char)*p > ' ')
+        return p;
+    return skip_ws_run(p, end);
+}
+
+/* A key whose opening quote should be at *pp, the colon after it and the white space
+ * before its value; *body, *n and *esc as scan_string sets them. */
+static inline int scan_key(struct decoder *d, const char **pp, const char *end, const char **body,
+                           size_t *n, int *esc)
+{
+    const char *p = *pp;
+    if (p >= end || *p != '"')
+        return fail(d, p, "expected a string key");
+    if (scan_string(d, &p, end, body, n, esc) != 0)
+        return -1;
+    if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return fail(d, p, "expected ':' after a key");
     }
+    *pp = skip_ws(p + 1, end);
+    return 0;
+}
+
+/* What follows a value in a container (a map when map): 0 after a ',' with *pp at the
+ * next value (past its key in a map), 1 after the closing bracket, -1 on an error. */
+static inline int after_value(struct decoder *d, const char **pp, const char *end, int map,
+                              const char **key, size_t *klen, int *kesc)
+{
+    const char *p = skip_ws(*pp, end);
+    if (p >= end)
+        return fail(d, p, "premature end of input");
+    if (*p == ',') {
+        *pp = skip_ws(p + 1, end);
+        return map && scan_key(d, pp, end, key, klen, kesc) != 0 ? -1 : 0;
+    }
+    if (*p != (map ? '}' : ']'))
+        return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
+    *pp = p + 1;
+    return 1;
+}
+
+/* Skips the value at *pp, checked exactly as a kept one is (the same errors at the same
+ * bytes), with nothing decoded or built. Values no stream reads are often most of a
+ * payload (an order's line items), and a loop of its own keeps the kept path's
+ * bookkeeping (frames, limits, keys) out of theirs. */
+static int skip_value(struct decoder *d, const char **pp, const char *end)
+{
+    const char *p = *pp, *body;
+    size_t depth = 0, n;
+    int esc;
+    for (;;) {
+        /* a value at p */
+        if (p >= end)
+            return fail(d, p, "premature end of input");
+        char c = *p;
+        if (c == '{' || c == '[') {
+            int is_map = c == '{';
+            if (skip_push(d, depth, is_map) != 0)
+                return -1;
+            p = skip_ws(p + 1, end);
+            if (p >= end || *p != (is_map ? '}' : ']')) {
+                depth++;
+                if (is_map && scan_key(d, &p, end, &body, &n, &esc) != 0)
+                    return -1;
+                continue;
+            }
+            p++;
+        } else if (c == '"') {
+            if (scan_string(d, &p, end, &body, &n, &esc) != 0)
+                return -1;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            if (scan_number(d, &p, end, NULL) != 0)
+                return -1;
+        } else {
+            struct vval v;
+            if (!scan_literal(&p, end, &v))
+                return fail(d, p, "invalid character where a value was expected");
+        }
+        /* after a value: what follows it in its container, up to the next value */
+        for (;;) {
+            if (depth == 0) {
+                *pp = p;
+                return 0;
+            }
+            int rc = after_value(d, &p, end, d->sk[depth - 1], &body, &n, &esc);
+            if (rc < 0)
+                return -1;
+            if (rc == 0)
+                break;
+            depth--;
+        }
+    }
+}
+
+static void open_container(struct decoder *d, int is_map)
+{
     struct frame *f = &d->fr[d->depth++];
     memset(f, 0, sizeof(*f));
     f->base = d->nst;
     f->is_map = (uint8_t)is_map;
-    return 0;
 }
 
-/* A key of the current (kept or skipped) map. */
+/* A key of the current map, scanned. */
 static int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
 {
-    if (d->nsk > 0)
-        return 0;
     struct frame *f = &d->fr[d->depth - 1];
     const char *k = body;
     size_t len = n;
@@ -757,10 +876,6 @@ static int on_key(struct decoder *d, const char *body, size_t n, int esc, const 
 
 static int close_container(struct decoder *d)
 {
-    if (d->nsk > 0) {
-        d->nsk--;
-        return 0;
-    }
     struct frame *f = &d->fr[d->depth - 1];
     uint32_t n = d->nst - f->base;
     struct item *items = n > 0 ? &d->st[f->base] : NULL;
@@ -819,126 +934,90 @@ static int close_container(struct decoder *d)
     return push(d, v);
 }
 
-static const char *skip_ws_run(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f'))
-        p++;
-    return p;
-}
-
-/* Most JSON on the bus is compact: one comparison settles the common case, which the
- * loop above made a tenth of decoding. */
-static inline const char *skip_ws(const char *p, const char *end)
-{
-    if (p < end && (unsigned char)*p > ' ')
-        return p;
-    return skip_ws_run(p, end);
-}
-
-static int in_map(const struct decoder *d)
-{
-    return d->nsk > 0 ? d->sk[d->nsk - 1] : d->fr[d->depth - 1].is_map;
-}
-
-/* A key, the colon after it and the whitespace before the value. */
+/* A key of a kept map, its colon, and what it means to the decoder. */
 static int parse_key(struct decoder *d, const char **pp, const char *end)
 {
-    const char *p = *pp;
-    if (p >= end || *p != '"')
-        return fail(d, p, "expected a string key");
     const char *body;
     size_t n;
     int esc;
-    if (scan_string(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
+    if (scan_key(d, pp, end, &body, &n, &esc) != 0)
         return -1;
-    if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return fail(d, p, "expected ':' after a key");
-    }
-    *pp = skip_ws(p + 1, end);
-    return 0;
+    return on_key(d, body, n, esc, end);
 }
 
-/* One JSON text, iteratively: a value, then what may follow it in its container. */
+/* One JSON text, iteratively: a value, then what may follow it in its container. Only
+ * the top-level object and what the program reads of it is decoded here; any other
+ * value goes to skip_value. */
 static int parse(struct decoder *d, const char *json, size_t len)
 {
     const char *p = skip_ws(json, json + len), *end = json + len;
     if (p == end)
         return fail(d, p, "empty input");
-    int first = 1;
-    for (;;) {
+    if (*p != '{') { /* not an object: checked, and an event without fields */
+        if (skip_value(d, &p, end) != 0)
+            return -1;
+    } else {
+        open_container(d, 1);
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == '}') {
+            p++;
+            if (close_container(d) != 0)
+                return -1;
+        } else if (parse_key(d, &p, end) != 0) {
+            return -1;
+        }
+    }
+    while (d->depth > 0) {
         /* a value at p */
         if (p >= end)
             return fail(d, p, "premature end of input");
         char c = *p;
+        int keep = keep_value(d);
         if (c == '{' || c == '[') {
             int is_map = c == '{';
-            if (open_container(d, is_map, first) != 0)
-                return -1;
-            first = 0;
-            p = skip_ws(p + 1, end);
-            if (p < end && *p == (is_map ? '}' : ']')) {
+            if (keep && d->depth > d->lim.max_depth) {
+                d->truncated++;
+                keep = 0;
+            }
+            if (!keep) {
+                if (skip_value(d, &p, end) != 0)
+                    return -1;
+            } else {
+                open_container(d, is_map);
+                p = skip_ws(p + 1, end);
+                if (p >= end || *p != (is_map ? '}' : ']')) {
+                    if (is_map && parse_key(d, &p, end) != 0)
+                        return -1;
+                    continue;
+                }
                 p++;
                 if (close_container(d) != 0)
                     return -1;
-            } else {
-                if (is_map && parse_key(d, &p, end) != 0)
-                    return -1;
-                continue;
             }
-        } else {
-            first = 0;
-            int rc;
-            if (c == '"') {
-                const char *body;
-                size_t n;
-                int esc;
-                rc = scan_string(d, &p, end, &body, &n, &esc);
-                if (rc == 0)
-                    rc = on_string(d, body, n, esc, end);
-            } else if (c == '-' || (c >= '0' && c <= '9')) {
-                rc = on_number(d, &p, end);
-            } else if (c == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
-                p += 4;
-                rc = on_scalar(d, v_bool(1));
-            } else if (c == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
-                p += 5;
-                rc = on_scalar(d, v_bool(0));
-            } else if (c == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
-                p += 4;
-                rc = on_scalar(d, v_null());
-            } else {
-                rc = fail(d, p, "invalid character where a value was expected");
-            }
-            if (rc != 0)
-                return -1;
+        } else if (scalar(d, &p, end, keep, top_special(d)) != 0) {
+            return -1;
         }
-        /* after a value: the end of the text, a comma or the end of its container */
-        for (;;) {
-            if (d->nsk == 0 && d->depth == 0) {
-                p = skip_ws(p, end);
-                if (p != end)
-                    return fail(d, p, "trailing garbage after the value");
-                return 0;
-            }
-            p = skip_ws(p, end);
-            if (p >= end)
-                return fail(d, p, "premature end of input");
-            int map = in_map(d);
-            if (*p == ',') {
-                p = skip_ws(p + 1, end);
-                if (map && parse_key(d, &p, end) != 0)
+        /* after a value: a comma or the end of its container, up to the next value */
+        while (d->depth > 0) {
+            const char *body;
+            size_t n;
+            int esc, map = d->fr[d->depth - 1].is_map;
+            int rc = after_value(d, &p, end, map, &body, &n, &esc);
+            if (rc < 0)
+                return -1;
+            if (rc == 0) {
+                if (map && on_key(d, body, n, esc, end) != 0)
                     return -1;
                 break;
             }
-            if (*p != (map ? '}' : ']'))
-                return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
-            p++;
             if (close_container(d) != 0)
                 return -1;
         }
     }
+    p = skip_ws(p, end);
+    if (p != end)
+        return fail(d, p, "trailing garbage after the value");
+    return 0;
 }
 
 int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
@@ -946,7 +1025,6 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
 {
     d->arena = a;
     d->nst = d->depth = 0;
-    d->nsk = 0;
     d->nkey = 0;
     d->oom = 0;
     d->type = NULL;
