@@ -14,13 +14,19 @@
 enum special { SP_NONE, SP_TYPE, SP_ATTS, SP_TS, SP_TIMESTAMP };
 
 /* A name the decoder recognises at the top level: a program symbol, one of the four
- * keys with a meaning of their own, or both. */
+ * keys with a meaning of their own, or both. What a key means to the event (symid,
+ * drop) is settled once, when the table is built. */
 struct dname {
     uint32_t hash, len;
     const char *name;
     const struct sym *sym;
+    uint32_t symid; /* sym's id, or SYM_NONE */
     uint8_t special;
+    uint8_t drop; /* the value is not a field of the event */
 };
+
+/* What names_get answers for a key the table does not have. */
+static const struct dname unknown_name = {.symid = SYM_NONE, .special = SP_NONE, .drop = 1};
 
 /* One value waiting on the stack for its container to close. */
 struct item {
@@ -44,11 +50,12 @@ struct frame {
     uint32_t sym;
 };
 
-/* A name looked up before and what it resolved to (len UINT32_MAX: none yet). */
+/* A name looked up before and what it resolved to (len UINT32_MAX: none yet); text
+ * has room for two 16-byte loads. */
 struct name_memo {
     const struct dname *nm;
     uint32_t len;
-    char text[28];
+    char text[32];
 };
 #define SHAPE_KEYS 16
 
@@ -132,7 +139,7 @@ static const struct dname *names_get(const struct decoder *d, const char *s, siz
     for (uint32_t i = h & d->mask;; i = (i + 1) & d->mask) {
         const struct dname *e = &d->names[i];
         if (e->name == NULL)
-            return NULL;
+            return &unknown_name;
         if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0)
             return e;
     }
@@ -164,6 +171,11 @@ struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limit
     names_add(d, "@timestamp", 10, NULL, SP_ATTS);
     names_add(d, "ts", 2, NULL, SP_TS);
     names_add(d, "timestamp", 9, NULL, SP_TIMESTAMP);
+    for (uint32_t i = 0; i <= d->mask; i++) {
+        struct dname *n = &d->names[i];
+        n->symid = n->sym != NULL ? n->sym->id : SYM_NONE;
+        n->drop = n->special == SP_TYPE || n->sym == NULL || !n->sym->field;
+    }
     return d;
 }
 
@@ -178,10 +190,32 @@ void decoder_destroy(struct decoder *d)
     free(d);
 }
 
-/* names_get through m. */
-static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s, size_t n)
+/* Whether s[0..n) is m's text: with SSE2 and 32 bytes to read at s (a key has its
+ * value after it), one or two 16-byte compares instead of a call to memcmp. */
+static inline int memo_hit(const struct name_memo *m, const char *s, size_t n, const char *end)
 {
-    if (m->len == n && memcmp(m->text, s, n) == 0)
+    if (m->len != n)
+        return 0;
+#if defined(__SSE2__)
+    if (end - s >= 32) {
+        const __m128i *a = (const __m128i *)(const void *)s, *b = (const __m128i *)(const void *)m->text;
+        uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a), _mm_loadu_si128(b))) |
+                      (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1)))
+                          << 16;
+        uint32_t want = n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
+        return (~eq & want) == 0;
+    }
+#else
+    (void)end;
+#endif
+    return memcmp(m->text, s, n) == 0;
+}
+
+/* names_get through m; s[0..n) is followed by more input up to end. */
+static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s,
+                                             size_t n, const char *end)
+{
+    if (memo_hit(m, s, n, end))
         return m->nm;
     const struct dname *nm = names_get(d, s, n);
     if (n <= sizeof(m->text)) {
@@ -194,8 +228,7 @@ static inline const struct dname *names_memo(const struct decoder *d, struct nam
 
 const struct sym *decoder_find(struct decoder *d, const char *name, size_t len)
 {
-    const struct dname *n = names_memo(d, &d->type_memo, name, len);
-    return n ? n->sym : NULL;
+    return names_memo(d, &d->type_memo, name, len, name)->sym;
 }
 
 static int fail(struct decoder *d, const char *p, const char *what)
@@ -865,12 +898,13 @@ static int on_key(struct decoder *d, const char *body, size_t n, int esc, const 
         f->klen = (uint32_t)len;
         return 0;
     }
-    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len) : names_get(d, k, len);
+    /* a decoded key is in the arena, not followed by the input: end - k says nothing */
+    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, esc ? k : end)
+                                                  : names_get(d, k, len);
     d->nkey++;
-    f->special = nm ? nm->special : SP_NONE;
-    const struct sym *sym = nm ? nm->sym : NULL;
-    f->drop = f->special == SP_TYPE || sym == NULL || !sym->field;
-    f->sym = sym != NULL ? sym->id : SYM_NONE;
+    f->special = nm->special;
+    f->drop = nm->drop;
+    f->sym = nm->symid;
     return 0;
 }
 
