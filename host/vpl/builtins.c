@@ -66,14 +66,36 @@ static char *cstr(const struct ectx *c, const struct vval *v)
 
 /* ---- strings -------------------------------------------------------------------- */
 
+/* The ASCII letters of the eight bytes in w (little-endian or not) with their case
+ * flipped when they are upper (upper == 0) or lower (upper == 1) case: a byte is in
+ * the range when its low seven bits reach the first letter and not past the last, and
+ * its high bit is clear. */
+static inline uint64_t case_map8(uint64_t w, int upper)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t low7 = w & ~high;
+    uint64_t from = low7 + ones * (0x80 - (upper ? 'a' : 'A'));
+    uint64_t past = low7 + ones * (0x80 - (upper ? 'z' : 'Z') - 1);
+    uint64_t in = (from ^ past) & ~w & high;
+    return w ^ (in >> 2); /* 0x80 >> 2 is the case bit, 0x20 */
+}
+
 static struct vval case_map(const struct ectx *c, const struct vval *a, int upper)
 {
     STR1;
     char *p = scratch(c, a[0].n);
     if (p == NULL)
         return v_missing();
-    /* ASCII only: other characters pass through unchanged. */
-    for (uint32_t i = 0; i < a[0].n; i++) {
+    /* ASCII only: other characters pass through unchanged. Eight bytes a step, then
+     * one at a time. */
+    uint32_t i = 0;
+    for (; i + 8 <= a[0].n; i += 8) {
+        uint64_t w;
+        memcpy(&w, a[0].u.s + i, 8);
+        w = case_map8(w, upper);
+        memcpy(p + i, &w, 8);
+    }
+    for (; i < a[0].n; i++) {
         char ch = a[0].u.s[i];
         if (upper && ch >= 'a' && ch <= 'z')
             ch = (char)(ch - 32);

@@ -556,26 +556,21 @@ int decimal_to_double(const char *s, size_t n, double *out)
     int neg = 0;
     if (i < n && (s[i] == '-' || s[i] == '+'))
         neg = s[i++] == '-';
+    /* Up to 19 digits, leading zeros included, fit m; more go to strtod. */
     uint64_t m = 0;
-    int digits = 0, exp10 = 0, any = 0;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
-        if (m == 0 && s[i] == '0')
-            continue;
-        if (++digits > 19)
-            return 0;
-        m = m * 10 + (uint64_t)(s[i] - '0');
-    }
+    size_t d0 = i;
+    for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+        m = m * 10 + dg;
+    size_t digits = i - d0;
+    int exp10 = 0;
     if (i < n && s[i] == '.') {
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
-            exp10--;
-            if (m == 0 && s[i] == '0')
-                continue;
-            if (++digits > 19)
-                return 0;
-            m = m * 10 + (uint64_t)(s[i] - '0');
-        }
+        size_t f0 = ++i;
+        for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+            m = m * 10 + dg;
+        digits += i - f0;
+        exp10 = -(int)(i - f0);
     }
-    if (!any)
+    if (digits == 0 || digits > 19)
         return 0;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i++;
