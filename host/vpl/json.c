@@ -211,12 +211,10 @@ static inline int memo_hit(const struct name_memo *m, const char *s, size_t n, c
     return memcmp(m->text, s, n) == 0;
 }
 
-/* names_get through m; s[0..n) is followed by more input up to end. */
-static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s,
-                                             size_t n, const char *end)
+/* names_get, remembered in m. */
+static __attribute__((noinline)) const struct dname *memo_fill(const struct decoder *d, struct name_memo *m,
+                                                               const char *s, size_t n)
 {
-    if (memo_hit(m, s, n, end))
-        return m->nm;
     const struct dname *nm = names_get(d, s, n);
     if (n <= sizeof(m->text)) {
         memcpy(m->text, s, n);
@@ -224,6 +222,13 @@ static inline const struct dname *names_memo(const struct decoder *d, struct nam
         m->nm = nm;
     }
     return nm;
+}
+
+/* names_get through m; s[0..n) is followed by more input up to end. */
+static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s,
+                                             size_t n, const char *end)
+{
+    return memo_hit(m, s, n, end) ? m->nm : memo_fill(d, m, s, n);
 }
 
 const struct sym *decoder_find(struct decoder *d, const char *name, size_t len)
@@ -415,7 +420,12 @@ static inline int scan_string(struct decoder *d, const char **pp, const char *en
         *pp = p + n + 1;
         return 0;
     }
-    return scan_string_full(d, pp, end, body, blen, esc);
+    /* Through locals: the caller's own stay in registers. */
+    const char *q = *pp, *b = NULL;
+    size_t bl = 0;
+    int e = 0, rc = scan_string_full(d, &q, end, &b, &bl, &e);
+    *pp = q, *body = b, *blen = bl, *esc = e;
+    return rc;
 }
 
 static unsigned hex4(const unsigned char *s, const unsigned char *end)
@@ -660,7 +670,7 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
 
 /* A number: converted only when it is kept or is a time the decoder reads (f: the
  * top-level frame when its key means something to the decoder). */
-static int on_number(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
+static inline int on_number(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
 {
     struct vval v;
     if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0)
@@ -729,25 +739,30 @@ static inline int scan_literal(const char **pp, const char *end, struct vval *v)
     return 1;
 }
 
-/* The scalar at *pp (a string, a number, true, false or null), checked, and handed to
- * on_string or on_number, or pushed, as keep and f say; *pp is left after it. */
-static int scalar(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
+/* The scalar at p (a string, a number, true, false or null), checked, and handed to
+ * on_string or on_number, or pushed, as keep and f say: what follows it, or NULL.
+ * (Functions not inlined take and return the position instead of taking its address,
+ * which would keep the caller's in memory.) */
+static const char *scalar(struct decoder *d, const char *p, const char *end, int keep, struct frame *f)
 {
-    char c = **pp;
+    char c = *p;
+    int rc;
     if (c == '"') {
         const char *body;
         size_t n;
         int esc;
-        if (scan_string(d, pp, end, &body, &n, &esc) != 0)
-            return -1;
-        return on_string(d, body, n, esc, end, keep, f);
+        rc = scan_string(d, &p, end, &body, &n, &esc);
+        if (rc == 0)
+            rc = on_string(d, body, n, esc, end, keep, f);
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        rc = on_number(d, &p, end, keep, f);
+    } else {
+        struct vval v;
+        if (!scan_literal(&p, end, &v))
+            return fail(d, p, "invalid character where a value was expected"), NULL;
+        rc = keep ? push(d, v) : 0;
     }
-    if (c == '-' || (c >= '0' && c <= '9'))
-        return on_number(d, pp, end, keep, f);
-    struct vval v;
-    if (!scan_literal(pp, end, &v))
-        return fail(d, *pp, "invalid character where a value was expected");
-    return keep ? push(d, v) : 0;
+    return rc == 0 ? p : NULL;
 }
 
 static int skip_push(struct decoder *d, size_t depth, int is_map)
@@ -823,48 +838,46 @@ static inline int after_value(struct decoder *d, const char **pp, const char *en
  * bytes), with nothing decoded or built. Values no stream reads are often most of a
  * payload (an order's line items), and a loop of its own keeps the kept path's
  * bookkeeping (frames, limits, keys) out of theirs. */
-static int skip_value(struct decoder *d, const char **pp, const char *end)
+static const char *skip_value(struct decoder *d, const char *p, const char *end)
 {
-    const char *p = *pp, *body;
+    const char *body;
     size_t depth = 0, n;
     int esc;
     for (;;) {
         /* a value at p */
         if (p >= end)
-            return fail(d, p, "premature end of input");
+            return fail(d, p, "premature end of input"), NULL;
         char c = *p;
         if (c == '{' || c == '[') {
             int is_map = c == '{';
             if (skip_push(d, depth, is_map) != 0)
-                return -1;
+                return NULL;
             p = skip_ws(p + 1, end);
             if (p >= end || *p != (is_map ? '}' : ']')) {
                 depth++;
                 if (is_map && scan_key(d, &p, end, &body, &n, &esc) != 0)
-                    return -1;
+                    return NULL;
                 continue;
             }
             p++;
         } else if (c == '"') {
             if (scan_string(d, &p, end, &body, &n, &esc) != 0)
-                return -1;
+                return NULL;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             if (scan_number(d, &p, end, NULL) != 0)
-                return -1;
+                return NULL;
         } else {
             struct vval v;
             if (!scan_literal(&p, end, &v))
-                return fail(d, p, "invalid character where a value was expected");
+                return fail(d, p, "invalid character where a value was expected"), NULL;
         }
         /* after a value: what follows it in its container, up to the next value */
         for (;;) {
-            if (depth == 0) {
-                *pp = p;
-                return 0;
-            }
+            if (depth == 0)
+                return p;
             int rc = after_value(d, &p, end, d->sk[depth - 1], &body, &n, &esc);
             if (rc < 0)
-                return -1;
+                return NULL;
             if (rc == 0)
                 break;
             depth--;
@@ -880,26 +893,41 @@ static void open_container(struct decoder *d, int is_map)
     f->is_map = (uint8_t)is_map;
 }
 
-/* A key of the current map, scanned. */
-static int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+/* The key k[0..len) of the current map, followed by more input up to end. */
+static inline void set_key(struct decoder *d, const char *k, size_t len, const char *end)
 {
     struct frame *f = &d->fr[d->depth - 1];
-    const char *k = body;
-    size_t len = n;
-    if (esc && (k = decode_string(d, body, n, end, &len)) == NULL)
-        return -1;
     if (d->depth > 1) {
         f->k = k;
         f->klen = (uint32_t)len;
-        return 0;
+        return;
     }
-    /* a decoded key is in the arena, not followed by the input: end - k says nothing */
-    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, esc ? k : end)
+    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, end)
                                                   : names_get(d, k, len);
     d->nkey++;
     f->special = nm->special;
     f->drop = nm->drop;
     f->sym = nm->symid;
+}
+
+/* A key with escapes, decoded into the arena first (where nothing follows it). */
+static __attribute__((noinline)) int set_escaped_key(struct decoder *d, const char *body, size_t n,
+                                                     const char *end)
+{
+    size_t len;
+    const char *k = decode_string(d, body, n, end, &len);
+    if (k == NULL)
+        return -1;
+    set_key(d, k, len, k);
+    return 0;
+}
+
+/* A key of the current map, scanned: body[0..n) raw, esc when it has escapes. */
+static inline int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+{
+    if (esc)
+        return set_escaped_key(d, body, n, end);
+    set_key(d, body, n, end);
     return 0;
 }
 
@@ -963,15 +991,16 @@ static int close_container(struct decoder *d)
     return push(d, v);
 }
 
-/* A key of a kept map, its colon, and what it means to the decoder. */
-static int parse_key(struct decoder *d, const char **pp, const char *end)
+/* A key of a kept map at p, its colon, and what it means to the decoder: the value's
+ * position, or NULL. */
+static const char *parse_key(struct decoder *d, const char *p, const char *end)
 {
     const char *body;
     size_t n;
     int esc;
-    if (scan_key(d, pp, end, &body, &n, &esc) != 0)
-        return -1;
-    return on_key(d, body, n, esc, end);
+    if (scan_key(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
+        return NULL;
+    return p;
 }
 
 /* One JSON text, iteratively: a value, then what may follow it in its container. Only
@@ -983,7 +1012,7 @@ static int parse(struct decoder *d, const char *json, size_t len)
     if (p == end)
         return fail(d, p, "empty input");
     if (*p != '{') { /* not an object: checked, and an event without fields */
-        if (skip_value(d, &p, end) != 0)
+        if ((p = skip_value(d, p, end)) == NULL)
             return -1;
     } else {
         open_container(d, 1);
@@ -992,7 +1021,7 @@ static int parse(struct decoder *d, const char *json, size_t len)
             p++;
             if (close_container(d) != 0)
                 return -1;
-        } else if (parse_key(d, &p, end) != 0) {
+        } else if ((p = parse_key(d, p, end)) == NULL) {
             return -1;
         }
     }
@@ -1009,13 +1038,13 @@ static int parse(struct decoder *d, const char *json, size_t len)
                 keep = 0;
             }
             if (!keep) {
-                if (skip_value(d, &p, end) != 0)
+                if ((p = skip_value(d, p, end)) == NULL)
                     return -1;
             } else {
                 open_container(d, is_map);
                 p = skip_ws(p + 1, end);
                 if (p >= end || *p != (is_map ? '}' : ']')) {
-                    if (is_map && parse_key(d, &p, end) != 0)
+                    if (is_map && (p = parse_key(d, p, end)) == NULL)
                         return -1;
                     continue;
                 }
@@ -1023,7 +1052,7 @@ static int parse(struct decoder *d, const char *json, size_t len)
                 if (close_container(d) != 0)
                     return -1;
             }
-        } else if (scalar(d, &p, end, keep, top_special(d)) != 0) {
+        } else if ((p = scalar(d, p, end, keep, top_special(d))) == NULL) {
             return -1;
         }
         /* after a value: a comma or the end of its container, up to the next value */
