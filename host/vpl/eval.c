@@ -147,6 +147,14 @@ static int contains(struct vval a, struct vval b)
     return -1;
 }
 
+/* a == b */
+static inline int equals(struct vval a, struct vval b)
+{
+    if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
+        return a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0);
+    return value_eq(&a, &b);
+}
+
 static __attribute__((noinline)) struct vval binary(const struct expr *x, const struct ectx *c)
 {
     if (x->op == 'a')
@@ -158,9 +166,7 @@ static __attribute__((noinline)) struct vval binary(const struct expr *x, const 
     int ord;
     switch (x->op) {
     case T_EQ:
-        if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
-            return v_bool(a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0));
-        return v_bool(value_eq(&a, &b));
+        return v_bool(equals(a, b));
     case T_NE:
         /* A missing operand makes every comparison false, != included. */
         return v_bool(a.t != V_MISSING && b.t != V_MISSING && !value_eq(&a, &b));
@@ -341,6 +347,16 @@ static __attribute__((noinline)) struct vval cond(const struct expr *x, const st
     return eval(x->kid[eval_true(x->kid[0], c) ? 1 : 2], c);
 }
 
+/* The if chain X_CASE stands for: the subject read once, compared as == compares. */
+static __attribute__((noinline)) struct vval cases(const struct expr *x, const struct ectx *c)
+{
+    struct vval s = eval(x->kid[0], c);
+    uint16_t i = 1;
+    while (i + 1 < x->n && !equals(s, x->kid[i]->lit))
+        i += 2;
+    return eval(x->kid[i + 1 < x->n ? i + 1 : i], c);
+}
+
 /* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
@@ -429,6 +445,8 @@ struct vval eval(const struct expr *x, const struct ectx *c)
         return member_of(x, c);
     case X_IF:
         return cond(x, c);
+    case X_CASE:
+        return cases(x, c);
     default:
         return eval_node(x, c);
     }

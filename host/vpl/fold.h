@@ -1,0 +1,15 @@
+/* Rewrites of checked expressions that evaluate the same, faster. Today one: an `if`
+ * chain comparing one field (or member) with literals,
+ *     if S == l1 then r1 else if S == l2 then r2 ... else d
+ * becomes one X_CASE node that reads S once and compares it with each literal as ==
+ * does (the orders program's country lookup read shipping_address.country four times). */
+#ifndef VPL_FOLD_H
+#define VPL_FOLD_H
+
+#include "program.h"
+
+/* Rewrites every expression of p's stages and patterns in place (new nodes in p's
+ * arena). 0 or VPL_ENOMEM. */
+int fold_program(struct vpl_program *p);
+
+#endif
