@@ -357,6 +357,21 @@ static __attribute__((noinline)) struct vval cases(const struct expr *x, const s
     return eval(x->kid[i + 1 < x->n ? i + 1 : i], c);
 }
 
+/* A subexpression several stages share (X_MEMO): computed the first time the context
+ * needs it, then read back. */
+static __attribute__((noinline)) struct vval memo(const struct expr *x, const struct ectx *c)
+{
+    struct memo *m = c->memo;
+    if (m == NULL)
+        return eval(x->kid[0], c);
+    uint64_t bit = UINT64_C(1) << x->slot;
+    if ((m->set & bit) == 0) {
+        m->v[x->slot] = eval(x->kid[0], c);
+        m->set |= bit;
+    }
+    return m->v[x->slot];
+}
+
 /* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
@@ -447,6 +462,8 @@ struct vval eval(const struct expr *x, const struct ectx *c)
         return cond(x, c);
     case X_CASE:
         return cases(x, c);
+    case X_MEMO:
+        return memo(x, c);
     default:
         return eval_node(x, c);
     }

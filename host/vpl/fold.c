@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "eval.h"
 #include "lexer.h"
 
 /* Whether e reads a value that is the same every time it is read within one evaluation
@@ -88,6 +89,120 @@ static int fold_expr(struct expr *e, struct arena *a)
     return 0;
 }
 
+/* ---- shared subexpressions ---- */
+
+/* Whether a and b are the same literal: the same type and value, bit for bit (1 and 1.0
+ * are not: they print differently). */
+static int same_lit(const struct vval *a, const struct vval *b)
+{
+    if (a->t != b->t || a->n != b->n)
+        return 0;
+    if (a->t == V_STR)
+        return a->n == 0 || memcmp(a->u.s, b->u.s, a->n) == 0;
+    return a->t == V_NULL || a->t == V_MISSING || memcmp(&a->u, &b->u, sizeof(a->u)) == 0;
+}
+
+/* Whether e is a call (of builtins, all of them pure) over fields, members, literals
+ * and other such calls: what a context computes the same every time. */
+static int pure_call(const struct expr *e)
+{
+    if (e->kind != X_FUNC)
+        return 0;
+    for (uint16_t i = 0; i < e->n; i++) {
+        const struct expr *k = e->kid[i];
+        if (k->kind != X_LIT && !is_subject(k) && !pure_call(k))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether a and b, pure calls or their arguments, compute the same value. */
+static int same_value_expr(const struct expr *a, const struct expr *b)
+{
+    if (a->kind != b->kind)
+        return 0;
+    if (a->kind == X_LIT)
+        return same_lit(&a->lit, &b->lit);
+    if (a->kind != X_FUNC)
+        return same_subject(a, b);
+    if (a->id != b->id || a->n != b->n)
+        return 0;
+    for (uint16_t i = 0; i < a->n; i++)
+        if (!same_value_expr(a->kid[i], b->kid[i]))
+            return 0;
+    return 1;
+}
+
+#define MAX_CALLS 64 /* pure calls compared per group of stages */
+
+struct calls {
+    struct expr *v[MAX_CALLS];
+    uint32_t n;
+};
+
+static void collect_calls(struct expr *e, struct calls *cs)
+{
+    if (e == NULL || cs->n == MAX_CALLS)
+        return;
+    if (pure_call(e))
+        cs->v[cs->n++] = e;
+    for (uint16_t i = 0; i < e->n; i++)
+        collect_calls(e->kid[i], cs);
+}
+
+/* e becomes an X_MEMO node in slot over a copy of itself (once: a node reached twice
+ * is one node). */
+static int memoize(struct expr *e, int32_t slot, struct arena *a)
+{
+    if (e->kind == X_MEMO)
+        return 0;
+    struct expr *copy = arena_alloc(a, sizeof(*copy));
+    struct expr **kid = arena_alloc(a, sizeof(*kid));
+    if (copy == NULL || kid == NULL)
+        return VPL_ENOMEM;
+    *copy = *e;
+    kid[0] = copy;
+    e->kind = X_MEMO;
+    e->n = 1;
+    e->kid = kid;
+    e->slot = slot;
+    return 0;
+}
+
+/* Stages st[0..n) read one event through one context, up to and including the first
+ * projection (run_stages starts a new context with the projected event): a pure call
+ * written in more than one place there (to_float(total_price) in a .where and in the
+ * .emit after it) is computed once. *slots: memo slots used so far. */
+static int share_calls(struct stage *st, uint32_t n, uint32_t *slots, struct arena *a)
+{
+    for (uint32_t g = 0; g < n;) {
+        struct calls cs = {.n = 0};
+        uint32_t end = g;
+        while (end < n && st[end].kind != SG_PROJECT)
+            end++;
+        end = end < n ? end + 1 : n; /* the projection closes the group */
+        for (uint32_t i = g; i < end; i++)
+            for (uint32_t j = 0; j < st[i].n; j++)
+                collect_calls(st[i].e[j], &cs);
+        int32_t slot_of[MAX_CALLS];
+        for (uint32_t i = 0; i < cs.n; i++) {
+            slot_of[i] = -1;
+            for (uint32_t j = 0; j < i && slot_of[i] < 0; j++)
+                if (same_value_expr(cs.v[i], cs.v[j])) {
+                    if (slot_of[j] < 0 && *slots < MEMO_SLOTS)
+                        slot_of[j] = (int32_t)(*slots)++;
+                    slot_of[i] = slot_of[j];
+                }
+        }
+        /* Copies are made after every comparison: memoize changes the nodes compared. */
+        for (uint32_t i = 0; i < cs.n; i++)
+            if (slot_of[i] >= 0 && memoize(cs.v[i], slot_of[i], a) != 0)
+                return VPL_ENOMEM;
+        g = end;
+    }
+    return 0;
+}
+
 static int fold_list(struct expr **e, uint32_t n, struct arena *a)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -115,9 +230,14 @@ static int fold_stages(struct stage *st, uint32_t n, struct arena *a)
 int fold_program(struct vpl_program *p)
 {
     struct arena *a = &p->arena;
+    uint32_t slots = 0; /* slots are only ever live within one context: shared by all */
     for (uint32_t i = 0; i < p->nstreams; i++) {
         struct stream *s = &p->streams[i];
         int rc = fold_stages(s->pre, s->npre, a) | fold_stages(s->post, s->npost, a);
+        /* Pattern streams evaluate through the captures of a run; only the stages of
+         * plain streams before a window share an event's context. */
+        if (s->pat == NULL)
+            rc |= share_calls(s->pre, s->npre, &slots, a);
         const struct pattern *pat = s->pat;
         if (pat != NULL) {
             for (uint32_t j = 0; j < pat->nsteps; j++)

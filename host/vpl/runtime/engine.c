@@ -190,6 +190,8 @@ void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, i
     c->time = time;
     c->arena = &e->scratch;
     c->oom = &e->oom;
+    c->memo = &e->memo; /* a new context, a new event: nothing shared is computed yet */
+    e->memo.set = 0;
 }
 
 void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
