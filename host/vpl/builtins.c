@@ -149,17 +149,23 @@ static struct vval f_split(const struct ectx *c, const struct vval *a, uint32_t 
     const char *s = a[0].u.s, *sep = a[1].u.s;
     uint32_t len = a[0].n, slen = a[1].n;
     uint32_t parts = 1;
+    /* The parts are counted before the array is made; the first separators found are
+     * kept, so most strings are searched once. */
+    const char *seen[8];
     if (slen > 0)
         for (const char *p = s; (p = find_sep(p, len - (uint32_t)(p - s), sep, slen)) != NULL;
-             p += slen)
+             p += slen) {
+            if (parts <= 8)
+                seen[parts - 1] = p;
             parts++;
+        }
     struct vval *items;
     struct vval out = make_arr(c, parts, &items);
     if (out.t == V_MISSING)
         return out;
     const char *start = s;
     for (uint32_t i = 0; i + 1 < parts; i++) {
-        const char *p = find_sep(start, len - (uint32_t)(start - s), sep, slen);
+        const char *p = i < 8 ? seen[i] : find_sep(start, len - (uint32_t)(start - s), sep, slen);
         items[i] = v_str(start, (uint32_t)(p - start));
         start = p + slen;
     }

@@ -145,7 +145,14 @@ char *u64_digits(uint64_t u, char *end, int min_digits)
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
     char *q = end;
-    while (u >= 100) {
+    while (u >= 10000) { /* four digits a step: one division by 10^4, then two pairs */
+        uint32_t r = (uint32_t)(u % 10000);
+        u /= 10000;
+        q -= 4;
+        memcpy(q, pairs + 2 * (r / 100), 2);
+        memcpy(q + 2, pairs + 2 * (r % 100), 2);
+    }
+    if (u >= 100) {
         q -= 2;
         memcpy(q, pairs + 2 * (u % 100), 2);
         u /= 100;

@@ -36,8 +36,8 @@ static inline void *arena_alloc(struct arena *a, size_t size)
 char *arena_strndup(struct arena *a, const char *s, size_t len); /* NUL-terminated */
 
 /* Writes the decimal digits of u, at least min_digits of them (zero-padded), so that they
- * end just before `end`; returns the first. Two digits a step: numbers in alerts are
- * printed by hand because snprintf costs about a thousand instructions each. */
+ * end just before `end`; returns the first. Four digits a step, then two: numbers in
+ * alerts are printed by hand because snprintf costs about a thousand instructions each. */
 char *u64_digits(uint64_t u, char *end, int min_digits);
 void arena_reset(struct arena *a);
 void arena_free(struct arena *a);
