@@ -1228,8 +1228,11 @@ int json_write_value(struct buf *b, const struct vval *v)
             *--q = '-';
         return buf_put(b, q, (size_t)(e - q));
     }
-    case V_FLOAT:
-        return buf_put(b, tmp, format_double(v->u.f, tmp, 1));
+    case V_FLOAT: /* straight into the buffer: format_double writes at most 32 bytes */
+        if (buf_reserve(b, 32) != 0)
+            return VPL_ENOMEM;
+        b->len += format_double(v->u.f, b->p + b->len, 1);
+        return 0;
     case V_STR:
         return json_write_string(b, v->u.s, v->n);
     case V_ARR:
