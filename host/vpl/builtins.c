@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, memrchr */
 #include "builtins.h"
 #include "json.h"
 
@@ -171,6 +171,36 @@ static struct vval f_split(const struct ectx *c, const struct vval *a, uint32_t 
     }
     items[parts - 1] = v_str(start, len - (uint32_t)(start - s));
     return out;
+}
+
+/* split(s, sep).first() and split(s, sep).last() without the array (fold.c rewrites
+ * the calls): the part before the first separator, after the last one (separators
+ * found left to right, as split finds them), or s when there is none. */
+static struct vval f_split_first(const struct ectx *c, const struct vval *a, uint32_t n,
+                                 const struct expr *x)
+{
+    (void)c, (void)n, (void)x;
+    STR2;
+    const char *p = a[1].n > 0 ? find_sep(a[0].u.s, a[0].n, a[1].u.s, a[1].n) : NULL;
+    return p != NULL ? v_str(a[0].u.s, (uint32_t)(p - a[0].u.s)) : a[0];
+}
+
+static struct vval f_split_last(const struct ectx *c, const struct vval *a, uint32_t n,
+                                const struct expr *x)
+{
+    (void)c, (void)n, (void)x;
+    STR2;
+    const char *s = a[0].u.s, *sep = a[1].u.s, *start = s;
+    uint32_t len = a[0].n, slen = a[1].n;
+    if (slen == 1) {
+        const char *p = memrchr(s, sep[0], len);
+        start = p != NULL ? p + 1 : s;
+    } else if (slen > 1) {
+        for (const char *p = s; (p = find_sep(p, len - (uint32_t)(p - s), sep, slen)) != NULL;
+             p += slen)
+            start = p + slen;
+    }
+    return v_str(start, len - (uint32_t)(start - s));
 }
 
 static struct vval f_join(const struct ectx *c, const struct vval *a, uint32_t n,
@@ -686,6 +716,9 @@ const struct builtin builtins[] = {
     {"clamp", 3, 3, f_clamp},
     {"is_null", 1, 1, f_is_null},
     {"coalesce", 1, 255, f_coalesce},
+    /* Fused calls fold.c rewrites to; no program can name them (a name has no dot). */
+    {"split.first", 2, 2, f_split_first},
+    {"split.last", 2, 2, f_split_last},
     {NULL, 0, 0, NULL},
 };
 

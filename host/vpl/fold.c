@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "builtins.h"
 #include "eval.h"
 #include "lexer.h"
 
@@ -77,12 +78,31 @@ static int fold_chain(struct expr *x, struct arena *a)
     return 0;
 }
 
+/* ---- fused calls ---- */
+
+/* split(s, sep).first() / .last() (first(split(s, sep)) as checked) becomes one call of
+ * split.first / split.last over s and sep: the orders program's order reference built
+ * an array to keep its last part. */
+static void fuse_split_end(struct expr *e)
+{
+    if (e->kind != X_FUNC || e->n != 1 || e->kid[0]->kind != X_FUNC)
+        return;
+    const struct expr *s = e->kid[0];
+    int first = (int)e->id == builtin_find("first", 5), last = (int)e->id == builtin_find("last", 4);
+    if (!(first || last) || (int)s->id != builtin_find("split", 5) || s->n != 2)
+        return;
+    e->id = (uint32_t)(first ? builtin_find("split.first", 11) : builtin_find("split.last", 10));
+    e->n = 2;
+    e->kid = s->kid;
+}
+
 static int fold_expr(struct expr *e, struct arena *a)
 {
     if (e == NULL)
         return 0;
     if (is_arm(e, NULL) && fold_chain(e, a) != 0)
         return VPL_ENOMEM;
+    fuse_split_end(e);
     for (uint16_t i = 0; i < e->n; i++)
         if (fold_expr(e->kid[i], a) != 0)
             return VPL_ENOMEM;

@@ -3,6 +3,7 @@
  *       if S == l1 then r1 else if S == l2 then r2 ... else d
  *   becomes one X_CASE node that reads S once and compares it with each literal as ==
  *   does (the orders program's country lookup read shipping_address.country four times);
+ * - split(s, sep).first() and .last() become one call that builds no array;
  * - a call of builtins over fields and literals written more than once in the stages
  *   that read one event (a .where and the .emit after it) becomes X_MEMO nodes sharing
  *   one slot of the context's memo (eval.h): computed once an event. */
