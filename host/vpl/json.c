@@ -606,30 +606,40 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
                                                              const char *end, struct vval *v)
 {
     const char *s = *pp, *p = s;
+    /* m takes every significant digit, one comparison a digit; past 19 it wraps, and
+     * digits sends the number to strtod. */
     uint64_t m = 0;
-    int digits = 0, exp10 = 0, is_float = 0; /* digits: the significant ones; m holds 19 */
+    size_t digits = 0; /* significant */
+    int exp10 = 0, is_float = 0;
     int neg = p < end && *p == '-';
     p += neg;
     if (p >= end || *p < '0' || *p > '9')
         return fail(d, p, "a digit is required after the minus sign");
-    if (*p == '0')
+    if (*p == '0') {
         p++;
-    else
+    } else {
+        const char *d0 = p;
         for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
-            if (++digits <= 19)
-                m = m * 10 + dg;
+            m = m * 10 + dg;
+        digits = (size_t)(p - d0);
+    }
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return fail(d, p, "a digit is required after the decimal point");
-        for (; p < end && *p >= '0' && *p <= '9'; p++) {
-            exp10--;
-            if (m == 0 && *p == '0')
-                continue; /* a leading zero of the mantissa */
-            if (++digits <= 19)
-                m = m * 10 + (uint64_t)(*p - '0');
-        }
+        const char *f0 = p;
+        if (m == 0) /* leading zeros of the mantissa are not significant */
+            while (p < end && *p == '0')
+                p++;
+        const char *d0 = p;
+        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
+            m = m * 10 + dg;
+        digits += (size_t)(p - d0);
+        /* Bounded so a huge fraction cannot overflow it: past -1000 the number is 0 or
+         * goes to strtod either way. */
+        size_t places = (size_t)(p - f0);
+        exp10 = places > 1000 ? -1000 : -(int)places;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_float = 1;
