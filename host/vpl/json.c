@@ -813,8 +813,11 @@ static inline int scan_key(struct decoder *d, const char **pp, const char *end, 
                            size_t *n, int *esc)
 {
     const char *p = *pp;
-    if (p >= end || *p != '"')
-        return fail(d, p, "expected a string key");
+    if (p >= end || *p != '"') { /* compact JSON has the key right there */
+        p = skip_ws_run(p, end);
+        if (p >= end || *p != '"')
+            return fail(d, p, "expected a string key");
+    }
     if (scan_string(d, &p, end, body, n, esc) != 0)
         return -1;
     if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
@@ -831,11 +834,14 @@ static inline int scan_key(struct decoder *d, const char **pp, const char *end, 
 static inline int after_value(struct decoder *d, const char **pp, const char *end, int map,
                               const char **key, size_t *klen, int *kesc)
 {
-    const char *p = skip_ws(*pp, end);
-    if (p >= end)
-        return fail(d, p, "premature end of input");
-    if (*p == ',') {
-        *pp = skip_ws(p + 1, end);
+    const char *p = *pp;
+    if (p >= end || *p != ',') { /* compact JSON has the comma right after the value */
+        p = skip_ws(p, end);
+        if (p >= end)
+            return fail(d, p, "premature end of input");
+    }
+    if (*p == ',') { /* scan_key skips the white space before a key itself */
+        *pp = map ? p + 1 : skip_ws(p + 1, end);
         return map && scan_key(d, pp, end, key, klen, kesc) != 0 ? -1 : 0;
     }
     if (*p != (map ? '}' : ']'))
