@@ -199,11 +199,11 @@ static inline int memo_hit(const struct name_memo *m, const char *s, size_t n, c
 #if defined(__SSE2__)
     if (end - s >= 32) {
         const __m128i *a = (const __m128i *)(const void *)s, *b = (const __m128i *)(const void *)m->text;
-        uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a), _mm_loadu_si128(b))) |
-                      (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1)))
-                          << 16;
-        uint32_t want = n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
-        return (~eq & want) == 0;
+        uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a), _mm_loadu_si128(b)));
+        if (n <= 16) /* most keys */
+            return (~eq & ((UINT32_C(1) << n) - 1)) == 0;
+        eq |= (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1))) << 16;
+        return (~eq & (n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1)) == 0;
     }
 #else
     (void)end;
@@ -1169,20 +1169,10 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-int json_write_string(struct buf *b, const char *str, size_t n)
+/* json_write_string for a string with something to escape or check (room for n + 2
+ * reserved): out of line, so the common case has a small frame. */
+static __attribute__((noinline)) int write_escaped(struct buf *b, const unsigned char *s, size_t n)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    if (buf_reserve(b, n + 2) != 0)
-        return VPL_ENOMEM;
-    if (plain_run(s, n) == n) { /* most strings: nothing to escape, one copy */
-        char *o = b->p + b->len;
-        o[0] = '"';
-        memcpy(o + 1, s, n);
-        o[n + 1] = '"';
-        b->len += n + 2;
-        b->p[b->len] = '\0';
-        return 0;
-    }
     b->p[b->len++] = '"';
     size_t run = 0; /* start of the pending stretch copied verbatim */
     size_t i = 0;
@@ -1225,6 +1215,22 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     if (buf_put(b, s + run, n - run) != 0)
         return VPL_ENOMEM;
     return buf_putc(b, '"');
+}
+
+int json_write_string(struct buf *b, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (buf_reserve(b, n + 2) != 0)
+        return VPL_ENOMEM;
+    if (plain_run(s, n) != n)
+        return write_escaped(b, s, n);
+    char *o = b->p + b->len; /* most strings: nothing to escape, one copy */
+    o[0] = '"';
+    memcpy(o + 1, s, n);
+    o[n + 1] = '"';
+    b->len += n + 2;
+    b->p[b->len] = '\0';
+    return 0;
 }
 
 int json_write_value(struct buf *b, const struct vval *v)
