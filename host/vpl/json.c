@@ -1222,7 +1222,13 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     const unsigned char *s = (const unsigned char *)str;
     if (buf_reserve(b, n + 2) != 0)
         return VPL_ENOMEM;
-    if (plain_run(s, n) != n)
+    size_t i = 0;
+    if (n < 8) /* a byte at a time: plain_run's word constants cost more than it saves */
+        while (i < n && plain[s[i]])
+            i++;
+    else
+        i = plain_run(s, n);
+    if (i != n)
         return write_escaped(b, s, n);
     char *o = b->p + b->len; /* most strings: nothing to escape, one copy */
     o[0] = '"';
