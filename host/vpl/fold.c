@@ -258,6 +258,8 @@ int fold_program(struct vpl_program *p)
          * plain streams before a window share an event's context. */
         if (s->pat == NULL)
             rc |= share_calls(s->pre, s->npre, &slots, a);
+        s->idle = s->pat == NULL && s->win == NULL && s->npre == 0 && !s->emits &&
+                  p->routes[s->type].n == 0;
         const struct pattern *pat = s->pat;
         if (pat != NULL) {
             for (uint32_t j = 0; j < pat->nsteps; j++)

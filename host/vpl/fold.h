@@ -6,7 +6,9 @@
  * - split(s, sep).first() and .last() become one call that builds no array;
  * - a call of builtins over fields and literals written more than once in the stages
  *   that read one event (a .where and the .emit after it) becomes X_MEMO nodes sharing
- *   one slot of the context's memo (eval.h): computed once an event. */
+ *   one slot of the context's memo (eval.h): computed once an event.
+ * It also marks the streams that only name their input (`stream S = T.from(...)` that
+ * nothing reads) idle: the engine gives them no context per event. */
 #ifndef VPL_FOLD_H
 #define VPL_FOLD_H
 

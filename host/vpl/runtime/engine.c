@@ -346,6 +346,8 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         return;
     }
     if (s->win == NULL) {
+        if (s->idle)
+            return;
         struct ectx c;
         rt_ectx(e, &c, ev, ev->time);
         rt_finish(e, si, s->pre, s->npre, &c);
