@@ -320,7 +320,8 @@ static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st
         }
         if ((cur = project(e, &st[i], c)) == NULL)
             return NULL;
-        rt_ectx(e, c, cur, c->time);
+        if (i + 1 < n) /* the stages after a projection read what it made */
+            rt_ectx(e, c, cur, c->time);
     }
     return cur;
 }
