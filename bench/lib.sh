@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 
 for f in "$GUST" "$TOOLS/gust-bench-pub" "$TOOLS/gust-bench-counter" "$TOOLS/gust-bench-coldstart" \
-         "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$BUILD/tests/gust-stream-read"; do
+         "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$TOOLS/gust-bench-bus" "$BUILD/tests/gust-stream-read"; do
     [ -x "$f" ] || { echo "missing $f: build first (./build.sh build)" >&2; exit 1; }
 done
 
