@@ -89,7 +89,41 @@ stop_pid() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 rss_kb() {
-    awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+    local v
+    rss_kb_into v "$1" && echo "$v"
+}
+
+# rss_kb_into VAR PID: PID's VmRSS in kB into VAR with shell builtins only (samplers run it
+# several times a second beside what they measure; a fork each time would cost CPU there).
+# Fails when PID is gone.
+rss_kb_into() {
+    local k v _
+    while read -r k v _; do
+        [ "$k" = VmRSS: ] && { printf -v "$1" %s "$v"; return 0; }
+    done <"/proc/$2/status" 2>/dev/null
+    return 1
+}
+
+# rss_peak_sampler PID FILE: until PID ends, writes its largest RSS so far (kB) to FILE
+rss_peak_sampler() {
+    local peak=0 r
+    while rss_kb_into r "$1"; do
+        [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" >"$2"
+        sleep 0.2
+    done
+}
+
+# sink_wait PORT N: waits up to 120 s for the gust-bench-sink on PORT to count N unique ids,
+# then prints its stats. One curl and a shell match a poll: a python start every poll would
+# take CPU from the system under test while it drains its backlog.
+sink_wait() {
+    local json=""
+    for _ in $(seq 1 2400); do
+        json=$(curl -s "http://127.0.0.1:$1/stats")
+        [[ $json =~ \"unique\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge "$2" ] && break
+        sleep 0.05
+    done
+    echo "$json"
 }
 
 # median of the numbers given as arguments

@@ -32,19 +32,12 @@ CONF
 start_gust "$WORK/host.conf" "$port"
 
 # Sample RSS while the load runs; keep the largest.
-( peak=0; while kill -0 "$GUST_PID" 2>/dev/null; do
-      r=$(rss_kb "$GUST_PID" 2>/dev/null || echo 0); [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" >"$WORK/rss"
-      sleep 0.2; done ) &
+rss_peak_sampler "$GUST_PID" "$WORK/rss" &
 sampler=$!
 lg=$("$TOOLS/gust-bench-loadgen" --url "http://127.0.0.1:$port/ingest/orders" --connections "$CONNS" \
      --duration "$SECS" ${RATE:+--rate "$RATE"})
 accepted=$(json_field '["accepted"]' "$lg")
-stats() { curl -s "http://127.0.0.1:$sink_port/stats"; }
-for _ in $(seq 1 600); do
-    [ "$(json_field '["unique"]' "$(stats)")" -ge "$accepted" ] && break
-    sleep 0.1
-done
-sink=$(stats)
+sink=$(sink_wait "$sink_port" "$accepted")
 kill "$sampler" 2>/dev/null || true
 unique=$(json_field '["unique"]' "$sink")
 rss_peak=$(cat "$WORK/rss" 2>/dev/null || echo null)

@@ -141,10 +141,13 @@ G_IDLE=$(rss_kb "$G_E2E_PID")
 G_NATS_IDLE=$(rss_kb "$E2E_NATS_PID")
 
 # RSS of every process of interest, every 0.1 s, until the run ends
-( while :; do
-      t=$(now_ms)
-      for p in $NR_PID $G_E2E_PID $E2E_NATS_PID $MOSQ_PID $(cat "$WORK/more-pids" 2>/dev/null); do
-          r=$(rss_kb "$p" 2>/dev/null) && echo "$t $p $r"
+# (shell builtins only: a fork per process per sample would take CPU from the systems measured)
+( more=""
+  while :; do
+      t=${EPOCHREALTIME/./}
+      [ -z "$more" ] && [ -f "$WORK/more-pids" ] && read -r more <"$WORK/more-pids"
+      for p in $NR_PID $G_E2E_PID $E2E_NATS_PID $MOSQ_PID $more; do
+          rss_kb_into r "$p" && echo "$((t / 1000)) $p $r"
       done
       sleep 0.1
   done ) >"$WORK/rss" 2>/dev/null &
@@ -157,7 +160,6 @@ e2e_round() {
     local sys=$1 r=$2 port sink pid delivered lg accepted t0 c0 c1 n0 n1 stats owner=gust
     if [ "$sys" = nodered ]; then port=$NR_PORT sink=$NR_SINK pid=$NR_PID owner=nodered
     else port=$G_PORT sink=$G_SINK pid=$G_E2E_PID; fi
-    stats() { curl -s "http://127.0.0.1:$sink/stats"; }
     restart_sink "$owner" "$sink"
     c0=$(cpu_ticks "$pid") n0=$(cpu_ticks "$E2E_NATS_PID")
     mark "e2e-$sys-start"
@@ -165,11 +167,7 @@ e2e_round() {
     lg=$("$TOOLS/gust-bench-loadgen" --url "http://127.0.0.1:$port/ingest/orders" --connections "$CONNS" \
          --duration "${3:-$SECS}" --first-id "$((r * 100000000 + 1))" ${4:+--rate "$4"})
     accepted=$(json_field '["accepted"]' "$lg")
-    for _ in $(seq 1 1200); do
-        [ "$(json_field '["unique"]' "$(stats)")" -ge "$accepted" ] && break
-        sleep 0.1
-    done
-    stats=$(stats)
+    stats=$(sink_wait "$sink" "$accepted")
     mark "e2e-$sys-end"
     c1=$(cpu_ticks "$pid") n1=$(cpu_ticks "$E2E_NATS_PID")
     delivered=$(json_field '["unique"]' "$stats")
