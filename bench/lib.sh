@@ -89,17 +89,17 @@ stop_pid() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 rss_kb() {
-    local v
-    rss_kb_into v "$1" && echo "$v"
+    local kb
+    rss_kb_into kb "$1" && echo "$kb"
 }
 
 # rss_kb_into VAR PID: PID's VmRSS in kB into VAR with shell builtins only (samplers run it
 # several times a second beside what they measure; a fork each time would cost CPU there).
 # Fails when PID is gone.
 rss_kb_into() {
-    local k v _
-    while read -r k v _; do
-        [ "$k" = VmRSS: ] && { printf -v "$1" %s "$v"; return 0; }
+    local _rss_key _rss_val _rss_rest
+    while read -r _rss_key _rss_val _rss_rest; do
+        [ "$_rss_key" = VmRSS: ] && { printf -v "$1" %s "$_rss_val"; return 0; }
     done <"/proc/$2/status" 2>/dev/null
     return 1
 }
