@@ -628,13 +628,13 @@ static int puller_next(struct puller *p, natsMsg **msgs)
     return n;
 }
 
+/* As gust's units: acks on the buffered connection, sent by its flusher. */
 static void puller_ack(struct puller *p, natsMsg **msgs, int n)
 {
     for (int i = 0; i < n; i++) {
         natsConnection_PublishString(p->nc, natsMsg_GetReply(msgs[i]), "+ACK");
         natsMsg_Destroy(msgs[i]);
     }
-    natsConnection_Flush(p->nc);
 }
 
 struct path {
