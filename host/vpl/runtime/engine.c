@@ -365,31 +365,53 @@ static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
         stream_input(e, r->s[i], type, ev);
 }
 
-/* Advances the clocks an input of `type` drives, closing windows and expiring or
- * confirming runs, upstream streams first. */
-static void advance(struct vpl_engine *e, uint32_t type, int64_t now)
+/* Moves the clock of `type` to an input's time: 1 when it moved. */
+static int advance(struct vpl_engine *e, uint32_t type, int64_t now)
 {
-    const struct vpl_program *p = e->prog;
-    int64_t t = now - p->lag[type];
+    int64_t t = now - e->prog->lag[type];
     if (t <= e->clock[type])
-        return;
+        return 0;
     e->clock[type] = t;
-    const struct route *r = &p->timed[type];
-    for (uint32_t i = 0; i < r->n && !e->oom; i++) {
-        const struct stream *s = &p->streams[r->s[i]];
-        /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
-         * slowest type feeding it (§1.12). */
-        int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
-        for (uint32_t k = 0; k < s->nroots; k++) {
-            int64_t c = e->clock[s->roots[k]];
-            if (s->pat ? c > clock : c < clock)
-                clock = c;
-        }
-        if (s->pat)
-            seq_clock(e, r->s[i], clock, now);
-        else
-            window_clock(e, r->s[i], clock, now);
+    return 1;
+}
+
+/* Closes the windows and expires or confirms the runs of timed stream si that its
+ * clock has passed. */
+static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
+{
+    const struct stream *s = &e->prog->streams[si];
+    /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
+     * slowest type feeding it (§1.12). */
+    int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
+    for (uint32_t k = 0; k < s->nroots; k++) {
+        int64_t c = e->clock[s->roots[k]];
+        if (s->pat ? c > clock : c < clock)
+            clock = c;
     }
+    if (s->pat)
+        seq_clock(e, si, clock, now);
+    else
+        window_clock(e, si, clock, now);
+}
+
+/* Runs an input through the streams in declaration order (SPEC §1.8, order of
+ * alerts): each timed stream's clock step comes just before the first stream
+ * declared after it takes the input, so what the clock closes comes out in the same
+ * order as what the input itself causes. The timed list is upstream first, which is
+ * declaration order but where a stream reads one declared after it. */
+static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int moved)
+{
+    const struct route *r = &e->prog->routes[type];
+    const struct route *tr = &e->prog->timed[type];
+    uint32_t ntimed = moved ? tr->n : 0, i = 0;
+    for (uint32_t j = 0; j < r->n && !e->oom; j++) {
+        for (; i < ntimed && tr->s[i] <= r->s[j] && !e->oom; i++)
+            clock_step(e, tr->s[i], ev->time);
+        if (!e->oom)
+            stream_input(e, r->s[j], type, ev);
+    }
+    for (; i < ntimed && !e->oom; i++)
+        clock_step(e, tr->s[i], ev->time);
 }
 
 int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
@@ -424,9 +446,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         uint32_t type = (uint32_t)sym->type;
         if (p->routes[type].n == 0 && p->timed[type].n == 0)
             e->st.events_unrouted++;
-        advance(e, type, ev->time);
-        if (!e->oom)
-            route(e, type, ev);
+        route_input(e, type, ev, advance(e, type, ev->time));
     }
     for (uint32_t i = 0; i < e->nheld; i++)
         rt_drop(e, e->held[i]);
