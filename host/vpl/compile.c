@@ -8,7 +8,7 @@
 #include "parser.h"
 #include "program.h"
 
-#define MAX_CHAIN 64 /* streams reading streams: bounds the runtime's recursion */
+#define MAX_CHAIN 64 /* streams reading streams: bounds the compiler's recursion */
 
 enum decl { D_NONE, D_EVENT, D_STREAM, D_PATTERN };
 
