@@ -157,7 +157,7 @@ PIDS+=("$!")
 # line to $WORK/e2e.jsonl (with SECS: a warm-up, not recorded). SYSTEM gust_paced is gust
 # with the load generator holding RATE requests/s.
 e2e_round() {
-    local sys=$1 r=$2 port sink pid delivered lg accepted t0 c0 c1 n0 n1 stats owner=gust
+    local sys=$1 r=$2 port sink pid delivered lg accepted t0 c0 c1 n0 n1 stats rate owner=gust
     if [ "$sys" = nodered ]; then port=$NR_PORT sink=$NR_SINK pid=$NR_PID owner=nodered
     else port=$G_PORT sink=$G_SINK pid=$G_E2E_PID; fi
     restart_sink "$owner" "$sink"
@@ -173,8 +173,11 @@ e2e_round() {
     delivered=$(json_field '["unique"]' "$stats")
     [ "$delivered" = "$accepted" ] || { echo "$sys e2e round $r: accepted $accepted, delivered $delivered" >&2; exit 1; }
     [ -n "${3:-}" ] && return 0
+    # The delivered rate: from the first request to the last delivery.
+    [[ $stats =~ \"last_ms\":([0-9.]+) ]]
+    rate=$(awk -v n="$delivered" -v a="$t0" -v b="${BASH_REMATCH[1]}" 'BEGIN{printf "%.1f", n / ((b - a) / 1e3)}')
     echo "{\"system\":\"$sys\",\"round\":$r,\"t0_ms\":$t0,\"accepted\":$accepted,\"delivered\":$delivered,\
-\"cpu_ticks\":$((c1 - c0)),\"nats_cpu_ticks\":$((n1 - n0)),\"loadgen\":$lg,\"sink\":$stats}" >>"$WORK/e2e.jsonl"
+\"delivered_per_s\":$rate,\"cpu_ticks\":$((c1 - c0)),\"nats_cpu_ticks\":$((n1 - n0)),\"loadgen\":$lg,\"sink\":$stats}" >>"$WORK/e2e.jsonl"
 }
 
 # Warm-up: the first requests of each system pay for one-time work (Node-RED's lazy
@@ -190,8 +193,7 @@ done
 NR_RATE=$(python3 - "$WORK/e2e.jsonl" <<'PY'
 import json, statistics, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
-print(int(statistics.median(x["delivered"] / ((x["sink"]["last_ms"] - x["t0_ms"]) / 1e3)
-                            for x in rs if x["system"] == "nodered")))
+print(int(statistics.median(x["delivered_per_s"] for x in rs if x["system"] == "nodered")))
 PY
 )
 e2e_round gust_paced 99 "" "$NR_RATE"
@@ -305,7 +307,7 @@ ratio = lambda a, b: round(a / b, 2) if a and b else None
 
 def e2e_of(sys_):
     rs = [x for x in e2e if x["system"] == sys_]
-    rates = [x["delivered"] / ((x["sink"]["last_ms"] - x["t0_ms"]) / 1e3) for x in rs]
+    rates = [x["delivered_per_s"] for x in rs]
     return {
         "delivered_per_s_median": med(rates), "delivered_per_s": [round(r) for r in rates],
         "accepted": sum(x["accepted"] for x in rs), "delivered_unique": sum(x["delivered"] for x in rs),
