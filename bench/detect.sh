@@ -57,9 +57,7 @@ CONF
     while ! grep -q ready "$WORK/counter.err" 2>/dev/null; do sleep 0.01; done
     start=$(now_ms)
     start_gust "$WORK/host.conf" "$port"
-    ( peak=0; while kill -0 "$GUST_PID" 2>/dev/null; do
-          r=$(rss_kb "$GUST_PID" 2>/dev/null || echo 0); [ "${r:-0}" -gt "$peak" ] && peak=$r && echo "$peak" >"$WORK/rss"
-          sleep 0.1; done ) &
+    rss_peak_sampler "$GUST_PID" "$WORK/rss" &
     local sampler=$!
     wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; tail -5 "$WORK/gust.log" >&2; exit 1; }
     local rss peak ready last c

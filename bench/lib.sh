@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 
 for f in "$GUST" "$TOOLS/gust-bench-pub" "$TOOLS/gust-bench-counter" "$TOOLS/gust-bench-coldstart" \
-         "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$BUILD/tests/gust-stream-read"; do
+         "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$TOOLS/gust-bench-bus" "$BUILD/tests/gust-stream-read"; do
     [ -x "$f" ] || { echo "missing $f: build first (./build.sh build)" >&2; exit 1; }
 done
 
@@ -89,7 +89,41 @@ stop_pid() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 rss_kb() {
-    awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+    local kb
+    rss_kb_into kb "$1" && echo "$kb"
+}
+
+# rss_kb_into VAR PID: PID's VmRSS in kB into VAR with shell builtins only (samplers run it
+# several times a second beside what they measure; a fork each time would cost CPU there).
+# Fails when PID is gone.
+rss_kb_into() {
+    local _rss_key _rss_val _rss_rest
+    while read -r _rss_key _rss_val _rss_rest; do
+        [ "$_rss_key" = VmRSS: ] && { printf -v "$1" %s "$_rss_val"; return 0; }
+    done <"/proc/$2/status" 2>/dev/null
+    return 1
+}
+
+# rss_peak_sampler PID FILE: until PID ends, writes its largest RSS so far (kB) to FILE
+rss_peak_sampler() {
+    local peak=0 r
+    while rss_kb_into r "$1"; do
+        [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" >"$2"
+        sleep 0.2
+    done
+}
+
+# sink_wait PORT N: waits up to 120 s for the gust-bench-sink on PORT to count N unique ids,
+# then prints its stats. One curl and a shell match a poll: a python start every poll would
+# take CPU from the system under test while it drains its backlog.
+sink_wait() {
+    local json=""
+    for _ in $(seq 1 2400); do
+        json=$(curl -s "http://127.0.0.1:$1/stats")
+        [[ $json =~ \"unique\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge "$2" ] && break
+        sleep 0.05
+    done
+    echo "$json"
 }
 
 # median of the numbers given as arguments

@@ -109,21 +109,29 @@ def sink_latency(d):
     return [None if get(d, "sink", "latency_us", p) is None else get(d, "sink", "latency_us", p) / 1000
             for p in ("p50", "p90", "p99")]
 
+# run.sh and paced.sh measure the bus alone doing the path's JetStream work in the same run
+# ("bus_path"; runs before it was measured have none).
 d = data.get("run")
 if d:
-    g = get(d, "sink", "rate")
+    g, b = get(d, "sink", "rate"), get(d, "bus_path", "rate")
     p50, p90, p99 = sink_latency(d)
     cmd = d.get("command") or "bench/run.sh %s %s" % (d.get("seconds", ""), d.get("connections", ""))
-    row("end to end, saturated", "%s delivered, p50 %s, p99 %s" % (rate(g), ms(p50), ms(p99)), command=cmd, d=d)
-    bars.append(("e2e saturated", g, None))
+    row("end to end, saturated", "%s delivered, p50 %s, p99 %s" % (rate(g), ms(p50), ms(p99)),
+        "bus alone, same path %s" % rate(b) if b else "—", ratio(g, b), cmd, d)
+    bars.append(("e2e saturated", g, b))
     lat.append(("e2e saturated", p50, p90, p99))
 for name in ("paced-20", "paced-3000"):
     d = data.get(name)
     if d:
         p50, p90, p99 = sink_latency(d)
+        b50, b99 = get(d, "bus_path", "latency_ms", "p50"), get(d, "bus_path", "latency_ms", "p99")
         cmd = d.get("command") or "bench/paced.sh %s %s" % (d.get("rate_target", ""), d.get("seconds", ""))
-        row("end to end at %s/s" % d.get("rate_target"), "p50 %s, p99 %s" % (ms(p50), ms(p99)), command=cmd, d=d)
+        row("end to end at %s/s" % d.get("rate_target"), "p50 %s, p99 %s" % (ms(p50), ms(p99)),
+            "bus alone, same path: p50 %s, p99 %s" % (ms(b50), ms(b99)) if b50 is not None else "—",
+            ratio(p50, b50), cmd, d)
         lat.append(("e2e %s/s" % d.get("rate_target"), p50, p90, p99))
+        if b50 is not None:
+            lat.append(("bus path %s/s" % d.get("rate_target"), b50, get(d, "bus_path", "latency_ms", "p90"), b99))
 
 d = data.get("flow-hop")
 if d:
@@ -178,7 +186,9 @@ if d:
                        ("js_async_publish", "bus: JetStream async publish"),
                        ("pull_fetch_ack_64", "bus: pull fetch + ack, batch 64"),
                        ("pull_fetch_ack_256", "bus: pull fetch + ack, batch 256"),
-                       ("relay_publish_before_ack", "bus: bare relay, publish before ack")):
+                       ("relay_publish_before_ack", "bus: bare relay, publish before ack"),
+                       ("e2e_path", "bus: the end-to-end path's JetStream work (store, hop, sink)"),
+                       ("e2e_path_32_in_flight", "bus: the same path, 32 publishes in flight")):
         if get(d, key, "rate_median") is not None:
             row(label, rate(get(d, key, "rate_median")), command=cmd, d=d)
     for key, label in (("request_reply_send_asap", "bus: request/reply, send_asap"),
@@ -189,6 +199,10 @@ if d:
                 command=cmd, d=d)
             lat.append((label.replace("bus: request/reply", "bus req/rep"), get(r, "latency_ms", "p50"),
                         get(r, "latency_ms", "p90"), get(r, "latency_ms", "p99")))
+    r = d.get("e2e_path_at_20_per_s")
+    if r:
+        row("bus: the same path at 20/s", "p50 %s, p99 %s" % (ms(get(r, "latency_ms", "p50")),
+            ms(get(r, "latency_ms", "p99"))), command=cmd, d=d)
     f = d.get("flood")
     if f:
         r0 = get(f, "rounds", 0) or {}

@@ -5,6 +5,10 @@
 #   which measures latency from t and counts unique ids.
 # Checks delivered == accepted before it reports. With RATE set (paced.sh), the load
 # generator holds that rate instead of saturating. SEND_ASAP=on sets nats { send_asap on; }.
+# The baseline, on the same nats-server once gust has stopped: the bus alone doing the
+# path's JetStream work (gust-bench-bus path: store, a publish-before-ack hop, a reading
+# sink) for as many events, at the same rate or with as many publishes in flight as
+# connections.
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-32}
@@ -28,27 +32,25 @@ CONF
 start_gust "$WORK/host.conf" "$port"
 
 # Sample RSS while the load runs; keep the largest.
-( peak=0; while kill -0 "$GUST_PID" 2>/dev/null; do
-      r=$(rss_kb "$GUST_PID" 2>/dev/null || echo 0); [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" >"$WORK/rss"
-      sleep 0.2; done ) &
+rss_peak_sampler "$GUST_PID" "$WORK/rss" &
 sampler=$!
 lg=$("$TOOLS/gust-bench-loadgen" --url "http://127.0.0.1:$port/ingest/orders" --connections "$CONNS" \
      --duration "$SECS" ${RATE:+--rate "$RATE"})
 accepted=$(json_field '["accepted"]' "$lg")
-stats() { curl -s "http://127.0.0.1:$sink_port/stats"; }
-for _ in $(seq 1 600); do
-    [ "$(json_field '["unique"]' "$(stats)")" -ge "$accepted" ] && break
-    sleep 0.1
-done
-sink=$(stats)
+sink=$(sink_wait "$sink_port" "$accepted")
 kill "$sampler" 2>/dev/null || true
 unique=$(json_field '["unique"]' "$sink")
+rss_peak=$(cat "$WORK/rss" 2>/dev/null || echo null)
+stop_pid "$GUST_PID"
+n_bus=${RATE:+$((RATE * SECS))}
+bus=$("$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
 cat <<JSON
 {"scenario":"${SCENARIO:-e2e-saturated}","seconds":$SECS,"connections":$CONNS,"rate_target":${RATE:-null},
  "cold_start_ms":$COLD_START_MS,
  "ingest":$lg,
  "sink":$sink,
  "accepted":$accepted,"delivered_unique":$unique,"delivered_equals_accepted":$([ "$unique" = "$accepted" ] && echo true || echo false),
- "rss_peak_kb":$(cat "$WORK/rss" 2>/dev/null || echo null),"binary_bytes":$(stat -c %s "$GUST")}
+ "rss_peak_kb":$rss_peak,"binary_bytes":$(stat -c %s "$GUST"),
+ "bus_path":$bus}
 JSON
 [ "$unique" = "$accepted" ]

@@ -15,6 +15,13 @@
  *                          stores N messages on NAME.in, then per batch: fetch, publish each
  *                          to NAME.out async, wait for every PubAck, ack the batch (what a
  *                          gust unit does with no script); a subscriber counts the arrivals
+ *   path BATCH N NAME SIZE RATE [WINDOW]
+ *                          the JetStream work of gust's end-to-end path, all at once: a
+ *                          publisher stores N messages on NAME.in (RATE a second, 0: as
+ *                          fast as WINDOW PubAcks awaited at once allow, default 4096); a hop reads them as a gust unit does,
+ *                          publishes each to NAME.out and acks once all are stored; a sink
+ *                          reads NAME.out and acks. Rate, and latency from publish to the
+ *                          sink's read; both consumers must end with all acked once
  *   reqrep N SIZE ASAP     N sequential requests to a responder in this process; latency
  *                          percentiles. ASAP 1: both connections write each message at once
  *                          (send_asap), 0: nats.c's default buffered writes
@@ -254,16 +261,21 @@ static void on_pub_error(jsCtx *js, jsPubAckErr *pae, void *closure)
     }
 }
 
-static natsStatus js_open(natsConnection *nc, jsCtx **js)
+static natsStatus js_open_window(natsConnection *nc, jsCtx **js, int64_t window)
 {
     jsOptions jo;
     jsOptions_Init(&jo);
-    jo.PublishAsync.MaxPending = 4096; /* what gust-bench-pub uses */
+    jo.PublishAsync.MaxPending = window;
     /* A full window waits for PubAcks rather than failing after the default 200 ms: on
      * a loaded machine the server can fall that far behind without losing anything. */
     jo.PublishAsync.StallWait = WAIT_S * 1000;
     jo.PublishAsync.ErrHandler = on_pub_error;
     return natsConnection_JetStream(js, nc, &jo);
+}
+
+static natsStatus js_open(natsConnection *nc, jsCtx **js)
+{
+    return js_open_window(nc, js, 4096); /* what gust-bench-pub uses */
 }
 
 /* A fresh file stream NAME on the subjects NAME.> (deleted first if it exists). */
@@ -371,13 +383,13 @@ static natsStatus pull_subscribe(jsCtx *js, natsSubscription **sub, const char *
 
 /* Waits for the server to count every message acked: 0 when the consumer has delivered
  * n, acked n, with none pending and none redelivered (so each was acked once). */
-static int consumer_all_acked(jsCtx *js, const char *stream, uint64_t n, char *why, size_t whylen)
+static int consumer_acked(jsCtx *js, const char *stream, const char *durable, uint64_t n, char *why, size_t whylen)
 {
     uint64_t until = mono_ns() + 10ull * 1000000000u;
     for (;;) {
         jsConsumerInfo *ci = NULL;
         jsErrCode jerr = 0;
-        natsStatus s = js_GetConsumerInfo(&ci, js, stream, "bench", NULL, &jerr);
+        natsStatus s = js_GetConsumerInfo(&ci, js, stream, durable, NULL, &jerr);
         if (s != NATS_OK) {
             snprintf(why, whylen, "consumer info: %s", natsStatus_GetText(s));
             return -1;
@@ -500,7 +512,7 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
     uint64_t t1 = mono_ns();
     int arrived = relay ? counter_wait(&c) == 0 : 1;
     uint64_t end = relay && c.last_ns > t1 ? c.last_ns : t1;
-    int acked = s == NATS_OK && consumer_all_acked(js, name, n, why, sizeof(why)) == 0;
+    int acked = s == NATS_OK && consumer_acked(js, name, "bench", n, why, sizeof(why)) == 0;
     int64_t stored = stream_msgs(js, name);
     int ok = got == n && bad == 0 && arrived && acked && stored == (int64_t)(relay ? 2 * n : n) &&
              c.duplicates == 0 && c.bad == 0;
@@ -529,6 +541,284 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
     natsConnection_Destroy(cc);
     free(seen);
     free(c.seen);
+    return ok ? 0 : 1;
+}
+
+/* ---- path: the JetStream work of gust's end-to-end path, without gust ---- */
+
+/* One pull consumer read the way a gust unit reads it (host/unit/pull.c): one request of
+ * BATCH kept open for 500 ms on a connection that writes at once, whatever has arrived
+ * taken at once; publishes and acks on a second, buffered connection. */
+struct puller {
+    natsConnection *now, *nc; /* requests and deliveries; publishes and acks */
+    jsCtx *js;                /* nc's: the hop publishes with it */
+    natsSubscription *inbox;
+    char next[192], inbox_subject[128];
+    int batch;
+    size_t owed;
+    uint64_t deadline_ns;
+};
+
+#define PULL_EXPIRES_MS 500
+
+static natsStatus puller_open(struct puller *p, jsCtx *admin, const char *stream, const char *durable,
+                              const char *filter, int batch)
+{
+    memset(p, 0, sizeof(*p));
+    p->batch = batch;
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = durable;
+    cc.FilterSubject = filter;
+    cc.AckPolicy = js_AckExplicit;
+    cc.MaxDeliver = -1;
+    cc.MaxAckPending = batch * 8 > 1000 ? batch * 8 : 1000; /* as gust's consumer */
+    jsConsumerInfo *ci = NULL;
+    jsErrCode jerr = 0;
+    natsStatus s = js_AddConsumer(&ci, admin, stream, &cc, NULL, &jerr);
+    jsConsumerInfo_Destroy(ci);
+    snprintf(p->next, sizeof(p->next), "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, durable);
+    snprintf(p->inbox_subject, sizeof(p->inbox_subject), "_PATH.%s.%s", stream, durable);
+    if (s == NATS_OK) s = bus_connect(&p->now, 1);
+    if (s == NATS_OK) s = bus_connect(&p->nc, 0);
+    if (s == NATS_OK) s = js_open(p->nc, &p->js);
+    if (s == NATS_OK) s = natsConnection_SubscribeSync(&p->inbox, p->now, p->inbox_subject);
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(p->inbox, -1, -1);
+    return s;
+}
+
+static void puller_close(struct puller *p)
+{
+    natsSubscription_Destroy(p->inbox);
+    jsCtx_Destroy(p->js);
+    natsConnection_Destroy(p->nc);
+    natsConnection_Destroy(p->now);
+}
+
+/* Up to batch messages into msgs: waits for the first (until the request expires), then
+ * takes what has already arrived. 0 when the request ended empty. */
+static int puller_next(struct puller *p, natsMsg **msgs)
+{
+    if (p->owed == 0 || mono_ns() >= p->deadline_ns) {
+        char body[96];
+        int n = snprintf(body, sizeof(body), "{\"batch\":%d,\"expires\":%d}", p->batch, PULL_EXPIRES_MS * 1000000);
+        natsConnection_PublishRequest(p->now, p->next, p->inbox_subject, body, n);
+        p->owed = (size_t)p->batch;
+        p->deadline_ns = mono_ns() + (PULL_EXPIRES_MS + 50) * 1000000ull;
+    }
+    int n = 0;
+    while (n < p->batch) {
+        int64_t wait = 0;
+        if (n == 0) {
+            uint64_t now = mono_ns();
+            wait = now < p->deadline_ns ? (int64_t)((p->deadline_ns - now) / 1000000) + 1 : 1;
+        }
+        natsMsg *m = NULL;
+        if (natsSubscription_NextMsg(&m, p->inbox, wait) != NATS_OK) {
+            break;
+        }
+        if (natsMsg_GetDataLength(m) == 0 && natsMsg_GetReply(m) == NULL) {
+            natsMsg_Destroy(m); /* a status (404, 408, 409): the request is over */
+            p->owed = 0;
+            break;
+        }
+        msgs[n++] = m;
+        p->owed -= p->owed > 0;
+    }
+    return n;
+}
+
+/* As gust's units: acks on the buffered connection, sent by its flusher. */
+static void puller_ack(struct puller *p, natsMsg **msgs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        natsConnection_PublishString(p->nc, natsMsg_GetReply(msgs[i]), "+ACK");
+        natsMsg_Destroy(msgs[i]);
+    }
+}
+
+struct path {
+    const char *name;
+    char in[128], out[128];
+    int size, batch;
+    uint64_t n, rate; /* rate 0: as fast as the publish window allows */
+    int window;       /* PubAcks the publisher may wait for at once */
+    natsStatus s;
+    struct puller hop, sink;
+    atomic_uint_fast64_t delivered; /* unique numbers the sink has acked */
+    uint8_t *seen;
+    uint64_t duplicates, bad, t0, last_ns, *latency_ns;
+};
+
+/* The ingest's part: "<number> <send ns>" + filler, async JetStream publishes to NAME.in,
+ * paced to rate when it is set. */
+static void *path_publish(void *arg)
+{
+    struct path *pa = arg;
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    char *buf = payload_new(pa->size);
+    natsStatus s = buf != NULL ? bus_connect(&nc, 0) : NATS_NO_MEMORY;
+    if (s == NATS_OK) s = js_open_window(nc, &js, pa->window);
+    for (uint64_t i = 1; i <= pa->n && s == NATS_OK; i++) {
+        if (pa->rate > 0) {
+            uint64_t due = pa->t0 + (i - 1) * 1000000000ull / pa->rate, now = mono_ns();
+            if (due > now) {
+                struct timespec ts = {(time_t)((due - now) / 1000000000u), (long)((due - now) % 1000000000u)};
+                nanosleep(&ts, NULL);
+            }
+        }
+        number(buf, i);
+        char t[24];
+        snprintf(t, sizeof(t), " %020" PRIu64, mono_ns());
+        memcpy(buf + 20, t, 21);
+        s = js_PublishAsync(js, pa->in, buf, pa->size, NULL);
+        if (pa->rate > 0 && s == NATS_OK) s = natsConnection_Flush(nc); /* as ingest: each leaves at once */
+    }
+    if (s == NATS_OK) {
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = WAIT_S * 1000;
+        s = js_PublishAsyncComplete(js, &po);
+    }
+    if (s == NATS_OK && atomic_load(&refused) > 0) s = NATS_ERR;
+    if (s != NATS_OK) pa->s = s;
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    free(buf);
+    return NULL;
+}
+
+static int path_idle(struct path *pa, uint64_t *idle_since, int got)
+{
+    uint64_t now = mono_ns();
+    if (got > 0) {
+        *idle_since = now;
+    }
+    return pa->s != NATS_OK || now - *idle_since > (uint64_t)WAIT_S * 1000000000u;
+}
+
+/* The flow's part: publish each message to NAME.out, wait for every PubAck, ack the batch. */
+static void *path_hop(void *arg)
+{
+    struct path *pa = arg;
+    natsMsg **msgs = calloc((size_t)pa->batch, sizeof(*msgs));
+    uint64_t moved = 0, idle_since = mono_ns();
+    while (msgs != NULL && moved < pa->n) {
+        int got = puller_next(&pa->hop, msgs);
+        if (path_idle(pa, &idle_since, got)) {
+            break;
+        }
+        natsStatus s = NATS_OK;
+        for (int i = 0; i < got && s == NATS_OK; i++) {
+            s = js_PublishAsync(pa->hop.js, pa->out, natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i]), NULL);
+        }
+        if (s == NATS_OK && got > 0) s = natsConnection_FlushTimeout(pa->hop.nc, 1000);
+        jsPubOptions po;
+        jsPubOptions_Init(&po);
+        po.MaxWait = WAIT_S * 1000;
+        if (s == NATS_OK && got > 0) s = js_PublishAsyncComplete(pa->hop.js, &po);
+        if (s != NATS_OK || atomic_load(&refused) > 0) {
+            pa->s = s != NATS_OK ? s : NATS_ERR;
+            break;
+        }
+        puller_ack(&pa->hop, msgs, got);
+        moved += (uint64_t)got;
+    }
+    free(msgs);
+    return NULL;
+}
+
+/* The sink's part: check each number once, latency from the send time, ack. */
+static void *path_sink(void *arg)
+{
+    struct path *pa = arg;
+    natsMsg **msgs = calloc((size_t)pa->batch, sizeof(*msgs));
+    uint64_t idle_since = mono_ns();
+    while (msgs != NULL && atomic_load(&pa->delivered) < pa->n) {
+        int got = puller_next(&pa->sink, msgs);
+        if (path_idle(pa, &idle_since, got)) {
+            break;
+        }
+        uint64_t now = mono_ns();
+        for (int i = 0; i < got; i++) {
+            const char *d = natsMsg_GetData(msgs[i]);
+            int len = natsMsg_GetDataLength(msgs[i]);
+            uint64_t k = number_of(d, len);
+            if (k < 1 || k > pa->n || len < 41) {
+                pa->bad++;
+            } else if (pa->seen[k]) {
+                pa->duplicates++;
+            } else {
+                pa->seen[k] = 1;
+                uint64_t sent = strtoull(d + 21, NULL, 10);
+                pa->latency_ns[atomic_load(&pa->delivered)] = now > sent ? now - sent : 0;
+                atomic_fetch_add(&pa->delivered, 1);
+            }
+        }
+        puller_ack(&pa->sink, msgs, got);
+        pa->last_ns = now;
+    }
+    free(msgs);
+    return NULL;
+}
+
+static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window)
+{
+    struct path pa = {.name = name, .size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK};
+    snprintf(pa.in, sizeof(pa.in), "%s.in", name);
+    snprintf(pa.out, sizeof(pa.out), "%s.out", name);
+    pa.seen = calloc(n + 1, 1);
+    pa.latency_ns = calloc(n, sizeof(uint64_t));
+    if (pa.seen == NULL || pa.latency_ns == NULL || size < 41) {
+        fprintf(stderr, "gust-bench-bus: path: out of memory or SIZE < 41\n");
+        return 1;
+    }
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    natsStatus s = bus_connect(&nc, 0);
+    if (s == NATS_OK) s = js_open(nc, &js);
+    if (s == NATS_OK) s = stream_create(js, name);
+    if (s == NATS_OK) s = puller_open(&pa.hop, js, name, "hop", pa.in, batch);
+    if (s == NATS_OK) s = puller_open(&pa.sink, js, name, "sink", pa.out, batch);
+    if (s != NATS_OK) {
+        return fail("path: stream and consumers", s);
+    }
+    pthread_t pub, hop, sink;
+    pa.t0 = mono_ns();
+    pthread_create(&sink, NULL, path_sink, &pa);
+    pthread_create(&hop, NULL, path_hop, &pa);
+    pthread_create(&pub, NULL, path_publish, &pa);
+    pthread_join(pub, NULL);
+    pthread_join(hop, NULL);
+    pthread_join(sink, NULL);
+    uint64_t delivered = atomic_load(&pa.delivered);
+    char why_hop[256] = "", why_sink[256] = "";
+    /* Consumer sequences count only their filter's messages: n each. */
+    int acked = pa.s == NATS_OK && consumer_acked(js, name, "hop", n, why_hop, sizeof(why_hop)) == 0 &&
+                consumer_acked(js, name, "sink", n, why_sink, sizeof(why_sink)) == 0;
+    int64_t stored = stream_msgs(js, name);
+    int ok = delivered == n && pa.duplicates == 0 && pa.bad == 0 && acked && stored == (int64_t)(2 * n);
+    double secs = (double)(pa.last_ns - pa.t0) / 1e9;
+    printf("{\"batch\":%d,\"size\":%d,\"messages\":%" PRIu64 ",\"rate_target\":%" PRIu64 ",\"window\":%d,\"delivered_unique\":%" PRIu64
+           ",\"duplicates\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"all_acked\":%s,\"stream_msgs\":%" PRId64
+           ",\"seconds\":%.3f,\"rate\":%.0f,\"latency_ms\":",
+           batch, size, n, rate, window, delivered, pa.duplicates, pa.bad, acked ? "true" : "false", stored, secs,
+           secs > 0 ? (double)n / secs : 0.0);
+    print_percentiles(pa.latency_ns, delivered > 0 ? delivered : 1);
+    printf(",\"ok\":%s}\n", ok ? "true" : "false");
+    if (!ok) {
+        fprintf(stderr, "gust-bench-bus: path: %s, %" PRIu64 " of %" PRIu64 " delivered, stream holds %" PRId64
+                "; hop: %s; sink: %s\n", natsStatus_GetText(pa.s), delivered, n, stored, why_hop, why_sink);
+    }
+    puller_close(&pa.hop);
+    puller_close(&pa.sink);
+    jsErrCode jerr = 0;
+    js_DeleteStream(js, name, NULL, &jerr);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    free(pa.seen);
+    free(pa.latency_ns);
     return ok ? 0 : 1;
 }
 
@@ -694,7 +984,8 @@ static int run_flood(int pubs, uint64_t n, int size)
 static int usage(void)
 {
     fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME | fetch BATCH N NAME [SIZE] |\n"
-                    "       relay BATCH N NAME [SIZE] | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
+                    "       relay BATCH N NAME [SIZE] | path BATCH N NAME SIZE RATE [WINDOW] | reqrep N SIZE ASAP |\n"
+                    "       flood PUBS N SIZE\n");
     return 2;
 }
 
@@ -717,6 +1008,10 @@ int main(int argc, char **argv)
     } else if ((strcmp(test, "fetch") == 0 || strcmp(test, "relay") == 0) && argc > 5) {
         int size = argc > 6 ? atoi(argv[6]) : 400;
         rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r') : usage();
+    } else if (strcmp(test, "path") == 0 && argc > 7) {
+        int window = argc > 8 ? atoi(argv[8]) : 4096;
+        rc = window > 0 ? run_path((int)a, (uint64_t)b, argv[5], atoi(argv[6]), strtoull(argv[7], NULL, 10), window)
+                        : usage();
     } else if (strcmp(test, "reqrep") == 0 && argc > 5 && b >= 20) {
         rc = run_reqrep((uint64_t)a, (int)b, atoi(argv[5]));
     } else if (strcmp(test, "flood") == 0 && argc > 5) {

@@ -11,7 +11,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 BUILD=$BUILD BUS_OUT=$TMP/bus.json BUS_ROUNDS=1 BUS_CORE_N=3000 BUS_CORE_KIB_N=2000 BUS_JS_N=1000 \
-    BUS_FETCH_N=1000 BUS_RELAY_N=700 BUS_RELAY_BATCH=64 BUS_REQ_N=50 BUS_FLOOD_PUBS=3 BUS_FLOOD_N=400 \
+    BUS_FETCH_N=1000 BUS_RELAY_N=700 BUS_RELAY_BATCH=64 BUS_PATH_N=600 BUS_PATH_PACED_N=10 BUS_REQ_N=50 BUS_FLOOD_PUBS=3 BUS_FLOOD_N=400 \
     bench/bus.sh >"$TMP/stdout.json"
 cmp -s "$TMP/stdout.json" "$TMP/bus.json" || { echo "FAIL: stdout and BUS_OUT differ"; exit 1; }
 python3 - "$TMP/bus.json" <<'PY'
@@ -38,6 +38,12 @@ for b in (64, 256):
         stream_msgs=1000)
 one("relay_publish_before_ack", batch=64, messages=700, fetched=700, all_acked=True, stream_msgs=1400,
     arrived_unique=700, arrived_duplicates=0)
+for key, window in (("e2e_path", 4096), ("e2e_path_32_in_flight", 32)):
+    one(key, batch=256, messages=600, window=window, delivered_unique=600, duplicates=0, bad=0, all_acked=True,
+        stream_msgs=1200)
+p = d["e2e_path_at_20_per_s"]
+need(p["ok"] is True and p["rate_target"] == 20 and p["delivered_unique"] == 10 and p["stream_msgs"] == 20,
+     "e2e_path_at_20_per_s: %s" % p)
 for key, asap in (("request_reply_send_asap", True), ("request_reply_default", False)):
     r = d[key]
     need(r["requests"] == 50 and r["wrong_replies"] == 0 and r["send_asap"] is asap, "%s: %s" % (key, r))

@@ -3,18 +3,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gust_pending_init(struct gust_pending *p, size_t size)
+#define INITIAL_SIZE 256
+
+int gust_pending_init(struct gust_pending *p, size_t max_size)
 {
-    size_t n = 1;
-    while (n < size) {
-        n <<= 1;
+    size_t max = 1;
+    while (max < max_size) {
+        max <<= 1;
     }
     memset(p, 0, sizeof(*p));
-    p->slots = calloc(n, sizeof(*p->slots));
+    p->size = max < INITIAL_SIZE ? max : INITIAL_SIZE;
+    p->slots = calloc(p->size, sizeof(*p->slots));
     if (p->slots == NULL) {
         return -1;
     }
-    p->size = n;
+    p->max_size = max;
     p->next_id = 1;
     p->oldest_id = 1;
     pthread_mutex_init(&p->lock, NULL);
@@ -44,6 +47,27 @@ static void finish(const struct gust_pending_slot *done, int status, uint64_t se
     }
 }
 
+/* Doubles the ring. Live ids lie in [oldest_id, next_id), a span no longer than the old
+ * size, so they land in distinct slots of the new one. Lock held. */
+static int grow(struct gust_pending *p)
+{
+    size_t size = p->size * 2;
+    struct gust_pending_slot *slots = calloc(size, sizeof(*slots));
+    if (slots == NULL) {
+        return -1;
+    }
+    for (uint64_t id = p->oldest_id; id < p->next_id; id++) {
+        const struct gust_pending_slot *s = &p->slots[id & (p->size - 1)];
+        if (s->id == id) {
+            slots[id & (size - 1)] = *s;
+        }
+    }
+    free(p->slots);
+    p->slots = slots;
+    p->size = size;
+    return 0;
+}
+
 uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud,
                           atomic_int *inflight)
 {
@@ -51,8 +75,11 @@ uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publ
     struct gust_pending_slot *s = &p->slots[p->next_id & (p->size - 1)];
     if (s->id != 0) {
         /* The slot still holds an older live entry: the ring is full. */
-        pthread_mutex_unlock(&p->lock);
-        return 0;
+        if (p->size >= p->max_size || grow(p) != 0) {
+            pthread_mutex_unlock(&p->lock);
+            return 0;
+        }
+        s = &p->slots[p->next_id & (p->size - 1)];
     }
     uint64_t id = p->next_id++;
     *s = (struct gust_pending_slot){.id = id, .deadline_ms = deadline_ms, .fn = fn, .ud = ud, .inflight = inflight};

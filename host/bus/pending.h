@@ -3,7 +3,10 @@
  * Each publish gets the next id and a reply subject `<inbox>.<id>`; JetStream sends its
  * PubAck there. Ids are sequential and every entry has the same timeout, so the ring's
  * oldest live entry is always the first to expire: the sweeper only looks at its head.
- * The ring's size bounds how many publishes can wait at once (back-pressure). */
+ * The ring starts small and doubles when it is full, up to the configured bound on how
+ * many publishes can wait at once (back-pressure). It must not start at that bound: ids
+ * walk the whole ring, so every slot of it would become resident memory (2.5 MB for the
+ * default 65536) however few publishes wait at a time. */
 #ifndef GUST_BUS_PENDING_H
 #define GUST_BUS_PENDING_H
 
@@ -27,14 +30,16 @@ struct gust_pending {
     pthread_mutex_t lock;
     struct gust_pending_slot *slots;
     size_t size;        /* a power of two */
+    size_t max_size;    /* the power of two it may grow to */
     uint64_t next_id;   /* ids start at 1 */
     uint64_t oldest_id; /* no live entry below it */
     size_t live;
 };
 
-int gust_pending_init(struct gust_pending *p, size_t size);
+/* Room for at least max_size entries at once, allocated as they are needed. */
+int gust_pending_init(struct gust_pending *p, size_t max_size);
 void gust_pending_dispose(struct gust_pending *p);
-/* Reserves an id, or returns 0 when the ring is full. inflight (may be NULL) counts the
+/* Reserves an id, or returns 0 when the ring is full at its largest. inflight (may be NULL) counts the
  * entry until its fn has returned, so an owner can wait for its last callback. */
 uint64_t gust_pending_add(struct gust_pending *p, int64_t deadline_ms, gust_publish_done_fn fn, void *ud,
                           atomic_int *inflight);

@@ -91,9 +91,10 @@ struct ast_op {
     uint32_t nlen;
     struct ast_arg *args;
     uint32_t nargs;
-    /* OP_NOT: the cancelling type and its predicate; OP_TO: the connector */
+    /* OP_NOT: the cancelling type (written at tline:tcol) and its predicate; OP_TO:
+     * the connector */
     const char *type;
-    uint32_t tlen;
+    uint32_t tlen, tline, tcol;
     struct expr *pred;
 };
 

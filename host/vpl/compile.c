@@ -9,7 +9,7 @@
 #include "parser.h"
 #include "program.h"
 
-#define MAX_CHAIN 64 /* streams reading streams: bounds the runtime's recursion */
+#define MAX_CHAIN 64 /* streams reading streams: bounds the compiler's recursion */
 
 enum decl { D_NONE, D_EVENT, D_STREAM, D_PATTERN };
 
@@ -440,7 +440,7 @@ static int compile_sequence(struct compiler *c, uint32_t si, int pattern_source)
                 memcpy(n, pat->cancel, pat->ncancel * sizeof(*n));
             pat->cancel = n;
             struct neg *ng = &n[pat->ncancel++];
-            if ((rc = resolve_type(c, si, op->type, op->tlen, op->line, op->col, &ng->type)) != 0)
+            if ((rc = resolve_type(c, si, op->type, op->tlen, op->tline, op->tcol, &ng->type)) != 0)
                 return rc;
             ng->pred = op->pred;
             struct scope full = {.ctx = CX_MATCH, .al = al, .nal = pat->nsteps};

@@ -852,6 +852,8 @@ static int parse_op(struct parser *p, struct ast_op *op)
         const struct token *at = NULL;
         if (parse_name(p, "the cancelling event type", &op->type, &op->tlen, &at) != 0)
             return VPL_ESYNTAX;
+        op->tline = at->line;
+        op->tcol = at->col;
         if (accept_word(p, "where") && (op->pred = parse_expr(p)) == NULL)
             return VPL_ESYNTAX;
         return expect(p, T_RPAREN, "')' or 'where' after the cancelling type");

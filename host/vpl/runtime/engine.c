@@ -86,6 +86,7 @@ void vpl_engine_destroy(struct vpl_engine *e)
         rt_drop(e, e->held[i]);
     free(e->held);
     free(e->pend);
+    free(e->queue);
     free(e->ss);
     free(e->clock);
     for (uint32_t i = 0; e->keytext != NULL && i < e->prog->syms.n; i++)
@@ -142,6 +143,22 @@ void rt_free(struct vpl_engine *e, void *p, size_t n)
     }
 }
 
+/* Room for one more event in e->held, the references dropped when the input ends. */
+static int held_room(struct vpl_engine *e)
+{
+    if (e->nheld < e->capheld)
+        return 0;
+    uint32_t cap = e->capheld ? e->capheld * 2 : 16;
+    struct vpl_event **v = realloc(e->held, cap * sizeof(*v));
+    if (v == NULL) {
+        e->oom = 1;
+        return -1;
+    }
+    e->held = v;
+    e->capheld = cap;
+    return 0;
+}
+
 struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
 {
     if (ev->refs > 0) {
@@ -149,16 +166,8 @@ struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
         return ev;
     }
     if (ev->frozen == NULL) {
-        if (e->nheld == e->capheld) {
-            uint32_t cap = e->capheld ? e->capheld * 2 : 16;
-            struct vpl_event **v = realloc(e->held, cap * sizeof(*v));
-            if (v == NULL) {
-                e->oom = 1;
-                return NULL;
-            }
-            e->held = v;
-            e->capheld = cap;
-        }
+        if (held_room(e) != 0)
+            return NULL;
         struct vpl_event *f = event_freeze(ev);
         if (f == NULL) {
             e->oom = 1;
@@ -174,10 +183,20 @@ struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
 
 void rt_drop(struct vpl_engine *e, struct vpl_event *ev)
 {
-    if (ev != NULL && --ev->refs == 0) {
-        e->st.state_bytes -= ev->size;
-        free(ev);
+    if (ev == NULL || --ev->refs > 0)
+        return;
+    if (e->nqueue > 0) {
+        /* A queued derived event may still read its strings (an aggregate's last(),
+         * an emit of an alias's field): it lives until the input ends. Without room
+         * to keep it, it leaks rather than be read after free. */
+        if (held_room(e) == 0) {
+            ev->refs = 1;
+            e->held[e->nheld++] = ev;
+        }
+        return;
     }
+    e->st.state_bytes -= ev->size;
+    free(ev);
 }
 
 /* ---- evaluation and output ------------------------------------------------------ */
@@ -305,7 +324,25 @@ static struct vpl_event *project(struct vpl_engine *e, const struct stage *st, s
     return ev;
 }
 
-static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev);
+/* Queues a stream's result for the streams that read it. A run's or a window's event
+ * may be freed before its turn, so the queue holds a reference to it. */
+static void enqueue(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
+{
+    if (e->nqueue == e->capqueue) {
+        uint32_t cap = e->capqueue ? e->capqueue * 2 : 16;
+        struct qitem *v = realloc(e->queue, cap * sizeof(*v));
+        if (v == NULL) {
+            e->oom = 1;
+            return;
+        }
+        e->queue = v;
+        e->capqueue = cap;
+    }
+    if (ev->refs > 0)
+        ev->refs++;
+    e->queue[e->nqueue].type = type;
+    e->queue[e->nqueue++].ev = ev;
+}
 
 /* The record of c after stages st[0..n): NULL when a filter drops it. */
 static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st, uint32_t n,
@@ -336,7 +373,7 @@ void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32
     if (s->emits)
         deliver(e, s, out);
     if (e->prog->routes[s->type].n > 0)
-        route(e, s->type, out);
+        enqueue(e, s->type, out);
 }
 
 static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev)
@@ -361,8 +398,6 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         window_input(e, si, in);
 }
 
-/* Depth-first: a derived event reaches every stream below before the next stream of
- * this level runs. The compiler bounds the chain, so the recursion is bounded. */
 static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
 {
     const struct route *r = &e->prog->routes[type];
@@ -370,31 +405,84 @@ static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
         stream_input(e, r->s[i], type, ev);
 }
 
-/* Advances the clocks an input of `type` drives, closing windows and expiring or
- * confirming runs, upstream streams first. */
-static void advance(struct vpl_engine *e, uint32_t type, int64_t now)
+/* Routes the queued derived events, and those they cause, in FIFO order: breadth-
+ * first, as Varpulis does (SPEC §1.5). Depth-first, a stream that reads both a type
+ * and a stream derived from it would see the derived copy of an input before the
+ * input itself, and a sequence could match an input with itself. */
+static void drain(struct vpl_engine *e)
+{
+    while (e->qhead < e->nqueue) {
+        struct qitem q = e->queue[e->qhead++];
+        if (!e->oom)
+            route(e, q.type, q.ev);
+        if (q.ev->refs > 0)
+            rt_drop(e, q.ev);
+    }
+    e->qhead = e->nqueue = 0;
+}
+
+/* Moves the clock of `type` to an input's time: 1 when it moved. */
+static int advance(struct vpl_engine *e, uint32_t type, int64_t now)
+{
+    int64_t t = now - e->prog->lag[type];
+    if (t <= e->clock[type])
+        return 0;
+    e->clock[type] = t;
+    return 1;
+}
+
+/* Closes the windows and expires or confirms the runs of timed stream si that its
+ * clock has passed. */
+static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
+{
+    const struct stream *s = &e->prog->streams[si];
+    /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
+     * slowest type feeding it (§1.12). */
+    int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
+    for (uint32_t k = 0; k < s->nroots; k++) {
+        int64_t c = e->clock[s->roots[k]];
+        if (s->pat ? c > clock : c < clock)
+            clock = c;
+    }
+    if (s->pat)
+        seq_clock(e, si, clock, now);
+    else
+        window_clock(e, si, clock, now);
+}
+
+static int reads_directly(const struct route *r, uint32_t si)
+{
+    for (uint32_t j = 0; j < r->n; j++)
+        if (r->s[j] == si)
+            return 1;
+    return 0;
+}
+
+/* Runs an input through the streams that read its type, in declaration order (SPEC
+ * §1.8, order of alerts), each timed one closing what its clock has passed just
+ * before it takes the input (§1.9 step 1). Then what they derived, breadth-first;
+ * the timed streams further down close after what was derived so far has reached
+ * them, upstream first, so a window's result is counted below before those close
+ * (§1.12). */
+static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int moved)
 {
     const struct vpl_program *p = e->prog;
-    int64_t t = now - p->lag[type];
-    if (t <= e->clock[type])
-        return;
-    e->clock[type] = t;
-    const struct route *r = &p->timed[type];
-    for (uint32_t i = 0; i < r->n && !e->oom; i++) {
-        const struct stream *s = &p->streams[r->s[i]];
-        /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
-         * slowest type feeding it (§1.12). */
-        int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
-        for (uint32_t k = 0; k < s->nroots; k++) {
-            int64_t c = e->clock[s->roots[k]];
-            if (s->pat ? c > clock : c < clock)
-                clock = c;
-        }
-        if (s->pat)
-            seq_clock(e, r->s[i], clock, now);
-        else
-            window_clock(e, r->s[i], clock, now);
+    const struct route *r = &p->routes[type];
+    for (uint32_t j = 0; j < r->n && !e->oom; j++) {
+        if (moved && p->streams[r->s[j]].timed)
+            clock_step(e, r->s[j], ev->time);
+        if (!e->oom)
+            stream_input(e, r->s[j], type, ev);
     }
+    const struct route *tr = &p->timed[type];
+    for (uint32_t i = 0; moved && i < tr->n && !e->oom; i++) {
+        if (reads_directly(r, tr->s[i]))
+            continue;
+        drain(e);
+        if (!e->oom)
+            clock_step(e, tr->s[i], ev->time);
+    }
+    drain(e);
 }
 
 int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
@@ -429,9 +517,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         uint32_t type = (uint32_t)sym->type;
         if (p->routes[type].n == 0 && p->timed[type].n == 0)
             e->st.events_unrouted++;
-        advance(e, type, ev->time);
-        if (!e->oom)
-            route(e, type, ev);
+        route_input(e, type, ev, advance(e, type, ev->time));
     }
     for (uint32_t i = 0; i < e->nheld; i++)
         rt_drop(e, e->held[i]);

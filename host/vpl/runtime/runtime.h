@@ -22,6 +22,12 @@ struct pend {
     uint8_t done;               /* free the run after emitting */
 };
 
+/* A derived event waiting for the streams that read it. */
+struct qitem {
+    uint32_t type;
+    struct vpl_event *ev; /* a reference of its own when ev is held (refs > 0) */
+};
+
 /* State of one stream: partitions of runs or windows, and their deadlines. */
 struct sstate {
     struct hmap parts; /* windows' partitions */
@@ -48,6 +54,8 @@ struct vpl_engine {
     uint32_t nheld, capheld;
     struct pend *pend;
     uint32_t npend, cappend;
+    struct qitem *queue;  /* derived events of the current input, routed breadth-first */
+    uint32_t qhead, nqueue, capqueue;
     vpl_alert_fn cb;
     void *ud;
     int oom;
@@ -73,7 +81,7 @@ void rt_free(struct vpl_engine *e, void *p, size_t n);
 void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, int64_t time);
 
 /* Runs a stream's stages from c and, when the record survives, delivers it as an
- * alert (streams with .emit) and routes it to the streams that read this one. */
+ * alert (streams with .emit) and queues it for the streams that read this one. */
 void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
                struct ectx *c);
 

@@ -450,20 +450,17 @@ void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
     const struct pattern *pat = e->prog->streams[si].pat;
     struct sstate *ss = &e->ss[si];
     uint32_t base = e->npend;
-    int closes = pat->nabsent > 0 || (pat->longest && pat->steps[pat->nsteps - 1].kleene);
     struct heap_item *top;
     while ((top = heap_top(&ss->due)) != NULL && top->due < clock) {
         struct run *r = (struct run *)top;
         heap_remove(&ss->due, top);
-        if (closes && run_step(r) == pat->nsteps && run_linked(r)) {
-            /* Nothing can change it any more: an absence is confirmed, a final
-             * .longest() closure is complete. */
+        if (pat->nabsent > 0 && run_step(r) == pat->nsteps && run_linked(r)) {
+            /* The absence is confirmed. Any other run that expires is only dropped
+             * (SPEC §1.9): a final .longest() closure emits at its break, never on
+             * the clock. An absence follows a plain step, so the last capture is
+             * the event the match is built from. */
             unlink_run(r);
-            const struct vpl_event *last = NULL;
-            for (uint32_t k = pat->nsteps; k-- > 0 && last == NULL;)
-                last = pat->steps[k].kleene ? (r->cap[k].clo ? r->cap[k].clo->ev[r->cap[k].clo->n - 1] : NULL)
-                                            : r->cap[k].ev;
-            rt_pend(e, r, last, -1, 0, 1);
+            rt_pend(e, r, r->cap[pat->nsteps - 1].ev, -1, 0, 1);
         } else {
             run_free(e, si, r);
         }
