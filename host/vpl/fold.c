@@ -123,7 +123,8 @@ static int same_lit(const struct vval *a, const struct vval *b)
 }
 
 /* Whether e is a call (of builtins, all of them pure) over fields, members, literals
- * and other such calls: what a context computes the same every time. */
+ * and other such calls: what a context computes the same every time. A builtin that is
+ * not pure (a clock, a random number) must be refused here. */
 static int pure_call(const struct expr *e)
 {
     if (e->kind != X_FUNC)
