@@ -28,6 +28,9 @@ enum expr_kind {
     X_KLEENE_AGG, /* fn over slot's events of field id (id2: field, or SYM_NONE) */
     X_FUNC,      /* builtin id(kid...) */
     X_AGG,       /* window aggregate id over kid[0] (kid[1]: ema period) */
+    /* after folding (fold.h) */
+    X_CASE,      /* kid[0] == kid[1] ? kid[2] : kid[0] == kid[3] ? kid[4] : ... : kid[n-1] */
+    X_MEMO,      /* kid[0], computed once per context in memo slot `slot` */
 };
 
 struct expr {

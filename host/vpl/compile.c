@@ -4,6 +4,7 @@
 
 #include "builtins.h"
 #include "check.h"
+#include "fold.h"
 #include "lexer.h"
 #include "parser.h"
 #include "program.h"
@@ -920,6 +921,8 @@ int vpl_program_compile(const char *src, size_t len, const char *filename,
         rc = parse_program(&toks, &p->arena, &ast, err);
     if (rc == 0)
         rc = compile(&c);
+    if (rc == 0 && (rc = fold_program(p)) != 0)
+        vpl_err_at(err, rc, 0, 0, "out of memory");
     compiler_fini(&c);
     free(toks.v);
     if (rc != 0) {

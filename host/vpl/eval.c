@@ -147,7 +147,15 @@ static int contains(struct vval a, struct vval b)
     return -1;
 }
 
-static struct vval binary(const struct expr *x, const struct ectx *c)
+/* a == b */
+static inline int equals(struct vval a, struct vval b)
+{
+    if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
+        return a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0);
+    return value_eq(&a, &b);
+}
+
+static __attribute__((noinline)) struct vval binary(const struct expr *x, const struct ectx *c)
 {
     if (x->op == 'a')
         return v_bool(eval_true(x->kid[0], c) && eval_true(x->kid[1], c));
@@ -158,9 +166,7 @@ static struct vval binary(const struct expr *x, const struct ectx *c)
     int ord;
     switch (x->op) {
     case T_EQ:
-        if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
-            return v_bool(a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0));
-        return v_bool(value_eq(&a, &b));
+        return v_bool(equals(a, b));
     case T_NE:
         /* A missing operand makes every comparison false, != included. */
         return v_bool(a.t != V_MISSING && b.t != V_MISSING && !value_eq(&a, &b));
@@ -306,7 +312,7 @@ static struct vval kleene_agg(const struct expr *x, const struct ectx *c)
     return aggregate(c, x->id, vals, n, n, 0);
 }
 
-static struct vval call(const struct expr *x, const struct ectx *c)
+static __attribute__((noinline)) struct vval call(const struct expr *x, const struct ectx *c)
 {
     struct vval small[4];
     struct vval *args = x->n <= 4 ? small : eval_alloc(c, x->n * sizeof(*args));
@@ -330,7 +336,43 @@ static struct vval member(struct vval o, const char *k, uint32_t klen)
     return v_missing();
 }
 
-/* Every kind of node but the two leaves eval() answers itself. */
+/* noinline, as binary and call: eval() jumps to them without a frame of its own. */
+static __attribute__((noinline)) struct vval member_of(const struct expr *x, const struct ectx *c)
+{
+    return member(eval(x->kid[0], c), x->name, x->nlen);
+}
+
+static __attribute__((noinline)) struct vval cond(const struct expr *x, const struct ectx *c)
+{
+    return eval(x->kid[eval_true(x->kid[0], c) ? 1 : 2], c);
+}
+
+/* The if chain X_CASE stands for: the subject read once, compared as == compares. */
+static __attribute__((noinline)) struct vval cases(const struct expr *x, const struct ectx *c)
+{
+    struct vval s = eval(x->kid[0], c);
+    uint16_t i = 1;
+    while (i + 1 < x->n && !equals(s, x->kid[i]->lit))
+        i += 2;
+    return eval(x->kid[i + 1 < x->n ? i + 1 : i], c);
+}
+
+/* A subexpression several stages share (X_MEMO): computed the first time the context
+ * needs it, then read back. */
+static __attribute__((noinline)) struct vval memo(const struct expr *x, const struct ectx *c)
+{
+    struct memo *m = c->memo;
+    if (m == NULL)
+        return eval(x->kid[0], c);
+    uint64_t bit = UINT64_C(1) << x->slot;
+    if ((m->set & bit) == 0) {
+        m->v[x->slot] = eval(x->kid[0], c);
+        m->set |= bit;
+    }
+    return m->v[x->slot];
+}
+
+/* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
     switch (x->kind) {
@@ -349,10 +391,6 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
         return kleene_agg(x, c);
     case X_AGG:
         return window_agg(x, c);
-    case X_FUNC:
-        return call(x, c);
-    case X_MEMBER:
-        return member(eval(x->kid[0], c), x->name, x->nlen);
     case X_INDEX: {
         struct vval o = eval(x->kid[0], c);
         struct vval i = eval(x->kid[1], c);
@@ -370,10 +408,6 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
             return v.u.i == INT64_MIN ? v_float(-(double)v.u.i) : v_int(-v.u.i);
         return v.t == V_FLOAT ? v_float(-v.u.f) : v_missing();
     }
-    case X_BINARY:
-        return binary(x, c);
-    case X_IF:
-        return eval(x->kid[eval_true(x->kid[0], c) ? 1 : 2], c);
     case X_ARRAY: {
         struct vval *a = eval_alloc(c, x->n * sizeof(*a));
         if (a == NULL)
@@ -407,15 +441,32 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
     }
 }
 
-/* Literals and fields are most of the nodes evaluated; answering them here spares them
- * eval_node's frame (six saved registers and a jump table), a tenth of evaluating. */
+/* Literals and fields are most of the nodes evaluated, calls, operators, members and
+ * conditionals most of the rest: answering them here, or jumping to a function of their
+ * own, spares them eval_node's frame (six saved registers, room for every kind's locals
+ * and a jump table). */
 struct vval eval(const struct expr *x, const struct ectx *c)
 {
-    if (x->kind == X_LIT)
+    switch (x->kind) {
+    case X_LIT:
         return x->lit;
-    if (x->kind == X_FIELD)
+    case X_FIELD:
         return field_of(c->ev ? c->ev : &no_event, x->id);
-    return eval_node(x, c);
+    case X_FUNC:
+        return call(x, c);
+    case X_BINARY:
+        return binary(x, c);
+    case X_MEMBER:
+        return member_of(x, c);
+    case X_IF:
+        return cond(x, c);
+    case X_CASE:
+        return cases(x, c);
+    case X_MEMO:
+        return memo(x, c);
+    default:
+        return eval_node(x, c);
+    }
 }
 
 int eval_true(const struct expr *x, const struct ectx *c)

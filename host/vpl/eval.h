@@ -17,6 +17,14 @@ union capture {
     struct closure *clo;
 };
 
+/* Values of the subexpressions a stream's stages share (X_MEMO, fold.h), computed at
+ * most once for the event the stages read: set has bit k when v[k] is computed. */
+#define MEMO_SLOTS 64
+struct memo {
+    uint64_t set;
+    struct vval v[MEMO_SLOTS];
+};
+
 struct ectx {
     const struct vpl_event *ev;  /* bare names read this event */
     const union capture *caps;   /* the run's slots, or NULL */
@@ -28,6 +36,7 @@ struct ectx {
     int64_t time;                /* event time of the cause, for results */
     struct arena *arena;
     int *oom;                    /* set when the arena runs out */
+    struct memo *memo;           /* NULL: X_MEMO nodes evaluate their expression */
 };
 
 struct vval eval(const struct expr *x, const struct ectx *c);

@@ -14,13 +14,19 @@
 enum special { SP_NONE, SP_TYPE, SP_ATTS, SP_TS, SP_TIMESTAMP };
 
 /* A name the decoder recognises at the top level: a program symbol, one of the four
- * keys with a meaning of their own, or both. */
+ * keys with a meaning of their own, or both. What a key means to the event (symid,
+ * drop) is settled once, when the table is built. */
 struct dname {
     uint32_t hash, len;
     const char *name;
     const struct sym *sym;
+    uint32_t symid; /* sym's id, or SYM_NONE */
     uint8_t special;
+    uint8_t drop; /* the value is not a field of the event */
 };
+
+/* What names_get answers for a key the table does not have. */
+static const struct dname unknown_name = {.symid = SYM_NONE, .special = SP_NONE, .drop = 1};
 
 /* One value waiting on the stack for its container to close. */
 struct item {
@@ -30,9 +36,10 @@ struct item {
     uint32_t sym; /* key at the top level */
 };
 
-/* A container whose values are kept. Containers that are skipped (unread keys,
- * past the limits) only need their kind, on a byte stack of their own, so hostile
- * nesting costs one byte a level and no recursion. */
+/* A container whose values are kept. Values that are not (unread keys, past the
+ * limits) are skipped whole by skip_value, which needs only the kinds of the containers
+ * it is inside, on a byte stack of their own, so hostile nesting costs one byte a level
+ * and no recursion. */
 struct frame {
     uint32_t base;   /* first item of this container on the stack */
     uint8_t is_map;
@@ -43,11 +50,12 @@ struct frame {
     uint32_t sym;
 };
 
-/* A name looked up before and what it resolved to (len UINT32_MAX: none yet). */
+/* A name looked up before and what it resolved to (len UINT32_MAX: none yet); text
+ * has room for two 16-byte loads. */
 struct name_memo {
     const struct dname *nm;
     uint32_t len;
-    char text[28];
+    char text[32];
 };
 #define SHAPE_KEYS 16
 
@@ -61,8 +69,8 @@ struct decoder {
     uint32_t nst, cap;
     struct frame *fr; /* lim.max_depth + 1 frames */
     uint32_t depth;
-    uint8_t *sk; /* kinds of the skipped containers: 1 map, 0 array */
-    size_t nsk, capsk;
+    uint8_t *sk; /* skip_value's containers: 1 map, 0 array */
+    size_t capsk;
     int oom;
     const char *type;
     uint32_t type_len;
@@ -131,7 +139,7 @@ static const struct dname *names_get(const struct decoder *d, const char *s, siz
     for (uint32_t i = h & d->mask;; i = (i + 1) & d->mask) {
         const struct dname *e = &d->names[i];
         if (e->name == NULL)
-            return NULL;
+            return &unknown_name;
         if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0)
             return e;
     }
@@ -163,6 +171,11 @@ struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limit
     names_add(d, "@timestamp", 10, NULL, SP_ATTS);
     names_add(d, "ts", 2, NULL, SP_TS);
     names_add(d, "timestamp", 9, NULL, SP_TIMESTAMP);
+    for (uint32_t i = 0; i <= d->mask; i++) {
+        struct dname *n = &d->names[i];
+        n->symid = n->sym != NULL ? n->sym->id : SYM_NONE;
+        n->drop = n->special == SP_TYPE || n->sym == NULL || !n->sym->field;
+    }
     return d;
 }
 
@@ -177,11 +190,31 @@ void decoder_destroy(struct decoder *d)
     free(d);
 }
 
-/* names_get through m. */
-static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s, size_t n)
+/* Whether s[0..n) is m's text: with SSE2 and 32 bytes to read at s (a key has its
+ * value after it), one or two 16-byte compares instead of a call to memcmp. */
+static inline int memo_hit(const struct name_memo *m, const char *s, size_t n, const char *end)
 {
-    if (m->len == n && memcmp(m->text, s, n) == 0)
-        return m->nm;
+    if (m->len != n)
+        return 0;
+#if defined(__SSE2__)
+    if (end - s >= 32) {
+        const __m128i *a = (const __m128i *)(const void *)s, *b = (const __m128i *)(const void *)m->text;
+        uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a), _mm_loadu_si128(b)));
+        if (n <= 16) /* most keys */
+            return (~eq & ((UINT32_C(1) << n) - 1)) == 0;
+        eq |= (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1))) << 16;
+        return (~eq & (n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1)) == 0;
+    }
+#else
+    (void)end;
+#endif
+    return memcmp(m->text, s, n) == 0;
+}
+
+/* names_get, remembered in m. */
+static __attribute__((noinline)) const struct dname *memo_fill(const struct decoder *d, struct name_memo *m,
+                                                               const char *s, size_t n)
+{
     const struct dname *nm = names_get(d, s, n);
     if (n <= sizeof(m->text)) {
         memcpy(m->text, s, n);
@@ -191,10 +224,16 @@ static inline const struct dname *names_memo(const struct decoder *d, struct nam
     return nm;
 }
 
+/* names_get through m; s[0..n) is followed by more input up to end. */
+static inline const struct dname *names_memo(const struct decoder *d, struct name_memo *m, const char *s,
+                                             size_t n, const char *end)
+{
+    return memo_hit(m, s, n, end) ? m->nm : memo_fill(d, m, s, n);
+}
+
 const struct sym *decoder_find(struct decoder *d, const char *name, size_t len)
 {
-    const struct dname *n = names_memo(d, &d->type_memo, name, len);
-    return n ? n->sym : NULL;
+    return names_memo(d, &d->type_memo, name, len, name)->sym;
 }
 
 static int fail(struct decoder *d, const char *p, const char *what)
@@ -227,12 +266,10 @@ static int push(struct decoder *d, struct vval v)
     return 0;
 }
 
-/* Whether the value starting now is kept. A container that is not kept is skipped
- * whole. */
+/* Whether the value starting now in a kept container is kept (called once a value:
+ * a value dropped by the limits is counted here). */
 static int keep_value(struct decoder *d)
 {
-    if (d->nsk > 0 || d->depth == 0)
-        return 0;
     struct frame *f = &d->fr[d->depth - 1];
     if (f->drop)
         return 0;
@@ -247,7 +284,7 @@ static int keep_value(struct decoder *d)
 /* The top-level frame while its direct value is being read, or NULL. */
 static struct frame *top_special(struct decoder *d)
 {
-    if (d->nsk == 0 && d->depth == 1 && d->fr[0].special != SP_NONE)
+    if (d->depth == 1 && d->fr[0].special != SP_NONE)
         return &d->fr[0];
     return NULL;
 }
@@ -383,7 +420,12 @@ static inline int scan_string(struct decoder *d, const char **pp, const char *en
         *pp = p + n + 1;
         return 0;
     }
-    return scan_string_full(d, pp, end, body, blen, esc);
+    /* Through locals: the caller's own stay in registers. */
+    const char *q = *pp, *b = NULL;
+    size_t bl = 0;
+    int e = 0, rc = scan_string_full(d, &q, end, &b, &bl, &e);
+    *pp = q, *body = b, *blen = bl, *esc = e;
+    return rc;
 }
 
 static unsigned hex4(const unsigned char *s, const unsigned char *end)
@@ -524,26 +566,21 @@ int decimal_to_double(const char *s, size_t n, double *out)
     int neg = 0;
     if (i < n && (s[i] == '-' || s[i] == '+'))
         neg = s[i++] == '-';
+    /* Up to 19 digits, leading zeros included, fit m; more go to strtod. */
     uint64_t m = 0;
-    int digits = 0, exp10 = 0, any = 0;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
-        if (m == 0 && s[i] == '0')
-            continue;
-        if (++digits > 19)
-            return 0;
-        m = m * 10 + (uint64_t)(s[i] - '0');
-    }
+    size_t d0 = i;
+    for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+        m = m * 10 + dg;
+    size_t digits = i - d0;
+    int exp10 = 0;
     if (i < n && s[i] == '.') {
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = 1) {
-            exp10--;
-            if (m == 0 && s[i] == '0')
-                continue;
-            if (++digits > 19)
-                return 0;
-            m = m * 10 + (uint64_t)(s[i] - '0');
-        }
+        size_t f0 = ++i;
+        for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+            m = m * 10 + dg;
+        digits += i - f0;
+        exp10 = -(int)(i - f0);
     }
-    if (!any)
+    if (digits == 0 || digits > 19)
         return 0;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i++;
@@ -565,33 +602,44 @@ int decimal_to_double(const char *s, size_t n, double *out)
  * An integer that fits i64 stays one (beyond, Varpulis reads a float, u64 included); a
  * decimal with at most 19 significant digits goes through exact_decimal, as in
  * decimal_to_double; anything else to strtod. */
-static int scan_number(struct decoder *d, const char **pp, const char *end, struct vval *v)
+static inline __attribute__((always_inline)) int scan_number(struct decoder *d, const char **pp,
+                                                             const char *end, struct vval *v)
 {
     const char *s = *pp, *p = s;
+    /* m takes every significant digit, one comparison a digit; past 19 it wraps, and
+     * digits sends the number to strtod. */
     uint64_t m = 0;
-    int digits = 0, exp10 = 0, is_float = 0; /* digits: the significant ones; m holds 19 */
+    size_t digits = 0; /* significant */
+    int exp10 = 0, is_float = 0;
     int neg = p < end && *p == '-';
     p += neg;
     if (p >= end || *p < '0' || *p > '9')
         return fail(d, p, "a digit is required after the minus sign");
-    if (*p == '0')
+    if (*p == '0') {
         p++;
-    else
+    } else {
+        const char *d0 = p;
         for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
-            if (++digits <= 19)
-                m = m * 10 + dg;
+            m = m * 10 + dg;
+        digits = (size_t)(p - d0);
+    }
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
         if (p >= end || *p < '0' || *p > '9')
             return fail(d, p, "a digit is required after the decimal point");
-        for (; p < end && *p >= '0' && *p <= '9'; p++) {
-            exp10--;
-            if (m == 0 && *p == '0')
-                continue; /* a leading zero of the mantissa */
-            if (++digits <= 19)
-                m = m * 10 + (uint64_t)(*p - '0');
-        }
+        const char *f0 = p;
+        if (m == 0) /* leading zeros of the mantissa are not significant */
+            while (p < end && *p == '0')
+                p++;
+        const char *d0 = p;
+        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
+            m = m * 10 + dg;
+        digits += (size_t)(p - d0);
+        /* Bounded so a huge fraction cannot overflow it: past -1000 the number is 0 or
+         * goes to strtod either way. */
+        size_t places = (size_t)(p - f0);
+        exp10 = places > 1000 ? -1000 : -(int)places;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_float = 1;
@@ -630,16 +678,10 @@ static int scan_number(struct decoder *d, const char **pp, const char *end, stru
 
 /* ---- values and containers ---- */
 
-static int on_scalar(struct decoder *d, struct vval v)
+/* A number: converted only when it is kept or is a time the decoder reads (f: the
+ * top-level frame when its key means something to the decoder). */
+static inline int on_number(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
 {
-    return keep_value(d) ? push(d, v) : 0;
-}
-
-/* A number: converted only when it is kept or is a time the decoder reads. */
-static int on_number(struct decoder *d, const char **pp, const char *end)
-{
-    struct frame *f = top_special(d);
-    int keep = keep_value(d);
     struct vval v;
     if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0)
         return -1;
@@ -652,18 +694,12 @@ static int on_number(struct decoder *d, const char **pp, const char *end)
     return keep ? push(d, v) : 0;
 }
 
-/* A string value: body[0..n) raw, esc when it has escapes. */
-static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+/* A string value: body[0..n) raw, esc when it has escapes; keep and f as on_number. */
+static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end, int keep,
+                     struct frame *f)
 {
-    struct frame *f = top_special(d);
-    int keep;
-    if (f != NULL && f->special == SP_TYPE) {
-        keep = 0;
-    } else {
-        keep = keep_value(d);
-        if (!keep && (f == NULL || f->special != SP_ATTS))
-            return 0;
-    }
+    if (!keep && (f == NULL || (f->special != SP_TYPE && f->special != SP_ATTS)))
+        return 0;
     const char *s = body;
     size_t len = n;
     if (esc) {
@@ -698,9 +734,50 @@ static int on_string(struct decoder *d, const char *body, size_t n, int esc, con
     return push(d, v_str(s, (uint32_t)len)); /* a string without escapes stays in the input */
 }
 
-static int skip_push(struct decoder *d, int is_map)
+/* true, false or null at *pp: 1, *v and *pp after it, or 0. */
+static inline int scan_literal(const char **pp, const char *end, struct vval *v)
 {
-    if (d->nsk == d->capsk) {
+    const char *p = *pp;
+    if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0)
+        *pp = p + 4, *v = v_bool(1);
+    else if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0)
+        *pp = p + 5, *v = v_bool(0);
+    else if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0)
+        *pp = p + 4, *v = v_null();
+    else
+        return 0;
+    return 1;
+}
+
+/* The scalar at p (a string, a number, true, false or null), checked, and handed to
+ * on_string or on_number, or pushed, as keep and f say: what follows it, or NULL.
+ * (Functions not inlined take and return the position instead of taking its address,
+ * which would keep the caller's in memory.) */
+static const char *scalar(struct decoder *d, const char *p, const char *end, int keep, struct frame *f)
+{
+    char c = *p;
+    int rc;
+    if (c == '"') {
+        const char *body;
+        size_t n;
+        int esc;
+        rc = scan_string(d, &p, end, &body, &n, &esc);
+        if (rc == 0)
+            rc = on_string(d, body, n, esc, end, keep, f);
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        rc = on_number(d, &p, end, keep, f);
+    } else {
+        struct vval v;
+        if (!scan_literal(&p, end, &v))
+            return fail(d, p, "invalid character where a value was expected"), NULL;
+        rc = keep ? push(d, v) : 0;
+    }
+    return rc == 0 ? p : NULL;
+}
+
+static int skip_push(struct decoder *d, size_t depth, int is_map)
+{
+    if (depth == d->capsk) {
         size_t cap = d->capsk ? d->capsk * 2 : 64;
         uint8_t *sk = realloc(d->sk, cap);
         if (sk == NULL) {
@@ -710,57 +787,168 @@ static int skip_push(struct decoder *d, int is_map)
         d->sk = sk;
         d->capsk = cap;
     }
-    d->sk[d->nsk++] = (uint8_t)is_map;
+    d->sk[depth] = (uint8_t)is_map;
     return 0;
 }
 
-static int open_container(struct decoder *d, int is_map, int first)
+static const char *skip_ws_run(const char *p, const char *end)
 {
-    if (d->depth == 0 && d->nsk == 0 && first && is_map) {
-        /* the top-level object */
-    } else if (!keep_value(d)) {
-        return skip_push(d, is_map);
-    } else if (d->depth > d->lim.max_depth) {
-        d->truncated++;
-        return skip_push(d, is_map);
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f'))
+        p++;
+    return p;
+}
+
+/* Most JSON on the bus is compact: one comparison settles the common case, which the
+ * loop above made a tenth of decoding. */
+static inline const char *skip_ws(const char *p, const char *end)
+{
+    if (p < end && (unsigned char)*p > ' ')
+        return p;
+    return skip_ws_run(p, end);
+}
+
+/* A key whose opening quote should be at *pp, the colon after it and the white space
+ * before its value; *body, *n and *esc as scan_string sets them. */
+static inline int scan_key(struct decoder *d, const char **pp, const char *end, const char **body,
+                           size_t *n, int *esc)
+{
+    const char *p = *pp;
+    if (p >= end || *p != '"') { /* compact JSON has the key right there */
+        p = skip_ws_run(p, end);
+        if (p >= end || *p != '"')
+            return fail(d, p, "expected a string key");
     }
+    if (scan_string(d, &p, end, body, n, esc) != 0)
+        return -1;
+    if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return fail(d, p, "expected ':' after a key");
+    }
+    *pp = skip_ws(p + 1, end);
+    return 0;
+}
+
+/* What follows a value in a container (a map when map): 0 after a ',' with *pp at the
+ * next value (past its key in a map), 1 after the closing bracket, -1 on an error. */
+static inline int after_value(struct decoder *d, const char **pp, const char *end, int map,
+                              const char **key, size_t *klen, int *kesc)
+{
+    const char *p = *pp;
+    if (p >= end || *p != ',') { /* compact JSON has the comma right after the value */
+        p = skip_ws(p, end);
+        if (p >= end)
+            return fail(d, p, "premature end of input");
+    }
+    if (*p == ',') { /* scan_key skips the white space before a key itself */
+        *pp = map ? p + 1 : skip_ws(p + 1, end);
+        return map && scan_key(d, pp, end, key, klen, kesc) != 0 ? -1 : 0;
+    }
+    if (*p != (map ? '}' : ']'))
+        return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
+    *pp = p + 1;
+    return 1;
+}
+
+/* Skips the value at *pp, checked exactly as a kept one is (the same errors at the same
+ * bytes), with nothing decoded or built. Values no stream reads are often most of a
+ * payload (an order's line items), and a loop of its own keeps the kept path's
+ * bookkeeping (frames, limits, keys) out of theirs. */
+static const char *skip_value(struct decoder *d, const char *p, const char *end)
+{
+    const char *body;
+    size_t depth = 0, n;
+    int esc;
+    for (;;) {
+        /* a value at p */
+        if (p >= end)
+            return fail(d, p, "premature end of input"), NULL;
+        char c = *p;
+        if (c == '{' || c == '[') {
+            int is_map = c == '{';
+            if (skip_push(d, depth, is_map) != 0)
+                return NULL;
+            p = skip_ws(p + 1, end);
+            if (p >= end || *p != (is_map ? '}' : ']')) {
+                depth++;
+                if (is_map && scan_key(d, &p, end, &body, &n, &esc) != 0)
+                    return NULL;
+                continue;
+            }
+            p++;
+        } else if (c == '"') {
+            if (scan_string(d, &p, end, &body, &n, &esc) != 0)
+                return NULL;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            if (scan_number(d, &p, end, NULL) != 0)
+                return NULL;
+        } else {
+            struct vval v;
+            if (!scan_literal(&p, end, &v))
+                return fail(d, p, "invalid character where a value was expected"), NULL;
+        }
+        /* after a value: what follows it in its container, up to the next value */
+        for (;;) {
+            if (depth == 0)
+                return p;
+            int rc = after_value(d, &p, end, d->sk[depth - 1], &body, &n, &esc);
+            if (rc < 0)
+                return NULL;
+            if (rc == 0)
+                break;
+            depth--;
+        }
+    }
+}
+
+static void open_container(struct decoder *d, int is_map)
+{
     struct frame *f = &d->fr[d->depth++];
     memset(f, 0, sizeof(*f));
     f->base = d->nst;
     f->is_map = (uint8_t)is_map;
-    return 0;
 }
 
-/* A key of the current (kept or skipped) map. */
-static int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+/* The key k[0..len) of the current map, followed by more input up to end. */
+static inline void set_key(struct decoder *d, const char *k, size_t len, const char *end)
 {
-    if (d->nsk > 0)
-        return 0;
     struct frame *f = &d->fr[d->depth - 1];
-    const char *k = body;
-    size_t len = n;
-    if (esc && (k = decode_string(d, body, n, end, &len)) == NULL)
-        return -1;
     if (d->depth > 1) {
         f->k = k;
         f->klen = (uint32_t)len;
-        return 0;
+        return;
     }
-    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len) : names_get(d, k, len);
+    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, end)
+                                                  : names_get(d, k, len);
     d->nkey++;
-    f->special = nm ? nm->special : SP_NONE;
-    const struct sym *sym = nm ? nm->sym : NULL;
-    f->drop = f->special == SP_TYPE || sym == NULL || !sym->field;
-    f->sym = sym != NULL ? sym->id : SYM_NONE;
+    f->special = nm->special;
+    f->drop = nm->drop;
+    f->sym = nm->symid;
+}
+
+/* A key with escapes, decoded into the arena first (where nothing follows it). */
+static __attribute__((noinline)) int set_escaped_key(struct decoder *d, const char *body, size_t n,
+                                                     const char *end)
+{
+    size_t len;
+    const char *k = decode_string(d, body, n, end, &len);
+    if (k == NULL)
+        return -1;
+    set_key(d, k, len, k);
+    return 0;
+}
+
+/* A key of the current map, scanned: body[0..n) raw, esc when it has escapes. */
+static inline int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
+{
+    if (esc)
+        return set_escaped_key(d, body, n, end);
+    set_key(d, body, n, end);
     return 0;
 }
 
 static int close_container(struct decoder *d)
 {
-    if (d->nsk > 0) {
-        d->nsk--;
-        return 0;
-    }
     struct frame *f = &d->fr[d->depth - 1];
     uint32_t n = d->nst - f->base;
     struct item *items = n > 0 ? &d->st[f->base] : NULL;
@@ -819,126 +1007,91 @@ static int close_container(struct decoder *d)
     return push(d, v);
 }
 
-static const char *skip_ws_run(const char *p, const char *end)
+/* A key of a kept map at p, its colon, and what it means to the decoder: the value's
+ * position, or NULL. */
+static const char *parse_key(struct decoder *d, const char *p, const char *end)
 {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f'))
-        p++;
-    return p;
-}
-
-/* Most JSON on the bus is compact: one comparison settles the common case, which the
- * loop above made a tenth of decoding. */
-static inline const char *skip_ws(const char *p, const char *end)
-{
-    if (p < end && (unsigned char)*p > ' ')
-        return p;
-    return skip_ws_run(p, end);
-}
-
-static int in_map(const struct decoder *d)
-{
-    return d->nsk > 0 ? d->sk[d->nsk - 1] : d->fr[d->depth - 1].is_map;
-}
-
-/* A key, the colon after it and the whitespace before the value. */
-static int parse_key(struct decoder *d, const char **pp, const char *end)
-{
-    const char *p = *pp;
-    if (p >= end || *p != '"')
-        return fail(d, p, "expected a string key");
     const char *body;
     size_t n;
     int esc;
-    if (scan_string(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
-        return -1;
-    if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
-        p = skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return fail(d, p, "expected ':' after a key");
-    }
-    *pp = skip_ws(p + 1, end);
-    return 0;
+    if (scan_key(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
+        return NULL;
+    return p;
 }
 
-/* One JSON text, iteratively: a value, then what may follow it in its container. */
+/* One JSON text, iteratively: a value, then what may follow it in its container. Only
+ * the top-level object and what the program reads of it is decoded here; any other
+ * value goes to skip_value. */
 static int parse(struct decoder *d, const char *json, size_t len)
 {
     const char *p = skip_ws(json, json + len), *end = json + len;
     if (p == end)
         return fail(d, p, "empty input");
-    int first = 1;
-    for (;;) {
+    if (*p != '{') { /* not an object: checked, and an event without fields */
+        if ((p = skip_value(d, p, end)) == NULL)
+            return -1;
+    } else {
+        open_container(d, 1);
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == '}') {
+            p++;
+            if (close_container(d) != 0)
+                return -1;
+        } else if ((p = parse_key(d, p, end)) == NULL) {
+            return -1;
+        }
+    }
+    while (d->depth > 0) {
         /* a value at p */
         if (p >= end)
             return fail(d, p, "premature end of input");
         char c = *p;
+        int keep = keep_value(d);
         if (c == '{' || c == '[') {
             int is_map = c == '{';
-            if (open_container(d, is_map, first) != 0)
-                return -1;
-            first = 0;
-            p = skip_ws(p + 1, end);
-            if (p < end && *p == (is_map ? '}' : ']')) {
+            if (keep && d->depth > d->lim.max_depth) {
+                d->truncated++;
+                keep = 0;
+            }
+            if (!keep) {
+                if ((p = skip_value(d, p, end)) == NULL)
+                    return -1;
+            } else {
+                open_container(d, is_map);
+                p = skip_ws(p + 1, end);
+                if (p >= end || *p != (is_map ? '}' : ']')) {
+                    if (is_map && (p = parse_key(d, p, end)) == NULL)
+                        return -1;
+                    continue;
+                }
                 p++;
                 if (close_container(d) != 0)
                     return -1;
-            } else {
-                if (is_map && parse_key(d, &p, end) != 0)
-                    return -1;
-                continue;
             }
-        } else {
-            first = 0;
-            int rc;
-            if (c == '"') {
-                const char *body;
-                size_t n;
-                int esc;
-                rc = scan_string(d, &p, end, &body, &n, &esc);
-                if (rc == 0)
-                    rc = on_string(d, body, n, esc, end);
-            } else if (c == '-' || (c >= '0' && c <= '9')) {
-                rc = on_number(d, &p, end);
-            } else if (c == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
-                p += 4;
-                rc = on_scalar(d, v_bool(1));
-            } else if (c == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
-                p += 5;
-                rc = on_scalar(d, v_bool(0));
-            } else if (c == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
-                p += 4;
-                rc = on_scalar(d, v_null());
-            } else {
-                rc = fail(d, p, "invalid character where a value was expected");
-            }
-            if (rc != 0)
-                return -1;
+        } else if ((p = scalar(d, p, end, keep, top_special(d))) == NULL) {
+            return -1;
         }
-        /* after a value: the end of the text, a comma or the end of its container */
-        for (;;) {
-            if (d->nsk == 0 && d->depth == 0) {
-                p = skip_ws(p, end);
-                if (p != end)
-                    return fail(d, p, "trailing garbage after the value");
-                return 0;
-            }
-            p = skip_ws(p, end);
-            if (p >= end)
-                return fail(d, p, "premature end of input");
-            int map = in_map(d);
-            if (*p == ',') {
-                p = skip_ws(p + 1, end);
-                if (map && parse_key(d, &p, end) != 0)
+        /* after a value: a comma or the end of its container, up to the next value */
+        while (d->depth > 0) {
+            const char *body;
+            size_t n;
+            int esc, map = d->fr[d->depth - 1].is_map;
+            int rc = after_value(d, &p, end, map, &body, &n, &esc);
+            if (rc < 0)
+                return -1;
+            if (rc == 0) {
+                if (map && on_key(d, body, n, esc, end) != 0)
                     return -1;
                 break;
             }
-            if (*p != (map ? '}' : ']'))
-                return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
-            p++;
             if (close_container(d) != 0)
                 return -1;
         }
     }
+    p = skip_ws(p, end);
+    if (p != end)
+        return fail(d, p, "trailing garbage after the value");
+    return 0;
 }
 
 int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
@@ -946,7 +1099,6 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
 {
     d->arena = a;
     d->nst = d->depth = 0;
-    d->nsk = 0;
     d->nkey = 0;
     d->oom = 0;
     d->type = NULL;
@@ -1017,20 +1169,10 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-int json_write_string(struct buf *b, const char *str, size_t n)
+/* json_write_string for a string with something to escape or check (room for n + 2
+ * reserved): out of line, so the common case has a small frame. */
+static __attribute__((noinline)) int write_escaped(struct buf *b, const unsigned char *s, size_t n)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    if (buf_reserve(b, n + 2) != 0)
-        return VPL_ENOMEM;
-    if (plain_run(s, n) == n) { /* most strings: nothing to escape, one copy */
-        char *o = b->p + b->len;
-        o[0] = '"';
-        memcpy(o + 1, s, n);
-        o[n + 1] = '"';
-        b->len += n + 2;
-        b->p[b->len] = '\0';
-        return 0;
-    }
     b->p[b->len++] = '"';
     size_t run = 0; /* start of the pending stretch copied verbatim */
     size_t i = 0;
@@ -1075,6 +1217,28 @@ int json_write_string(struct buf *b, const char *str, size_t n)
     return buf_putc(b, '"');
 }
 
+int json_write_string(struct buf *b, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (buf_reserve(b, n + 2) != 0)
+        return VPL_ENOMEM;
+    size_t i = 0;
+    if (n < 8) /* a byte at a time: plain_run's word constants cost more than it saves */
+        while (i < n && plain[s[i]])
+            i++;
+    else
+        i = plain_run(s, n);
+    if (i != n)
+        return write_escaped(b, s, n);
+    char *o = b->p + b->len; /* most strings: nothing to escape, one copy */
+    o[0] = '"';
+    memcpy(o + 1, s, n);
+    o[n + 1] = '"';
+    b->len += n + 2;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
 int json_write_value(struct buf *b, const struct vval *v)
 {
     char tmp[32];
@@ -1092,8 +1256,11 @@ int json_write_value(struct buf *b, const struct vval *v)
             *--q = '-';
         return buf_put(b, q, (size_t)(e - q));
     }
-    case V_FLOAT:
-        return buf_put(b, tmp, format_double(v->u.f, tmp, 1));
+    case V_FLOAT: /* straight into the buffer: format_double writes at most 32 bytes */
+        if (buf_reserve(b, 32) != 0)
+            return VPL_ENOMEM;
+        b->len += format_double(v->u.f, b->p + b->len, 1);
+        return 0;
     case V_STR:
         return json_write_string(b, v->u.s, v->n);
     case V_ARR:

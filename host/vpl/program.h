@@ -91,6 +91,7 @@ struct stream {
     uint32_t npost;
     uint8_t emits;   /* has .emit(): its results are alerts */
     uint8_t timed;   /* has state that closes on the clock */
+    uint8_t idle;    /* only names its input (a .from binding nothing reads): no work */
     uint32_t *roots; /* input types whose clocks drive it */
     uint32_t nroots;
     const char *connector, *topic; /* .to() */

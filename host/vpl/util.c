@@ -6,40 +6,37 @@
 
 struct arena_chunk {
     struct arena_chunk *next;
-    size_t size, used;
+    size_t size;
     _Alignas(16) char data[];
 };
 
 void arena_init(struct arena *a, size_t chunk_size)
 {
     a->head = NULL;
+    a->cur = a->lim = NULL;
     a->chunk_size = chunk_size;
 }
 
-void *arena_alloc(struct arena *a, size_t size)
+/* arena_alloc when head has no room for size (a multiple of 16). */
+void *arena_alloc_slow(struct arena *a, size_t size)
 {
-    size = (size + 15) & ~(size_t)15;
-    struct arena_chunk *c = a->head;
-    if (c == NULL || c->size - c->used < size) {
-        size_t want = size > a->chunk_size / 4 ? size : a->chunk_size;
-        c = malloc(sizeof(*c) + want);
-        if (c == NULL)
-            return NULL;
-        c->size = want;
-        c->used = 0;
-        if (want == size && a->head != NULL) {
-            /* A big one-off block goes behind the current chunk so the chunk's
-             * free space stays usable. */
-            c->next = a->head->next;
-            a->head->next = c;
-        } else {
-            c->next = a->head;
-            a->head = c;
-        }
+    size_t want = size > a->chunk_size / 4 ? size : a->chunk_size;
+    struct arena_chunk *c = malloc(sizeof(*c) + want);
+    if (c == NULL)
+        return NULL;
+    c->size = want;
+    if (want == size && a->head != NULL) {
+        /* A big one-off block goes behind the current chunk so the chunk's free
+         * space stays usable. */
+        c->next = a->head->next;
+        a->head->next = c;
+        return c->data;
     }
-    void *p = c->data + c->used;
-    c->used += size;
-    return p;
+    c->next = a->head;
+    a->head = c;
+    a->cur = c->data + size;
+    a->lim = c->data + want;
+    return c->data;
 }
 
 char *arena_strndup(struct arena *a, const char *s, size_t len)
@@ -66,11 +63,11 @@ void arena_reset(struct arena *a)
         }
         c = next;
     }
-    if (keep != NULL) {
-        keep->used = 0;
+    if (keep != NULL)
         keep->next = NULL;
-    }
     a->head = keep;
+    a->cur = keep != NULL ? keep->data : NULL;
+    a->lim = keep != NULL ? keep->data + keep->size : NULL;
 }
 
 void arena_free(struct arena *a)
@@ -82,6 +79,7 @@ void arena_free(struct arena *a)
         c = next;
     }
     a->head = NULL;
+    a->cur = a->lim = NULL;
 }
 
 int buf_grow(struct buf *b, size_t extra)
@@ -147,7 +145,14 @@ char *u64_digits(uint64_t u, char *end, int min_digits)
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
     char *q = end;
-    while (u >= 100) {
+    while (u >= 10000) { /* four digits a step: one division by 10^4, then two pairs */
+        uint32_t r = (uint32_t)(u % 10000);
+        u /= 10000;
+        q -= 4;
+        memcpy(q, pairs + 2 * (r / 100), 2);
+        memcpy(q + 2, pairs + 2 * (r % 100), 2);
+    }
+    if (u >= 100) {
         q -= 2;
         memcpy(q, pairs + 2 * (u % 100), 2);
         u /= 100;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "rfc3339.h"
 #include "value.h"
 #include "vpl.h"
@@ -262,6 +263,64 @@ static void test_format_double(void)
     }
 }
 
+/* decimal_to_double, when it answers, answers what strtod does (bit for bit): random
+ * decimals with a sign, leading zeros, up to 21 integer and fraction digits and an
+ * exponent; and it does answer for the short decimals payloads carry. */
+static void test_decimal_to_double(void)
+{
+    uint64_t x = 2463534242ull;
+    char s[64];
+    int answered = 0;
+    for (int i = 0; i < 300000; i++) {
+        uint64_t r = xorshift64(&x);
+        size_t n = 0;
+        if (r & 1)
+            s[n++] = (r & 2) ? '-' : '+';
+        for (int z = (int)((r >> 2) % 4) - 2; z > 0; z--)
+            s[n++] = '0';
+        for (int d = (int)((r >> 4) % 22); d > 0; d--)
+            s[n++] = (char)('0' + xorshift64(&x) % 10);
+        if (r & 0x40000) {
+            s[n++] = '.';
+            for (int d = (int)((r >> 9) % 22); d > 0; d--)
+                s[n++] = (char)('0' + xorshift64(&x) % 10);
+        }
+        if ((r >> 14) % 4 == 0)
+            n += (size_t)snprintf(s + n, sizeof(s) - n, "e%d", (int)((r >> 16) % 60) - 30);
+        s[n] = '\0';
+        double got, want = strtod(s, NULL);
+        if (decimal_to_double(s, n, &got)) {
+            answered++;
+            CHECK(memcmp(&got, &want, sizeof(got)) == 0);
+        }
+    }
+    CHECK(answered > 50000);
+    static const char *const plain[] = {"347.00", "0.5", "-12", "1764400000000.123", "9900", "0"};
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+        double got;
+        CHECK(decimal_to_double(plain[i], strlen(plain[i]), &got) && got == strtod(plain[i], NULL));
+    }
+    double got;
+    CHECK(!decimal_to_double("", 0, &got) && !decimal_to_double(".", 1, &got) &&
+          !decimal_to_double("1e", 2, &got) && !decimal_to_double("1.5x", 4, &got));
+}
+
+/* lower and upper map ASCII letters only, eight bytes a step and one at a time. */
+static void test_case_map(void)
+{
+    struct vpl_program *p = compile("stream Out = E.emit(l: lower(s), u: upper(s))\n");
+    if (p == NULL)
+        return;
+    struct vpl_engine *e = NULL;
+    CHECK(vpl_engine_create(p, NULL, &e, NULL) == 0);
+    struct sink s = {0};
+    CHECK(feed(e, "{\"event_type\":\"E\",\"s\":\"Jane.Doe@ACME.com `az{AZ[@ \u00c9t\u00e9\"}", NULL, &s) == 0);
+    CHECK(strcmp(strip_ts(s.last), "{\"event_type\":\"Out\",\"l\":\"jane.doe@acme.com `az{az[@ \xc3\x89t\xc3\xa9\","
+                                   "\"u\":\"JANE.DOE@ACME.COM `AZ{AZ[@ \xc3\x89T\xc3\xa9\"}") == 0);
+    vpl_engine_destroy(e);
+    vpl_program_destroy(p);
+}
+
 /* The cached timestamp text is the uncached one, across seconds, days, 1970 and the
  * clamped years. */
 static void test_rfc3339_cache(void)
@@ -281,6 +340,8 @@ int main(void)
 {
     test_format_double();
     test_rfc3339_cache();
+    test_decimal_to_double();
+    test_case_map();
     test_bindings_and_outputs();
     test_values_out();
     test_limits_and_memory();

@@ -209,6 +209,8 @@ void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, i
     c->time = time;
     c->arena = &e->scratch;
     c->oom = &e->oom;
+    c->memo = &e->memo; /* a new context, a new event: nothing shared is computed yet */
+    e->memo.set = 0;
 }
 
 void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
@@ -355,7 +357,8 @@ static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st
         }
         if ((cur = project(e, &st[i], c)) == NULL)
             return NULL;
-        rt_ectx(e, c, cur, c->time);
+        if (i + 1 < n) /* the stages after a projection read what it made */
+            rt_ectx(e, c, cur, c->time);
     }
     return cur;
 }
@@ -381,6 +384,8 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         return;
     }
     if (s->win == NULL) {
+        if (s->idle)
+            return;
         struct ectx c;
         rt_ectx(e, &c, ev, ev->time);
         rt_finish(e, si, s->pre, s->npre, &c);

@@ -62,6 +62,7 @@ struct vpl_engine {
     uint64_t seq; /* creation order of runs and windows */
     uint32_t sym_timestamp, sym_event_type;
     struct vpl_stats st;
+    struct memo memo; /* of the context rt_ectx made last */
     char errmsg[256];
 };
 

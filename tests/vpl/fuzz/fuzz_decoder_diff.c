@@ -3,7 +3,13 @@
  * accept, yield the same event: fields in order, values bit for bit (strings after
  * escapes, int or float, -0.0), type, event time and truncation count, with one
  * documented exception below. The first
- * byte picks small or default limits so the truncation paths are reached too. */
+ * byte picks small or default limits so the truncation paths are reached too.
+ *
+ * Values the program does not read are skipped by a loop of their own (skip_value), so
+ * each input is also decoded as the value of a read key (`{"m":...}`) and of an unread
+ * one (`{"q":...}`, `{"q":[...]}`): each against the reference, and the first two
+ * against each other, error message and byte included, so skipping rejects exactly
+ * what decoding rejects, where it does. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,27 +66,19 @@ static void check(int ok, const char *what, const uint8_t *data, size_t size)
     abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* data decoded by both decoders, compared; the decoder's result and error message in
+ * *rc and en[0..256). */
+static void diff(struct decoder *nd, struct ref_decoder *rd, const uint8_t *data, size_t size,
+                 int *rc, char *en)
 {
-    struct vpl_error err;
-    if (prog == NULL && vpl_program_compile(program, sizeof(program) - 1, "fuzz", &prog, &err) != 0)
-        abort();
-    struct vpl_limits lim = vpl_limits_default();
-    if (size > 0 && (data[0] & 1)) {
-        lim.max_depth = 3;
-        lim.max_string = 8;
-        lim.max_fields = 4;
-        lim.max_array = 4;
-    }
-    struct decoder *nd = decoder_create(&prog->syms, &lim);
-    struct ref_decoder *rd = ref_decoder_create(&prog->syms, &lim);
     struct arena an, ar;
     arena_init(&an, 4096);
     arena_init(&ar, 4096);
     struct decoded dn, dr;
-    char en[256], er[256];
+    char er[256];
     const char *json = (const char *)data;
-    int rn = decoder_run(nd, &an, json, size, &dn, en, sizeof(en));
+    int rn = decoder_run(nd, &an, json, size, &dn, en, 256);
+    *rc = rn;
     int rr = ref_decoder_run(rd, &ar, json, size, &dr, er, sizeof(er));
     if (rn == VPL_EJSON && rr == 0) {
         /* The one known difference: yajl accepts a complete value followed by an
@@ -110,6 +108,59 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     arena_free(&an);
     arena_free(&ar);
+}
+
+/* data as the value of key in an object: `{"key":` data `}`, with open and close around
+ * data when they are not NULL. */
+static uint8_t *wrap(const char *key, const char *open, const uint8_t *data, size_t size,
+                     const char *close, size_t *len)
+{
+    char head[16];
+    int h = snprintf(head, sizeof(head), "{\"%s\":%s", key, open ? open : "");
+    size_t c = close ? strlen(close) : 0;
+    uint8_t *w = malloc((size_t)h + size + c + 1);
+    if (w == NULL)
+        abort();
+    memcpy(w, head, (size_t)h);
+    if (size > 0)
+        memcpy(w + h, data, size);
+    memcpy(w + h + size, close ? close : "", c);
+    w[h + size + c] = '}';
+    *len = (size_t)h + size + c + 1;
+    return w;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct vpl_error err;
+    if (prog == NULL && vpl_program_compile(program, sizeof(program) - 1, "fuzz", &prog, &err) != 0)
+        abort();
+    struct vpl_limits lim = vpl_limits_default();
+    if (size > 0 && (data[0] & 1)) {
+        lim.max_depth = 3;
+        lim.max_string = 8;
+        lim.max_fields = 4;
+        lim.max_array = 4;
+    }
+    struct decoder *nd = decoder_create(&prog->syms, &lim);
+    struct ref_decoder *rd = ref_decoder_create(&prog->syms, &lim);
+    int rc, rk, rs;
+    char e[256], ek[256], es[256];
+    /* e and rc: the raw input's and the array's results, not compared with others */
+    diff(nd, rd, data, size, &rc, e);
+
+    size_t nk, ns, na;
+    uint8_t *kept = wrap("m", NULL, data, size, NULL, &nk);
+    uint8_t *skipped = wrap("q", NULL, data, size, NULL, &ns);
+    uint8_t *in_array = wrap("q", "[", data, size, "]", &na);
+    diff(nd, rd, kept, nk, &rk, ek);
+    diff(nd, rd, skipped, ns, &rs, es);
+    diff(nd, rd, in_array, na, &rc, e);
+    check(rk == rs, "kept and skipped value: accepted by one only", skipped, ns);
+    check(rk == 0 || strcmp(ek, es) == 0, "kept and skipped value: the error", skipped, ns);
+    free(kept);
+    free(skipped);
+    free(in_array);
     decoder_destroy(nd);
     ref_decoder_destroy(rd);
     return 0;
