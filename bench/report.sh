@@ -28,7 +28,7 @@ KNOWN = [
     ("ingest", "ingest.sh"), ("run", "run.sh"), ("paced-20", "paced.sh"), ("paced-3000", "paced.sh"),
     ("flow-hop", "flow-hop.sh"), ("multi-flow", "multi-flow.sh"), ("vpl-engine", "vpl-engine.sh"),
     ("detect", "detect.sh"), ("broker-mqtt", "broker-mqtt.sh"), ("bus", "bus.sh"),
-    ("mqtt-ladder", None), ("compare", None),
+    ("mqtt-ladder", None), ("compare", "compare/run.sh"),
 ]
 
 def load(name):
@@ -217,10 +217,21 @@ if d:
         lat.append(("bus flood", f.get("latency_ms_p50_median"), f.get("latency_ms_p90_median"),
                     f.get("latency_ms_p99_median")))
 
-# Files nobody here knows the format of yet (mqtt-ladder, compare, anything new): their
+d = data.get("compare")
+if d:
+    cmd = "bench/compare/run.sh"
+    g, n = get(d, "gust", "e2e", "delivered_per_s_median"), get(d, "node_red", "e2e", "delivered_per_s_median")
+    row("gust vs Node-RED, end to end", "%s, p99 %s" % (rate(g), ms(get(d, "gust", "e2e", "latency_ms_median_of_rounds", "p99"))),
+        "Node-RED %s, p99 %s" % (rate(n), ms(get(d, "node_red", "e2e", "latency_ms_median_of_rounds", "p99"))),
+        ratio(g, n), cmd, d)
+    bars.append(("vs Node-RED", g, n))
+    g, n = get(d, "gust", "mqtt", "round_trips_per_s_median"), get(d, "node_red", "mqtt", "round_trips_per_s_median")
+    row("gust vs Node-RED, MQTT QoS 1 round trips", rate(g), "Node-RED %s" % rate(n), ratio(g, n), cmd, d)
+
+# Files nobody here knows the format of yet (mqtt-ladder, anything new): their
 # numbers named like rates, ceilings or percentiles (up to three levels deep), so the
 # table still shows them.
-known_names = {n for n, _ in KNOWN} - {"mqtt-ladder", "compare"}
+known_names = {n for n, _ in KNOWN} - {"mqtt-ladder"}
 for path in sorted(glob.glob(os.path.join(results, "*.json"))):
     name = os.path.basename(path)[:-5]
     if name in known_names:
