@@ -638,7 +638,6 @@ static void puller_ack(struct puller *p, natsMsg **msgs, int n)
 }
 
 struct path {
-    const char *name;
     char in[128], out[128];
     int size, batch;
     uint64_t n, rate; /* rate 0: as fast as the publish window allows */
@@ -689,7 +688,8 @@ static void *path_publish(void *arg)
     return NULL;
 }
 
-static int path_idle(struct path *pa, uint64_t *idle_since, int got)
+/* Whether a reader should stop: another part failed, or nothing came for WAIT_S. */
+static int path_give_up(struct path *pa, uint64_t *idle_since, int got)
 {
     uint64_t now = mono_ns();
     if (got > 0) {
@@ -706,7 +706,7 @@ static void *path_hop(void *arg)
     uint64_t moved = 0, idle_since = mono_ns();
     while (msgs != NULL && moved < pa->n) {
         int got = puller_next(&pa->hop, msgs);
-        if (path_idle(pa, &idle_since, got)) {
+        if (path_give_up(pa, &idle_since, got)) {
             break;
         }
         natsStatus s = NATS_OK;
@@ -737,7 +737,7 @@ static void *path_sink(void *arg)
     uint64_t idle_since = mono_ns();
     while (msgs != NULL && atomic_load(&pa->delivered) < pa->n) {
         int got = puller_next(&pa->sink, msgs);
-        if (path_idle(pa, &idle_since, got)) {
+        if (path_give_up(pa, &idle_since, got)) {
             break;
         }
         uint64_t now = mono_ns();
@@ -765,7 +765,7 @@ static void *path_sink(void *arg)
 
 static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window)
 {
-    struct path pa = {.name = name, .size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK};
+    struct path pa = {.size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK};
     snprintf(pa.in, sizeof(pa.in), "%s.in", name);
     snprintf(pa.out, sizeof(pa.out), "%s.out", name);
     pa.seen = calloc(n + 1, 1);

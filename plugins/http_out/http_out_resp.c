@@ -166,6 +166,17 @@ static void keep(struct http_out_resp *r, const char *p, size_t n)
     r->body_len += n;
 }
 
+/* Takes what is there of the r->left body bytes still to come (a length-framed body or
+ * a chunk) from *p; 1 when none is left. */
+static int take_left(struct http_out_resp *r, const char **p, const char *end)
+{
+    size_t n = (uint64_t)(end - *p) < r->left ? (size_t)(end - *p) : (size_t)r->left;
+    keep(r, *p, n);
+    *p += n;
+    r->left -= n;
+    return r->left == 0;
+}
+
 ssize_t http_out_resp_feed(struct http_out_resp *r, const char *buf, size_t len, int *done,
                            const char **why)
 {
@@ -200,17 +211,12 @@ ssize_t http_out_resp_feed(struct http_out_resp *r, const char *buf, size_t len,
             }
             break;
         }
-        case S_BODY_LEN: {
-            size_t n = (uint64_t)(end - p) < r->left ? (size_t)(end - p) : (size_t)r->left;
-            keep(r, p, n);
-            p += n;
-            r->left -= n;
-            if (r->left == 0) {
+        case S_BODY_LEN:
+            if (take_left(r, &p, end)) {
                 *done = 1;
                 return p - buf;
             }
             break;
-        }
         case S_BODY_EOF:
             keep(r, p, (size_t)(end - p));
             p = end;
@@ -255,16 +261,11 @@ ssize_t http_out_resp_feed(struct http_out_resp *r, const char *buf, size_t len,
             }
             p = next;
             break;
-        case S_CHUNK_DATA: {
-            size_t n = (uint64_t)(end - p) < r->left ? (size_t)(end - p) : (size_t)r->left;
-            keep(r, p, n);
-            p += n;
-            r->left -= n;
-            if (r->left == 0) {
+        case S_CHUNK_DATA:
+            if (take_left(r, &p, end)) {
                 r->state = S_CHUNK_END;
             }
             break;
-        }
         case S_CHUNK_END:
             if (*p == '\n') {
                 p++;
