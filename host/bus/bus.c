@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../common/log.h"
+#include "bus_int.h"
 #include "embedded.h"
 #include "nats_url.h"
 #include "streams.h"
@@ -24,6 +25,7 @@ struct link {
 };
 
 struct gust_bus {
+    struct gust_outlet outlet; /* first: the outlet's ops find the bus from it */
     struct gust_bus_conf conf;
     struct gust_nats_child *child;
     char url[64];
@@ -50,6 +52,8 @@ struct gust_bus {
     atomic_int closing; /* our own close: not worth a warning */
     int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
+
+static const struct gust_outlet_ops outlet_ops;
 
 int64_t gust_now_ms(void)
 {
@@ -288,6 +292,7 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     bus->conf = *conf;
+    bus->outlet.ops = &outlet_ops;
     pthread_mutex_init(&bus->lock, NULL);
     pthread_cond_init(&bus->wake, NULL);
     int rc = GUST_ENOMEM;
@@ -377,8 +382,25 @@ void gust_bus_destroy(struct gust_bus *bus)
     free(bus);
 }
 
-int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
+/* A message with headers goes out as a natsMsg: nats.c writes headers only for those. */
+static natsStatus send_msg(natsConnection *nc, const struct gust_pub *p, const char *reply)
+{
+    if (p->msg_id == NULL && p->nheaders == 0) {
+        return natsConnection_PublishRequest(nc, p->subject, reply, p->data, (int)p->len);
+    }
+    natsMsg *m = NULL;
+    natsStatus s = natsMsg_Create(&m, p->subject, reply, p->data, (int)p->len);
+    if (s == NATS_OK && p->msg_id != NULL) s = natsMsgHeader_Set(m, "Nats-Msg-Id", p->msg_id);
+    for (size_t i = 0; s == NATS_OK && i < p->nheaders; i++) {
+        s = natsMsgHeader_Add(m, p->headers[i].name, p->headers[i].value);
+    }
+    if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
+    natsMsg_Destroy(m);
+    return s;
+}
+
+int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_publish_done_fn fn, void *ud,
+                         atomic_int *inflight)
 {
     struct link *l = &bus->main;
     if (natsConnection_Status(l->nc) != NATS_CONN_STATUS_CONNECTED) {
@@ -391,12 +413,89 @@ int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
-    natsStatus s = natsConnection_PublishRequest(l->nc, subject, reply, data, (int)len);
+    natsStatus s = send_msg(l->nc, p, reply);
     if (s != NATS_OK) {
         /* Not sent: complete it here so the slot is freed; report as the caller's error. */
         gust_pending_complete(&bus->pending, id, GUST_EAGAIN, 0, natsStatus_GetText(s));
     }
     return 0;
+}
+
+int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
+                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
+{
+    struct gust_pub p = {.subject = subject, .data = data, .len = len};
+    return gust_bus_publish_msg(bus, &p, fn, ud, inflight);
+}
+
+/* gust_bus_publish_wait's rendezvous with the PubAck. */
+struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int finished, status;
+    uint64_t seq;
+    char why[256];
+};
+
+static void wake_waiter(void *ud, int status, uint64_t seq, const char *error)
+{
+    struct waiter *w = ud;
+    pthread_mutex_lock(&w->lock);
+    w->finished = 1;
+    w->status = status;
+    w->seq = seq;
+    snprintf(w->why, sizeof(w->why), "%s", error != NULL ? error : "");
+    pthread_cond_signal(&w->done);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int gust_bus_publish_wait(struct gust_bus *bus, const struct gust_pub *p, uint64_t *seq, char *why,
+                          size_t why_size)
+{
+    struct waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+    int rc = gust_bus_publish_msg(bus, p, wake_waiter, &w, NULL);
+    if (rc != 0) {
+        snprintf(why, why_size, "bus not connected or too many publishes pending");
+        return rc;
+    }
+    natsConnection_Flush(bus->main.nc);
+    pthread_mutex_lock(&w.lock);
+    while (!w.finished) { /* the pending ring times it out: this ends */
+        pthread_cond_wait(&w.done, &w.lock);
+    }
+    pthread_mutex_unlock(&w.lock);
+    if (seq != NULL) {
+        *seq = w.seq;
+    }
+    if (w.status != 0) {
+        snprintf(why, why_size, "%s", w.why);
+    }
+    return w.status;
+}
+
+static int outlet_publish(struct gust_outlet *o, const struct gust_pub *p, gust_publish_done_fn done, void *ud)
+{
+    return gust_bus_publish_msg((struct gust_bus *)o, p, done, ud, NULL);
+}
+
+/* Sends the buffered publishes now rather than when the library's flusher next runs
+ * (up to 1 ms later): at low rates that wait would be most of the latency. The
+ * flush's PING round trip overlaps the PubAcks the caller waits for anyway. */
+static void outlet_flush(struct gust_outlet *o)
+{
+    natsConnection_FlushTimeout(((struct gust_bus *)o)->main.nc, 1000);
+}
+
+static int outlet_connected(struct gust_outlet *o)
+{
+    return gust_bus_connected((struct gust_bus *)o);
+}
+
+static const struct gust_outlet_ops outlet_ops = {outlet_publish, outlet_flush, outlet_connected};
+
+struct gust_outlet *gust_bus_outlet(struct gust_bus *bus)
+{
+    return &bus->outlet;
 }
 
 size_t gust_bus_urls(const struct gust_bus *bus, const char **urls, size_t max)
@@ -436,18 +535,28 @@ void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
     }
 }
 
-natsConnection *gust_bus_conn(struct gust_bus *bus)
+natsConnection *gust_bus__conn(struct gust_bus *bus)
 {
     return bus->main.nc;
 }
 
-jsCtx *gust_bus_js(struct gust_bus *bus)
+jsCtx *gust_bus__js(struct gust_bus *bus)
 {
     return bus->js;
 }
 
-natsConnection *gust_bus_conn_now(struct gust_bus *bus)
+natsConnection *gust_bus__conn_now(struct gust_bus *bus)
 {
     return bus->now.nc;
 }
 
+const char *gust_bus__reason(natsStatus s)
+{
+    const char *last = nats_GetLastError(NULL);
+    return last != NULL && last[0] != '\0' ? last : natsStatus_GetText(s);
+}
+
+void gust_bus_library_close(void)
+{
+    nats_Close();
+}

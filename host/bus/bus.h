@@ -6,13 +6,13 @@
 #ifndef GUST_BUS_BUS_H
 #define GUST_BUS_BUS_H
 
-#include <nats/nats.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gust/err.h"
 #include "pending.h"
+#include "port.h"
 
 struct gust_bus_conf {
     const char *const *urls; /* borrowed; none: start the embedded nats-server */
@@ -24,6 +24,10 @@ struct gust_bus_conf {
     const char *dlq_stream; /* "GUST_DLQ" */
     const char *dlq_subjects;
     int64_t dlq_max_msgs;
+    const char *state_stream;   /* "GUST_STATE": the detect units' checkpoints */
+    const char *state_subjects; /* "gust.state.>" */
+    int64_t duplicate_window_ms; /* of the event stream: a Nats-Msg-Id seen within it is
+                                    stored once */
     int64_t publish_timeout_ms;
     size_t max_pending; /* publishes awaiting their PubAck at once */
     int send_asap;      /* units and sources write each publish and ack at once */
@@ -45,6 +49,15 @@ void gust_bus_destroy(struct gust_bus *bus);
  * Thread-safe. */
 int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
                      gust_publish_done_fn fn, void *ud, atomic_int *inflight);
+/* The same with a message id and headers (port.h). */
+int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_publish_done_fn fn, void *ud,
+                         atomic_int *inflight);
+/* The bus as the consumer core's outlet (port.h); borrowed, lives as long as the bus. */
+struct gust_outlet *gust_bus_outlet(struct gust_bus *bus);
+/* Publishes and waits for the PubAck (at most publish_timeout): 0, or the error with
+ * why. Not on an event loop. */
+int gust_bus_publish_wait(struct gust_bus *bus, const struct gust_pub *p, uint64_t *seq, char *why,
+                          size_t why_size);
 
 /* The servers to connect to (the embedded one's URL in embedded mode): fills urls (at
  * most max, borrowed for the bus's life) and returns how many. */
@@ -58,17 +71,10 @@ int gust_bus_connected(struct gust_bus *bus);
 /* Waits up to timeout_ms for every pending publish to complete. */
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
 
-/* For the consumer core, which makes its own JetStream calls. Borrowed. The buffered
- * connection, for acks and publishes that leave in batches: */
-natsConnection *gust_bus_conn(struct gust_bus *bus);
-/* JetStream's API, on the connection that writes at once (requests someone waits for): */
-jsCtx *gust_bus_js(struct gust_bus *bus);
-/* The connection that writes each message at once: the units' pull requests go out on
- * it without waiting for the next batch of writes (up to 1 ms). Acks do not belong there
- * (one write each): publish them on gust_bus_conn. */
-natsConnection *gust_bus_conn_now(struct gust_bus *bus);
-
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* At exit, after every bus is destroyed: the NATS library's own threads and memory. */
+void gust_bus_library_close(void);
 
 /* JetStream's PubAck in data: 0 and its stream sequence in seq, or GUST_EIO and the
  * server's reason in why. */

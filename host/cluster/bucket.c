@@ -5,35 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../bus/bus.h"
-
-natsStatus gust_bucket_open(struct gust_bus *bus, const char *bucket, int replicas, int64_t wait_ms, jsCtx **js,
-                            kvStore **kv)
-{
-    natsStatus s = NATS_OK;
-    if (*js == NULL) {
-        jsOptions o;
-        jsOptions_Init(&o);
-        o.Wait = wait_ms;
-        s = natsConnection_JetStream(js, gust_bus_conn(bus), &o);
-    }
-    if (s == NATS_OK) {
-        s = js_KeyValue(kv, *js, bucket);
-        if (s != NATS_OK) {
-            kvConfig kc;
-            kvConfig_Init(&kc);
-            kc.Bucket = bucket;
-            kc.History = 1;
-            kc.StorageType = js_FileStorage;
-            kc.Replicas = replicas;
-            s = js_CreateKeyValue(kv, *js, &kc);
-        }
-    }
-    if (s != NATS_OK) {
-        *kv = NULL;
-    }
-    return s;
-}
 
 /* The string or number of "name" in json, into out ("" when absent). */
 static void field(const char *json, const char *name, char *out, size_t size)
@@ -56,24 +27,16 @@ static void field(const char *json, const char *name, char *out, size_t size)
     }
 }
 
-int64_t gust_entry_read(kvEntry *e, char *holder, size_t hsize, char *config, size_t csize)
+int64_t gust_entry_read(const char *value, char *holder, size_t hsize, char *config, size_t csize)
 {
-    const char *v = kvEntry_Value(e);
-    int len = kvEntry_ValueLen(e);
     char text[400], expires[24];
-    snprintf(text, sizeof(text), "%.*s", v != NULL && len > 0 ? len : 0, v != NULL ? v : "");
+    snprintf(text, sizeof(text), "%s", value);
     field(text, "holder", holder, hsize);
     if (config != NULL) {
         field(text, "config", config, csize);
     }
     field(text, "expires_ms", expires, sizeof(expires));
     return strtoll(expires, NULL, 10);
-}
-
-const char *gust_nats_reason(natsStatus s)
-{
-    const char *last = nats_GetLastError(NULL);
-    return last != NULL && last[0] != '\0' ? last : natsStatus_GetText(s);
 }
 
 int64_t gust_wall_ms(void)

@@ -82,3 +82,10 @@ void gust_config_digest(const struct gust_config *config, char out[GUST_DIGEST_L
     }
     snprintf(out, GUST_DIGEST_LEN + 1, "%016" PRIx64, d.h);
 }
+
+void gust_unit_digest(const struct gust_unit_conf *u, char out[GUST_DIGEST_LEN + 1])
+{
+    struct digest d = {14695981039346656037u};
+    add_node(&d, u->node, u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u : NULL);
+    snprintf(out, GUST_DIGEST_LEN + 1, "%016" PRIx64, d.h);
+}

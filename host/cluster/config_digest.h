@@ -15,5 +15,7 @@
 /* Writes the digest as GUST_DIGEST_LEN hex digits and a NUL. A file that cannot be read
  * counts as its error, so it still differs from a readable one. */
 void gust_config_digest(const struct gust_config *config, char out[GUST_DIGEST_LEN + 1]);
+/* The same of one unit: its block as written and its script's or rules' contents. */
+void gust_unit_digest(const struct gust_unit_conf *unit, char out[GUST_DIGEST_LEN + 1]);
 
 #endif

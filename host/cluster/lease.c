@@ -7,16 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <nats/nats.h>
-
 #include "../bus/bus.h"
+#include "../bus/kv.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "bucket.h"
 
 struct lease {
-    char name[80]; /* the unit's name */
-    char key[96];  /* "source.<name>" */
+    char name[80]; /* what /units and the log call it: a source's unit name, ... */
+    char key[96];  /* its key in the bucket: "source.<name>", "detect.<unit>.<slice>" */
     struct gust_lease_task task;
     int attached;   /* a generation wants it run */
     int held;       /* this process holds the lease, at revision rev */
@@ -36,8 +35,7 @@ struct gust_leases {
     char self[128];
     char bucket[64];
     struct gust_bus *bus;
-    jsCtx *js;
-    kvStore *kv;
+    struct gust_kv *kv;
     int bucket_warned;
     /* run_lock serialises KV calls and task start/stop; lock guards the list and what
      * /units reads, and is never held across I/O. Order: run_lock, then lock. */
@@ -82,10 +80,10 @@ static int ensure_bucket(struct gust_leases *l)
     }
     /* A KV call must fail well before the lease it renews runs out. */
     int64_t wait = l->conf.ttl_ms / 4 < 2000 ? l->conf.ttl_ms / 4 : 2000;
-    natsStatus s = gust_bucket_open(l->bus, l->bucket, l->conf.replicas, wait, &l->js, &l->kv);
-    if (s != NATS_OK) {
+    char why[256];
+    if (gust_kv_open(l->bus, l->bucket, l->conf.replicas, wait, &l->kv, why, sizeof(why)) != 0) {
         if (!l->bucket_warned) {
-            gust_warn("leases: cannot open KV bucket %s: %s; singleton sources wait", l->bucket, gust_nats_reason(s));
+            gust_warn("leases: cannot open KV bucket %s: %s; singleton tasks wait", l->bucket, why);
             l->bucket_warned = 1;
         }
         return GUST_EIO;
@@ -102,7 +100,9 @@ static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t n
     set_state(l, e, 1, e->running);
     e->rev = rev;
     e->renew_at = now + l->conf.ttl_ms / 3;
+    pthread_mutex_lock(&l->lock); /* gust_leases_holding reads it */
     e->valid_until = now + l->conf.ttl_ms;
+    pthread_mutex_unlock(&l->lock);
     set_seen(l, e, l->self, expires);
 }
 
@@ -113,24 +113,21 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
     char value[256];
     int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
     int len = format_value(value, sizeof(value), l->self, expires);
-    uint64_t rev = 0;
-    if (kvStore_Create(&rev, l->kv, e->key, value, len) == NATS_OK) {
+    uint64_t rev = 0, seen_rev = 0;
+    char why[256], current[400], holder[128];
+    if (gust_kv_create(l->kv, e->key, value, (size_t)len, &rev, why, sizeof(why)) == 0) {
         took(l, e, rev, now, expires);
         return;
     }
-    kvEntry *entry = NULL;
-    if (kvStore_Get(&entry, l->kv, e->key) != NATS_OK) {
+    if (gust_kv_get(l->kv, e->key, current, sizeof(current), &seen_rev, why, sizeof(why)) != 0) {
         return; /* deleted in between, or the bus is away: next poll */
     }
-    char holder[128];
-    int64_t theirs = gust_entry_read(entry, holder, sizeof(holder), NULL, 0);
-    uint64_t seen_rev = kvEntry_Revision(entry);
-    kvEntry_Destroy(entry);
+    int64_t theirs = gust_entry_read(current, holder, sizeof(holder), NULL, 0);
     set_seen(l, e, holder, theirs);
     if (strcmp(holder, l->self) != 0 && theirs > gust_wall_ms()) {
         return; /* someone else's, still valid */
     }
-    if (kvStore_Update(&rev, l->kv, e->key, value, len, seen_rev) == NATS_OK) {
+    if (gust_kv_update(l->kv, e->key, value, (size_t)len, seen_rev, &rev, why, sizeof(why)) == 0) {
         took(l, e, rev, now, expires);
     }
 }
@@ -155,14 +152,15 @@ static void give_back(struct gust_leases *l, struct lease *e)
     char value[256];
     int len = format_value(value, sizeof(value), "", 0);
     uint64_t rev = 0;
-    if (l->kv != NULL && kvStore_Update(&rev, l->kv, e->key, value, len, e->rev) == NATS_OK) {
+    char why[256];
+    if (l->kv != NULL && gust_kv_update(l->kv, e->key, value, (size_t)len, e->rev, &rev, why, sizeof(why)) == 0) {
         set_seen(l, e, "", 0);
     }
 }
 
 static void lost(struct gust_leases *l, struct lease *e, int64_t now, const char *why)
 {
-    gust_warn("lease %s lost (%s): stopping source %s", e->key, why, e->name);
+    gust_warn("lease %s lost (%s): stopping %s", e->key, why, e->name);
     stop_task(l, e);
     set_state(l, e, 0, 0);
     e->next_try = now + l->conf.poll_ms;
@@ -178,7 +176,7 @@ static int start_task(struct gust_leases *l, struct lease *e, int64_t now, struc
     if (rc == 0) {
         set_state(l, e, 1, 1);
         e->backoff_ms = 0;
-        gust_info("lease %s held by %s: source %s started", e->key, l->self, e->name);
+        gust_info("lease %s held by %s: %s started", e->key, l->self, e->name);
         return 0;
     }
     e->backoff_ms = e->backoff_ms == 0 ? 1000 : (e->backoff_ms * 2 > 30000 ? 30000 : e->backoff_ms * 2);
@@ -205,11 +203,11 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
         int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
         int len = format_value(value, sizeof(value), l->self, expires);
         uint64_t rev = 0;
-        natsStatus s = kvStore_Update(&rev, l->kv, e->key, value, len, e->rev);
-        if (s == NATS_OK) {
+        char why[256];
+        if (gust_kv_update(l->kv, e->key, value, (size_t)len, e->rev, &rev, why, sizeof(why)) == 0) {
             took(l, e, rev, now, expires);
         } else {
-            lost(l, e, now, gust_nats_reason(s));
+            lost(l, e, now, why);
         }
     }
     if (e->held && now >= e->valid_until) {
@@ -227,10 +225,10 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
     return 0;
 }
 
-static struct lease *find(struct gust_leases *l, const char *name)
+static struct lease *find(struct gust_leases *l, const char *key)
 {
     for (size_t i = 0; i < l->n; i++) {
-        if (strcmp(l->v[i]->name, name) == 0) {
+        if (strcmp(l->v[i]->key, key) == 0) {
             return l->v[i];
         }
     }
@@ -298,11 +296,11 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
     return 0;
 }
 
-int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task,
+int gust_leases_attach(struct gust_leases *l, const char *key, const char *name, const struct gust_lease_task *task,
                        struct gust_err *err)
 {
     pthread_mutex_lock(&l->run_lock);
-    struct lease *e = find(l, name);
+    struct lease *e = find(l, key);
     if (e == NULL) {
         e = calloc(1, sizeof(*e));
         struct lease **v = e != NULL ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
@@ -312,7 +310,7 @@ int gust_leases_attach(struct gust_leases *l, const char *name, const struct gus
             return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
         snprintf(e->name, sizeof(e->name), "%s", name);
-        snprintf(e->key, sizeof(e->key), "source.%s", name);
+        snprintf(e->key, sizeof(e->key), "%s", key);
         pthread_mutex_lock(&l->lock);
         l->v = v;
         l->v[l->n++] = e;
@@ -340,15 +338,30 @@ int gust_leases_attach(struct gust_leases *l, const char *name, const struct gus
     return rc;
 }
 
-void gust_leases_detach(struct gust_leases *l, const char *name)
+void gust_leases_detach(struct gust_leases *l, const char *key)
 {
     pthread_mutex_lock(&l->run_lock);
-    struct lease *e = find(l, name);
+    struct lease *e = find(l, key);
     if (e != NULL) {
         stop_task(l, e);
         e->attached = 0;
     }
     pthread_mutex_unlock(&l->run_lock);
+}
+
+int gust_leases_holding(struct gust_leases *l, const char *key)
+{
+    pthread_mutex_lock(&l->lock);
+    int yes = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->v[i]->key, key) == 0) {
+            /* A margin of a sixth of the TTL: a write this decides on must land before
+             * a peer could take the lease. */
+            yes = l->v[i]->held && gust_now_ms() < l->v[i]->valid_until - l->conf.ttl_ms / 6;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return yes;
 }
 
 void gust_leases_prune(struct gust_leases *l)
@@ -398,8 +411,7 @@ void gust_leases_destroy(struct gust_leases *l)
         free(l->v[i]);
     }
     free(l->v);
-    kvStore_Destroy(l->kv);
-    jsCtx_Destroy(l->js);
+    gust_kv_close(l->kv);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->lock);
     pthread_mutex_destroy(&l->run_lock);

@@ -1,4 +1,5 @@
-/* Leases: at most one process of a cluster runs each singleton source.
+/* Leases: at most one process of a cluster runs each singleton task (a source, a slice
+ * of a detect unit).
  *
  * Several gust processes with the same host.conf on one NATS share the units' durable
  * consumers, but a timer or a poller must run once, not once per process. Each such
@@ -47,14 +48,18 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
 /* Stops every task and gives back every lease. NULL is a no-op. */
 void gust_leases_destroy(struct gust_leases *l);
 
-/* Runs task (copied) whenever this process holds lease `name` (copied). When the lease
- * is free now, the task starts before this returns, and its start error is returned
- * (the task is then not attached); later starts that fail are logged and retried. */
-int gust_leases_attach(struct gust_leases *l, const char *name, const struct gust_lease_task *task,
+/* Runs task (copied) whenever this process holds the lease of key `key` ("source.tick",
+ * "detect.lateral.3"; copied), which /units and the log call `name`. When the lease is
+ * free now, the task starts before this returns, and its start error is returned (the
+ * task is then not attached); later starts that fail are logged and retried. */
+int gust_leases_attach(struct gust_leases *l, const char *key, const char *name, const struct gust_lease_task *task,
                        struct gust_err *err);
-/* Stops the task of `name` if it runs, and forgets it; the lease itself stays held
+/* Stops the task of `key` if it runs, and forgets it; the lease itself stays held
  * until gust_leases_prune, so a reload's new task takes over without a gap. */
-void gust_leases_detach(struct gust_leases *l, const char *name);
+void gust_leases_detach(struct gust_leases *l, const char *key);
+/* Whether this process holds lease `key` now, renewed recently enough that no peer can
+ * have taken it: what a task checks before it writes something only the holder may. */
+int gust_leases_holding(struct gust_leases *l, const char *key);
 /* Gives back the leases that have no task attached (their source left the config). */
 void gust_leases_prune(struct gust_leases *l);
 

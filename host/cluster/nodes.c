@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nats/nats.h>
-
 #include "../bus/bus.h"
+#include "../bus/kv.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "bucket.h"
@@ -21,8 +20,7 @@ struct gust_nodes {
     char bucket[64];
     char key[160]; /* node.<self, in key characters> */
     struct gust_bus *bus;
-    jsCtx *js;
-    kvStore *kv;
+    struct gust_kv *kv;
     /* run_lock serialises KV calls; lock guards what /units reads and is never held
      * across I/O. Order: run_lock, then lock. */
     pthread_mutex_t run_lock;
@@ -38,70 +36,74 @@ struct gust_nodes {
 };
 
 /* Under run_lock. */
-static natsStatus open_bucket(struct gust_nodes *n)
+static int open_bucket(struct gust_nodes *n, char *why, size_t why_size)
 {
     if (n->kv != NULL) {
-        return NATS_OK;
+        return 0;
     }
-    return gust_bucket_open(n->bus, n->bucket, n->conf.replicas, 2000, &n->js, &n->kv);
+    return gust_kv_open(n->bus, n->bucket, n->conf.replicas, 2000, &n->kv, why, why_size);
 }
 
 /* Writes this process's entry. Under run_lock. */
 static void write_entry(struct gust_nodes *n)
 {
-    char config[GUST_DIGEST_LEN + 1];
+    char config[GUST_DIGEST_LEN + 1], why[256];
     pthread_mutex_lock(&n->lock);
     memcpy(config, n->config, sizeof(config));
     pthread_mutex_unlock(&n->lock);
-    natsStatus s = open_bucket(n);
-    if (s == NATS_OK) {
+    int rc = open_bucket(n, why, sizeof(why));
+    if (rc == 0) {
         char value[320];
         int len = snprintf(value, sizeof(value), "{\"holder\":\"%s\",\"config\":\"%s\",\"expires_ms\":%" PRId64 "}",
                            n->self, config, gust_wall_ms() + n->conf.ttl_ms);
         uint64_t rev = 0;
-        s = kvStore_Put(&rev, n->kv, n->key, value, len);
+        rc = gust_kv_put(n->kv, n->key, value, (size_t)len, &rev, why, sizeof(why));
     }
-    if (s != NATS_OK && !n->write_failing) {
-        gust_warn("cluster: cannot write %s in %s: %s; trying again every %" PRId64 " ms", n->key, n->bucket,
-                  gust_nats_reason(s), n->conf.ttl_ms / 3);
-    } else if (s == NATS_OK && n->write_failing) {
+    if (rc != 0 && !n->write_failing) {
+        gust_warn("cluster: cannot write %s in %s: %s; trying again every %" PRId64 " ms", n->key, n->bucket, why,
+                  n->conf.ttl_ms / 3);
+    } else if (rc == 0 && n->write_failing) {
         gust_info("cluster: %s written again", n->key);
     }
-    n->write_failing = s != NATS_OK;
+    n->write_failing = rc != 0;
+}
+
+struct peer_scan {
+    struct gust_nodes *n;
+    struct gust_node *out;
+    size_t *count;
+    int64_t now;
+};
+
+static void read_peer(void *ud, const char *key)
+{
+    struct peer_scan *ps = ud;
+    struct gust_nodes *n = ps->n;
+    char value[400], why[128];
+    uint64_t rev = 0;
+    if (*ps->count >= GUST_NODES_MAX || strncmp(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1) != 0 ||
+        strcmp(key, n->key) == 0 || gust_kv_get(n->kv, key, value, sizeof(value), &rev, why, sizeof(why)) != 0) {
+        return; /* not a node, ours, or gone meanwhile */
+    }
+    struct gust_node *p = &ps->out[*ps->count];
+    if (gust_entry_read(value, p->name, sizeof(p->name), p->config, sizeof(p->config)) > ps->now) {
+        (*ps->count)++;
+    }
 }
 
 /* Reads every live entry but ours into out. Under run_lock. */
 static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count, struct gust_err *err)
 {
     *count = 0;
-    natsStatus s = open_bucket(n);
-    kvKeysList keys = {0};
-    if (s == NATS_OK) {
-        s = kvStore_Keys(&keys, n->kv, NULL);
-        if (s == NATS_NOT_FOUND) { /* an empty bucket */
-            s = NATS_OK;
-        }
+    char why[256];
+    struct peer_scan ps = {n, out, count, gust_wall_ms()};
+    int rc = open_bucket(n, why, sizeof(why));
+    if (rc == 0) {
+        rc = gust_kv_keys(n->kv, read_peer, &ps, why, sizeof(why));
     }
-    if (s != NATS_OK) {
-        return gust_err_set(err, GUST_EIO, "cannot read the node directory in %s: %s", n->bucket,
-                            gust_nats_reason(s));
+    if (rc != 0) {
+        return gust_err_set(err, GUST_EIO, "cannot read the node directory in %s: %s", n->bucket, why);
     }
-    int64_t now = gust_wall_ms();
-    for (int i = 0; i < keys.Count && *count < GUST_NODES_MAX; i++) {
-        const char *key = keys.Keys[i];
-        kvEntry *e = NULL;
-        if (strncmp(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1) != 0 || strcmp(key, n->key) == 0 ||
-            kvStore_Get(&e, n->kv, key) != NATS_OK) {
-            continue; /* not a node, ours, or gone meanwhile */
-        }
-        struct gust_node *p = &out[*count];
-        int64_t expires = gust_entry_read(e, p->name, sizeof(p->name), p->config, sizeof(p->config));
-        kvEntry_Destroy(e);
-        if (expires > now) {
-            (*count)++;
-        }
-    }
-    kvKeysList_Destroy(&keys);
     return 0;
 }
 
@@ -185,10 +187,9 @@ void gust_nodes_destroy(struct gust_nodes *n)
     }
     /* Only this process writes its key: a plain delete is safe. */
     if (n->kv != NULL) {
-        kvStore_Delete(n->kv, n->key);
+        gust_kv_delete(n->kv, n->key);
     }
-    kvStore_Destroy(n->kv);
-    jsCtx_Destroy(n->js);
+    gust_kv_close(n->kv);
     pthread_cond_destroy(&n->wake);
     pthread_mutex_destroy(&n->lock);
     pthread_mutex_destroy(&n->run_lock);

@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "gust/err.h"
 
@@ -105,4 +106,48 @@ int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t
     *p++ = '"';
     out->len = (size_t)(p - out->data);
     return 0;
+}
+
+static int b64_value(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z'   ? c - 'A'
+           : c >= 'a' && c <= 'z' ? c - 'a' + 26
+           : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '+'             ? 62
+           : c == '/'             ? 63
+                                  : -1;
+}
+
+unsigned char *gust_base64_decode(const char *s, size_t len, size_t *out_len)
+{
+    if (len % 4 != 0) {
+        return NULL;
+    }
+    size_t pad = len >= 1 && s[len - 1] == '=' ? (len >= 2 && s[len - 2] == '=' ? 2 : 1) : 0;
+    unsigned char *out = malloc(len / 4 * 3 + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        int last = i + 4 == len;
+        uint32_t v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            int d = last && k >= 4 - pad ? 0 : b64_value((unsigned char)s[i + k]);
+            if (d < 0) {
+                free(out);
+                return NULL;
+            }
+            v = v << 6 | (uint32_t)d;
+        }
+        out[n++] = (unsigned char)(v >> 16);
+        if (!last || pad < 2) {
+            out[n++] = (unsigned char)(v >> 8);
+        }
+        if (!last || pad < 1) {
+            out[n++] = (unsigned char)v;
+        }
+    }
+    *out_len = n;
+    return out;
 }

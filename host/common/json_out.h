@@ -13,5 +13,8 @@ int gust_json_append_string(struct gust_buf *out, const char *s, size_t len);
 int gust_utf8_valid(const char *s, size_t len);
 /* Appends s[0..len) in standard base64, quoted. */
 int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t len);
+/* Standard base64 s[0..len) (padded, no white space) decoded into a new buffer (free
+ * it), its size in *out_len; NULL when malformed or out of memory. */
+unsigned char *gust_base64_decode(const char *s, size_t len, size_t *out_len);
 
 #endif

@@ -43,6 +43,10 @@ const struct gust_schema_key gust_nats_schema[] = {
     {"dlq_stream", GUST_T_STR, "GUST_DLQ", 0, "the dead-letter stream"},
     {"dlq_subjects", GUST_T_FILTER, "dlq.>", 0, "subjects of the dead-letter stream"},
     {"dlq_max_msgs", GUST_T_INT, "100000", 0, "dead letters kept (oldest dropped first)"},
+    {"state_stream", GUST_T_STR, "GUST_STATE", 0, "the stream of the detect units' checkpoints"},
+    {"state_subjects", GUST_T_FILTER, "gust.state.>", 0, "subjects of the checkpoint stream"},
+    {"duplicate_window", GUST_T_DURATION, "2m", 0,
+     "of the event stream: a message whose Nats-Msg-Id was stored within it is stored once (every emit carries one)"},
     {"max_deliver", GUST_T_INT, "5", GUST_K_RELOADABLE, "attempts before a message is dead-lettered"},
     {"ack_wait", GUST_T_DURATION, "5s", 0,
      "a message neither acked nor nak'd is redelivered (to any process of the cluster) after this; a batch must finish within it"},
@@ -71,6 +75,10 @@ const struct gust_schema_key gust_flow_schema[] = {
 const struct gust_schema_key gust_detect_schema[] = {
     {"rules", GUST_T_PATH, NULL, GUST_K_REQUIRED, "the VPL program"},
     {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
+    {"slices", GUST_T_INT, "1", 0,
+     "the program's partitions are split into this many slices, each run by one process of a cluster at a time (under a lease)"},
+    {"checkpoint_interval", GUST_T_DURATION, "5s", 0, "the engine's state is checkpointed at least this often (0: only at a clean stop)"},
+    {"checkpoint_events", GUST_T_INT, "100000", 0, "... and after this many events (0: no bound)"},
     GUST_EDGE_KEYS,
     {NULL, 0, NULL, 0, NULL},
 };

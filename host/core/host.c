@@ -12,9 +12,16 @@
 #include "../flow/flow.h"
 #include "../unit/handlers.h"
 #include "../bus/bus.h"
+#include "../bus/feeds.h"
+#include "../cluster/config_digest.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
+#include "../unit/edge.h"
 #include "edges.h"
+
+/* How long a unit's read waits for a message: bounds how long a stop waits for an idle
+ * unit. */
+#define FEED_WAIT_MS 500
 
 /* plugins/ beside the binary: build/gust finds build/plugins/. */
 static void default_plugin_dir(char *out, size_t size)
@@ -64,8 +71,10 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
     return rc;
 }
 
-/* Reads and compiles a detect unit's program. */
-static int load_detect(const struct gust_unit_conf *u, struct gust_handler *h, char **filter, struct gust_err *err)
+/* Reads and compiles a detect unit's program: with bus and leases NULL only to check it
+ * (gust -t, a reload's preparation). */
+static int load_detect(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
+                       struct gust_leases *leases, struct gust_handler *h, char **filter, struct gust_err *err)
 {
     const char *path = gust_cfg_str(u->cfg, "rules");
     struct gust_buf src = {0};
@@ -75,16 +84,40 @@ static int load_detect(const struct gust_unit_conf *u, struct gust_handler *h, c
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
                             u->name, path);
     }
-    rc = gust_detect_handler_create(u->name, src.data != NULL ? src.data : "", src.len, path, h, filter, err);
+    int64_t slices = gust_cfg_int(u->cfg, "slices");
+    if (slices < 1 || slices > 1024) {
+        gust_buf_free(&src);
+        return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': slices must be 1 to 1024",
+                            gust_cfg_where(u->cfg, "slices"), u->name);
+    }
+    int edge = gust_cfg_str(u->cfg, "edge") != NULL;
+    struct gust_detect_opts o = {
+        .unit = u->name,
+        .path = path,
+        .src = src.data != NULL ? src.data : "",
+        .len = src.len,
+        .slices = (uint32_t)slices,
+        .checkpoint_interval_ms = gust_cfg_int(u->cfg, "checkpoint_interval"),
+        .checkpoint_events = gust_cfg_int(u->cfg, "checkpoint_events"),
+        .stream = gust_cfg_str(host->config->nats, "stream"),
+        .bus = bus,
+        .leases = edge ? NULL : leases,
+    };
+    rc = gust_detect_handler_create(&o, h, filter, err);
     gust_buf_free(&src);
+    if (rc != 0 && slices > 1 && strstr(err->msg, "slices") != NULL) {
+        /* Name the line of the setting the program cannot take. */
+        struct gust_err plain = *err;
+        gust_err_set(err, rc, "%s: %s", gust_cfg_where(u->cfg, "slices"), plain.msg);
+    }
     return rc;
 }
 
-static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
+static int check_detect(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_err *err)
 {
     struct gust_handler h;
     char *filter = NULL;
-    int rc = load_detect(u, &h, &filter, err);
+    int rc = load_detect(host, u, NULL, NULL, &h, &filter, err);
     if (rc == 0) {
         h.destroy(h.impl);
         free(filter);
@@ -139,7 +172,7 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
             rc = check_flow(u, err);
             break;
         case GUST_UNIT_DETECT:
-            rc = check_detect(u, err);
+            rc = check_detect(host, u, err);
             break;
         case GUST_UNIT_RELAY:
             break;
@@ -174,41 +207,96 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
 }
 
 static struct gust_consumer_conf consumer_conf(const struct gust_host *host, const struct gust_unit_conf *u,
-                                               const char *kind, const char *filter)
+                                               const char *kind, const char *source, const char *identity)
 {
     const struct gust_config *c = host->config;
     return (struct gust_consumer_conf){
         .unit = u->name,
         .kind = kind,
-        .filter = filter,
-        .stream = gust_cfg_str(c->nats, "stream"),
+        .source = source,
+        .identity = identity,
         .dlq_prefix = host->dlq_prefix,
         .batch = (int)gust_cfg_int(u->cfg, "batch"),
         .max_deliver = gust_cfg_int(c->nats, "max_deliver"),
-        .ack_wait_ms = gust_cfg_int(c->nats, "ack_wait"),
         .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
         .retry_max_delay_ms = gust_cfg_int(c->nats, "retry_max_delay"),
-        .edge_source = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge") : NULL,
-        .edge_queue = (size_t)gust_cfg_int(u->cfg, "edge_queue"),
+        .settle = GUST_SETTLE_ACK,
     };
 }
 
-static int start_consumer(struct gust_host *host, const struct gust_consumer_conf *cc, struct gust_handler h,
-                          struct gust_bus *bus, struct gust_err *err)
+/* The edge path: a flow or detect unit with `edge SOURCE;`, fed from memory. */
+static const char *edge_of(const struct gust_unit_conf *u)
 {
-    struct gust_consumer *consumer = NULL;
-    int rc = gust_consumer_create(cc, bus, h, &consumer, err);
-    if (rc == 0) {
-        rc = gust_units_add(host->units, consumer);
-        if (rc == 0 && cc->edge_source != NULL) {
-            rc = gust_edge_links_add(&host->edges, cc->edge_source, gust_consumer_edge(consumer));
-        }
+    return u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge") : NULL;
+}
+
+/* The feed a unit reads: an edge queue, an ordered read of its subjects (detect), or
+ * its durable consumer <kind>_<unit>. */
+static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, struct gust_consumer_conf *cc,
+                     const char *filter, struct gust_bus *bus, struct gust_feed **feed, struct gust_err *err)
+{
+    const char *edge = edge_of(u);
+    if (edge != NULL) {
+        struct gust_edge *e = NULL;
+        int rc = gust_edge_create(u->name, edge, (size_t)gust_cfg_int(u->cfg, "edge_queue"), &e, err);
         if (rc != 0) {
-            return gust_err_set(err, rc, "out of memory");
+            return rc;
         }
-        rc = gust_consumer_start(consumer, err);
+        if ((*feed = gust_edge_feed(e)) == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+        cc->edge = e;
+        cc->settle = GUST_SETTLE_NONE;
+        gust_info("[%s_%s] fed in memory by source '%s' (edge path: at most once; queue %zu)", cc->kind, u->name,
+                  edge, gust_edge_capacity(e));
+        return 0;
     }
-    return rc;
+    const char *stream = gust_cfg_str(host->config->nats, "stream");
+    if (u->kind == GUST_UNIT_DETECT) {
+        cc->settle = GUST_SETTLE_ORDERED; /* from where its checkpoints say, set by its handler */
+        return gust_ordered_feed_open(bus, stream, filter, 0, FEED_WAIT_MS, feed, err);
+    }
+    char durable[160];
+    snprintf(durable, sizeof(durable), "%s_%s", cc->kind, u->name);
+    struct gust_durable_conf dc = {
+        .stream = stream,
+        .durable = durable,
+        .filter = filter,
+        .batch = cc->batch,
+        .ack_wait_ms = gust_cfg_int(host->config->nats, "ack_wait"),
+        .max_ack_pending = cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
+        .expires_ms = FEED_WAIT_MS,
+    };
+    return gust_durable_feed_open(bus, &dc, feed, err);
+}
+
+/* Creates the unit, lists it, opens its feed and starts it. h is owned from here on. */
+static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, const char *kind, const char *filter,
+                      const char *identity, struct gust_handler h, struct gust_bus *bus, struct gust_err *err)
+{
+    char source[300];
+    snprintf(source, sizeof(source), "%s%s", edge_of(u) != NULL ? "edge:" : "",
+             edge_of(u) != NULL ? edge_of(u) : filter);
+    struct gust_consumer_conf cc = consumer_conf(host, u, kind, source, identity);
+    struct gust_feed *feed = NULL;
+    int rc = open_feed(host, u, &cc, filter, bus, &feed, err);
+    if (rc != 0) {
+        h.destroy(h.impl);
+        return rc;
+    }
+    struct gust_consumer *consumer = NULL;
+    if ((rc = gust_consumer_create(&cc, feed, gust_bus_outlet(bus), h, &consumer, err)) != 0) {
+        return rc;
+    }
+    /* From here on the registry owns the unit, listed stopped until it starts. */
+    if (gust_units_add(host->units, consumer) != 0 ||
+        (cc.edge != NULL && gust_edge_links_add(&host->edges, edge_of(u), cc.edge) != 0)) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    if (strcmp(kind, "detect") == 0 && (rc = gust_detect_handler_start(h.impl, err)) != 0) {
+        return rc;
+    }
+    return gust_consumer_start(consumer, err);
 }
 
 static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
@@ -223,8 +311,7 @@ static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, st
     }
     const char *source = gust_cfg_str(u->cfg, "source") != NULL ? gust_cfg_str(u->cfg, "source")
                                                                   : gust_flow_source(flow);
-    struct gust_consumer_conf cc = consumer_conf(host, u, "flow", source);
-    return start_consumer(host, &cc, gust_flow_handler(flow), bus, err);
+    return start_unit(host, u, "flow", source, NULL, gust_flow_handler(flow), bus, err);
 }
 
 static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
@@ -250,8 +337,33 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         h.destroy(h.impl);
         return rc;
     }
-    struct gust_consumer_conf cc = consumer_conf(host, u, "sink", gust_cfg_str(u->cfg, "source"));
-    return start_consumer(host, &cc, h, bus, err);
+    return start_unit(host, u, "sink", gust_cfg_str(u->cfg, "source"), NULL, h, bus, err);
+}
+
+/* A detect unit: kept running from the generation before when it is the same unit
+ * (its block and its program unchanged: state and all), else made anew. */
+static int start_detect(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
+                        struct gust_err *err)
+{
+    char identity[GUST_DIGEST_LEN + 1];
+    gust_unit_digest(u, identity);
+    struct gust_consumer *kept = gust_units_adopt(host->units, u->name);
+    if (kept != NULL) {
+        struct gust_edge *e = gust_consumer_edge(kept);
+        if (e != NULL && gust_edge_links_add(&host->edges, edge_of(u), e) != 0) {
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+        gust_info("[detect_%s] unchanged: kept running, state and all", u->name);
+        return 0;
+    }
+    struct gust_handler h;
+    char *filter = NULL;
+    int rc = load_detect(host, u, bus, host->leases, &h, &filter, err);
+    if (rc == 0) {
+        rc = start_unit(host, u, "detect", filter, identity, h, bus, err);
+        free(filter);
+    }
+    return rc;
 }
 
 static int source_start(void *ud, struct gust_err *err)
@@ -290,18 +402,11 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         if (u->kind == GUST_UNIT_FLOW) {
             rc = start_flow(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_DETECT) {
-            struct gust_handler h;
-            char *filter = NULL;
-            rc = load_detect(u, &h, &filter, err);
-            if (rc == 0) {
-                struct gust_consumer_conf cc = consumer_conf(host, u, "detect", filter);
-                rc = start_consumer(host, &cc, h, bus, err);
-                free(filter);
-            }
+            rc = start_detect(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_RELAY) {
             struct gust_handler h = gust_relay_handler(gust_cfg_str(u->cfg, "to"));
-            struct gust_consumer_conf cc = consumer_conf(host, u, "relay", gust_cfg_str(u->cfg, "source"));
-            rc = h.impl != NULL ? start_consumer(host, &cc, h, bus, err) : gust_err_set(err, GUST_ENOMEM, "out of memory");
+            rc = h.impl != NULL ? start_unit(host, u, "relay", gust_cfg_str(u->cfg, "source"), NULL, h, bus, err)
+                                : gust_err_set(err, GUST_ENOMEM, "out of memory");
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
         }
@@ -323,7 +428,9 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         int rc;
         if (s->leased) {
             struct gust_lease_task task = {.start = source_start, .stop = source_stop, .ud = s};
-            rc = gust_leases_attach(leases, u->name, &task, err);
+            char key[96];
+            snprintf(key, sizeof(key), "source.%s", u->name);
+            rc = gust_leases_attach(leases, key, u->name, &task, err);
             if (rc != 0) {
                 return rc;
             }
@@ -345,7 +452,9 @@ void gust_host_stop(struct gust_host *host)
     for (size_t i = 0; i < host->nsources; i++) {
         struct gust_source *s = &host->sources[i];
         if (s->leased) {
-            gust_leases_detach(host->leases, s->unit->name);
+            char key[96];
+            snprintf(key, sizeof(key), "source.%s", s->unit->name);
+            gust_leases_detach(host->leases, key);
         } else {
             source_stop(s);
         }

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <nats/nats.h>
 
 #include "../bus/bus.h"
 #include "../cluster/lease.h"
@@ -130,6 +129,9 @@ static int run(const char *config_path)
         .dlq_stream = gust_cfg_str(c->nats, "dlq_stream"),
         .dlq_subjects = gust_cfg_str(c->nats, "dlq_subjects"),
         .dlq_max_msgs = gust_cfg_int(c->nats, "dlq_max_msgs"),
+        .state_stream = gust_cfg_str(c->nats, "state_stream"),
+        .state_subjects = gust_cfg_str(c->nats, "state_subjects"),
+        .duplicate_window_ms = gust_cfg_int(c->nats, "duplicate_window"),
         .publish_timeout_ms = gust_cfg_int(c->nats, "publish_timeout"),
         .max_pending = (size_t)gust_cfg_int(c->nats, "max_pending"),
         .send_asap = (int)gust_cfg_int(c->nats, "send_asap"),
@@ -212,7 +214,7 @@ static int run(const char *config_path)
     gust_bus_destroy(bus);
     gust_http_close(http_server);
     pthread_join(sig_tid, NULL);
-    nats_Close(); /* the library's own threads and memory */
+    gust_bus_library_close();
     gust_info("stopped");
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cluster/config_digest.h"
 #include "../cluster/guard.h"
 #include "../common/log.h"
 
@@ -53,8 +54,19 @@ static void reload_once(struct gust_reloader *r)
         return;
     }
     warn_restart_only(r->current->config, next->config);
-    /* Old units stop between batches: what they fetched is acked (emits stored) or
-     * left for redelivery, and the new units continue on the same durable consumers. */
+    /* A detect unit the new generation has unchanged keeps running, state and all. */
+    for (size_t i = 0; i < next->config->nunits; i++) {
+        const struct gust_unit_conf *u = &next->config->units[i];
+        if (u->kind == GUST_UNIT_DETECT) {
+            char identity[GUST_DIGEST_LEN + 1];
+            gust_unit_digest(u, identity);
+            gust_units_keep(r->units, u->name, identity);
+        }
+    }
+    /* The other units stop between batches: what they fetched is acked (emits stored)
+     * or left for redelivery, and the new units continue on the same durable consumers
+     * (a detect unit that changed checkpoints at its stop; the new one reads on from
+     * there). */
     gust_host_stop(r->current);
     rc = gust_host_start(next, r->bus, r->units, r->current->leases, &err);
     if (rc != 0) {

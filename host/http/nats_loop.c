@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* memmem */
 #include "nats_loop.h"
 
+#include <nats/nats.h> /* natsInbox_Create */
+
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>

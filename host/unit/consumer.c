@@ -1,45 +1,50 @@
 #include "consumer.h"
 
 #include <inttypes.h>
-#include <nats/nats.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../bus/bus.h"
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "dlq.h"
-#include "edge.h"
-#include "pull.h"
 #include "recent.h"
+#include "waits.h"
 
-#define FETCH_WAIT_MS 500 /* bounds how long a stop waits for an idle unit */
-#define EDGE_WAIT_MS 200
+#define FAILING_PAUSE_MS 100
+#define IDLE_PAUSE_MS 100
+#define REPUBLISH_PAUSE_MS 200
 
 enum state { STATE_STARTING, STATE_RUNNING, STATE_FAILING, STATE_STOPPED };
 static const char *const state_names[] = {"starting", "running", "failing", "stopped"};
 
-/* One publish of a batch waiting for its PubAck: which input it belongs to. */
+/* One publish of a batch waiting for its PubAck: which input it belongs to, and what
+ * it is, so that an ordered unit can send it again. */
 struct ticket {
     struct gust_consumer *c;
     size_t msg;
+    struct gust_pub pub;
+    uint8_t failed;
+    char id[GUST_MSG_ID_MAX];
 };
 
 struct gust_consumer {
     struct gust_consumer_conf conf;
-    char durable[160];
+    char name[160]; /* <kind>_<unit>: the log prefix (and a durable consumer's name) */
+    char *source;   /* for /units */
+    char *identity;
+    atomic_int kept;
     struct gust_handler handler;
-    struct gust_bus *bus;
-    struct gust_pull *pull;
-    struct gust_edge *edge; /* the edge path: messages come from here, not the bus */
+    struct gust_outlet *outlet;
+    struct gust_feed *feed;
     pthread_t thread;
     int started;
     atomic_int stopping;
     atomic_int state;
     struct gust_unit_stats stats;
+    struct gust_waits waits; /* deliveries that were not rejections, by sequence */
 
     pthread_mutex_t lock; /* the barrier and last_error */
     pthread_cond_t acked;
@@ -48,6 +53,7 @@ struct gust_consumer {
 
     /* Per-batch arrays, grown to the largest batch and reused. */
     size_t cap;
+    struct gust_in *in;
     struct gust_msg *msgs;
     int *outcome;
     char (*error)[GUST_ERROR_MAX];
@@ -56,9 +62,10 @@ struct gust_consumer {
     uint8_t *fate; /* enum gust_fate per message, for GET /events */
     struct gust_recent *recent;
     struct ticket *tickets;
-    size_t ntickets_cap;
+    size_t nticket, ntickets_cap;
     struct gust_batch batch;
-    struct gust_buf envelope;
+    struct gust_buf envelopes; /* the batch's dead-letter envelopes, end to end */
+    size_t *envelope_at;       /* per ticket of a dead letter: its offset in envelopes */
 };
 
 static uint64_t now_ns(void)
@@ -66,6 +73,12 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
 }
 
 static void set_last_error(struct gust_consumer *c, const char *msg)
@@ -88,6 +101,7 @@ static int grow(struct gust_consumer *c, size_t n)
         } \
         c->field = p; \
     } while (0)
+    GROW(in);
     GROW(msgs);
     GROW(outcome);
     GROW(error);
@@ -99,6 +113,11 @@ static int grow(struct gust_consumer *c, size_t n)
     return 0;
 }
 
+static size_t emit_start(const struct gust_consumer *c, size_t i)
+{
+    return i > 0 ? c->emit_end[i - 1] : 0;
+}
+
 /* Bus thread: one PubAck (or failure) of the current batch. */
 static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 {
@@ -107,6 +126,7 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     struct gust_consumer *c = t->c;
     pthread_mutex_lock(&c->lock);
     if (status != 0) {
+        t->failed = 1;
         c->publish_failed[t->msg] = 1;
         snprintf(c->last_error, sizeof(c->last_error), "publish failed: %s", error != NULL ? error : "");
     }
@@ -116,19 +136,19 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Starts one publish for message i. A full pending ring is back-pressure: wait for
- * room. A bus that is down fails the message (it is redelivered later). */
-static void publish(struct gust_consumer *c, struct ticket *t, const char *subject, const void *data, size_t len)
+/* Starts the publish of ticket t. A full pending ring is back-pressure: wait for room.
+ * A bus that is down fails it (redelivered, or sent again, later). */
+static void publish(struct gust_consumer *c, struct ticket *t)
 {
+    t->failed = 0;
     pthread_mutex_lock(&c->lock);
     c->awaiting++;
     pthread_mutex_unlock(&c->lock);
     for (;;) {
-        int rc = gust_bus_publish(c->bus, subject, data, len, on_stored, t, NULL);
-        if (rc == 0) {
+        if (c->outlet->ops->publish(c->outlet, &t->pub, on_stored, t) == 0) {
             return;
         }
-        if (!gust_bus_connected(c->bus) || atomic_load(&c->stopping)) {
+        if (!c->outlet->ops->connected(c->outlet) || atomic_load(&c->stopping)) {
             on_stored(t, GUST_EAGAIN, 0, "bus unavailable");
             return;
         }
@@ -137,21 +157,29 @@ static void publish(struct gust_consumer *c, struct ticket *t, const char *subje
     }
 }
 
-static size_t count_publishes(const struct gust_consumer *c, size_t n)
+static void barrier(struct gust_consumer *c)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += c->outcome[i] == GUST_OUTCOME_OK ? c->emit_end[i] - (i > 0 ? c->emit_end[i - 1] : 0) : 1;
+    c->outlet->ops->flush(c->outlet);
+    pthread_mutex_lock(&c->lock);
+    while (c->awaiting > 0) {
+        pthread_cond_wait(&c->acked, &c->lock);
     }
-    return total;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Rejections so far, this delivery included: JetStream's count of deliveries less the
+ * ones that ended without a rejection. */
+static int64_t rejections(const struct gust_consumer *c, size_t i)
+{
+    return (int64_t)c->msgs[i].attempt - (int64_t)gust_waits_get(&c->waits, c->msgs[i].stream_seq);
 }
 
 static int dead_now(const struct gust_consumer *c, size_t i)
 {
-    /* An edge message has no redelivery: a failure dead-letters it at once. */
+    /* Without redelivery (the edge path, an ordered read) a failure dead-letters at once. */
     return c->outcome[i] == GUST_OUTCOME_DEAD ||
            (c->outcome[i] == GUST_OUTCOME_RETRY &&
-            (c->edge != NULL || (int64_t)c->msgs[i].attempt >= c->conf.max_deliver));
+            (c->conf.settle != GUST_SETTLE_ACK || rejections(c, i) >= c->conf.max_deliver));
 }
 
 /* Backing off: the delay doubles with each attempt, up to retry_max_delay. */
@@ -164,52 +192,128 @@ static int64_t retry_delay(const struct gust_consumer *c, uint32_t attempt)
     return delay < c->conf.retry_max_delay_ms ? delay : c->conf.retry_max_delay_ms;
 }
 
-/* Acks and naks go on the bus's buffered connection, the messages themselves come on the
- * one that writes at once (for the pull requests; see gust_consumer_start): a batch's acks
- * then leave in one write, and the next pull request does not wait behind them. An ack is
- * a plain publish to the message's reply subject, as natsMsg_Ack sends it. */
-static void ack(struct gust_consumer *c, natsMsg *m, int64_t nak_delay_ms)
+static size_t count_publishes(const struct gust_consumer *c, size_t n)
 {
-    const char *reply = natsMsg_GetReply(m);
-    if (reply == NULL || reply[0] == '\0') {
-        return;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += c->outcome[i] == GUST_OUTCOME_OK ? c->emit_end[i] - emit_start(c, i) : (size_t)dead_now(c, i);
     }
-    if (nak_delay_ms < 0) {
-        natsConnection_PublishString(gust_bus_conn(c->bus), reply, "+ACK");
-        return;
-    }
-    char body[64];
-    snprintf(body, sizeof(body), "-NAK {\"delay\":%" PRId64 "}", nak_delay_ms * 1000000);
-    natsConnection_PublishString(gust_bus_conn(c->bus), reply, body);
+    return total;
 }
 
-/* One batch: in[0..n) from the bus, or already in c->msgs (edge, in NULL: nothing to
- * ack, a failed message is dead-lettered or, when even that fails, lost). */
-static void run_batch(struct gust_consumer *c, natsMsg **in, size_t n)
+static struct ticket *next_ticket(struct gust_consumer *c, size_t msg)
 {
-    if (grow(c, n) != 0) {
-        gust_error("[%s] out of memory for a batch of %zu", c->durable, n);
-        return; /* not acked: redelivered after ack_wait */
+    struct ticket *t = &c->tickets[c->nticket++];
+    t->c = c;
+    t->msg = msg;
+    t->id[0] = '\0';
+    t->pub = (struct gust_pub){0};
+    return t;
+}
+
+/* The batch's publishes: every emit of a message that succeeded, and every dead letter.
+ * Each has a deterministic Nats-Msg-Id (a message redelivered after a crash produces
+ * the same ids, which JetStream stores once), except on the edge path, whose messages
+ * have no stream sequence. Returns 0 or GUST_ENOMEM. */
+static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_subject)
+{
+    size_t total = count_publishes(c, n);
+    c->nticket = 0;
+    if (total > c->ntickets_cap) {
+        /* The tickets must not move while publishes are in flight: sized first. */
+        struct ticket *p = realloc(c->tickets, total * sizeof(*p));
+        size_t *at = realloc(c->envelope_at, total * sizeof(*at));
+        if (p != NULL) {
+            c->tickets = p;
+        }
+        if (at != NULL) {
+            c->envelope_at = at;
+        }
+        if (p == NULL || at == NULL) {
+            return GUST_ENOMEM;
+        }
+        c->ntickets_cap = total;
     }
+    c->envelopes.len = 0;
+    int ids = c->conf.settle != GUST_SETTLE_NONE;
+    for (size_t i = 0; i < n; i++) {
+        const struct gust_msg *m = &c->msgs[i];
+        if (c->outcome[i] == GUST_OUTCOME_OK) {
+            for (size_t e = emit_start(c, i); e < c->emit_end[i]; e++) {
+                const struct gust_emit *em = &c->batch.emits.v[e];
+                struct ticket *t = next_ticket(c, i);
+                t->pub = (struct gust_pub){.subject = em->subject, .data = em->payload, .len = em->len};
+                if (ids && c->handler.emit_id != NULL) {
+                    c->handler.emit_id(c->handler.impl, &c->batch, i, e, t->id);
+                } else if (ids) {
+                    snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":%zu", c->conf.unit, m->stream_seq,
+                             e - emit_start(c, i));
+                }
+                t->pub.msg_id = t->id[0] != '\0' ? t->id : NULL;
+            }
+        } else if (dead_now(c, i)) {
+            size_t at = c->envelopes.len;
+            if (gust_dlq_envelope(&c->envelopes, c->conf.unit, m, c->error[i]) != 0) {
+                c->publish_failed[i] = 1;
+                continue;
+            }
+            struct ticket *t = next_ticket(c, i);
+            c->envelope_at[t - c->tickets] = at;
+            t->pub = (struct gust_pub){.subject = dlq_subject, .len = c->envelopes.len - at};
+            if (ids) {
+                snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":dlq", c->conf.unit, m->stream_seq);
+                t->pub.msg_id = t->id;
+            }
+        }
+    }
+    /* The envelopes are in place now that their buffer no longer grows. */
+    for (size_t k = 0; k < c->nticket; k++) {
+        if (c->tickets[k].pub.subject == dlq_subject) {
+            c->tickets[k].pub.data = c->envelopes.data + c->envelope_at[k];
+        }
+    }
+    return 0;
+}
+
+/* An ordered unit's position moves only past what is stored: what failed is sent
+ * again (the same ids: what did get stored is not stored twice) until it is, or the
+ * unit stops. Returns 1 when everything is stored. */
+static int republish_failed(struct gust_consumer *c)
+{
+    for (int round = 1;; round++) {
+        size_t failed = 0;
+        for (size_t k = 0; k < c->nticket; k++) {
+            failed += c->tickets[k].failed;
+        }
+        if (failed == 0) {
+            return 1;
+        }
+        if (atomic_load(&c->stopping)) {
+            return 0;
+        }
+        if (round == 1 || round % 50 == 0) {
+            char why[GUST_ERROR_MAX];
+            gust_consumer_last_error(c, why, sizeof(why));
+            gust_warn("[%s] %zu publish(es) of a batch not stored (%s): sending them again", c->name, failed, why);
+        }
+        pause_ms(REPUBLISH_PAUSE_MS);
+        for (size_t k = 0; k < c->nticket; k++) {
+            if (c->tickets[k].failed) {
+                publish(c, &c->tickets[k]);
+            }
+        }
+        barrier(c);
+    }
+}
+
+/* One batch of n messages in c->in. Returns 0 when it was all stored (ordered units
+ * may go on), -1 when not (the unit is stopping with output that was not stored). */
+static int run_batch(struct gust_consumer *c, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         c->outcome[i] = GUST_OUTCOME_OK;
         c->publish_failed[i] = 0;
-        if (in == NULL) {
-            continue;
-        }
-        natsMsg *m = in[i];
-        jsMsgMetaData *meta = NULL;
-        uint64_t attempt = 1, seq = 0;
-        int64_t ts = 0;
-        if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-            attempt = meta->NumDelivered;
-            seq = meta->Sequence.Stream;
-            ts = meta->Timestamp;
-            jsMsgMetaData_Destroy(meta);
-        }
-        c->msgs[i] = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
-                                       .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
-                                       .attempt = (uint32_t)attempt, .stored_ns = ts};
+        c->msgs[i] = c->in[i].msg;
     }
 
     /* Handle. */
@@ -223,58 +327,38 @@ static void run_batch(struct gust_consumer *c, natsMsg **in, size_t n)
     c->handler.run_batch(c->handler.impl, &c->batch);
     uint64_t t1 = now_ns();
 
-    /* Publish every emit of a message that succeeded, and every dead letter; the tickets
-     * array must not move while publishes are in flight, so size it first. */
-    size_t total = count_publishes(c, n);
-    if (total > c->ntickets_cap) {
-        struct ticket *p = realloc(c->tickets, total * sizeof(*p));
-        if (p == NULL) {
-            gust_error("[%s] out of memory for %zu publishes", c->durable, total);
-            return;
-        }
-        c->tickets = p;
-        c->ntickets_cap = total;
-    }
     char dlq_subject[300];
     snprintf(dlq_subject, sizeof(dlq_subject), "%s%s", c->conf.dlq_prefix, c->conf.unit);
-    size_t k = 0, emitted = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (c->outcome[i] == GUST_OUTCOME_OK) {
-            for (size_t e = i > 0 ? c->emit_end[i - 1] : 0; e < c->emit_end[i]; e++) {
-                const struct gust_emit *em = &c->batch.emits.v[e];
-                c->tickets[k] = (struct ticket){c, i};
-                publish(c, &c->tickets[k++], em->subject, em->payload, em->len);
-                emitted++;
-            }
-        } else if (dead_now(c, i)) {
-            c->envelope.len = 0;
-            if (gust_dlq_envelope(&c->envelope, c->conf.unit, &c->msgs[i], c->error[i]) != 0) {
-                c->publish_failed[i] = 1;
-                continue;
-            }
-            c->tickets[k] = (struct ticket){c, i};
-            publish(c, &c->tickets[k++], dlq_subject, c->envelope.data, c->envelope.len);
+    while (prepare_publishes(c, n, dlq_subject) != 0) {
+        gust_error("[%s] out of memory for a batch's publishes", c->name);
+        c->nticket = 0;
+        if (c->conf.settle != GUST_SETTLE_ORDERED) {
+            memset(c->publish_failed, 1, n); /* redelivered */
+            break;
+        }
+        if (atomic_load(&c->stopping)) {
+            return -1; /* read again after the restart */
+        }
+        pause_ms(REPUBLISH_PAUSE_MS); /* an ordered unit cannot skip the batch */
+    }
+    for (size_t k = 0; k < c->nticket; k++) {
+        publish(c, &c->tickets[k]);
+    }
+    /* The barrier: nothing is settled before everything it produced is stored. */
+    barrier(c);
+    int stored = 1;
+    if (c->conf.settle == GUST_SETTLE_ORDERED) {
+        stored = republish_failed(c);
+        if (stored) {
+            memset(c->publish_failed, 0, n);
         }
     }
-
-    /* Send the batch's publishes now rather than when the library's flusher next runs
-     * (up to 1 ms later): at low rates that wait would be most of the latency. The
-     * flush's PING round trip overlaps the PubAcks we wait for anyway. */
-    if (k > 0) {
-        natsConnection_FlushTimeout(gust_bus_conn(c->bus), 1000);
-    }
-
-    /* The barrier: nothing is acked before everything it produced is stored. */
-    pthread_mutex_lock(&c->lock);
-    while (c->awaiting > 0) {
-        pthread_cond_wait(&c->acked, &c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
     uint64_t t2 = now_ns();
 
-    uint64_t ok = 0, failed = 0, dead = 0;
+    uint64_t ok = 0, failed = 0, dead = 0, emitted = 0;
     for (size_t i = 0; i < n; i++) {
-        natsMsg *m = in != NULL ? in[i] : NULL;
+        struct gust_in *in = &c->in[i];
+        uint64_t seq = c->msgs[i].stream_seq;
         c->fate[i] = c->publish_failed[i]               ? GUST_FATE_PUBLISH_FAILED
                      : c->outcome[i] == GUST_OUTCOME_OK   ? GUST_FATE_OK
                      : dead_now(c, i)                     ? GUST_FATE_DEAD
@@ -283,27 +367,30 @@ static void run_batch(struct gust_consumer *c, natsMsg **in, size_t n)
         switch (c->fate[i]) {
         case GUST_FATE_OK:
             ok++;
-            if (m != NULL) {
-                ack(c, m, -1);
-            }
+            emitted += c->emit_end[i] - emit_start(c, i);
+            c->feed->ops->settle(c->feed, in, -1);
+            gust_waits_forget(&c->waits, seq);
             break;
         case GUST_FATE_DEAD:
             dead++;
-            if (m != NULL) {
-                ack(c, m, -1);
-            }
-            gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->durable,
-                      c->msgs[i].subject, c->msgs[i].stream_seq, c->msgs[i].attempt, c->error[i]);
+            c->feed->ops->settle(c->feed, in, -1);
+            gust_waits_forget(&c->waits, seq);
+            gust_warn("[%s] dead-lettered %s seq %" PRIu64 " after %u attempt(s): %s", c->name,
+                      c->msgs[i].subject, seq, c->msgs[i].attempt, c->error[i]);
             break;
         default: /* redelivered after a delay that grows with the attempts */
             failed++;
-            if (m != NULL) {
-                ack(c, m, retry_delay(c, c->msgs[i].attempt));
+            if (c->fate[i] != GUST_FATE_RETRY) {
+                gust_waits_add(&c->waits, seq); /* not a rejection of the message */
             }
-            if (c->fate[i] != GUST_FATE_PUBLISH_FAILED) {
+            if (c->fate[i] != GUST_FATE_PUBLISH_FAILED) { /* that one set its own */
                 set_last_error(c, c->error[i]);
             }
+            c->feed->ops->settle(c->feed, in, retry_delay(c, c->msgs[i].attempt));
         }
+    }
+    if (stored && c->handler.stored != NULL) {
+        c->handler.stored(c->handler.impl, &c->batch);
     }
     atomic_fetch_add(&c->stats.events_ok, ok);
     atomic_fetch_add(&c->stats.events_failed, failed + dead);
@@ -316,123 +403,102 @@ static void run_batch(struct gust_consumer *c, natsMsg **in, size_t n)
         c->recent = gust_recent_get(c->conf.unit);
     }
     gust_recent_record(c->recent, &c->batch, c->fate);
+    return stored ? 0 : -1;
 }
 
 static void *unit_thread(void *arg)
 {
     struct gust_consumer *c = arg;
     size_t max = (size_t)(c->conf.batch > 0 ? c->conf.batch : 1);
-    natsMsg **in = calloc(max, sizeof(*in));
-    if (in == NULL || grow(c, max) != 0) {
-        gust_error("[%s] out of memory for a batch of %zu", c->durable, max);
-        atomic_store(&c->state, STATE_FAILING);
-        free(in);
-        return NULL;
-    }
-    while (!atomic_load(&c->stopping)) {
-        uint64_t t0 = now_ns();
-        char why[256];
-        int n = gust_pull_next(c->pull, in, max, why, sizeof(why));
-        atomic_fetch_add(&c->stats.fetches, 1);
-        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
-        if (n == 0) {
-            continue;
-        }
-        if (n < 0) {
-            if (atomic_exchange(&c->state, STATE_FAILING) != STATE_FAILING) {
-                gust_warn("[%s] %s", c->durable, why);
-                set_last_error(c, why);
-            }
-            struct timespec ts = {0, 100 * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
-            gust_info("[%s] fetching again", c->durable);
-        }
-        run_batch(c, in, (size_t)n);
-        for (int i = 0; i < n; i++) {
-            natsMsg_Destroy(in[i]);
-        }
-    }
-    free(in);
-    atomic_store(&c->state, STATE_STOPPED);
-    return NULL;
-}
-
-/* The edge path's loop: batches from the in-memory queue instead of fetches. At a stop
- * the source has been stopped already (sources stop before units), so what is queued is
- * handled rather than dropped: at most one queue's worth. */
-static void *edge_thread(void *arg)
-{
-    struct gust_consumer *c = arg;
-    size_t max = (size_t)(c->conf.batch > 0 ? c->conf.batch : 1), drained = 0;
+    int clean = 1;
     if (grow(c, max) != 0) {
-        gust_error("[%s] out of memory for a batch of %zu", c->durable, max);
+        gust_error("[%s] out of memory for a batch of %zu", c->name, max);
         atomic_store(&c->state, STATE_FAILING);
         return NULL;
     }
     atomic_store(&c->state, STATE_RUNNING);
+    size_t drained = 0; /* messages taken since the stop was asked for */
     for (;;) {
         int stopping = atomic_load(&c->stopping);
-        uint64_t t0 = now_ns();
-        size_t n = gust_edge_take(c->edge, c->msgs, max, stopping ? 0 : EDGE_WAIT_MS);
-        atomic_fetch_add(&c->stats.fetches, 1);
-        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
-        if (stopping && (n == 0 || drained >= gust_edge_capacity(c->edge))) {
-            gust_edge_release(c->edge, n);
+        if (stopping && drained >= c->feed->drain_on_stop) {
             break;
         }
-        if (n > 0) {
-            run_batch(c, NULL, n);
-            gust_edge_release(c->edge, n);
-            drained += stopping ? n : 0;
+        if (!stopping && c->handler.between != NULL) {
+            uint64_t seq = 0;
+            int what = c->handler.between(c->handler.impl, &seq);
+            if (what == GUST_SEEK && c->feed->ops->seek != NULL) {
+                c->feed->ops->seek(c->feed, seq);
+            } else if (what == GUST_IDLE) {
+                pause_ms(IDLE_PAUSE_MS);
+                continue;
+            }
         }
+        uint64_t t0 = now_ns();
+        char why[256];
+        int n = c->feed->ops->next(c->feed, c->in, max, c->handler.wants_headers, why, sizeof(why));
+        atomic_fetch_add(&c->stats.fetches, 1);
+        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
+        if (n < 0) {
+            if (atomic_exchange(&c->state, STATE_FAILING) != STATE_FAILING) {
+                gust_warn("[%s] %s", c->name, why);
+                set_last_error(c, why);
+            }
+            if (stopping) {
+                break;
+            }
+            pause_ms(FAILING_PAUSE_MS);
+            continue;
+        }
+        if (n == 0) {
+            if (stopping) {
+                break;
+            }
+            continue;
+        }
+        if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
+            gust_info("[%s] reading again", c->name);
+        }
+        drained += stopping ? (size_t)n : 0;
+        int rc = run_batch(c, (size_t)n);
+        c->feed->ops->release(c->feed, c->in, (size_t)n);
+        if (rc != 0) {
+            clean = 0;
+            break;
+        }
+    }
+    if (c->handler.stopped != NULL) {
+        c->handler.stopped(c->handler.impl, clean);
     }
     atomic_store(&c->state, STATE_STOPPED);
     return NULL;
 }
 
-int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus *bus, struct gust_handler handler,
-                         struct gust_consumer **out, struct gust_err *err)
+int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed *feed, struct gust_outlet *outlet,
+                         struct gust_handler handler, struct gust_consumer **out, struct gust_err *err)
 {
     struct gust_consumer *c = calloc(1, sizeof(*c));
     if (c == NULL) {
+        feed->ops->close(feed);
         if (handler.destroy != NULL) {
             handler.destroy(handler.impl);
         }
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
+    c->feed = feed;
     c->conf = *conf;
     c->conf.unit = strdup(conf->unit);
     c->conf.kind = strdup(conf->kind);
-    if (conf->edge_source != NULL) {
-        /* No bus consumer: /units shows where the messages come from instead. */
-        char where[200];
-        snprintf(where, sizeof(where), "edge:%s", conf->edge_source);
-        c->conf.filter = strdup(where);
-        c->conf.edge_source = NULL;
-    } else {
-        c->conf.filter = strdup(conf->filter);
-    }
-    c->conf.stream = strdup(conf->stream);
     c->conf.dlq_prefix = strdup(conf->dlq_prefix);
+    c->source = strdup(conf->source != NULL ? conf->source : "");
+    c->identity = conf->identity != NULL ? strdup(conf->identity) : NULL;
     c->handler = handler;
-    c->bus = bus;
+    c->outlet = outlet;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->acked, NULL);
-    snprintf(c->durable, sizeof(c->durable), "%s_%s", conf->kind, conf->unit);
-    if (c->conf.unit == NULL || c->conf.kind == NULL || c->conf.filter == NULL || c->conf.stream == NULL ||
-        c->conf.dlq_prefix == NULL) {
+    snprintf(c->name, sizeof(c->name), "%s_%s", conf->kind, conf->unit);
+    if (c->conf.unit == NULL || c->conf.kind == NULL || c->conf.dlq_prefix == NULL || c->source == NULL) {
         gust_consumer_destroy(c);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
-    }
-    if (conf->edge_source != NULL) {
-        int rc = gust_edge_create(conf->unit, conf->edge_source, conf->edge_queue, &c->edge, err);
-        if (rc != 0) {
-            gust_consumer_destroy(c);
-            return rc;
-        }
     }
     *out = c;
     return 0;
@@ -440,43 +506,19 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus 
 
 int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
 {
-    if (c->edge != NULL) {
-        if (pthread_create(&c->thread, NULL, edge_thread, c) != 0) {
-            return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->durable);
-        }
-        c->started = 1;
-        gust_info("[%s] fed in memory by source '%s' (edge path: at most once; queue %zu, batch %d)", c->durable,
-                  gust_edge_source(c->edge), gust_edge_capacity(c->edge), c->conf.batch);
-        return 0;
-    }
-    struct gust_pull_conf pc = {
-        .stream = c->conf.stream,
-        .durable = c->durable,
-        .filter = c->conf.filter,
-        .ack_wait_ms = c->conf.ack_wait_ms,
-        .max_ack_pending = c->conf.batch * 8 > 1000 ? c->conf.batch * 8 : 1000,
-        .expires_ms = FETCH_WAIT_MS,
-    };
-    /* Requests on the connection that writes at once: a pull request leaves now, not
-     * with the flusher up to 1 ms later, which a message arriving meanwhile would wait
-     * for. */
-    int rc = gust_pull_open(&pc, gust_bus_js(c->bus), gust_bus_conn_now(c->bus), &c->pull, err);
-    if (rc != 0) {
-        return rc;
-    }
     if (pthread_create(&c->thread, NULL, unit_thread, c) != 0) {
-        return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->durable);
+        return gust_err_set(err, GUST_EIO, "%s: cannot start a thread", c->name);
     }
     c->started = 1;
-    gust_info("[%s] consuming %s (batch %d)", c->durable, c->conf.filter, c->conf.batch);
+    gust_info("[%s] consuming %s (batch %d)", c->name, c->source, c->conf.batch);
     return 0;
 }
 
 void gust_consumer_request_stop(struct gust_consumer *c)
 {
     atomic_store(&c->stopping, 1);
-    if (c->edge != NULL) {
-        gust_edge_wake(c->edge);
+    if (c->feed != NULL && c->feed->ops->wake != NULL) {
+        c->feed->ops->wake(c->feed);
     }
 }
 
@@ -500,13 +542,16 @@ void gust_consumer_destroy(struct gust_consumer *c)
         return;
     }
     gust_consumer_stop(c);
-    gust_pull_close(c->pull);
-    gust_edge_destroy(c->edge);
+    if (c->feed != NULL) {
+        c->feed->ops->close(c->feed);
+    }
     if (c->handler.destroy != NULL) {
         c->handler.destroy(c->handler.impl);
     }
     gust_emits_free(&c->batch.emits);
-    gust_buf_free(&c->envelope);
+    gust_buf_free(&c->envelopes);
+    gust_waits_free(&c->waits);
+    free(c->in);
     free(c->msgs);
     free(c->outcome);
     free(c->error);
@@ -514,10 +559,11 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->publish_failed);
     free(c->fate);
     free(c->tickets);
+    free(c->envelope_at);
+    free(c->source);
+    free(c->identity);
     free((char *)c->conf.unit);
     free((char *)c->conf.kind);
-    free((char *)c->conf.filter);
-    free((char *)c->conf.stream);
     free((char *)c->conf.dlq_prefix);
     pthread_cond_destroy(&c->acked);
     pthread_mutex_destroy(&c->lock);
@@ -534,19 +580,39 @@ const char *gust_consumer_kind(const struct gust_consumer *c)
     return c->conf.kind;
 }
 
-const char *gust_consumer_filter(const struct gust_consumer *c)
+const char *gust_consumer_source(const struct gust_consumer *c)
 {
-    return c->conf.filter;
+    return c->source;
 }
 
 struct gust_edge *gust_consumer_edge(const struct gust_consumer *c)
 {
-    return c->edge;
+    return c->conf.edge;
 }
 
 const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c)
 {
     return &c->stats;
+}
+
+const char *gust_consumer_identity(const struct gust_consumer *c)
+{
+    return c->identity;
+}
+
+void gust_consumer_set_kept(struct gust_consumer *c, int kept)
+{
+    atomic_store(&c->kept, kept);
+}
+
+int gust_consumer_kept(const struct gust_consumer *c)
+{
+    return atomic_load(&((struct gust_consumer *)c)->kept);
+}
+
+const struct gust_handler *gust_consumer_handler(const struct gust_consumer *c)
+{
+    return &c->handler;
 }
 
 const char *gust_consumer_state(const struct gust_consumer *c)

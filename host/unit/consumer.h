@@ -1,40 +1,45 @@
-/* The consumer core: one thread per unit running fetch -> handle -> publish -> wait
- * for every PubAck -> ack (publish before ack). See DESIGN.md §3. */
+/* The consumer core: one thread per unit running take a batch -> handle -> publish ->
+ * wait for every PubAck -> settle (publish before ack). See docs/ARCHITECTURE.md. */
 #ifndef GUST_UNIT_CONSUMER_H
 #define GUST_UNIT_CONSUMER_H
 
 #include <stdint.h>
 
+#include "../bus/port.h"
 #include "gust/err.h"
 #include "unit.h"
 
-struct gust_bus;
+struct gust_edge;
 
 struct gust_consumer_conf {
-    const char *unit;       /* unit name, for logs and dead letters */
-    const char *kind;       /* "flow", "detect", "sink" */
-    const char *filter;     /* subject filter of the durable consumer */
-    const char *stream;     /* the event stream */
+    const char *unit;       /* unit name, for logs, dead letters and message ids */
+    const char *kind;       /* "flow", "detect", "sink", "relay" */
+    const char *source;     /* where its messages come from, for /units: a subject
+                               filter, "edge:<source unit>" */
+    const char *identity;   /* what the unit is made of (its block as written, its
+                               program's text): a reload keeps a running unit whose
+                               identity is the same (NULL: never kept) */
     const char *dlq_prefix; /* "dlq.": dead letters go to <prefix><unit> */
     int batch;
-    int64_t max_deliver;
-    int64_t ack_wait_ms;
+    int64_t max_deliver;        /* rejections before a message is dead-lettered */
     int64_t retry_delay_ms;     /* first redelivery delay; doubles per attempt */
     int64_t retry_max_delay_ms; /* up to this */
-    /* The edge path (edge.h): non-NULL, the source unit whose messages come in memory,
-     * into a queue of edge_queue messages; filter is then unused. */
-    const char *edge_source;
-    size_t edge_queue;
+    /* How the feed settles: acks (a durable consumer: a failed message is redelivered),
+     * an ordered read (a failed publish is sent again until it is stored, never skipped:
+     * the unit's position only moves past what is stored), or none (the edge path: a
+     * failed message is dead-lettered at once, there is no redelivery). */
+    enum { GUST_SETTLE_ACK, GUST_SETTLE_ORDERED, GUST_SETTLE_NONE } settle;
+    struct gust_edge *edge; /* the edge path's queue, for /units (borrowed from the feed) */
 };
 
 struct gust_consumer;
 
-/* Creates the unit (not started). conf's strings are copied; handler is owned from
- * here on (destroyed with the consumer, also on failure); bus is borrowed. */
-int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_bus *bus, struct gust_handler handler,
-                         struct gust_consumer **out, struct gust_err *err);
-/* Creates or binds the durable consumer <kind>_<unit> (blocking JetStream calls: not
- * on an event loop) and starts the unit's thread. */
+/* Creates the unit (not started) reading feed. conf's strings are copied; feed and
+ * handler are owned from here on (closed and destroyed with the consumer, also on
+ * failure); outlet is borrowed. */
+int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed *feed, struct gust_outlet *outlet,
+                         struct gust_handler handler, struct gust_consumer **out, struct gust_err *err);
+/* Starts the unit's thread. */
 int gust_consumer_start(struct gust_consumer *c, struct gust_err *err);
 /* Asks the thread to stop after its current batch; returns at once. */
 void gust_consumer_request_stop(struct gust_consumer *c);
@@ -48,11 +53,19 @@ void gust_consumer_destroy(struct gust_consumer *c);
 
 const char *gust_consumer_name(const struct gust_consumer *c);
 const char *gust_consumer_kind(const struct gust_consumer *c);
-const char *gust_consumer_filter(const struct gust_consumer *c);
-/* The unit's edge queue (owned by the consumer), or NULL for a bus consumer. */
+/* Where its messages come from, for /units: a subject filter, "edge:<source>". */
+const char *gust_consumer_source(const struct gust_consumer *c);
+/* The unit's edge queue, or NULL for a bus consumer. */
 struct gust_edge *gust_consumer_edge(const struct gust_consumer *c);
 const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c);
-/* "starting", "running", "stopped", "failing" (fetch errors). */
+const char *gust_consumer_identity(const struct gust_consumer *c);
+/* A kept unit goes on running when the generation that started it stops: a reload
+ * hands it over to the next generation, state and all. */
+void gust_consumer_set_kept(struct gust_consumer *c, int kept);
+int gust_consumer_kept(const struct gust_consumer *c);
+/* The handler, for what /units and /metrics show of it. */
+const struct gust_handler *gust_consumer_handler(const struct gust_consumer *c);
+/* "starting", "running", "stopped", "failing" (the feed fails). */
 const char *gust_consumer_state(const struct gust_consumer *c);
 /* Copies the last error (empty when none) into out. Thread-safe. */
 void gust_consumer_last_error(struct gust_consumer *c, char *out, size_t size);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -209,4 +210,77 @@ int gust_edge_set_publish(struct gust_edge_set *set, const char *subject, const 
         done(ud, 0, 0, NULL);
     }
     return 0;
+}
+
+#define EDGE_WAIT_MS 200
+
+struct edge_feed {
+    struct gust_feed feed;
+    struct gust_edge *e;
+    struct gust_msg *taken;
+    size_t cap;
+    atomic_int stopping;
+};
+
+static int edge_next(struct gust_feed *f, struct gust_in *in, size_t max, int with_headers, char *why,
+                     size_t why_size)
+{
+    (void)with_headers; /* edge messages have none */
+    struct edge_feed *ef = (struct edge_feed *)f;
+    if (max > ef->cap) {
+        struct gust_msg *t = realloc(ef->taken, max * sizeof(*t));
+        if (t == NULL) {
+            snprintf(why, why_size, "out of memory");
+            return -1;
+        }
+        ef->taken = t;
+        ef->cap = max;
+    }
+    size_t n = gust_edge_take(ef->e, ef->taken, max, atomic_load(&ef->stopping) ? 0 : EDGE_WAIT_MS);
+    for (size_t i = 0; i < n; i++) {
+        in[i] = (struct gust_in){.msg = ef->taken[i]};
+    }
+    return (int)n;
+}
+
+static void edge_settle(struct gust_feed *f, struct gust_in *m, int64_t delay_ms)
+{
+    (void)f, (void)m, (void)delay_ms; /* at most once: nothing to acknowledge */
+}
+
+static void edge_release(struct gust_feed *f, struct gust_in *in, size_t n)
+{
+    (void)in;
+    gust_edge_release(((struct edge_feed *)f)->e, n);
+}
+
+static void edge_wake(struct gust_feed *f)
+{
+    struct edge_feed *ef = (struct edge_feed *)f;
+    atomic_store(&ef->stopping, 1);
+    gust_edge_wake(ef->e);
+}
+
+static void edge_close(struct gust_feed *f)
+{
+    struct edge_feed *ef = (struct edge_feed *)f;
+    gust_edge_destroy(ef->e);
+    free(ef->taken);
+    free(ef);
+}
+
+static const struct gust_feed_ops edge_ops = {
+    .next = edge_next, .settle = edge_settle, .release = edge_release, .wake = edge_wake, .close = edge_close};
+
+struct gust_feed *gust_edge_feed(struct gust_edge *e)
+{
+    struct edge_feed *ef = calloc(1, sizeof(*ef));
+    if (ef == NULL) {
+        gust_edge_destroy(e);
+        return NULL;
+    }
+    ef->feed.ops = &edge_ops;
+    ef->feed.drain_on_stop = e->cap;
+    ef->e = e;
+    return &ef->feed;
 }

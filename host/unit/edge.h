@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../bus/port.h"
 #include "gust/err.h"
 #include "gust/plugin.h"
 
@@ -37,6 +38,12 @@ size_t gust_edge_take(struct gust_edge *e, struct gust_msg *msgs, size_t max, in
 void gust_edge_release(struct gust_edge *e, size_t n);
 /* Wakes a consumer waiting in gust_edge_take. */
 void gust_edge_wake(struct gust_edge *e);
+
+/* The queue as its unit's feed (port.h), which owns e from here on: closing the feed
+ * destroys the queue. Once the unit is asked to stop it no longer waits, and handles
+ * what is queued (at most a queue's worth) before it stops. NULL when out of memory
+ * (e is then destroyed). */
+struct gust_feed *gust_edge_feed(struct gust_edge *e);
 
 const char *gust_edge_source(const struct gust_edge *e);
 size_t gust_edge_capacity(const struct gust_edge *e);

@@ -3,6 +3,8 @@
 #ifndef GUST_UNIT_HANDLERS_H
 #define GUST_UNIT_HANDLERS_H
 
+#include <stdint.h>
+
 #include "../plugin/instance.h"
 #include "unit.h"
 
@@ -12,11 +14,34 @@ struct gust_flow;
 struct gust_handler gust_flow_handler(struct gust_flow *flow);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
-/* A VPL program (src[0..len), read from path) fed with the unit's messages; its alerts
- * go to each stream's .to() topic, or ev.detect.<unit>.<stream>. Fills *filter (owned
- * by the caller) with the one subject filter covering every .from() subject. */
-int gust_detect_handler_create(const char *unit, const char *src, size_t len, const char *path,
-                               struct gust_handler *out, char **filter, struct gust_err *err);
+struct gust_bus;
+struct gust_leases;
+struct detect_view;
+
+struct gust_detect_opts {
+    const char *unit;
+    const char *path; /* the program, src[0..len) read from it */
+    const char *src;
+    size_t len;
+    uint32_t slices;
+    int64_t checkpoint_interval_ms; /* 0: only at a clean stop */
+    int64_t checkpoint_events;      /* 0: no bound */
+    const char *stream;             /* the event stream it reads */
+    struct gust_bus *bus;           /* NULL: only check the program (gust -t) */
+    struct gust_leases *leases;     /* NULL: the edge path (one slice, always here) */
+};
+
+/* A VPL program fed with the unit's messages in stream order; its alerts go to each
+ * stream's .to() topic, or ev.detect.<unit>.<stream>. Fills *filter (owned by the
+ * caller) with the one subject filter covering every .from() subject. Errors name the
+ * program's path (and line:col). The unit reads its input with an ordered feed
+ * (settle GUST_SETTLE_ORDERED) from the position its checkpoints give (detect.h). */
+int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_handler *out, char **filter,
+                               struct gust_err *err);
+/* Attaches the slices' leases: call once the unit exists, before it starts. */
+int gust_detect_handler_start(void *impl, struct gust_err *err);
+/* The detect part of /units and /metrics. Any thread. */
+void gust_detect_view(void *impl, struct detect_view *out);
 /* A sink plugin instance (created and started by the caller): each batch is delivered. */
 struct gust_handler gust_sink_handler(struct gust_instance *inst);
 

@@ -1,9 +1,10 @@
 /* Units on the consumer core.
  *
- * A unit is a durable pull consumer plus something that handles its messages: a Lua
- * flow, a VPL program, or a sink plugin. The consumer core (consumer.c) is the same
- * for all: fetch a batch, let the handler run it, publish what it emitted (and what
- * goes to the dead-letter stream), wait for every PubAck, then ack the inputs. */
+ * A unit is a feed of messages (a durable consumer, an ordered read, an edge queue:
+ * host/bus/port.h) plus something that handles them: a Lua flow, a VPL program, or a
+ * sink plugin. The consumer core (consumer.c) is the same for all: take a batch, let
+ * the handler run it, publish what it emitted (and what goes to the dead-letter
+ * stream), wait for every PubAck, then settle the inputs. */
 #ifndef GUST_UNIT_UNIT_H
 #define GUST_UNIT_UNIT_H
 
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/buf.h"
 #include "../flow/flow.h" /* struct gust_emits */
 #include "gust/plugin.h"  /* struct gust_msg */
 
@@ -24,6 +26,7 @@ enum gust_outcome {
 };
 
 #define GUST_ERROR_MAX 1024
+#define GUST_MSG_ID_MAX 160
 
 /* One batch as a handler sees it. The core fills msgs and sets every outcome to OK;
  * the handler sets outcome[i] and writes error[i] (a NUL-terminated reason) when it
@@ -39,11 +42,31 @@ struct gust_batch {
     size_t *emit_end;
 };
 
+/* What a handler's between() asks of the core before the next batch. */
+enum gust_between {
+    GUST_GO_ON = 0, /* take the next batch */
+    GUST_SEEK,      /* ordered feeds: read again from *seq */
+    GUST_IDLE,      /* nothing to do now (a detect unit owning no slice): wait a moment */
+};
+
 struct gust_handler {
-    const char *kind; /* "flow", "detect", "sink" */
+    const char *kind; /* "flow", "detect", "sink", "relay" */
     void *impl;
+    int wants_headers; /* msgs carry their headers (they cost a parse each) */
     /* Called on the unit's thread, once per batch. */
     void (*run_batch)(void *impl, struct gust_batch *b);
+    /* Optional. The Nats-Msg-Id of emit e (of message i) into out (GUST_MSG_ID_MAX);
+     * without it, the core's "<unit>:<stream seq>:<index in the message's emits>". */
+    void (*emit_id)(void *impl, const struct gust_batch *b, size_t i, size_t e, char *out);
+    /* Optional. Between batches, before taking the next one, on the unit's thread. */
+    int (*between)(void *impl, uint64_t *seq);
+    /* Optional. Every publish of the batch is stored (the barrier passed). */
+    void (*stored)(void *impl, const struct gust_batch *b);
+    /* Optional. The unit's thread has stopped between batches: clean is 0 when what
+     * was fed last was not all stored (a bus down at the stop). */
+    void (*stopped)(void *impl, int clean);
+    /* Optional. Members for /units: "," then "key": value pairs. Any thread. */
+    void (*render_json)(void *impl, struct gust_buf *out);
     void (*destroy)(void *impl);
 };
 

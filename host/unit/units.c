@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bus/bus.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
 #include "../common/json_out.h"
+#include "detect.h"
 #include "edge.h"
 
 void gust_units_init(struct gust_units *u)
@@ -54,11 +56,40 @@ void gust_units_stop(struct gust_units *u)
     /* Only the thread that starts and stops units changes the list: no lock needed to
      * walk it here, and none may be held while threads are joined. */
     for (size_t i = 0; i < u->n; i++) {
-        gust_consumer_request_stop(u->v[i]);
+        if (!gust_consumer_kept(u->v[i])) {
+            gust_consumer_request_stop(u->v[i]);
+        }
     }
     for (size_t i = 0; i < u->n; i++) {
-        gust_consumer_stop(u->v[i]);
+        if (!gust_consumer_kept(u->v[i])) {
+            gust_consumer_stop(u->v[i]);
+        }
     }
+}
+
+int gust_units_keep(struct gust_units *u, const char *name, const char *identity)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        struct gust_consumer *c = u->v[i];
+        const char *id = gust_consumer_identity(c);
+        if (!gust_consumer_stopped(c) && strcmp(gust_consumer_name(c), name) == 0 && id != NULL &&
+            strcmp(id, identity) == 0) {
+            gust_consumer_set_kept(c, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        if (gust_consumer_kept(u->v[i]) && strcmp(gust_consumer_name(u->v[i]), name) == 0) {
+            gust_consumer_set_kept(u->v[i], 0);
+            return u->v[i];
+        }
+    }
+    return NULL;
 }
 
 void gust_units_drop_stopped(struct gust_units *u)
@@ -138,7 +169,7 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
     for (size_t i = 0; i < u->n; i++) {
         struct gust_consumer *c = u->v[i];
         const char *name = gust_consumer_name(c);
-        const char *filter = gust_consumer_filter(c);
+        const char *filter = gust_consumer_source(c);
         gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
         gust_json_append_string(out, name, strlen(name));
         gust_buf_printf(out, ",\"kind\":\"%s\",\"state\":\"%s\",\"source\":", gust_consumer_kind(c),
@@ -159,6 +190,10 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
                             "\"received\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
                             gust_edge_source(e), gust_edge_depth(e), gust_edge_capacity(e), gust_edge_received(e),
                             gust_edge_dropped(e));
+        }
+        const struct gust_handler *h = gust_consumer_handler(c);
+        if (h->render_json != NULL) {
+            h->render_json(h->impl, out);
         }
         char err[GUST_ERROR_MAX];
         gust_consumer_last_error(c, err, sizeof(err));
@@ -211,6 +246,69 @@ static void render_edge_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
+/* Detect units: their state and checkpoints (detect.h). */
+static void render_detect_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } series[] = {
+        {"gust_detect_open_runs", "gauge", "Sequence runs open in the slices held here."},
+        {"gust_detect_partitions", "gauge", "Partitions (sequences and windows) alive in the slices held here."},
+        {"gust_detect_window_events", "gauge", "Events held by windows in the slices held here."},
+        {"gust_detect_state_bytes", "gauge", "Heap bytes of the state of the slices held here."},
+        {"gust_detect_dropped_total", "counter", "What the engine's limits dropped (runs, partitions, window events)."},
+        {"gust_detect_slices_owned", "gauge", "Slices of the unit held by this process."},
+        {"gust_detect_position", "gauge", "Stream sequence of the last input applied (the lowest of the slices held)."},
+        {"gust_detect_checkpoint_seq", "gauge", "Position of the last checkpoint written here."},
+        {"gust_detect_checkpoint_bytes", "gauge", "Size of the last checkpoint written here."},
+        {"gust_detect_checkpoint_age_seconds", "gauge", "Time since the last checkpoint written here (-1: none)."},
+        {"gust_detect_checkpoints_total", "counter", "Checkpoints written here."},
+        {"gust_detect_checkpoint_failures_total", "counter", "Checkpoints not stored."},
+        {"gust_detect_restores_total", "counter", "Slices taken over here (restored or started empty)."},
+        {"gust_detect_restore_seconds", "gauge", "Duration of the last take-over."},
+        {"gust_detect_replayed_total", "counter", "Inputs applied again after a take-over (their alerts were stored before)."},
+    };
+    for (size_t k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
+        int header = 0;
+        for (size_t i = 0; i < u->n; i++) {
+            const struct gust_handler *h = gust_consumer_handler(u->v[i]);
+            if (strcmp(h->kind, "detect") != 0) {
+                continue;
+            }
+            if (!header) {
+                gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k].name, series[k].help, series[k].name,
+                                series[k].type);
+                header = 1;
+            }
+            struct detect_view v;
+            gust_detect_view(h->impl, &v);
+            const char *unit = gust_consumer_name(u->v[i]);
+            double age = v.checkpoint_mono > 0 ? (double)(gust_now_ms() - v.checkpoint_mono) / 1e3 : -1;
+            switch (k) {
+            case 4:
+                gust_buf_printf(out, "%s{unit=\"%s\",what=\"runs\"} %" PRIu64 "\n", series[k].name, unit,
+                                v.total.runs_dropped);
+                gust_buf_printf(out, "%s{unit=\"%s\",what=\"partitions\"} %" PRIu64 "\n", series[k].name, unit,
+                                v.total.partitions_dropped);
+                gust_buf_printf(out, "%s{unit=\"%s\",what=\"window_events\"} %" PRIu64 "\n", series[k].name, unit,
+                                v.total.window_dropped);
+                continue;
+            case 9:
+                gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", series[k].name, unit, age);
+                continue;
+            case 13:
+                gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", series[k].name, unit, (double)v.restore_ms / 1e3);
+                continue;
+            }
+            const uint64_t values[] = {v.total.open_runs, v.total.partitions, v.total.window_events,
+                                       v.total.state_bytes, 0, v.owned, v.position, v.checkpoint_seq,
+                                       v.checkpoint_bytes, 0, v.checkpoints, v.checkpoint_failures, v.restores, 0,
+                                       v.replayed};
+            gust_buf_printf(out, "%s{unit=\"%s\"} %" PRIu64 "\n", series[k].name, unit, values[k]);
+        }
+    }
+}
+
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -233,5 +331,6 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
         }
     }
     render_edge_metrics(u, out);
+    render_detect_metrics(u, out);
     pthread_mutex_unlock(&u->lock);
 }

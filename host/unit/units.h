@@ -33,9 +33,16 @@ void gust_units_init(struct gust_units *u);
 /* Adds c (owned from here on). A stopped unit of the same name (the generation a
  * reload replaces) gives it its place, so /units lists each unit once at every moment. */
 int gust_units_add(struct gust_units *u, struct gust_consumer *c);
-/* Stops every unit (each between batches, all at once). They stay listed, stopped, so
- * that /units never shows an empty generation while a reload swaps them. */
+/* Stops every unit but the kept ones (each between batches, all at once). They stay
+ * listed, stopped, so that /units never shows an empty generation while a reload swaps
+ * them. */
 void gust_units_stop(struct gust_units *u);
+/* Marks the running unit `name` kept when its identity is `identity` (a reload whose
+ * next generation has the same unit): returns 1 when it did. */
+int gust_units_keep(struct gust_units *u, const char *name, const char *identity);
+/* The kept unit `name`, no longer marked (the generation starting takes it over), or
+ * NULL. */
+struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
 /* Records the outcome of a reload: error NULL for success (a new generation). */

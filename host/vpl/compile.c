@@ -901,6 +901,25 @@ static void compiler_fini(struct compiler *c)
     }
 }
 
+/* Two 64-bit hashes of the text: a snapshot names the program it was taken with. */
+static void set_digest(struct vpl_program *p, const char *src, size_t len)
+{
+    uint64_t a = hash_bytes(src, len);
+    uint64_t b = 0x9e3779b97f4a7c15ull ^ len;
+    for (size_t i = 0; i < len; i++)
+        b = (b ^ (unsigned char)src[i]) * 0x100000001b3ull + (b >> 29);
+    for (int i = 0; i < 8; i++) {
+        p->digest[i] = (uint8_t)(a >> (8 * i));
+        p->digest[8 + i] = (uint8_t)(b >> (8 * i));
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        p->digest_hex[2 * i] = hex[p->digest[i] >> 4];
+        p->digest_hex[2 * i + 1] = hex[p->digest[i] & 15];
+    }
+    p->digest_hex[32] = '\0';
+}
+
 int vpl_program_compile(const char *src, size_t len, const char *filename,
                         struct vpl_program **out, struct vpl_error *err)
 {
@@ -929,8 +948,14 @@ int vpl_program_compile(const char *src, size_t len, const char *filename,
         vpl_program_destroy(p);
         return rc;
     }
+    set_digest(p, src ? src : "", len);
     *out = p;
     return 0;
+}
+
+const char *vpl_program_digest(const struct vpl_program *prog)
+{
+    return prog->digest_hex;
 }
 
 void vpl_program_destroy(struct vpl_program *prog)

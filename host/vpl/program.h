@@ -99,6 +99,8 @@ struct stream {
 
 struct vpl_program {
     struct arena arena; /* everything below except the tables noted */
+    uint8_t digest[16]; /* of the source text: vpl_program_digest */
+    char digest_hex[33];
     struct symtab syms;
     struct stream *streams;
     uint32_t nstreams;
@@ -114,6 +116,11 @@ struct vpl_program {
     void **regex; /* compiled literal regexes (regex_t *), freed with the program */
     uint32_t nregex, capregex;
 };
+
+static inline const uint8_t *vpl_program_digest_bytes(const struct vpl_program *p)
+{
+    return p->digest;
+}
 
 static inline const char *sym_name(const struct vpl_program *p, uint32_t id)
 {

@@ -31,6 +31,8 @@ enum {
     VPL_ESYNTAX = -3,   /* program: lexical or syntax error */
     VPL_ESEMANTIC = -4, /* program: name, type or structure error */
     VPL_EJSON = -5,     /* event: malformed JSON (dead-letter it) */
+    VPL_ESNAPSHOT = -6, /* snapshot: corrupt, truncated, or of another program, format
+                           version or slice */
 };
 
 struct vpl_error {
@@ -66,6 +68,10 @@ struct vpl_output {
     const char *connector; /* NULL without .to() */
     const char *topic;     /* NULL without .to() or without a topic: parameter */
 };
+
+/* 32 hex digits naming the program's text: equal texts, equal digests. Owned by the
+ * program. */
+const char *vpl_program_digest(const struct vpl_program *prog);
 
 size_t vpl_program_bindings(const struct vpl_program *prog, const struct vpl_binding **out);
 size_t vpl_program_outputs(const struct vpl_program *prog, const struct vpl_output **out);
@@ -128,6 +134,37 @@ int vpl_engine_feed_json(struct vpl_engine *eng, const char *json, size_t len,
                          vpl_alert_fn cb, void *ud);
 
 const char *vpl_engine_last_error(const struct vpl_engine *eng);
+
+/* ---- Slices -------------------------------------------------------------------- */
+
+/* Makes the engine keep only the state of slice `slice` of `nslices` (before any
+ * feed): the partitions whose key text hashes there (unpartitioned streams are slice
+ * 0's), so that N engines, each fed every event, split a program's state between them
+ * and together deliver exactly the alerts of one engine. Alerts of stateless streams
+ * over input events are delivered by slice 0. Event-time clocks move with every event
+ * in every engine, so timing is that of one engine. Refused (VPL_EINVAL, naming the
+ * streams) for a program in which a sequence or a window reads what another sequence
+ * or window made: that state would have to move between engines. nslices 1 is one
+ * whole engine (the default). */
+int vpl_engine_set_slice(struct vpl_engine *eng, uint32_t slice, uint32_t nslices,
+                         struct vpl_error *err);
+
+/* ---- Snapshots ----------------------------------------------------------------- */
+
+/* The engine's complete state (partitions, open runs and the events they hold,
+ * windows and their events, deadlines, event-time clocks, counters) as bytes tagged
+ * with the format version, the program's digest and the slice, and checksummed. Taken
+ * between feeds. *out is malloc'd (the caller frees it), *len its size. 0 or
+ * VPL_ENOMEM. */
+int vpl_engine_snapshot(struct vpl_engine *eng, void **out, size_t *len,
+                        struct vpl_error *err);
+/* Loads a snapshot into a new engine (created for the same program, limits and slice,
+ * and not fed yet): afterwards it behaves exactly as the engine the snapshot was taken
+ * from. VPL_ESNAPSHOT for input that is corrupt, truncated, of another format version,
+ * program or slice, or beyond the engine's limits (the engine stays empty and usable);
+ * VPL_EINVAL when the engine is not new; VPL_ENOMEM. Never reads outside data. */
+int vpl_engine_restore(struct vpl_engine *eng, const void *data, size_t len,
+                       struct vpl_error *err);
 
 void vpl_engine_stats(const struct vpl_engine *eng, struct vpl_stats *out);
 

@@ -17,6 +17,7 @@ enum {
     GUST_EABI = -5,     /* plugin ABI mismatch */
     GUST_ETIMEOUT = -6,
     GUST_EAGAIN = -7,   /* try again later (back-pressure, not connected) */
+    GUST_ENOTFOUND = -8, /* no such key, message or entry */
 };
 
 struct gust_err {

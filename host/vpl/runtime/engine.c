@@ -46,6 +46,7 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     if (e == NULL)
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
     e->prog = prog;
+    e->nslices = 1;
     fill_limits(&e->lim, limits);
     arena_init(&e->scratch, 64 * 1024);
     e->dec = decoder_create(&prog->syms, &e->lim);
@@ -105,6 +106,62 @@ void vpl_engine_destroy(struct vpl_engine *e)
 const char *vpl_engine_last_error(const struct vpl_engine *e)
 {
     return e->errmsg;
+}
+
+/* What the types carry: 1 for those made, directly or through stateless streams, by a
+ * sequence or a window; maker[] names the stateful stream. */
+static void state_derived(const struct vpl_program *p, uint8_t *derived, uint32_t *maker)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < p->nstreams; i++) {
+            const struct stream *s = &p->streams[i];
+            int d = s->pat != NULL || s->win != NULL || derived[s->src_type];
+            if (d && !derived[s->type]) {
+                derived[s->type] = 1;
+                maker[s->type] = s->pat != NULL || s->win != NULL ? i : maker[s->src_type];
+                changed = 1;
+            }
+        }
+    }
+}
+
+int vpl_engine_set_slice(struct vpl_engine *e, uint32_t slice, uint32_t nslices,
+                         struct vpl_error *err)
+{
+    const struct vpl_program *p = e->prog;
+    if (nslices == 0 || slice >= nslices)
+        return vpl_err_at(err, VPL_EINVAL, 0, 0, "slice %u of %u", slice, nslices);
+    if (e->st.events != 0 || e->st.partitions != 0)
+        return vpl_err_at(err, VPL_EINVAL, 0, 0, "an engine's slice is set before it is fed");
+    if (nslices > 1) {
+        uint8_t *derived = calloc(p->ntypes ? p->ntypes : 1, 1);
+        uint32_t *maker = calloc(p->ntypes ? p->ntypes : 1, sizeof(*maker));
+        int rc = derived == NULL || maker == NULL ? vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory") : 0;
+        if (rc == 0)
+            state_derived(p, derived, maker);
+        for (uint32_t i = 0; rc == 0 && i < p->nstreams; i++) {
+            const struct stream *s = &p->streams[i];
+            const uint32_t *reads = s->pat ? s->pat->types : &s->src_type;
+            uint32_t nreads = s->pat ? s->pat->ntypes : s->win ? 1 : 0;
+            for (uint32_t k = 0; rc == 0 && k < nreads; k++) {
+                if (derived[reads[k]])
+                    rc = vpl_err_at(err, VPL_EINVAL, 0, 0,
+                                    "stream %s reads %s, which comes from the state of stream %s: with "
+                                    "slices that state would have to move between processes; use one "
+                                    "slice for this program",
+                                    s->name, sym_name(p, p->type_sym[reads[k]]),
+                                    p->streams[maker[reads[k]]].name);
+            }
+        }
+        free(derived);
+        free(maker);
+        if (rc != 0)
+            return rc;
+    }
+    e->slice = slice;
+    e->nslices = nslices;
+    return 0;
 }
 
 void vpl_engine_stats(const struct vpl_engine *e, struct vpl_stats *out)
@@ -326,7 +383,7 @@ static struct vpl_event *project(struct vpl_engine *e, const struct stage *st, s
 
 /* Queues a stream's result for the streams that read it. A run's or a window's event
  * may be freed before its turn, so the queue holds a reference to it. */
-static void enqueue(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
+static void enqueue(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int from_state)
 {
     if (e->nqueue == e->capqueue) {
         uint32_t cap = e->capqueue ? e->capqueue * 2 : 16;
@@ -341,6 +398,7 @@ static void enqueue(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
     if (ev->refs > 0)
         ev->refs++;
     e->queue[e->nqueue].type = type;
+    e->queue[e->nqueue].from_state = (uint8_t)from_state;
     e->queue[e->nqueue++].ev = ev;
 }
 
@@ -364,19 +422,30 @@ static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st
 }
 
 void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
-               struct ectx *c)
+               struct ectx *c, int from_state)
 {
     const struct stream *s = &e->prog->streams[si];
     struct vpl_event *out = run_stages(e, st, n, c);
     if (out == NULL || e->oom)
         return;
-    if (s->emits)
+    if (s->emits && (from_state || e->slice == 0))
         deliver(e, s, out);
     if (e->prog->routes[s->type].n > 0)
-        enqueue(e, s->type, out);
+        enqueue(e, s->type, out, from_state);
 }
 
-static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev)
+int rt_owns(const struct vpl_engine *e, uint64_t key_hash, int partitioned)
+{
+    if (e->nslices <= 1)
+        return 1;
+    if (!partitioned)
+        return e->slice == 0;
+    /* The high half: the tables index by the low bits of the same hash. */
+    return (key_hash >> 32) % e->nslices == e->slice;
+}
+
+static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev,
+                         int from_state)
 {
     const struct stream *s = &e->prog->streams[si];
     if (s->pat != NULL) {
@@ -388,7 +457,7 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
             return;
         struct ectx c;
         rt_ectx(e, &c, ev, ev->time);
-        rt_finish(e, si, s->pre, s->npre, &c);
+        rt_finish(e, si, s->pre, s->npre, &c, from_state);
         return;
     }
     struct ectx c;
@@ -398,11 +467,11 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         window_input(e, si, in);
 }
 
-static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev)
+static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int from_state)
 {
     const struct route *r = &e->prog->routes[type];
     for (uint32_t i = 0; i < r->n && !e->oom; i++)
-        stream_input(e, r->s[i], type, ev);
+        stream_input(e, r->s[i], type, ev, from_state);
 }
 
 /* Routes the queued derived events, and those they cause, in FIFO order: breadth-
@@ -414,7 +483,7 @@ static void drain(struct vpl_engine *e)
     while (e->qhead < e->nqueue) {
         struct qitem q = e->queue[e->qhead++];
         if (!e->oom)
-            route(e, q.type, q.ev);
+            route(e, q.type, q.ev, q.from_state);
         if (q.ev->refs > 0)
             rt_drop(e, q.ev);
     }
@@ -472,7 +541,7 @@ static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *e
         if (moved && p->streams[r->s[j]].timed)
             clock_step(e, r->s[j], ev->time);
         if (!e->oom)
-            stream_input(e, r->s[j], type, ev);
+            stream_input(e, r->s[j], type, ev, 0);
     }
     const struct route *tr = &p->timed[type];
     for (uint32_t i = 0; moved && i < tr->n && !e->oom; i++) {

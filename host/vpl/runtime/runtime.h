@@ -25,6 +25,7 @@ struct pend {
 /* A derived event waiting for the streams that read it. */
 struct qitem {
     uint32_t type;
+    uint8_t from_state;   /* made by a sequence or a window (see rt_finish) */
     struct vpl_event *ev; /* a reference of its own when ev is held (refs > 0) */
 };
 
@@ -60,6 +61,7 @@ struct vpl_engine {
     void *ud;
     int oom;
     uint64_t seq; /* creation order of runs and windows */
+    uint32_t slice, nslices; /* vpl_engine_set_slice: the partitions this engine keeps */
     uint32_t sym_timestamp, sym_event_type;
     struct vpl_stats st;
     struct memo memo; /* of the context rt_ectx made last */
@@ -81,9 +83,17 @@ void rt_free(struct vpl_engine *e, void *p, size_t n);
 void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, int64_t time);
 
 /* Runs a stream's stages from c and, when the record survives, delivers it as an
- * alert (streams with .emit) and queues it for the streams that read this one. */
+ * alert (streams with .emit) and queues it for the streams that read this one.
+ * from_state: the record comes from a sequence's or a window's state (directly or
+ * through stateless streams). With slices, state lives in one engine only, but what
+ * stateless streams make of input events is made in every engine: such alerts are
+ * delivered by slice 0 alone. */
 void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
-               struct ectx *c);
+               struct ectx *c, int from_state);
+
+/* Whether this engine keeps the partition whose key hashes (rt_partition_key) to
+ * key_hash (vpl_engine_set_slice); unpartitioned state is slice 0's. */
+int rt_owns(const struct vpl_engine *e, uint64_t key_hash, int partitioned);
 
 /* The text of ev's partition field in e->key, and its hash. */
 void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
@@ -97,10 +107,16 @@ void seq_init(struct vpl_engine *e, uint32_t si);
 void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev);
 void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
 void seq_destroy(struct vpl_engine *e, uint32_t si);
+struct snap_w;
+struct snap_r;
+void seq_save(struct vpl_engine *e, uint32_t si, struct snap_w *w);
+int seq_load(struct vpl_engine *e, uint32_t si, struct snap_r *r);
 
 /* ---- window.c ---- */
 void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev);
 void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
 void window_destroy(struct vpl_engine *e, uint32_t si);
+void window_save(struct vpl_engine *e, uint32_t si, struct snap_w *w);
+int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "snapshot.h"
 
 /* 48 bytes and a capture slot per step. */
 struct run {
@@ -137,6 +138,33 @@ static void run_free(struct vpl_engine *e, uint32_t si, struct run *r)
         part_free(e, si, p);
 }
 
+/* A new partition with key[0..klen) (hash h), in the table; NULL on OOM. */
+static struct spart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen,
+                              uint64_t h)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    struct sstate *ss = &e->ss[si];
+    size_t key_off = part_key_off(pat);
+    size_t size = key_off + klen;
+    struct spart *p = rt_alloc(e, size);
+    if (p == NULL)
+        return NULL;
+    memset(p, 0, key_off);
+    if (klen)
+        memcpy((char *)p + key_off, key, klen);
+    p->key.klen = (uint32_t)klen;
+    if (pat->partition == SYM_NONE) {
+        ss->single = p;
+    } else if (ptab_put(&ss->runs, &p->key, h) != 0) {
+        rt_free(e, p, size);
+        e->oom = 1;
+        return NULL;
+    }
+    ss->nparts++;
+    e->st.partitions++;
+    return p;
+}
+
 /* The partition of ev, created when `create`; NULL when absent or over the limit. */
 static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev,
                               int create)
@@ -154,29 +182,13 @@ static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
         if (k != NULL || !create)
             return (struct spart *)k;
     }
+    if (!rt_owns(e, h, pat->partition != SYM_NONE))
+        return NULL; /* another slice's: its engine keeps it */
     if (ss->nparts >= e->lim.max_partitions) {
         e->st.partitions_dropped++;
         return NULL;
     }
-    size_t key_off = part_key_off(pat);
-    size_t size = key_off + e->key.len;
-    struct spart *p = rt_alloc(e, size);
-    if (p == NULL)
-        return NULL;
-    memset(p, 0, key_off);
-    if (e->key.len)
-        memcpy((char *)p + key_off, e->key.p, e->key.len);
-    p->key.klen = (uint32_t)e->key.len;
-    if (pat->partition == SYM_NONE) {
-        ss->single = p;
-    } else if (ptab_put(&ss->runs, &p->key, h) != 0) {
-        rt_free(e, p, size);
-        e->oom = 1;
-        return NULL;
-    }
-    ss->nparts++;
-    e->st.partitions++;
-    return p;
+    return part_new(e, si, e->key.p, e->key.len, h);
 }
 
 static void run_ctx(struct vpl_engine *e, struct ectx *c, const struct pattern *pat,
@@ -391,7 +403,7 @@ static void flush(struct vpl_engine *e, uint32_t si, uint32_t base, int64_t now)
         c.view_slot = p->slot;
         c.view_n = p->view;
         if (!e->oom)
-            rt_finish(e, si, s->post, s->npost, &c);
+            rt_finish(e, si, s->post, s->npost, &c, 1);
     }
     for (uint32_t i = base; i < e->npend; i++)
         if (e->pend[i].done)
@@ -492,4 +504,126 @@ void seq_destroy(struct vpl_engine *e, uint32_t si)
     }
     ptab_free(&ss->runs);
     heap_free(&ss->due);
+}
+
+/* Snapshots (snapshot.c): each partition's key, then for each step the runs waiting
+ * for it, in list order: deadline, creation order, and the captures of the steps
+ * before (an event, or a closure's events). Every run between inputs is in its list,
+ * and in the deadline heap when the pattern has a .within(). */
+void seq_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    struct sstate *ss = &e->ss[si];
+    snap_put_uv(w, ss->nparts);
+    size_t n = ss->runs.cap;
+    for (size_t i = 0; i <= n; i++) {
+        struct spart *p = i < n ? (struct spart *)ss->runs.slot[i] : ss->single;
+        if (p == NULL)
+            continue;
+        snap_put_bytes(w, (const char *)p + part_key_off(pat), p->key.klen);
+        for (uint32_t k = 1; k <= pat->nsteps; k++) {
+            uint32_t count = 0;
+            for (struct run *r = p->heads[k - 1]; r != NULL; r = r->next)
+                count++;
+            snap_put_uv(w, count);
+            for (struct run *r = p->heads[k - 1]; r != NULL; r = r->next) {
+                snap_put_sv(w, r->hi.due);
+                snap_put_uv(w, r->hi.seq);
+                for (uint32_t c = 0; c < k; c++) {
+                    if (!pat->steps[c].kleene) {
+                        snap_put_event(w, r->cap[c].ev);
+                        continue;
+                    }
+                    snap_put_uv(w, r->cap[c].clo->n);
+                    for (uint32_t j = 0; j < r->cap[c].clo->n; j++)
+                        snap_put_event(w, r->cap[c].clo->ev[j]);
+                }
+            }
+        }
+    }
+}
+
+/* A run from a snapshot, linked in its list before its captures are read, so that a
+ * failure part way leaves nothing the engine's own teardown would not free. */
+static int load_run(struct vpl_engine *e, uint32_t si, struct spart *p, uint32_t k, struct snap_r *r)
+{
+    const struct pattern *pat = e->prog->streams[si].pat;
+    int64_t due = snap_get_sv(r);
+    uint64_t seq = snap_get_uv(r);
+    if (r->bad)
+        return VPL_ESNAPSHOT;
+    struct run *run = rt_alloc(e, run_size(pat));
+    if (run == NULL)
+        return VPL_ENOMEM;
+    memset(run, 0, run_size(pat));
+    run->part = p;
+    run->hi.idx = HEAP_NONE;
+    run->hi.due = due;
+    run->hi.seq = seq;
+    p->nruns++;
+    e->st.open_runs++;
+    link_run(p, run, k);
+    for (uint32_t c = 0; c < k && !r->bad; c++) {
+        if (!pat->steps[c].kleene) {
+            run->cap[c].ev = snap_get_event(r);
+            continue;
+        }
+        uint64_t n = snap_get_count(r, KLEENE_MAX, "closure");
+        if (n == 0 && !r->bad)
+            snap_fail(r, "stream %s: empty closure", e->prog->streams[si].name);
+        if (r->bad)
+            break;
+        struct closure *clo = rt_alloc(e, closure_size((uint32_t)n));
+        if (clo == NULL)
+            return VPL_ENOMEM;
+        clo->n = 0;
+        clo->cap = (uint16_t)n;
+        run->cap[c].clo = clo;
+        for (uint64_t j = 0; j < n && !r->bad; j++)
+            if ((clo->ev[clo->n] = snap_get_event(r)) != NULL)
+                clo->n++;
+    }
+    if (r->bad)
+        return VPL_ESNAPSHOT;
+    if (pat->within >= 0 && heap_push(&e->ss[si].due, &run->hi) != 0)
+        return VPL_ENOMEM;
+    return 0;
+}
+
+int seq_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
+{
+    const struct stream *s = &e->prog->streams[si];
+    const struct pattern *pat = s->pat;
+    struct sstate *ss = &e->ss[si];
+    int partitioned = pat->partition != SYM_NONE;
+    uint64_t nparts = snap_get_count(r, partitioned ? e->lim.max_partitions : 1, "partitions");
+    for (uint64_t i = 0; i < nparts && !r->bad; i++) {
+        uint32_t klen;
+        const char *key = snap_get_bytes(r, &klen, e->lim.max_string * 4 + 64);
+        if (r->bad)
+            break;
+        uint64_t h = hash_bytes(key, klen);
+        if (!partitioned && klen != 0)
+            return snap_fail(r, "stream %s: a key for an unpartitioned stream", s->name);
+        if (partitioned && ptab_get(&ss->runs, h, key, klen) != NULL)
+            return snap_fail(r, "stream %s: partition '%.*s' twice", s->name, (int)klen, key);
+        if (!rt_owns(e, h, partitioned))
+            return snap_fail(r, "stream %s: partition '%.*s' is another slice's", s->name, (int)klen, key);
+        struct spart *p = part_new(e, si, key, klen, h);
+        if (p == NULL)
+            return VPL_ENOMEM;
+        uint64_t total = 0;
+        for (uint32_t k = 1; k <= pat->nsteps && !r->bad; k++) {
+            uint64_t n = snap_get_count(r, e->lim.max_runs_per_partition - total, "runs");
+            total += n;
+            for (uint64_t j = 0; j < n && !r->bad; j++) {
+                int rc = load_run(e, si, p, k, r);
+                if (rc == VPL_ENOMEM)
+                    return rc;
+            }
+        }
+        if (total == 0 && !r->bad)
+            snap_fail(r, "stream %s: a partition without runs", s->name);
+    }
+    return r->bad ? VPL_ESNAPSHOT : 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "snapshot.h"
 
 struct wpart {
     struct hnode node;
@@ -51,6 +52,38 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
     e->st.partitions--;
 }
 
+/* A new window partition with key[0..klen) (hash h), in the map; NULL on OOM. */
+static struct wpart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen,
+                              uint64_t h)
+{
+    const struct window *win = e->prog->streams[si].win;
+    struct sstate *ss = &e->ss[si];
+    size_t size = sizeof(struct wpart) + klen + 1;
+    struct wpart *w = rt_alloc(e, size);
+    if (w == NULL)
+        return NULL;
+    memset(w, 0, sizeof(*w));
+    char *k = (char *)(w + 1);
+    if (klen)
+        memcpy(k, key, klen);
+    k[klen] = '\0';
+    w->node.hash = h;
+    w->node.key = k;
+    w->node.klen = (uint32_t)klen;
+    w->hi.idx = HEAP_NONE;
+    w->size = (uint32_t)size;
+    if (win->partition == SYM_NONE) {
+        ss->single = w;
+    } else if (hmap_put(&ss->parts, &w->node) != 0) {
+        rt_free(e, w, size);
+        e->oom = 1;
+        return NULL;
+    }
+    ss->nparts++;
+    e->st.partitions++;
+    return w;
+}
+
 static struct wpart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev)
 {
     const struct window *win = e->prog->streams[si].win;
@@ -66,34 +99,13 @@ static struct wpart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
         if (n != NULL)
             return (struct wpart *)n;
     }
+    if (!rt_owns(e, h, win->partition != SYM_NONE))
+        return NULL; /* another slice's: its engine keeps it */
     if (ss->nparts >= e->lim.max_partitions) {
         e->st.partitions_dropped++;
         return NULL;
     }
-    size_t size = sizeof(struct wpart) + e->key.len + 1;
-    struct wpart *w = rt_alloc(e, size);
-    if (w == NULL)
-        return NULL;
-    memset(w, 0, sizeof(*w));
-    char *key = (char *)(w + 1);
-    if (e->key.len)
-        memcpy(key, e->key.p, e->key.len);
-    key[e->key.len] = '\0';
-    w->node.hash = h;
-    w->node.key = key;
-    w->node.klen = (uint32_t)e->key.len;
-    w->hi.idx = HEAP_NONE;
-    w->size = (uint32_t)size;
-    if (win->partition == SYM_NONE) {
-        ss->single = w;
-    } else if (hmap_put(&ss->parts, &w->node) != 0) {
-        rt_free(e, w, size);
-        e->oom = 1;
-        return NULL;
-    }
-    ss->nparts++;
-    e->st.partitions++;
-    return w;
+    return part_new(e, si, e->key.p, e->key.len, h);
 }
 
 static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
@@ -143,7 +155,7 @@ static void emit(struct vpl_engine *e, uint32_t si, struct wpart *w, int64_t now
     rt_ectx(e, &c, w->ev[w->n - 1], now);
     c.win = w->ev + w->head;
     c.nwin = held(w);
-    rt_finish(e, si, s->post, s->npost, &c);
+    rt_finish(e, si, s->post, s->npost, &c, 1);
 }
 
 /* Emits and empties a tumbling or session window; a partition's window is freed. */
@@ -272,4 +284,84 @@ void window_destroy(struct vpl_engine *e, uint32_t si)
     }
     hmap_free(&ss->parts);
     heap_free(&ss->due);
+}
+
+/* Snapshots (snapshot.c): each partition's key, the events it holds, its counters and
+ * clock values, whether it is open, has emitted and waits in the deadline heap. */
+void window_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
+{
+    struct sstate *ss = &e->ss[si];
+    snap_put_uv(w, ss->nparts);
+    size_t n = ss->parts.cap;
+    for (size_t i = 0; i <= n; i++) {
+        struct wpart *p = i < n ? (struct wpart *)ss->parts.slot[i] : ss->single;
+        if (p == NULL)
+            continue;
+        snap_put_bytes(w, p->node.key, p->node.klen);
+        snap_put_uv(w, held(p));
+        for (uint32_t k = p->head; k < p->n; k++)
+            snap_put_event(w, p->ev[k]);
+        snap_put_uv(w, p->total);
+        snap_put_sv(w, p->end);
+        snap_put_sv(w, p->last);
+        snap_put_sv(w, p->last_emit);
+        snap_put_u8(w, (uint8_t)(p->open | p->emitted << 1 | (p->hi.idx != HEAP_NONE) << 2));
+        snap_put_sv(w, p->hi.due);
+        snap_put_uv(w, p->hi.seq);
+    }
+}
+
+int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
+{
+    const struct stream *s = &e->prog->streams[si];
+    const struct window *win = s->win;
+    struct sstate *ss = &e->ss[si];
+    int partitioned = win->partition != SYM_NONE;
+    int timed = win->kind == W_TIME || win->kind == W_SESSION;
+    uint64_t nparts = snap_get_count(r, partitioned ? e->lim.max_partitions : 1, "partitions");
+    for (uint64_t i = 0; i < nparts && !r->bad; i++) {
+        uint32_t klen;
+        const char *key = snap_get_bytes(r, &klen, e->lim.max_string * 4 + 64);
+        if (r->bad)
+            break;
+        uint64_t h = hash_bytes(key, klen);
+        if (!partitioned && klen != 0)
+            return snap_fail(r, "stream %s: a key for an unpartitioned window", s->name);
+        if (partitioned && hmap_get(&ss->parts, h, key, klen) != NULL)
+            return snap_fail(r, "stream %s: partition '%.*s' twice", s->name, (int)klen, key);
+        if (!rt_owns(e, h, partitioned))
+            return snap_fail(r, "stream %s: partition '%.*s' is another slice's", s->name, (int)klen, key);
+        struct wpart *w = part_new(e, si, key, klen, h);
+        if (w == NULL)
+            return VPL_ENOMEM;
+        uint64_t nheld = snap_get_count(r, e->lim.max_window_events, "window events");
+        if (r->bad)
+            break;
+        uint32_t cap = nheld > 8 ? (uint32_t)nheld : 8;
+        if ((w->ev = rt_alloc(e, cap * sizeof(*w->ev))) == NULL)
+            return VPL_ENOMEM;
+        w->cap = cap;
+        for (uint64_t k = 0; k < nheld && !r->bad; k++) {
+            if ((w->ev[w->n] = snap_get_event(r)) != NULL) {
+                w->n++;
+                e->st.window_events++;
+            }
+        }
+        w->total = snap_get_uv(r);
+        w->end = snap_get_sv(r);
+        w->last = snap_get_sv(r);
+        w->last_emit = snap_get_sv(r);
+        uint8_t flags = snap_get_u8(r);
+        w->hi.due = snap_get_sv(r);
+        w->hi.seq = snap_get_uv(r);
+        if (r->bad)
+            break;
+        if (flags > 7 || ((flags & 4) && !timed))
+            return snap_fail(r, "stream %s: window flags %u", s->name, flags);
+        w->open = flags & 1;
+        w->emitted = (flags >> 1) & 1;
+        if ((flags & 4) && heap_push(&ss->due, &w->hi) != 0)
+            return VPL_ENOMEM;
+    }
+    return r->bad ? VPL_ESNAPSHOT : 0;
 }

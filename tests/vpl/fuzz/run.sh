@@ -5,6 +5,8 @@
 # decoder it replaced (fuzz_decoder_diff.c, ref_decoder.c).
 # The seed and the number of runs are fixed (FUZZ_SEED, FUZZ_RUNS) so that a CI run is
 # repeatable: what passes here passes there. Longer exploration: FUZZ_RUNS=-1 run.sh 600.
+# And snapshots: restored against the engine they were taken from, and damaged
+# (fuzz_restore.c).
 # usage: tests/vpl/fuzz/run.sh [SECONDS] [KEEP_DIR]
 set -eu
 secs=${1:-20}
@@ -19,7 +21,7 @@ mkdir -p "$work"
 CC=${CC:-clang}
 flags="-g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src"
 lib="util.c hmap.c heap.c symtab.c rfc3339.c value.c json.c lexer.c parser.c check.c
-     compile.c fold.c eval.c builtins.c runtime/engine.c runtime/ptab.c runtime/seq.c runtime/window.c"
+     compile.c fold.c eval.c builtins.c runtime/engine.c runtime/ptab.c runtime/seq.c runtime/window.c runtime/snapshot.c"
 objs=""
 for f in $lib; do
     o="$work/$(echo "$f" | tr / _).o"
@@ -38,12 +40,22 @@ for d in "$cases" "$shared"; do
 done
 cp "$here"/../errors/*.vpl "$work/corpus_parser/" 2>/dev/null || true
 
+# Snapshots: the event seeds, and the same with damage after a NUL (fix the checksum,
+# flip a few bytes; truncate).
+mkdir -p "$work/corpus_restore"
+for f in "$work"/corpus_event/*; do
+    n=$(basename "$f")
+    cp "$f" "$work/corpus_restore/$n"
+    { cat "$f"; printf '\000\001\000\040\377\000\100\001'; } >"$work/corpus_restore/$n.flip"
+    { cat "$f"; printf '\000\003\000\060'; } >"$work/corpus_restore/$n.cut"
+done
+
 status=0
 # The decoder against the yajl-based one it replaced: one event line per seed.
 mkdir -p "$work/corpus_decoder_diff"
 cat "$work"/corpus_event/* | awk -v d="$work/corpus_decoder_diff" \
     '{ f = d "/l" NR; printf "%s", $0 > f; close(f) }'
-for t in parser event decoder_diff; do
+for t in parser event decoder_diff restore; do
     extra=""
     [ "$t" = decoder_diff ] && extra="$here/ref_decoder.c"
     $CC $flags "$here/fuzz_$t.c" $extra $objs -lyajl -lm -o "$work/fuzz_$t"

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bus/bus.h"
 #include "../common/log.h"
+#include "bus.h"
 
 /* How long past its expiry a request may still answer (its 408, or a last message)
  * before the next call sends a new one anyway. */
@@ -24,71 +24,16 @@ struct gust_pull {
     int64_t deadline_ms;
 };
 
-/* The durable consumer as conf wants it: created, updated in place, or recreated. */
-static int ensure_consumer(const struct gust_pull_conf *conf, jsCtx *js, struct gust_err *err)
+int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
+                     struct gust_pull **out, struct gust_err *err)
 {
-    jsConsumerConfig cc;
-    jsConsumerConfig_Init(&cc);
-    cc.Durable = conf->durable;
-    cc.FilterSubject = conf->filter;
-    cc.AckPolicy = js_AckExplicit;
-    cc.AckWait = conf->ack_wait_ms * 1000000;
-    /* Redelivery is unlimited on the server: the unit itself dead-letters a message
-     * after max_deliver attempts, so a crash on the last attempt loses nothing. */
-    cc.MaxDeliver = -1;
-    cc.MaxAckPending = conf->max_ack_pending;
-    jsErrCode jerr = 0;
-    jsConsumerInfo *ci = NULL;
-    natsStatus s = js_GetConsumerInfo(&ci, js, conf->stream, conf->durable, NULL, &jerr);
-    if (s == NATS_OK) {
-        const char *old = ci->Config->FilterSubject != NULL ? ci->Config->FilterSubject : "";
-        if (strcmp(old, conf->filter) != 0) {
-            /* nats-server 2.9 cannot change a durable's filter: a unit whose source
-             * changed starts a new consumer, as if the unit were new. */
-            gust_warn("[%s] source changed from %s to %s: recreating its consumer", conf->durable, old, conf->filter);
-            js_DeleteConsumer(js, conf->stream, conf->durable, NULL, &jerr);
-            jsConsumerInfo_Destroy(ci);
-            ci = NULL;
-            s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
-        } else if (ci->Config->AckWait != cc.AckWait || ci->Config->MaxAckPending != cc.MaxAckPending) {
-            /* ack_wait or batch changed: the rest of the consumer stays as it is. */
-            ci->Config->AckWait = cc.AckWait;
-            ci->Config->MaxAckPending = cc.MaxAckPending;
-            jsConsumerInfo *updated = NULL;
-            s = js_UpdateConsumer(&updated, js, conf->stream, ci->Config, NULL, &jerr);
-            jsConsumerInfo_Destroy(updated);
-            if (s == NATS_OK) {
-                gust_info("[%s] consumer updated: ack_wait %" PRId64 " ms, max_ack_pending %" PRId64, conf->durable,
-                          conf->ack_wait_ms, conf->max_ack_pending);
-            }
-        }
-    } else {
-        s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
-    }
-    jsConsumerInfo_Destroy(ci);
-    if (s != NATS_OK) {
-        const char *why = nats_GetLastError(NULL);
-        return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", conf->durable,
-                            conf->filter, why != NULL ? why : natsStatus_GetText(s), (int)jerr);
-    }
-    return 0;
-}
-
-int gust_pull_open(const struct gust_pull_conf *conf, jsCtx *js, natsConnection *nc, struct gust_pull **out,
-                   struct gust_err *err)
-{
-    int rc = ensure_consumer(conf, js, err);
-    if (rc != 0) {
-        return rc;
-    }
     struct gust_pull *p = calloc(1, sizeof(*p));
     if (p == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     p->nc = nc;
-    p->expires_ms = conf->expires_ms;
-    snprintf(p->next_subject, sizeof(p->next_subject), "$JS.API.CONSUMER.MSG.NEXT.%s.%s", conf->stream,
-             conf->durable);
+    p->expires_ms = expires_ms;
+    snprintf(p->next_subject, sizeof(p->next_subject), "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
     char *inbox = NULL;
     natsStatus s = natsInbox_Create(&inbox);
     if (s == NATS_OK) {
@@ -96,11 +41,11 @@ int gust_pull_open(const struct gust_pull_conf *conf, jsCtx *js, natsConnection 
         natsInbox_Destroy(inbox);
         s = natsConnection_SubscribeSync(&p->inbox, nc, p->inbox_subject);
     }
-    /* The server's max_ack_pending bounds what can be waiting here. */
+    /* The server's max_ack_pending (or the request's batch) bounds what can wait here. */
     if (s == NATS_OK) s = natsSubscription_SetPendingLimits(p->inbox, -1, -1);
     if (s != NATS_OK) {
-        gust_pull_close(p);
-        return gust_err_set(err, GUST_EIO, "%s: cannot subscribe: %s", conf->durable, natsStatus_GetText(s));
+        gust_pull_destroy(p);
+        return gust_err_set(err, GUST_EIO, "%s: cannot subscribe: %s", consumer, natsStatus_GetText(s));
     }
     *out = p;
     return 0;
@@ -132,8 +77,9 @@ static int status_of(natsMsg *m, char *why, size_t why_size)
     return atoi(code);
 }
 
-int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, char *why, size_t why_size)
+int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_out, char *why, size_t why_size)
 {
+    *status_out = 0;
     int64_t now = gust_now_ms();
     if (p->owed == 0 || now >= p->deadline_ms + EXPIRY_GRACE_MS) {
         request(p, max);
@@ -173,12 +119,13 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, char *why, s
         if (n > 0 || status == 404 || status == 408) {
             break;
         }
+        *status_out = status;
         return -1;
     }
     return (int)n;
 }
 
-void gust_pull_close(struct gust_pull *p)
+void gust_pull_destroy(struct gust_pull *p)
 {
     if (p == NULL) {
         return;

@@ -1,0 +1,61 @@
+#include "delivery.h"
+
+#include <stdlib.h>
+
+#include "gust/err.h"
+
+uint64_t gust_delivery_fill(struct gust_in *in, natsMsg *m, struct gust_headers_room *room, size_t slot,
+                            int with_headers)
+{
+    jsMsgMetaData *meta = NULL;
+    uint64_t attempt = 1, seq = 0, cseq = 0;
+    int64_t ts = 0;
+    if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+        attempt = meta->NumDelivered;
+        seq = meta->Sequence.Stream;
+        cseq = meta->Sequence.Consumer;
+        ts = meta->Timestamp;
+        jsMsgMetaData_Destroy(meta);
+    }
+    in->msg = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
+                                .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
+                                .attempt = (uint32_t)attempt, .stored_ns = ts};
+    in->ref = m;
+    const char **keys = NULL;
+    int nkeys = 0;
+    if (with_headers && slot < room->msgs && natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK) {
+        struct gust_header *h = room->v + slot * GUST_DELIVERY_HEADERS_MAX;
+        size_t n = 0;
+        for (int k = 0; k < nkeys && n < GUST_DELIVERY_HEADERS_MAX; k++) {
+            const char *value = NULL;
+            if (natsMsgHeader_Get(m, keys[k], &value) == NATS_OK && value != NULL) {
+                h[n++] = (struct gust_header){keys[k], value};
+            }
+        }
+        free((void *)keys); /* the array is ours, the strings the message's */
+        in->msg.headers = h;
+        in->msg.nheaders = n;
+    }
+    return cseq;
+}
+
+int gust_headers_room_reserve(struct gust_headers_room *room, size_t n)
+{
+    if (n <= room->msgs) {
+        return 0;
+    }
+    struct gust_header *v = realloc(room->v, n * GUST_DELIVERY_HEADERS_MAX * sizeof(*v));
+    if (v == NULL) {
+        return GUST_ENOMEM;
+    }
+    room->v = v;
+    room->msgs = n;
+    return 0;
+}
+
+void gust_headers_room_free(struct gust_headers_room *room)
+{
+    free(room->v);
+    room->v = NULL;
+    room->msgs = 0;
+}

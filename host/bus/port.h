@@ -1,0 +1,79 @@
+/* The bus as the consumer core sees it: where a unit's messages come from (a feed) and
+ * where what it produces goes (an outlet). host/bus implements them on NATS (pull.c:
+ * a durable consumer; reader.c: an ordered read from a stream sequence; bus.c: the
+ * outlet), host/unit/edge.c feeds from memory, and tests/runtime fakes both, so the
+ * publish-before-ack barrier can be tested without a server. Nothing here names NATS.
+ *
+ * Threads: a feed belongs to its unit's thread. An outlet is shared and thread-safe;
+ * its completions run on a thread of the bus. */
+#ifndef GUST_BUS_PORT_H
+#define GUST_BUS_PORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/plugin.h" /* struct gust_msg, struct gust_header, gust_publish_done_fn */
+
+/* One message a feed handed out: msg is what handlers read (borrowed from the feed
+ * until it is released), ref the feed's own handle. */
+struct gust_in {
+    struct gust_msg msg;
+    void *ref;
+};
+
+struct gust_feed;
+
+struct gust_feed_ops {
+    /* Waits up to a bound of the feed's for messages, then takes those already there:
+     * up to max into in[]. Returns how many (0: none in time) or -1 with why filled in.
+     * with_headers: fill msg.headers (they cost a parse each). */
+    int (*next)(struct gust_feed *f, struct gust_in *in, size_t max, int with_headers, char *why,
+                size_t why_size);
+    /* Done with one message: acked (delay_ms < 0) or to be redelivered after delay_ms.
+     * A feed without acknowledgements (ordered, edge) ignores it. */
+    void (*settle)(struct gust_feed *f, struct gust_in *m, int64_t delay_ms);
+    /* Gives the messages back; they may not be read afterwards. */
+    void (*release)(struct gust_feed *f, struct gust_in *in, size_t n);
+    /* Ordered feeds: the next message handed out is the first with a stream sequence
+     * at or after seq. NULL for the others. */
+    void (*seek)(struct gust_feed *f, uint64_t seq);
+    /* Wakes a thread waiting in next (a stop). May be NULL. */
+    void (*wake)(struct gust_feed *f);
+    void (*close)(struct gust_feed *f);
+};
+
+struct gust_feed {
+    const struct gust_feed_ops *ops;
+    /* After a stop is asked for, how many more messages the unit takes before it stops
+     * (the edge path handles what its queue holds: at most a queue's worth). */
+    size_t drain_on_stop;
+};
+
+/* One message to publish. */
+struct gust_pub {
+    const char *subject;
+    const void *data;
+    size_t len;
+    const char *msg_id; /* Nats-Msg-Id: JetStream stores a repeat within its duplicate
+                           window once (NULL: none) */
+    const struct gust_header *headers;
+    size_t nheaders;
+};
+
+struct gust_outlet;
+
+struct gust_outlet_ops {
+    /* Starts a confirmed publish (p and what it points to are copied before return);
+     * done runs once with the outcome. GUST_EAGAIN when not connected or too many are
+     * pending: done is then not called. */
+    int (*publish)(struct gust_outlet *o, const struct gust_pub *p, gust_publish_done_fn done, void *ud);
+    /* Sends what is buffered now. */
+    void (*flush)(struct gust_outlet *o);
+    int (*connected)(struct gust_outlet *o);
+};
+
+struct gust_outlet {
+    const struct gust_outlet_ops *ops;
+};
+
+#endif
