@@ -26,7 +26,10 @@ struct link {
 
 struct gust_bus {
     struct gust_outlet outlet; /* first: the outlet's ops find the bus from it */
-    struct gust_bus_conf conf;
+    struct gust_bus_conf conf; /* its strings and urls are the bus's own copies: the
+                                  configuration it came from goes at the next reload */
+    char **owned;              /* those copies */
+    size_t nowned;
     struct gust_nats_child *child;
     char url[64];
     /* Two connections: `main` batches its writes (nats.c's flusher gathers them for up
@@ -285,13 +288,53 @@ static int connect_bus(struct gust_bus *bus, struct gust_err *err)
     return rc;
 }
 
+/* A copy of s that the bus frees; NULL stays NULL. */
+static const char *own(struct gust_bus *bus, const char *s, int *oom)
+{
+    if (s == NULL) {
+        return NULL;
+    }
+    char *copy = strdup(s);
+    if (copy == NULL) {
+        *oom = 1;
+        return NULL;
+    }
+    bus->owned[bus->nowned++] = copy;
+    return copy;
+}
+
+static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
+{
+    bus->conf = *conf;
+    bus->owned = calloc(conf->nurls + 8, sizeof(*bus->owned));
+    const char **urls = calloc(conf->nurls + 1, sizeof(*urls));
+    if (bus->owned == NULL || urls == NULL) {
+        free(urls);
+        return GUST_ENOMEM;
+    }
+    int oom = 0;
+    for (size_t i = 0; i < conf->nurls; i++) {
+        urls[i] = own(bus, conf->urls[i], &oom);
+    }
+    bus->conf.urls = urls;
+    bus->conf.server_bin = own(bus, conf->server_bin, &oom);
+    bus->conf.state_dir = own(bus, conf->state_dir, &oom);
+    bus->conf.stream = own(bus, conf->stream, &oom);
+    bus->conf.subjects = own(bus, conf->subjects, &oom);
+    bus->conf.dlq_stream = own(bus, conf->dlq_stream, &oom);
+    bus->conf.dlq_subjects = own(bus, conf->dlq_subjects, &oom);
+    bus->conf.state_stream = own(bus, conf->state_stream, &oom);
+    bus->conf.state_subjects = own(bus, conf->state_subjects, &oom);
+    return oom ? GUST_ENOMEM : 0;
+}
+
 int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, struct gust_err *err)
 {
     struct gust_bus *bus = calloc(1, sizeof(*bus));
-    if (bus == NULL) {
+    if (bus == NULL || copy_conf(bus, conf) != 0) {
+        gust_bus_destroy(bus);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
-    bus->conf = *conf;
     bus->outlet.ops = &outlet_ops;
     pthread_mutex_init(&bus->lock, NULL);
     pthread_cond_init(&bus->wake, NULL);
@@ -379,6 +422,11 @@ void gust_bus_destroy(struct gust_bus *bus)
     }
     pthread_cond_destroy(&bus->wake);
     pthread_mutex_destroy(&bus->lock);
+    for (size_t i = 0; i < bus->nowned; i++) {
+        free(bus->owned[i]);
+    }
+    free(bus->owned);
+    free((void *)bus->conf.urls);
     free(bus);
 }
 

@@ -15,7 +15,8 @@
 #include "port.h"
 
 struct gust_bus_conf {
-    const char *const *urls; /* borrowed; none: start the embedded nats-server */
+    const char *const *urls; /* none: start the embedded nats-server (the bus copies
+                                these and every string below) */
     size_t nurls;
     const char *server_bin; /* embedded: the nats-server binary (NULL: from PATH) */
     const char *state_dir;  /* embedded: the store goes under <state_dir>/nats */
@@ -60,9 +61,9 @@ int gust_bus_publish_wait(struct gust_bus *bus, const struct gust_pub *p, uint64
                           size_t why_size);
 
 /* The servers to connect to (the embedded one's URL in embedded mode): fills urls (at
- * most max, borrowed for the bus's life) and returns how many. */
+ * most max, the bus's own, valid for its life) and returns how many. */
 size_t gust_bus_urls(const struct gust_bus *bus, const char **urls, size_t max);
-/* What the bus was created with (urls borrowed from the configuration). */
+/* What the bus was created with (its own copies). */
 const struct gust_bus_conf *gust_bus_config(const struct gust_bus *bus);
 
 /* Connected, and JetStream answered the last check (once a second). */

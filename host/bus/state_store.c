@@ -128,9 +128,9 @@ int gust_state_put(struct gust_bus *bus, const char *name, const char *info, con
         rc = head.data != NULL ? gust_bus_publish_wait(bus, &p, NULL, why, why_size) : GUST_ENOMEM;
         gust_buf_free(&head);
     }
-    if (rc == 0 && n > 0) {
-        /* The older blobs' chunks: below this one's first. A failure only leaves them
-         * for the next put to remove. */
+    if (rc == 0 && n > 0 && b.seq[0] > 1) {
+        /* The older blobs' chunks: below this one's first (none below 1; and a purge
+         * "below 1" purges everything). A failure only leaves them for the next put. */
         char ignored[128];
         gust_stream_purge(bus, gust_bus_config(bus)->state_stream, data_subject, b.seq[0], NULL, ignored,
                           sizeof(ignored));

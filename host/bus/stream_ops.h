@@ -33,8 +33,8 @@ int gust_stream_get(struct gust_bus *bus, const char *stream, uint64_t seq, cons
 int gust_stream_last(struct gust_bus *bus, const char *stream, const char *subject, struct gust_stored *out,
                      char *why, size_t why_size);
 int gust_stream_delete(struct gust_bus *bus, const char *stream, uint64_t seq, char *why, size_t why_size);
-/* Removes the messages on filter (below sequence `below` when it is not 0); *purged
- * (may be NULL) is how many. */
+/* Removes the messages on filter (below sequence `below` when it is not 0; JetStream
+ * reads 1 as 0: everything); *purged (may be NULL) is how many. */
 int gust_stream_purge(struct gust_bus *bus, const char *stream, const char *filter, uint64_t below,
                       uint64_t *purged, char *why, size_t why_size);
 

@@ -116,10 +116,10 @@ static void detect_render_json(void *impl, struct gust_buf *out)
     int64_t age = v.checkpoint_mono > 0 ? gust_now_ms() - v.checkpoint_mono : -1;
     gust_buf_printf(out,
                     ",\"detect\":{\"slices\":%" PRIu32 ",\"owned\":[%s],\"position\":%" PRIu64
-                    ",\"open_runs\":%" PRIu64 ",\"partitions\":%" PRIu64 ",\"window_events\":%" PRIu64
+                    ",\"events\":%" PRIu64 ",\"open_runs\":%" PRIu64 ",\"partitions\":%" PRIu64 ",\"window_events\":%" PRIu64
                     ",\"state_bytes\":%" PRIu64 ",\"alerts\":%" PRIu64 ",\"dropped\":{\"runs\":%" PRIu64
                     ",\"partitions\":%" PRIu64 ",\"window_events\":%" PRIu64 "},\"started\":",
-                    d->nslices, v.owned_list, v.position, v.total.open_runs, v.total.partitions,
+                    d->nslices, v.owned_list, v.position, v.total.events, v.total.open_runs, v.total.partitions,
                     v.total.window_events, v.total.state_bytes, v.total.alerts, v.total.runs_dropped,
                     v.total.partitions_dropped, v.total.window_dropped);
     gust_json_append_string(out, v.started, strlen(v.started));

@@ -277,9 +277,24 @@ static void let_go(struct slice *s)
     s->eng = NULL;
 }
 
+/* A slice's checkpoint is due after checkpoint_events inputs, or checkpoint_interval
+ * after the last one when it has applied something since. */
+static void checkpoint_due(struct detect *d, int64_t now)
+{
+    for (uint32_t k = 0; k < d->nslices; k++) {
+        struct slice *s = &d->slices[k];
+        if (s->eng != NULL &&
+            (s->fed >= d->checkpoint_events ||
+             (d->checkpoint_interval_ms > 0 && s->fed > 0 && now - s->checkpoint_at >= d->checkpoint_interval_ms))) {
+            checkpoint(d, s);
+        }
+    }
+}
+
 int detect_between(void *impl, uint64_t *seq)
 {
     struct detect *d = impl;
+    checkpoint_due(d, gust_now_ms()); /* an idle unit too: what it applied last is kept */
     uint32_t held = 0;
     for (uint32_t k = 0; k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
@@ -316,21 +331,13 @@ void detect_stored(void *impl, const struct gust_batch *b)
 {
     struct detect *d = impl;
     uint64_t last = b->n > 0 ? b->msgs[b->n - 1].stream_seq : 0;
-    int64_t now = gust_now_ms();
-    for (uint32_t k = 0; k < d->nslices; k++) {
+    for (uint32_t k = 0; d->leases != NULL && k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
-        if (s->eng == NULL) {
-            continue;
-        }
-        if (d->leases != NULL && last > s->pos) {
+        if (s->eng != NULL && last > s->pos) {
             s->pos = last;
         }
-        int due = s->fed >= d->checkpoint_events ||
-                  (d->checkpoint_interval_ms > 0 && s->fed > 0 && now - s->checkpoint_at >= d->checkpoint_interval_ms);
-        if (due) {
-            checkpoint(d, s);
-        }
     }
+    checkpoint_due(d, gust_now_ms());
     detect_refresh_view(d);
 }
 
