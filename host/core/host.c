@@ -100,8 +100,9 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
         .checkpoint_interval_ms = gust_cfg_int(u->cfg, "checkpoint_interval"),
         .checkpoint_events = gust_cfg_int(u->cfg, "checkpoint_events"),
         .stream = gust_cfg_str(host->config->nats, "stream"),
+        .edge = edge,
         .bus = bus,
-        .leases = edge ? NULL : leases,
+        .leases = leases,
     };
     rc = gust_detect_handler_create(&o, h, filter, err);
     gust_buf_free(&src);

@@ -70,7 +70,8 @@ struct detect {
     size_t nout;
     /* where the state goes; NULL bus: a check (gust -t), nothing is run */
     struct gust_bus *bus;
-    struct gust_leases *leases; /* NULL on the edge path: one slice, always here */
+    struct gust_leases *leases; /* NULL on the edge path */
+    int edge;                   /* one slice, always here, fed from memory: no positions */
     char stream[64];
     int64_t checkpoint_interval_ms;
     uint64_t checkpoint_events;

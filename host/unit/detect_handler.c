@@ -67,7 +67,7 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
             struct slice *s = &d->slices[k];
             /* A slice taken over further back than the others replays alone what the
              * others have applied already. The edge path has no positions. */
-            if (s->eng == NULL || (d->leases != NULL && m->stream_seq <= s->pos)) {
+            if (s->eng == NULL || (!d->edge && m->stream_seq <= s->pos)) {
                 continue;
             }
             d->cur = s;
@@ -256,7 +256,8 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
     snprintf(d->unit, sizeof(d->unit), "%s", o->unit);
     snprintf(d->stream, sizeof(d->stream), "%s", o->stream != NULL ? o->stream : "");
     d->bus = o->bus;
-    d->leases = o->leases;
+    d->edge = o->edge;
+    d->leases = o->edge ? NULL : o->leases;
     d->nslices = o->slices > 0 ? o->slices : 1;
     d->checkpoint_interval_ms = o->checkpoint_interval_ms;
     d->checkpoint_events = o->checkpoint_events > 0 ? (uint64_t)o->checkpoint_events : UINT64_MAX;

@@ -46,7 +46,7 @@ static void slice_unwanted(void *ud)
 
 int detect_slices_init(struct detect *d, struct gust_err *err)
 {
-    if (d->leases == NULL && d->nslices > 1) {
+    if (d->edge && d->nslices > 1) {
         return gust_err_set(err, GUST_ECONFIG, "detect '%s': slices need the bus path (an edge unit runs where its "
                             "source runs)", d->unit);
     }
@@ -70,7 +70,7 @@ int detect_slices_init(struct detect *d, struct gust_err *err)
         s->index = k;
         snprintf(s->lease_key, sizeof(s->lease_key), "detect.%s.%" PRIu32, d->unit, k);
         snprintf(s->store_name, sizeof(s->store_name), "%s.%" PRIu32, d->unit, k);
-        atomic_store(&s->wanted, d->leases == NULL); /* the edge path: always here */
+        atomic_store(&s->wanted, d->edge); /* the edge path: always here */
     }
     snprintf(d->view.started, sizeof(d->view.started), "not started");
     return 0;
@@ -197,12 +197,12 @@ static int take_over(struct detect *d, struct slice *s)
         how = "restored";
     }
     free(data);
-    if (d->leases == NULL) {
+    if (d->edge) {
         pos = 0; /* the edge path has no positions */
     }
     uint64_t last = 0, msgs = 0;
     char ignored[128];
-    if (d->leases != NULL && gust_stream_state(d->bus, d->stream, &last, &msgs, ignored, sizeof(ignored)) == 0 &&
+    if (!d->edge && gust_stream_state(d->bus, d->stream, &last, &msgs, ignored, sizeof(ignored)) == 0 &&
         last > d->replay_until) {
         d->replay_until = last;
     }
@@ -331,7 +331,7 @@ void detect_stored(void *impl, const struct gust_batch *b)
 {
     struct detect *d = impl;
     uint64_t last = b->n > 0 ? b->msgs[b->n - 1].stream_seq : 0;
-    for (uint32_t k = 0; d->leases != NULL && k < d->nslices; k++) {
+    for (uint32_t k = 0; !d->edge && k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
         if (s->eng != NULL && last > s->pos) {
             s->pos = last;

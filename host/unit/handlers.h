@@ -27,8 +27,9 @@ struct gust_detect_opts {
     int64_t checkpoint_interval_ms; /* 0: only at a clean stop */
     int64_t checkpoint_events;      /* 0: no bound */
     const char *stream;             /* the event stream it reads */
+    int edge;                       /* the edge path: one slice, always here, no positions */
     struct gust_bus *bus;           /* NULL: only check the program (gust -t) */
-    struct gust_leases *leases;     /* NULL: the edge path (one slice, always here) */
+    struct gust_leases *leases;     /* the slices' leases (not on the edge path) */
 };
 
 /* A VPL program fed with the unit's messages in stream order; its alerts go to each
