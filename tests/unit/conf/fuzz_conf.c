@@ -34,7 +34,7 @@ static const struct gust_schema_key schema[] = {
     {"f", GUST_T_FILTER, "a.>", 0, ""},
     {"l", GUST_T_LIST, "a b", 0, ""},
     {"a", GUST_T_ADDR, "h:1", 0, ""},
-    {NULL, 0, NULL, 0, NULL},
+    GUST_KEY_END,
 };
 
 static const char *const fixtures[][2] = {
