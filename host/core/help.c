@@ -52,8 +52,12 @@ static void roff_block(FILE *out, const char *title, const struct gust_schema_ke
         roff_text(out, gust_schema_type_name(k->type));
         fputs("\\fR, default \\fB", out);
         roff_text(out, gust_schema_shown_default(k));
-        fputs("\\fR, ", out);
-        roff_text(out, gust_schema_flag_names(k->flags, flags, sizeof(flags)));
+        fputs("\\fR", out);
+        const char *f = gust_schema_flag_names(k->flags, flags, sizeof(flags));
+        if (strcmp(f, "-") != 0) {
+            fputs(", ", out);
+            roff_text(out, f);
+        }
         fputs("\n.br\n", out);
         roff_text(out, k->help != NULL ? k->help : "");
         fputc('\n', out);

@@ -40,6 +40,7 @@ static void usage(FILE *out)
             "  -c, --config FILE  host.conf to use (default: host.conf)\n"
             "  -t, --test         check the configuration, every script and rule it names, and exit\n"
             "  -h, --help         this text, and every host.conf key\n"
+            "      --help-roff    every host.conf key as roff (for host.conf(5))\n"
             "  -v, --version      print the version\n"
             "\n"
             "host.conf keys (FLAGS: reloadable = a reload applies a new value; a reload that changes a key\n"
@@ -281,6 +282,7 @@ int main(int argc, char **argv)
         {"test", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'v'},
+        {"help-roff", no_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = "host.conf";
@@ -296,6 +298,9 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return 0;
+        case 'R':
+            gust_help_keys(stdout, GUST_HELP_ROFF);
             return 0;
         case 'v':
             printf("gust %s (plugin ABI %d.%d)\n", GUST_VERSION, GUST_ABI_MAJOR, GUST_ABI_MINOR);
