@@ -1,14 +1,14 @@
 cmake_minimum_required(VERSION 3.18)
-# Writes OUT/host.conf.5 (SRC/host.conf.5.in with @KEYS@ from `GUST --help-roff`) and
+# Writes OUT/gust-host.conf.5 (SRC/gust-host.conf.5.in with @KEYS@ from `GUST --help-roff`) and
 # OUT/gust.8, with @VERSION@ and @PLUGINDIR@ filled in. Run by the `man` target.
 execute_process(COMMAND ${GUST} --help-roff OUTPUT_VARIABLE KEYS RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${GUST} --help-roff failed: ${rc}")
 endif()
 file(MAKE_DIRECTORY ${OUT})
-foreach(page host.conf.5 gust.8)
-    if(page STREQUAL "host.conf.5")
-        file(READ ${SRC}/host.conf.5.in text)
+foreach(page gust-host.conf.5 gust.8)
+    if(page STREQUAL "gust-host.conf.5")
+        file(READ ${SRC}/gust-host.conf.5.in text)
     else()
         file(READ ${SRC}/gust.8 text)
     endif()

@@ -74,6 +74,21 @@ static void on_done(void *ud, int status, uint64_t seq, const char *error)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A send with the caller's own outcome callback. */
+struct tracked {
+    struct gust_publisher *p;
+    gust_publish_done_fn done;
+    void *ud;
+};
+
+static void on_done_tracked(void *ud, int status, uint64_t seq, const char *error)
+{
+    struct tracked t = *(struct tracked *)ud;
+    free(ud);
+    t.done(t.ud, status, seq, error);
+    on_done(t.p, status, seq, error);
+}
+
 /* Under the lock: waits for an outcome or stop until at_ms; 1 when at_ms passed. */
 static int wait_locked(struct gust_publisher *p, int64_t at_ms)
 {
@@ -85,33 +100,55 @@ static int wait_locked(struct gust_publisher *p, int64_t at_ms)
 int gust_publisher_send(struct gust_publisher *p, const char *subject, const void *data, size_t len,
                         int64_t give_up_ms)
 {
+    return gust_publisher_send_cb(p, subject, data, len, give_up_ms, NULL, NULL);
+}
+
+int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const void *data, size_t len,
+                           int64_t give_up_ms, gust_publish_done_fn done, void *ud)
+{
     int64_t pause = 5;
+    int once = give_up_ms <= gust_clock_mono_ms(); /* one try, no wait */
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!atomic_load(&p->stopping) && p->conf.max_inflight > 0 && p->outstanding >= p->conf.max_inflight &&
                gust_clock_mono_ms() < give_up_ms) {
             wait_locked(p, gust_clock_mono_ms() + 100 < give_up_ms ? gust_clock_mono_ms() + 100 : give_up_ms);
         }
-        if (atomic_load(&p->stopping) || gust_clock_mono_ms() >= give_up_ms) {
+        int full = p->conf.max_inflight > 0 && p->outstanding >= p->conf.max_inflight;
+        if (atomic_load(&p->stopping) || (!once && gust_clock_mono_ms() >= give_up_ms) || (once && full)) {
             pthread_mutex_unlock(&p->lock);
             note_failure(p, atomic_load(&p->stopping) ? "stopped while the bus was busy"
                                                       : "the bus is not connected or has too many publishes pending");
             return GUST_EAGAIN;
         }
+        struct tracked *t = NULL;
+        if (done != NULL && (t = malloc(sizeof(*t))) == NULL) {
+            pthread_mutex_unlock(&p->lock);
+            note_failure(p, "out of memory");
+            return GUST_ENOMEM;
+        }
         /* Counted before the call: the outcome may come back before publish returns. */
         p->outstanding++;
         pthread_mutex_unlock(&p->lock);
-        int rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done, p);
+        int rc;
+        if (t != NULL) {
+            *t = (struct tracked){p, done, ud};
+            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done_tracked, t);
+        } else {
+            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done, p);
+        }
         if (rc == 0) {
             atomic_fetch_add(&p->counts.sent, 1);
             return 0;
         }
+        free(t);
         pthread_mutex_lock(&p->lock);
         p->outstanding--; /* not taken: no outcome will come for it */
         pthread_cond_broadcast(&p->cond);
-        if (rc != GUST_EAGAIN) {
+        if (rc != GUST_EAGAIN || once) {
             pthread_mutex_unlock(&p->lock);
-            note_failure(p, "the host refused the publish");
+            note_failure(p, rc == GUST_EAGAIN ? "the bus is not connected or has too many publishes pending"
+                                              : "the host refused the publish");
             return rc;
         }
         /* The bus is busy or disconnected: wait for an outcome of ours, or a little when

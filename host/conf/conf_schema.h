@@ -39,7 +39,7 @@ int gust_cfg_same(const struct gust_cfg *a, const struct gust_cfg *b, const char
 /* Prints a table of the schema's keys (type, default, flags, help) under `title` for
  * `gust --help`. Defaults of GUST_K_SECRET keys are not shown. */
 void gust_schema_print_help(FILE *out, const char *title, const struct gust_schema_key *schema);
-/* The columns of that table, for other renderings of it (host.conf(5)). */
+/* The columns of that table, for other renderings of it (gust-host.conf(5)). */
 const char *gust_schema_type_name(enum gust_type t);
 /* The default as shown: "-" for none, "(hidden)" for a secret key's. */
 const char *gust_schema_shown_default(const struct gust_schema_key *k);

@@ -1,5 +1,5 @@
 /* Every host.conf key, from the schemas: the tables of `gust --help`, and the same keys
- * as roff for host.conf(5) (man/host.conf.5.in), so the two cannot drift. */
+ * as roff for gust-host.conf(5) (man/gust-host.conf.5.in), so the two cannot drift. */
 #ifndef GUST_CORE_HELP_H
 #define GUST_CORE_HELP_H
 

@@ -40,7 +40,7 @@ static void usage(FILE *out)
             "  -c, --config FILE  host.conf to use (default: host.conf)\n"
             "  -t, --test         check the configuration, every script and rule it names, and exit\n"
             "  -h, --help         this text, and every host.conf key\n"
-            "      --help-roff    every host.conf key as roff (for host.conf(5))\n"
+            "      --help-roff    every host.conf key as roff (for gust-host.conf(5))\n"
             "  -v, --version      print the version\n"
             "\n"
             "host.conf keys (FLAGS: reloadable = a reload applies a new value; a reload that changes a key\n"

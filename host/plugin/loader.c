@@ -57,6 +57,10 @@ void gust_plugins_default_dir(char *out, size_t size)
         return; /* a build tree */
     }
     snprintf(out, size, "%s/%s", dir, GUST_PLUGIN_DIR_REL);
+    char real[PATH_MAX];
+    if (realpath(out, real) != NULL) {
+        snprintf(out, size, "%s", real); /* /usr/lib/..., not /usr/sbin/../lib/... */
+    }
 }
 
 static int refuse(struct gust_err *err, const char *where, const char *path, const char *why)

@@ -50,7 +50,7 @@ void gust_plugins_unload(struct gust_plugins *ps);
 /* At exit, once nothing runs: fini and dlclose every plugin of the process. */
 void gust_plugins_shutdown(void);
 
-/* For --help and host.conf(5): calls fn for every type of every .so file in dir, in file
+/* For --help and gust-host.conf(5): calls fn for every type of every .so file in dir, in file
  * name order, without running init (the entry function and descriptor only). Plugins
  * that do not load are skipped. */
 void gust_plugins_describe(const char *dir, void (*fn)(void *ud, const char *plugin, const struct gust_plugin_type *t),

@@ -27,7 +27,7 @@ def main():
     t.eq(len(plugdirs), 1, "one plugin directory")
     for name in ("http_out", "mqtt", "timer", "http_poll", "exec"):
         t.check(os.path.exists(os.path.join(plugdirs[0], name + ".so")), name + ".so installed")
-    for f in ("include/gust/plugin.h", "include/gust/sdk.h", "include/gust/source.h", "share/man/man5/host.conf.5",
+    for f in ("include/gust/plugin.h", "include/gust/sdk.h", "include/gust/source.h", "share/man/man5/gust-host.conf.5",
               "share/man/man8/gust.8"):
         t.check(glob.glob(stage + "/**/" + f, recursive=True), f + " installed")
     t.check(glob.glob(stage + "/**/libgust-sdk.a", recursive=True), "libgust-sdk.a installed")

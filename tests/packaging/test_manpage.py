@@ -1,4 +1,4 @@
-"""host.conf(5) lists exactly the blocks and keys of `gust --help`, in the same order,
+"""gust-host.conf(5) lists exactly the blocks and keys of `gust --help`, in the same order,
 plugin types included (both come from the schemas; this proves the page was generated
 from the binary and plugins it ships with). Usage: test_manpage.py GUST HOST.CONF.5"""
 import re

@@ -4,7 +4,7 @@
  * unknown keys, missing required keys and values of the wrong type are errors that
  * name file:line. The same table says where each value goes (offsetof into the owner's
  * struct), so code reads `conf->max_body`, never a key by name: a misspelt field is a
- * compile error. It also feeds `gust --help` and host.conf(5), and decides what a reload
+ * compile error. It also feeds `gust --help` and gust-host.conf(5), and decides what a reload
  * may change (GUST_K_RELOADABLE). Plugins declare their keys the same way and bind them
  * through the host API (gust/sdk.h: gust_sdk_bind). */
 #ifndef GUST_SCHEMA_H
@@ -55,7 +55,7 @@ struct gust_schema_key {
     enum gust_type type;
     const char *def;  /* default as written in host.conf, or NULL */
     unsigned flags;   /* GUST_K_* */
-    const char *help; /* one line for --help and host.conf(5) */
+    const char *help; /* one line for --help and gust-host.conf(5) */
     /* ABI 1.1 (a 1.0 table ends before it: the host honours the plugin's element size). */
     size_t offset; /* with GUST_K_BOUND: offsetof(owner struct, field) */
 };

@@ -51,6 +51,13 @@ int gust_publisher_create(struct gust_publisher **out, const struct gust_publish
  * when the host refused it. Every message not handed over is counted failed. */
 int gust_publisher_send(struct gust_publisher *p, const char *subject, const void *data, size_t len,
                         int64_t give_up_ms);
+/* The same, and done(ud, status, seq, error) is called with this message's outcome (on
+ * a host thread, before the publisher counts it), for a source that must act on each
+ * one (mqtt_in releases the broker's PUBACK). With give_up_ms at or before now it tries
+ * once and never waits (for a caller on its own event loop). On a nonzero return done
+ * is not called. */
+int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const void *data, size_t len,
+                           int64_t give_up_ms, gust_publish_done_fn done, void *ud);
 /* Makes waiting and later sends give up at once. Thread-safe. */
 void gust_publisher_stop(struct gust_publisher *p);
 int gust_publisher_stopping(const struct gust_publisher *p);

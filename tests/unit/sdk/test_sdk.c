@@ -172,6 +172,13 @@ static const struct gust_host_api fake_api = {
     .publish = fake_publish,
 };
 
+static void note_outcome(void *ud, int status, uint64_t seq, const char *error)
+{
+    (void)seq;
+    (void)error;
+    *(int *)ud = status;
+}
+
 struct sender {
     struct gust_publisher *p;
     int rc[8];
@@ -223,12 +230,22 @@ static void test_publisher(void)
     CHECK(atomic_load(&gust_publisher_counts(p)->failed) == 1, "a refused outcome counted failed");
     CHECK(strstr(fake.last_log, "publish failed: refused") != NULL, "the failure logged: %s", fake.last_log);
 
+    /* One try without waiting, with the caller's own outcome callback. */
+    int outcome = -99;
+    CHECK(gust_publisher_send_cb(p, "ev.x", "{}", 2, 0, note_outcome, &outcome) == 0, "handed over at once");
+    answer_all(0);
+    CHECK(outcome == 0, "the caller's callback got the outcome: %d", outcome);
+    fake.busy = 1;
+    CHECK(gust_publisher_send_cb(p, "ev.x", "{}", 2, 0, note_outcome, &outcome) == GUST_EAGAIN,
+          "busy: EAGAIN after one try");
+    fake.busy = 0;
+
     /* Giving up at the deadline, and at stop. */
     fake.busy = 1;
     CHECK(gust_publisher_send(p, "ev.x", "{}", 2, gust_clock_mono_ms() + 30) == GUST_EAGAIN, "gave up at the deadline");
     gust_publisher_stop(p);
     CHECK(gust_publisher_send(p, "ev.x", "{}", 2, INT64_MAX) == GUST_EAGAIN, "stopped: gives up at once");
-    CHECK(atomic_load(&gust_publisher_counts(p)->failed) == 3, "both counted failed");
+    CHECK(atomic_load(&gust_publisher_counts(p)->failed) == 4, "every give-up counted failed");
     fake.busy = 0;
     gust_publisher_destroy(p);
 }
