@@ -15,7 +15,7 @@ passed=0
 failed=0
 ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { local what=$1; shift; if "$@"; then ok; else fail "$what"; fi; }
+check() { local what=$1; shift; if "$@" >/dev/null; then ok; else fail "$what"; fi; }
 
 if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
     echo "test_deb: needs root on Debian (it installs packages); skipped"
