@@ -73,6 +73,8 @@ if command -v systemd-analyze >/dev/null; then
     check "systemd-analyze verify gust.service" systemd-analyze verify /lib/systemd/system/gust.service
 fi
 check "man gust-host.conf" sh -c 'man -w gust-host.conf | grep -q gust-host.conf.5'
+check "gust-host.conf(5) lists the installed gust's keys" \
+    python3 tests/packaging/test_manpage.py /usr/sbin/gust <(zcat /usr/share/man/man5/gust-host.conf.5.gz)
 
 # The installed gust, as the gust user, with the packaged config: embedded NATS, state in
 # /var/lib/gust.
