@@ -62,7 +62,8 @@ static void counter_destroy(void *ctx)
 }
 
 /* No I/O here: create runs at `gust -t` and before a reload replaces anything. */
-static int counter_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+static int counter_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                          struct gust_err *err)
 {
     struct counter *c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -73,8 +74,8 @@ static int counter_create(struct gust_instance *inst, const struct gust_cfg *cfg
     if (rc == 0 && c->conf.interval < 10) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: at least 10ms", host->cfg_where(cfg, "interval"));
     }
-    struct gust_source_conf sc = {.api = host, .inst = inst, .interval_ms = c->conf.interval, .run = counter_run,
-                                  .ud = c};
+    struct gust_source_conf sc = {
+        .api = host, .inst = inst, .interval_ms = c->conf.interval, .run = counter_run, .ud = c};
     rc = rc ? rc : gust_source_create(&c->runner, &sc, err);
     if (rc != 0) {
         counter_destroy(c);
@@ -116,7 +117,8 @@ struct file_out {
     struct gust_buf line;
 };
 
-static int file_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+static int file_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                           struct gust_err *err)
 {
     struct file_out *f = calloc(1, sizeof(*f));
     if (f == NULL) {
@@ -184,10 +186,19 @@ static void file_out_destroy(void *ctx)
 /* --- the descriptor --- */
 
 static const struct gust_plugin_type types[] = {
-    {.name = "counter", .kind = GUST_PLUGIN_SOURCE, .schema = counter_schema, .create = counter_create,
-     .start = counter_start, .stop = counter_stop, .destroy = counter_destroy},
-    {.name = "file_out", .kind = GUST_PLUGIN_SINK, .schema = file_out_schema, .create = file_out_create,
-     .deliver = file_out_deliver, .destroy = file_out_destroy},
+    {.name = "counter",
+     .kind = GUST_PLUGIN_SOURCE,
+     .schema = counter_schema,
+     .create = counter_create,
+     .start = counter_start,
+     .stop = counter_stop,
+     .destroy = counter_destroy},
+    {.name = "file_out",
+     .kind = GUST_PLUGIN_SINK,
+     .schema = file_out_schema,
+     .create = file_out_create,
+     .deliver = file_out_deliver,
+     .destroy = file_out_destroy},
 };
 
 static const struct gust_plugin_desc desc = {

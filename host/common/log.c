@@ -102,7 +102,8 @@ void gust_log(int level, const char *fmt, ...)
     char ts[GUST_RFC3339_SIZE];
     if (atomic_load(&json_lines)) {
         gust_rfc3339_ms(gust_clock_wall_ms(), ts);
-        n = (size_t)snprintf(line, sizeof(line), "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":", ts, level_names[level]);
+        n = (size_t)snprintf(line, sizeof(line), "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":", ts,
+                             level_names[level]);
         n += json_quote(line + n, sizeof(line) - n - 2, msg);
         line[n++] = '}';
     } else if (stderr_is_journal()) {

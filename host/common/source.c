@@ -14,7 +14,7 @@ struct gust_publisher {
     struct gust_publisher_conf conf;
     struct gust_pub_counts counts;
     pthread_mutex_t lock;
-    pthread_cond_t cond;  /* CLOCK_MONOTONIC: an outcome came back, or stop */
+    pthread_cond_t cond; /* CLOCK_MONOTONIC: an outcome came back, or stop */
     atomic_int stopping;
     uint64_t outstanding; /* publishes whose outcome has not come back; under lock */
     atomic_int failing;   /* in a streak of failed publishes (logged once) */
@@ -26,7 +26,8 @@ static void deadline_ts(int64_t at_ms, struct timespec *ts)
     ts->tv_nsec = (long)(at_ms % 1000) * 1000000L;
 }
 
-int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf, struct gust_err *err)
+int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf,
+                          struct gust_err *err)
 {
     *out = NULL;
     struct gust_publisher *p = calloc(1, sizeof(*p));
@@ -49,7 +50,8 @@ static void note_failure(struct gust_publisher *p, const char *why)
     atomic_fetch_add(&p->counts.failed, 1);
     if (atomic_exchange(&p->failing, 1) == 0) {
         p->conf.api->log(p->conf.inst, GUST_LOG_WARN,
-                         "publish failed: %s (further failures are counted, not logged, until one succeeds)", why);
+                         "publish failed: %s (further failures are counted, not logged, until one succeeds)",
+                         why);
     }
 }
 
@@ -110,15 +112,16 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
     int once = give_up_ms <= gust_clock_mono_ms(); /* one try, no wait */
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!atomic_load(&p->stopping) && p->conf.max_inflight > 0 && p->outstanding >= p->conf.max_inflight &&
-               gust_clock_mono_ms() < give_up_ms) {
+        while (!atomic_load(&p->stopping) && p->conf.max_inflight > 0 &&
+               p->outstanding >= p->conf.max_inflight && gust_clock_mono_ms() < give_up_ms) {
             wait_locked(p, gust_clock_mono_ms() + 100 < give_up_ms ? gust_clock_mono_ms() + 100 : give_up_ms);
         }
         int full = p->conf.max_inflight > 0 && p->outstanding >= p->conf.max_inflight;
         if (atomic_load(&p->stopping) || (!once && gust_clock_mono_ms() >= give_up_ms) || (once && full)) {
             pthread_mutex_unlock(&p->lock);
-            note_failure(p, atomic_load(&p->stopping) ? "stopped while the bus was busy"
-                                                      : "the bus is not connected or has too many publishes pending");
+            note_failure(p, atomic_load(&p->stopping)
+                                ? "stopped while the bus was busy"
+                                : "the bus is not connected or has too many publishes pending");
             return GUST_EAGAIN;
         }
         struct tracked *t = NULL;
@@ -218,7 +221,8 @@ struct gust_source_runner {
     int64_t t0;               /* when run 1 is due; set by start */
 };
 
-int gust_source_create(struct gust_source_runner **out, const struct gust_source_conf *conf, struct gust_err *err)
+int gust_source_create(struct gust_source_runner **out, const struct gust_source_conf *conf,
+                       struct gust_err *err)
 {
     *out = NULL;
     if (conf->interval_ms < 0 || conf->run == NULL) {
@@ -229,7 +233,8 @@ int gust_source_create(struct gust_source_runner **out, const struct gust_source
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     r->conf = *conf;
-    struct gust_publisher_conf pc = {.api = conf->api, .inst = conf->inst, .max_inflight = conf->max_inflight};
+    struct gust_publisher_conf pc = {
+        .api = conf->api, .inst = conf->inst, .max_inflight = conf->max_inflight};
     int rc = gust_publisher_create(&r->pub, &pc, err);
     if (rc != 0) {
         free(r);

@@ -29,7 +29,7 @@ size_t gust_rfc3339_ms(int64_t epoch_ms, char out[GUST_RFC3339_SIZE])
     time_t t = (time_t)sec;
     struct tm tm;
     gmtime_r(&t, &tm);
-    int n = snprintf(out, GUST_RFC3339_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)ms);
+    int n = snprintf(out, GUST_RFC3339_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)ms);
     return n > 0 && n < GUST_RFC3339_SIZE ? (size_t)n : 0;
 }

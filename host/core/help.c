@@ -83,8 +83,8 @@ static void print_type(void *ud, const char *plugin, const struct gust_plugin_ty
 {
     struct plugin_help *h = ud;
     char title[256];
-    snprintf(title, sizeof(title), "%s NAME { use %s; } (plugin %s)", t->kind == GUST_PLUGIN_SINK ? "sink" : "source",
-             t->name, plugin);
+    snprintf(title, sizeof(title), "%s NAME { use %s; } (plugin %s)",
+             t->kind == GUST_PLUGIN_SINK ? "sink" : "source", t->name, plugin);
     static const struct gust_schema_key none[] = {GUST_KEY_END};
     print_block(h->out, h->format, title, t->schema != NULL ? t->schema : none);
 }

@@ -1,14 +1,14 @@
 /* The host's API table, and plugin instances. */
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../bus/bus.h"
-#include "../conf/conf_schema.h"
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
 #include "../unit/edge.h"
 #include "instance.h"
 #include "loader.h"
@@ -49,7 +49,8 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
         return GUST_EINVAL;
     }
     /* Counted per instance until the outcome is delivered: see gust_instance_dispose. */
-    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
+    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud,
+                            &inst->inflight);
 }
 
 static const struct gust_host_api host_api = {
@@ -73,8 +74,8 @@ const struct gust_host_api *gust_host_api(void)
 }
 
 int gust_instance_create(struct gust_instance *inst, const char *kind, const char *name,
-                         const struct gust_plugin_type *type, const struct gust_cfg *cfg, struct gust_bus *bus,
-                         struct gust_err *err)
+                         const struct gust_plugin_type *type, const struct gust_cfg *cfg,
+                         struct gust_bus *bus, struct gust_err *err)
 {
     memset(inst, 0, sizeof(*inst));
     snprintf(inst->name, sizeof(inst->name), "%s:%s", kind, name);
@@ -152,7 +153,8 @@ int gust_instance_deliver(struct gust_instance *inst, const struct gust_msg *msg
         inst->result_scratch_cap = need_r;
     }
     size_t take_m = pt->msg_size < sizeof(struct gust_msg) ? pt->msg_size : sizeof(struct gust_msg);
-    size_t take_r = pt->result_size < sizeof(struct gust_result) ? pt->result_size : sizeof(struct gust_result);
+    size_t take_r =
+        pt->result_size < sizeof(struct gust_result) ? pt->result_size : sizeof(struct gust_result);
     memset(inst->msg_scratch, 0, need_m);
     memset(inst->result_scratch, 0, need_r);
     for (size_t i = 0; i < n; i++) {

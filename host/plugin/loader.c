@@ -92,7 +92,8 @@ static void lib_free(struct gust_plugin_lib *l)
 static struct gust_schema_key *copy_schema(const struct gust_schema_key *schema, size_t key_size, int bound)
 {
     size_t n = 0;
-    while (schema != NULL && ((const struct gust_schema_key *)((const char *)schema + n * key_size))->key != NULL) {
+    while (schema != NULL &&
+           ((const struct gust_schema_key *)((const char *)schema + n * key_size))->key != NULL) {
         n++;
     }
     struct gust_schema_key *out = calloc(n + 1, sizeof(*out));
@@ -141,7 +142,8 @@ static int lib_open(const char *path, const char *where, struct gust_plugin_lib 
     if (d->abi_major != GUST_ABI_MAJOR || d->abi_minor > GUST_ABI_MINOR) {
         snprintf(why, sizeof(why), "plugin ABI %u.%u, this host offers ABI %d.0 to %d.%d: %s", d->abi_major,
                  d->abi_minor, GUST_ABI_MAJOR, GUST_ABI_MAJOR, GUST_ABI_MINOR,
-                 d->abi_major != GUST_ABI_MAJOR ? "rebuild the plugin against this host" : "it needs a newer host");
+                 d->abi_major != GUST_ABI_MAJOR ? "rebuild the plugin against this host"
+                                                : "it needs a newer host");
         rc = refuse(err, where, path, why);
         goto fail;
     }
@@ -212,7 +214,8 @@ static int in_set(const struct gust_plugins *ps, const struct gust_plugin_lib *l
 }
 
 /* Adds l to the generation's list, refusing a type another of its plugins provides. */
-static int add_to_set(struct gust_plugins *ps, struct gust_plugin_lib *l, const char *where, struct gust_err *err)
+static int add_to_set(struct gust_plugins *ps, struct gust_plugin_lib *l, const char *where,
+                      struct gust_err *err)
 {
     for (size_t t = 0; t < l->ntypes; t++) {
         if (gust_plugins_find_type(ps, l->types[t].t.name) != NULL) {
@@ -245,8 +248,9 @@ int gust_plugins_load(struct gust_plugins *ps, const char *dir, const char *name
         rc = gust_err_set(err, GUST_ECONFIG, "%s: plugin %s is loaded twice", where, name);
     } else if (l != NULL && strcmp(l->path, path) != 0) {
         char why[4300];
-        snprintf(why, sizeof(why), "this process already runs %s from %s; another plugin_dir takes effect at restart",
-                 name, l->path);
+        snprintf(why, sizeof(why),
+                 "this process already runs %s from %s; another plugin_dir takes effect at restart", name,
+                 l->path);
         rc = refuse(err, where, path, why);
     } else if (l != NULL) {
         rc = add_to_set(ps, l, where, err); /* shared with the generations before */
@@ -326,7 +330,8 @@ static int is_plugin_file(const struct dirent *e)
     return n > 3 && strcmp(e->d_name + n - 3, ".so") == 0;
 }
 
-void gust_plugins_describe(const char *dir, void (*fn)(void *ud, const char *plugin, const struct gust_plugin_type *t),
+void gust_plugins_describe(const char *dir,
+                           void (*fn)(void *ud, const char *plugin, const struct gust_plugin_type *t),
                            void *ud)
 {
     struct dirent **names = NULL;

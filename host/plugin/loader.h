@@ -53,7 +53,8 @@ void gust_plugins_shutdown(void);
 /* For --help and gust-host.conf(5): calls fn for every type of every .so file in dir, in file
  * name order, without running init (the entry function and descriptor only). Plugins
  * that do not load are skipped. */
-void gust_plugins_describe(const char *dir, void (*fn)(void *ud, const char *plugin, const struct gust_plugin_type *t),
+void gust_plugins_describe(const char *dir,
+                           void (*fn)(void *ud, const char *plugin, const struct gust_plugin_type *t),
                            void *ud);
 
 #endif

@@ -55,12 +55,13 @@ struct gust_host_api {
     /* Writes the GUST_K_BOUND keys of schema (the plugin's type schema, entries key_size
      * bytes apart) from cfg into out. Call it from create; strings stay valid until
      * destroy. Returns 0 or GUST_EINVAL. gust_sdk_bind() passes key_size for you. */
-    int (*cfg_bind)(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size, void *out,
-                    struct gust_err *err);
+    int (*cfg_bind)(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size,
+                    void *out, struct gust_err *err);
 };
 
 /* 1 when the host's table has the entry `field` (it may be older than the plugin's header). */
-#define GUST_API_HAS(api, field) \
-    ((api)->struct_size >= offsetof(struct gust_host_api, field) + sizeof((api)->field) && (api)->field != NULL)
+#define GUST_API_HAS(api, field)                                                                             \
+    ((api)->struct_size >= offsetof(struct gust_host_api, field) + sizeof((api)->field) &&                   \
+     (api)->field != NULL)
 
 #endif

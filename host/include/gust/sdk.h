@@ -53,7 +53,8 @@ int gust_json_check(const char *data, size_t len, const char *const *keys, const
 /* Calls fn for each element of the JSON array in data (which gust_json_check found to
  * be an array), with the element's exact bytes. Stops when fn returns nonzero and
  * returns that. */
-int gust_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen), void *ud);
+int gust_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
+                   void *ud);
 
 /* --- time --- */
 

@@ -44,7 +44,8 @@ struct gust_publisher_conf {
 };
 
 /* conf is copied. */
-int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf, struct gust_err *err);
+int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf,
+                          struct gust_err *err);
 /* Publishes one message (data copied by the host), waiting while the bus or max_inflight
  * says wait, until give_up_ms (gust_clock_mono_ms time; INT64_MAX: until stopped). Returns 0
  * when handed to the bus; GUST_EAGAIN when it gave up or was stopped; another GUST_E*
@@ -89,7 +90,8 @@ struct gust_source_conf {
 };
 
 /* conf is copied. No thread yet (create does no I/O). */
-int gust_source_create(struct gust_source_runner **out, const struct gust_source_conf *conf, struct gust_err *err);
+int gust_source_create(struct gust_source_runner **out, const struct gust_source_conf *conf,
+                       struct gust_err *err);
 /* Starts the thread; the first run is first_delay_ms from now (0: at once). */
 int gust_source_start(struct gust_source_runner *r, int64_t first_delay_ms, struct gust_err *err);
 /* Wakes the thread and joins it: returns as soon as the current run() notices. Publishes

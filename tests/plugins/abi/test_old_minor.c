@@ -38,7 +38,8 @@ struct inst {
     long delivered;
 };
 
-static int old_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
+static int old_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                      struct gust_err *err)
 {
     (void)err;
     struct inst *o = calloc(1, sizeof(*o));
@@ -53,8 +54,8 @@ static int once_start(void *ctx, struct gust_err *err)
     (void)err;
     struct inst *o = ctx;
     const char *payload = api->cfg_str(o->cfg, "payload");
-    api->log(o->inst, GUST_LOG_INFO, "ABI 1.0 plugin (%s) publishing once to %s", api->cfg_str(o->cfg, "label"),
-             api->cfg_str(o->cfg, "subject"));
+    api->log(o->inst, GUST_LOG_INFO, "ABI 1.0 plugin (%s) publishing once to %s",
+             api->cfg_str(o->cfg, "label"), api->cfg_str(o->cfg, "subject"));
     return api->publish(o->inst, api->cfg_str(o->cfg, "subject"), payload, strlen(payload), NULL, NULL);
 }
 
@@ -87,10 +88,18 @@ static void old_destroy(void *ctx)
 }
 
 static const struct gust_plugin_type types[] = {
-    {.name = "old_once", .kind = GUST_PLUGIN_SOURCE, .schema = once_schema, .create = old_create,
-     .start = once_start, .destroy = old_destroy},
-    {.name = "old_file", .kind = GUST_PLUGIN_SINK, .schema = file_schema, .create = old_create,
-     .deliver = file_deliver, .destroy = old_destroy},
+    {.name = "old_once",
+     .kind = GUST_PLUGIN_SOURCE,
+     .schema = once_schema,
+     .create = old_create,
+     .start = once_start,
+     .destroy = old_destroy},
+    {.name = "old_file",
+     .kind = GUST_PLUGIN_SINK,
+     .schema = file_schema,
+     .create = old_create,
+     .deliver = file_deliver,
+     .destroy = old_destroy},
 };
 
 static const struct gust_plugin_desc desc = {

@@ -242,7 +242,8 @@ static void test_publisher(void)
 
     /* Giving up at the deadline, and at stop. */
     fake.busy = 1;
-    CHECK(gust_publisher_send(p, "ev.x", "{}", 2, gust_clock_mono_ms() + 30) == GUST_EAGAIN, "gave up at the deadline");
+    CHECK(gust_publisher_send(p, "ev.x", "{}", 2, gust_clock_mono_ms() + 30) == GUST_EAGAIN,
+          "gave up at the deadline");
     gust_publisher_stop(p);
     CHECK(gust_publisher_send(p, "ev.x", "{}", 2, INT64_MAX) == GUST_EAGAIN, "stopped: gives up at once");
     CHECK(atomic_load(&gust_publisher_counts(p)->failed) == 4, "every give-up counted failed");
@@ -279,7 +280,8 @@ static void test_runner(void)
     answer_all(0);
     CHECK(atomic_load(&gust_source_counts(t.r)->stored) == (uint64_t)n, "all stored");
     gust_source_destroy(t.r);
-    CHECK(gust_source_create(&t.r, &(struct gust_source_conf){.api = &fake_api, .interval_ms = -1, .run = tick},
+    CHECK(gust_source_create(&t.r,
+                             &(struct gust_source_conf){.api = &fake_api, .interval_ms = -1, .run = tick},
                              NULL) == GUST_EINVAL,
           "a negative interval is refused");
 }
