@@ -293,11 +293,6 @@ const struct gust_plugin_type *gust_plugins_find_type(const struct gust_plugins 
     return NULL;
 }
 
-const struct gust_ptype *gust_ptype_of(const struct gust_plugin_type *t)
-{
-    return (const struct gust_ptype *)t; /* t is the first member */
-}
-
 void gust_plugins_unload(struct gust_plugins *ps)
 {
     free(ps->v);

@@ -43,8 +43,11 @@ int gust_plugins_load(struct gust_plugins *ps, const char *dir, const char *name
                       struct gust_err *err);
 /* The type `use <name>;` refers to, or NULL. */
 const struct gust_plugin_type *gust_plugins_find_type(const struct gust_plugins *ps, const char *name);
-/* The host's view of a type returned by gust_plugins_find_type. */
-const struct gust_ptype *gust_ptype_of(const struct gust_plugin_type *t);
+/* The host's view of a type returned by gust_plugins_find_type (t is its first member). */
+static inline const struct gust_ptype *gust_ptype_of(const struct gust_plugin_type *t)
+{
+    return (const struct gust_ptype *)t;
+}
 /* Forgets the generation's list; the plugins stay loaded for the next one. */
 void gust_plugins_unload(struct gust_plugins *ps);
 /* At exit, once nothing runs: fini and dlclose every plugin of the process. */
