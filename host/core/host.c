@@ -23,19 +23,6 @@
  * unit. */
 #define FEED_WAIT_MS 500
 
-/* plugins/ beside the binary: build/gust finds build/plugins/. */
-static void default_plugin_dir(char *out, size_t size)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0) {
-        snprintf(out, size, "plugins");
-        return;
-    }
-    exe[n] = '\0';
-    snprintf(out, size, "%s/plugins", dirname(exe));
-}
-
 static int read_file(const char *path, struct gust_buf *out)
 {
     FILE *f = fopen(path, "rb");
@@ -54,16 +41,14 @@ static int read_file(const char *path, struct gust_buf *out)
 
 static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
 {
-    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
-                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
     struct gust_flow *flow = NULL;
     struct gust_err ferr = {{0}};
     int rc = gust_flow_create(&fo, &flow, &ferr);
     if (rc != 0) {
         return gust_err_set(err, rc, "%s: flow '%s': %s", gust_cfg_where(u->cfg, "script"), u->name, ferr.msg);
     }
-    if (gust_cfg_str(u->cfg, "source") == NULL && gust_cfg_str(u->cfg, "edge") == NULL &&
-        gust_flow_source(flow) == NULL) {
+    if (u->k.source == NULL && u->k.edge == NULL && gust_flow_source(flow) == NULL) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: flow '%s' has no source: set `source SUBJECT;` or the script's `source`",
                           u->where, u->name);
     }
@@ -76,7 +61,7 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
 static int load_detect(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                        struct gust_leases *leases, struct gust_handler *h, char **filter, struct gust_err *err)
 {
-    const char *path = gust_cfg_str(u->cfg, "rules");
+    const char *path = u->k.rules;
     struct gust_buf src = {0};
     int rc = read_file(path, &src);
     if (rc != 0) {
@@ -84,23 +69,23 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
                             u->name, path);
     }
-    int64_t slices = gust_cfg_int(u->cfg, "slices");
+    int64_t slices = u->k.slices;
     if (slices < 1 || slices > 1024) {
         gust_buf_free(&src);
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': slices must be 1 to 1024",
                             gust_cfg_where(u->cfg, "slices"), u->name);
     }
-    int edge = gust_cfg_str(u->cfg, "edge") != NULL;
     struct gust_detect_opts o = {
         .unit = u->name,
+        .prefix = host->config->subject_prefix,
         .path = path,
         .src = src.data != NULL ? src.data : "",
         .len = src.len,
         .slices = (uint32_t)slices,
-        .checkpoint_interval_ms = gust_cfg_int(u->cfg, "checkpoint_interval"),
-        .checkpoint_events = gust_cfg_int(u->cfg, "checkpoint_events"),
-        .stream = gust_cfg_str(host->config->nats, "stream"),
-        .edge = edge,
+        .checkpoint_interval_ms = u->k.checkpoint_interval,
+        .checkpoint_events = u->k.checkpoint_events,
+        .stream = host->config->nats.stream,
+        .edge = u->k.edge != NULL,
         .bus = bus,
         .leases = leases,
     };
@@ -133,32 +118,19 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
         return rc;
     }
     struct gust_config *c = host->config;
-    const char *level = gust_cfg_str(c->top, "log_level");
-    static const char *const levels[] = {"error", "warn", "info", "debug"};
-    int found = 0;
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(level, levels[i]) == 0) {
-            gust_log_set_level(i);
-            found = 1;
-        }
-    }
-    if (!found) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
-                            gust_cfg_where(c->top, "log_level"));
-    }
-    const char *dlq = gust_cfg_str(c->nats, "dlq_subjects");
+    const char *dlq = c->nats.dlq_subjects;
     size_t dlq_len = strlen(dlq);
     if (dlq_len < 3 || strcmp(dlq + dlq_len - 2, ".>") != 0 || dlq_len - 1 >= sizeof(host->dlq_prefix)) {
         return gust_err_set(err, GUST_ECONFIG, "%s: dlq_subjects must end with '.>' (e.g. dlq.>)",
-                            gust_cfg_where(c->nats, "dlq_subjects"));
+                            gust_cfg_where(c->nats_cfg, "dlq_subjects"));
     }
     memcpy(host->dlq_prefix, dlq, dlq_len - 1);
     host->dlq_prefix[dlq_len - 1] = '\0';
     char dir[PATH_MAX];
-    if (gust_cfg_str(c->top, "plugin_dir") != NULL) {
-        snprintf(dir, sizeof(dir), "%s", gust_cfg_str(c->top, "plugin_dir"));
+    if (c->top.plugin_dir != NULL) {
+        snprintf(dir, sizeof(dir), "%s", c->top.plugin_dir);
     } else {
-        default_plugin_dir(dir, sizeof(dir));
+        gust_plugins_default_dir(dir, sizeof(dir));
     }
     for (size_t i = 0; i < c->nplugins; i++) {
         rc = gust_plugins_load(&host->plugins, dir, c->plugins[i].name, c->plugins[i].where, err);
@@ -217,10 +189,10 @@ static struct gust_consumer_conf consumer_conf(const struct gust_host *host, con
         .source = source,
         .identity = identity,
         .dlq_prefix = host->dlq_prefix,
-        .batch = (int)gust_cfg_int(u->cfg, "batch"),
-        .max_deliver = gust_cfg_int(c->nats, "max_deliver"),
-        .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
-        .retry_max_delay_ms = gust_cfg_int(c->nats, "retry_max_delay"),
+        .batch = (int)u->k.batch,
+        .max_deliver = c->nats.max_deliver,
+        .retry_delay_ms = c->nats.retry_delay,
+        .retry_max_delay_ms = c->nats.retry_max_delay,
         .settle = GUST_SETTLE_ACK,
     };
 }
@@ -228,7 +200,7 @@ static struct gust_consumer_conf consumer_conf(const struct gust_host *host, con
 /* The edge path: a flow or detect unit with `edge SOURCE;`, fed from memory. */
 static const char *edge_of(const struct gust_unit_conf *u)
 {
-    return u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge") : NULL;
+    return u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u->k.edge : NULL;
 }
 
 /* The feed a unit reads: an edge queue, an ordered read of its subjects (detect), or
@@ -239,7 +211,7 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
     const char *edge = edge_of(u);
     if (edge != NULL) {
         struct gust_edge *e = NULL;
-        int rc = gust_edge_create(u->name, edge, (size_t)gust_cfg_int(u->cfg, "edge_queue"), &e, err);
+        int rc = gust_edge_create(u->name, edge, (size_t)u->k.edge_queue, &e, err);
         if (rc != 0) {
             return rc;
         }
@@ -252,7 +224,7 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
                   edge, gust_edge_capacity(e));
         return 0;
     }
-    const char *stream = gust_cfg_str(host->config->nats, "stream");
+    const char *stream = host->config->nats.stream;
     if (u->kind == GUST_UNIT_DETECT) {
         cc->settle = GUST_SETTLE_ORDERED; /* from where its checkpoints say, set by its handler */
         return gust_ordered_feed_open(bus, stream, filter, 0, FEED_WAIT_MS, feed, err);
@@ -264,7 +236,7 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
         .durable = durable,
         .filter = filter,
         .batch = cc->batch,
-        .ack_wait_ms = gust_cfg_int(host->config->nats, "ack_wait"),
+        .ack_wait_ms = host->config->nats.ack_wait,
         .max_ack_pending = cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
         .expires_ms = FEED_WAIT_MS,
     };
@@ -303,15 +275,13 @@ static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, co
 static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                       struct gust_err *err)
 {
-    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
-                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
     struct gust_flow *flow = NULL;
     int rc = gust_flow_create(&fo, &flow, err);
     if (rc != 0) {
         return rc;
     }
-    const char *source = gust_cfg_str(u->cfg, "source") != NULL ? gust_cfg_str(u->cfg, "source")
-                                                                  : gust_flow_source(flow);
+    const char *source = u->k.source != NULL ? u->k.source : gust_flow_source(flow);
     return start_unit(host, u, "flow", source, NULL, gust_flow_handler(flow), bus, err);
 }
 
@@ -338,7 +308,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         h.destroy(h.impl);
         return rc;
     }
-    return start_unit(host, u, "sink", gust_cfg_str(u->cfg, "source"), NULL, h, bus, err);
+    return start_unit(host, u, "sink", u->k.source, NULL, h, bus, err);
 }
 
 /* A detect unit: kept running from the generation before when it is the same unit
@@ -405,8 +375,8 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         } else if (u->kind == GUST_UNIT_DETECT) {
             rc = start_detect(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_RELAY) {
-            struct gust_handler h = gust_relay_handler(gust_cfg_str(u->cfg, "to"));
-            rc = h.impl != NULL ? start_unit(host, u, "relay", gust_cfg_str(u->cfg, "source"), NULL, h, bus, err)
+            struct gust_handler h = gust_relay_handler(u->k.to);
+            rc = h.impl != NULL ? start_unit(host, u, "relay", u->k.source, NULL, h, bus, err)
                                 : gust_err_set(err, GUST_ENOMEM, "out of memory");
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
@@ -424,7 +394,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         s->type = gust_plugins_find_type(&host->plugins, u->use);
         s->unit = u;
         s->bus = bus;
-        s->leased = !gust_cfg_int(u->cfg, "competing");
+        s->leased = !u->k.competing;
         s->edges = gust_edge_links_find(host->edges, u->name);
         int rc;
         if (s->leased) {

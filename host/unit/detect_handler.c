@@ -161,12 +161,12 @@ static void detect_destroy(void *impl)
     free(d);
 }
 
-static char *dup_printf(const char *fmt, const char *a, const char *b)
+static char *dup_printf(const char *fmt, const char *a, const char *b, const char *c)
 {
-    int n = snprintf(NULL, 0, fmt, a, b);
+    int n = snprintf(NULL, 0, fmt, a, b, c);
     char *s = malloc((size_t)n + 1);
     if (s != NULL) {
-        snprintf(s, (size_t)n + 1, fmt, a, b);
+        snprintf(s, (size_t)n + 1, fmt, a, b, c);
     }
     return s;
 }
@@ -201,7 +201,7 @@ static char *common_filter(const struct binding *bind, size_t n)
     return f;
 }
 
-static int bind_program(struct detect *d, const char *path, struct gust_err *err)
+static int bind_program(struct detect *d, const char *prefix, const char *path, struct gust_err *err)
 {
     const struct vpl_binding *b = NULL;
     size_t nb = vpl_program_bindings(d->prog, &b);
@@ -217,8 +217,8 @@ static int bind_program(struct detect *d, const char *path, struct gust_err *err
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < nb; i++) {
-        /* .from(Conn) without a topic reads ev.<EventType>. */
-        d->bind[i].subject = b[i].topic != NULL ? strdup(b[i].topic) : dup_printf("ev.%s%s", b[i].event_type, "");
+        /* .from(Conn) without a topic reads <prefix><EventType>. */
+        d->bind[i].subject = b[i].topic != NULL ? strdup(b[i].topic) : dup_printf("%s%s%s", prefix, b[i].event_type, "");
         d->bind[i].event_type = b[i].event_type;
         d->nbind++;
         if (d->bind[i].subject == NULL) {
@@ -231,7 +231,7 @@ static int bind_program(struct detect *d, const char *path, struct gust_err *err
     }
     for (size_t i = 0; i < no; i++) {
         d->out[i].stream = o[i].stream;
-        d->out[i].subject = o[i].topic != NULL ? strdup(o[i].topic) : dup_printf("ev.detect.%s.%s", d->unit,
+        d->out[i].subject = o[i].topic != NULL ? strdup(o[i].topic) : dup_printf("%sdetect.%s.%s", prefix, d->unit,
                                                                                    o[i].stream);
         d->nout++;
         if (d->out[i].subject == NULL) {
@@ -268,7 +268,7 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
         goto fail;
     }
     snprintf(d->digest, sizeof(d->digest), "%.12s", vpl_program_digest(d->prog));
-    if ((rc = bind_program(d, o->path, err)) != 0 || (rc = detect_slices_init(d, err)) != 0) {
+    if ((rc = bind_program(d, o->prefix, o->path, err)) != 0 || (rc = detect_slices_init(d, err)) != 0) {
         goto fail;
     }
     *filter = common_filter(d->bind, d->nbind);

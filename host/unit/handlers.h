@@ -20,7 +20,8 @@ struct detect_view;
 
 struct gust_detect_opts {
     const char *unit;
-    const char *path; /* the program, src[0..len) read from it */
+    const char *prefix; /* "ev." of `subjects ev.>;` */
+    const char *path;   /* the program, src[0..len) read from it */
     const char *src;
     size_t len;
     uint32_t slices;
@@ -33,10 +34,11 @@ struct gust_detect_opts {
 };
 
 /* A VPL program fed with the unit's messages in stream order; its alerts go to each
- * stream's .to() topic, or ev.detect.<unit>.<stream>. Fills *filter (owned by the
- * caller) with the one subject filter covering every .from() subject. Errors name the
- * program's path (and line:col). The unit reads its input with an ordered feed
- * (settle GUST_SETTLE_ORDERED) from the position its checkpoints give (detect.h). */
+ * stream's .to() topic, or <prefix>detect.<unit>.<stream>, and a .from() without a topic
+ * reads <prefix><EventType>. Fills *filter (owned by the caller) with the one subject
+ * filter covering every .from() subject. Errors name the program's path (and
+ * line:col). The unit reads its input with an ordered feed (settle
+ * GUST_SETTLE_ORDERED) from the position its checkpoints give (detect.h). */
 int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_handler *out, char **filter,
                                struct gust_err *err);
 /* Attaches the slices' leases: call once the unit exists, before it starts. */
