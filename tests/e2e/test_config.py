@@ -19,6 +19,11 @@ def main():
     tmp.file("scripts/broken.lua", 'return { on_event = function(ev)\n  emit("ev.out", ev)\n end\n')
     tmp.file("rules/ok.vpl", open(os.path.join(SOURCE_DIR, "rules", "bench_orders.vpl")).read())
     tmp.file("rules/broken.vpl", "stream X = Foo\n    .where(a >\n")
+    # A window over a sequence's results: that state cannot be split into slices.
+    tmp.file("rules/chained.vpl", 'connector Bus = nats (url: "x")\nevent A:\n    k: str\n'
+             'stream As = A.from(Bus, topic: "ev.a")\n'
+             'stream Seq = As as x -> As where k == x.k as y .within(1m) .partition_by(k) .emit(k: x.k)\n'
+             'stream Count = Seq.window(3).aggregate(n: count()).emit(n: n)\n')
     # paths are relative to the file that names them
     tmp.file("conf.d/extra.conf", "flow extra { script ../scripts/ok.lua; }\n")
 
@@ -41,6 +46,7 @@ nats {
 }
 flow orders { script scripts/ok.lua; source ev.${GUST_TEST_SUFFIX}; timeout 250ms; }
 detect bench { rules rules/ok.vpl; }
+detect sliced { rules rules/ok.vpl; slices 4; checkpoint_interval 1s; checkpoint_events 5000; }
 include conf.d/*.conf;
 """
     rc, err = gust_t(tmp, good, env={"GUST_TEST_SUFFIX": "orders"})
@@ -59,6 +65,9 @@ include conf.d/*.conf;
         ("flow a { script scripts/missing.lua; }\n", "missing.lua", "missing script"),
         ("flow a { script scripts/broken.lua; }\n", "broken.lua:", "Lua syntax error"),
         ("detect d { rules rules/broken.vpl; }\n", "broken.vpl:", "VPL syntax error"),
+        ("detect d {\n rules rules/chained.vpl;\n slices 8;\n}\n", p + ":3: detect 'd': slices 8: stream Count reads Seq",
+         "a program that cannot be sliced"),
+        ("detect d {\n rules rules/ok.vpl;\n slices 0;\n}\n", p + ":3:", "slices out of range"),
         ("flow a { script scripts/ok.lua; source ev.${GUST_UNSET_VAR_XYZ}; }\n", p + ":1:", "undefined ${ENV}"),
         ("include missing.conf;\n", p + ":1:", "missing include"),
         ("http {\n", p, "unterminated block"),
