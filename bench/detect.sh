@@ -8,7 +8,10 @@
 # alert (unique by the pair index the generator writes into DestinationIp). In the same
 # run: the bare relay (the consumer core forwarding every event, no work) over the same
 # stored events, and the engine alone (gust-bench-vpl, in memory) on the same events, so
-# the ratios detect/relay and detect/engine are reported. Medians of ROUNDS rounds.
+# the ratios detect/relay and detect/engine are reported. Each round runs the detect unit
+# twice, alternated: with checkpoints as configured by default (every 5 s and every
+# 100 000 events, of up to LAG open runs) and with checkpoints off (only at the stop), so
+# their ratio is what checkpointing costs. Medians of ROUNDS rounds.
 #
 # Environment: LAG (1000) pairs between a pair's two events, HOSTS (500), ROUNDS (3),
 # PARTITION=0 deletes the .partition_by line (the expected alerts are the same),
@@ -42,14 +45,17 @@ start_nats
 
 now_ms() { date +%s%3N; }
 
-one_round() { # one_round ROUND: writes "rate alert_span_rate rss_kb peak_rss_kb" to $WORK/round
-    local port start
+# one_round NAME CHECKPOINTS: writes "rate alert_span_rate rss_kb peak_rss_kb checkpoint_json"
+# to $WORK/round. CHECKPOINTS off: only at the stop.
+one_round() {
+    local port start extra=""
     port=$(free_port)
+    [ "$2" = off ] && extra=" checkpoint_interval 0; checkpoint_events 0;"
     cat >"$WORK/host.conf" <<CONF
 log_level warn;
 http { listen 127.0.0.1:$port; }
 nats { url $NATS_URL; }
-detect seq$1 { rules $WORK/seq.vpl;${BATCH:+ batch $BATCH;} }
+detect $1 { rules $WORK/seq.vpl;${BATCH:+ batch $BATCH;}$extra }
 CONF
     "$TOOLS/gust-bench-count-alerts" "$NATS_URL" ev.seq.alerts "$N" 300 >"$WORK/count.json" 2>"$WORK/counter.err" &
     local counter=$!
@@ -60,8 +66,9 @@ CONF
     rss_peak_sampler "$GUST_PID" "$WORK/rss" &
     local sampler=$!
     wait "$counter" || { echo "counter failed: $(cat "$WORK/count.json")" >&2; tail -5 "$WORK/gust.log" >&2; exit 1; }
-    local rss peak ready last c
+    local rss peak ready last c ckpt
     rss=$(rss_kb "$GUST_PID")
+    ckpt=$(curl -s "http://127.0.0.1:$port/units" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["units"][0]["detect"]["checkpoint"]))')
     stop_pid "$GUST_PID"
     wait "$sampler" 2>/dev/null || true
     peak=$(cat "$WORK/rss" 2>/dev/null || echo "$rss")
@@ -71,7 +78,7 @@ CONF
     ready=$(awk -v s="$start" -v c="$COLD_START_MS" 'BEGIN{printf "%.3f", s + c}')
     last=$(json_field '["last_ms"]' "$c")
     echo "$(awk -v n="$EVENTS" -v a="$ready" -v b="$last" 'BEGIN{printf "%.0f", n / ((b - a) / 1000)}')" \
-         "$(awk -v r="$(json_field '["rate"]' "$c")" 'BEGIN{printf "%.0f", 2 * r}')" "$rss" "$peak" >"$WORK/round"
+         "$(awk -v r="$(json_field '["rate"]' "$c")" 'BEGIN{printf "%.0f", 2 * r}')" "$rss" "$peak" "$ckpt" >"$WORK/round"
 }
 
 # The baseline: the bare relay (the same consumer core, no work) over the same stored
@@ -91,14 +98,16 @@ relay_round() { # relay_round ROUND: writes the rate to $WORK/round
     awk -v n="$EVENTS" -v a="$start" -v c="$COLD_START_MS" -v b="$done_ms" 'BEGIN{printf "%.0f", n / ((b - a - c) / 1000)}' >"$WORK/round"
 }
 
-rates=() span_rates=() rss=() peak=() relay_rates=()
+rates=() span_rates=() rss=() peak=() relay_rates=() off_rates=() ckpts=()
 for r in $(seq 1 "$ROUNDS"); do
     # In this shell, not a subshell: the EXIT trap must see every PID it started.
     relay_round "$r"; relay_rates+=("$(cat "$WORK/round")")
-    one_round "$r"; read -r rate span r_rss r_peak <"$WORK/round"
-    rates+=("$rate"); span_rates+=("$span"); rss+=("$r_rss"); peak+=("$r_peak")
+    one_round "off$r" off; read -r rate _ <"$WORK/round"; off_rates+=("$rate")
+    one_round "seq$r" on; read -r rate span r_rss r_peak ckpt <"$WORK/round"
+    rates+=("$rate"); span_rates+=("$span"); rss+=("$r_rss"); peak+=("$r_peak"); ckpts+=("$ckpt")
 done
 relay=$(median "${relay_rates[@]}")
+off=$(median "${off_rates[@]}")
 
 # The engine alone, in memory, on the same events (same generator, same N, LAG, HOSTS).
 if [ "$PARTITION" = 0 ]; then
@@ -121,6 +130,9 @@ cat <<JSON
  "detect_rate_median":$rate,"detect_rates":[$(IFS=,; echo "${rates[*]}")],
  "detect_rate_from_alert_span_median":$(median "${span_rates[@]}"),
  "relay_rate_median":$relay,"relay_rates":[$(IFS=,; echo "${relay_rates[*]}")],
+ "checkpoints_off_rate_median":$off,"checkpoints_off_rates":[$(IFS=,; echo "${off_rates[*]}")],
+ "ratio_checkpoints_on_to_off":$(awk -v a="$rate" -v b="$off" 'BEGIN{printf "%.3f", a/b}'),
+ "checkpoints_each_round":[$(IFS=,; echo "${ckpts[*]}")],
  "ratio_detect_to_relay":$(awk -v a="$rate" -v b="$relay" 'BEGIN{printf "%.3f", a/b}'),
  "engine_rate_median":$eng_rate,
  "ratio_detect_to_engine":$(awk -v a="$rate" -v b="$eng_rate" 'BEGIN{printf "%.3f", a/b}'),

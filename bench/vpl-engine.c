@@ -30,6 +30,11 @@
  *   --only orders|sequence|nopart   one part only (repeatable)
  *   --dump-events FILE     write the sequence events (first LAG, --pairs, --hosts) as JSON
  *                          lines and exit: bench/detect.sh publishes exactly these
+ *   --snapshot             checkpoints instead of rates (section "snapshot"): for each LAG,
+ *                          the sequence run is snapshot at its peak of open runs and goes
+ *                          on in a new engine restored from it (its alerts checked as in
+ *                          every run); snapshot size per open run against the state's
+ *                          bytes per open run, and the times to take and to restore it
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -296,9 +301,46 @@ struct result {
     uint64_t open_peak, state_at_peak, state_peak, partitions_peak, runs_dropped, partitions_dropped;
     double open_mean; /* sampled every 64 events over the timed feed */
     long rss_before, rss_peak, rss_after;
+    /* --snapshot: taken at peak_at, the run going on in the engine restored from it */
+    uint64_t snap_bytes, snap_open_runs, snap_state_bytes;
+    double snap_ms, restore_ms;
     char sample[512];
     char err[256];
 };
+
+static int snapshot_mode;
+
+/* Snapshots eng, restores it into a new engine that replaces it: the run goes on there. */
+static void snapshot_and_restore(const struct vpl_program *prog, const struct vpl_limits *lim,
+                                 struct vpl_engine **eng, struct result *r)
+{
+    struct vpl_stats st;
+    vpl_engine_stats(*eng, &st);
+    r->snap_open_runs = st.open_runs;
+    r->snap_state_bytes = st.state_bytes;
+    void *data = NULL;
+    size_t len = 0;
+    struct vpl_error err = {0};
+    double t0 = mono_s();
+    if (vpl_engine_snapshot(*eng, &data, &len, &err) != 0) {
+        snprintf(r->err, sizeof(r->err), "snapshot: %.200s", err.msg);
+        return;
+    }
+    double t1 = mono_s();
+    struct vpl_engine *next = NULL;
+    if (vpl_engine_create(prog, lim, &next, &err) != 0 || vpl_engine_restore(next, data, len, &err) != 0) {
+        snprintf(r->err, sizeof(r->err), "restore: %.200s", err.msg);
+        vpl_engine_destroy(next);
+        free(data);
+        return;
+    }
+    r->restore_ms = (mono_s() - t1) * 1e3;
+    r->snap_ms = (t1 - t0) * 1e3;
+    r->snap_bytes = len;
+    free(data);
+    vpl_engine_destroy(*eng);
+    *eng = next;
+}
 
 static double cpu_s(void)
 {
@@ -367,6 +409,11 @@ static void run_once(const char *src, size_t srclen, const struct events *ev, en
             if (st.partitions > r->partitions_peak)
                 r->partitions_peak = st.partitions;
             r->rss_peak = rss_kb(); /* one read, ~10 us: noise at these counts */
+            if (snapshot_mode) {
+                snapshot_and_restore(prog, &lim, &eng, r);
+                if (r->err[0] != '\0')
+                    break;
+            }
         }
     }
     r->cpu_secs = cpu_s() - c0;
@@ -564,6 +611,20 @@ static void print_config(const struct config *c, int with_sample)
         printf(",\"runs_dropped\":%" PRIu64 ",\"partitions_dropped\":%" PRIu64, chk->runs_dropped,
                chk->partitions_dropped);
     }
+    if (snapshot_mode) {
+        double sb[MAX_REPS], sm[MAX_REPS], rm[MAX_REPS];
+        for (int i = 0; i < n; i++) {
+            sb[i] = (double)c->res[i].snap_bytes;
+            sm[i] = c->res[i].snap_ms;
+            rm[i] = c->res[i].restore_ms;
+        }
+        double bytes = median(sb, n);
+        printf(",\"snapshot\":{\"open_runs\":%" PRIu64 ",\"bytes\":%.0f,\"bytes_per_open_run\":%.1f"
+               ",\"state_bytes_per_open_run\":%.1f,\"snapshot_ms\":%.1f,\"restore_ms\":%.1f}",
+               chk->snap_open_runs, bytes, chk->snap_open_runs ? bytes / (double)chk->snap_open_runs : 0,
+               chk->snap_open_runs ? (double)chk->snap_state_bytes / (double)chk->snap_open_runs : 0,
+               median(sm, n), median(rm, n));
+    }
     if (with_sample) {
         printf(",\"sample_alert\":");
         json_str(chk->sample);
@@ -654,6 +715,8 @@ int main(int argc, char **argv)
                                                  : (die("--only orders|sequence|nopart"), 0);
         else if (strcmp(a, "--distinct") == 0)
             distinct = 1;
+        else if (strcmp(a, "--snapshot") == 0)
+            snapshot_mode = 1;
         else
             die("unknown option %s (see the header of bench/vpl-engine.c)", a);
 #undef ARG
@@ -661,7 +724,7 @@ int main(int argc, char **argv)
     if (reps < 1 || reps > MAX_REPS || pairs < 1 || hosts < 1 || nopart_pairs < 1)
         die("bad --reps, --pairs, --nopart-pairs or --hosts");
     if (only == 0)
-        only = 7;
+        only = snapshot_mode ? 2 : 7;
     /* Fixed mmap threshold: the large event buffers stay out of the heap the engine uses,
      * so a child's RSS delta is the engine's. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
@@ -738,8 +801,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "gust-bench-vpl: round %d of %d done\n", rep + 1, reps);
     }
 
-    printf("{\"bench\":\"vpl-engine\",\"reps\":%d,\"statistic\":\"median\",\"order\":\"round robin\",\"rules\":",
-           reps);
+    printf("{\"bench\":\"%s\",\"reps\":%d,\"statistic\":\"median\",\"order\":\"round robin\",\"rules\":",
+           snapshot_mode ? "vpl-snapshot" : "vpl-engine", reps);
     json_str(rules);
     const char *open_section = NULL;
     for (int k = 0; k < ncfg; k++) {
