@@ -418,6 +418,27 @@ void gust_leases_destroy(struct gust_leases *l)
     free(l);
 }
 
+static int port_attach(void *impl, const char *key, const char *name, const struct gust_lease_task *task,
+                       struct gust_err *err)
+{
+    return gust_leases_attach(impl, key, name, task, err);
+}
+
+static void port_detach(void *impl, const char *key)
+{
+    gust_leases_detach(impl, key);
+}
+
+static int port_holding(void *impl, const char *key)
+{
+    return gust_leases_holding(impl, key);
+}
+
+struct gust_lease_port gust_leases_port(struct gust_leases *l)
+{
+    return (struct gust_lease_port){.impl = l, .attach = port_attach, .detach = port_detach, .holding = port_holding};
+}
+
 const char *gust_leases_self(const struct gust_leases *l)
 {
     return l->self;

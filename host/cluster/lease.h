@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "../common/buf.h"
+#include "../unit/lease_port.h" /* struct gust_lease_task */
 #include "gust/err.h"
 
 struct gust_bus;
@@ -31,14 +32,6 @@ struct gust_lease_conf {
     const char *holder; /* this process's name in the lease values; NULL: host:pid */
 };
 
-/* What runs while the lease is held. start and stop run on the manager's thread (or,
- * for stop, on the thread that detaches the task); start returns 0 or a negative
- * error (the lease is then given back and tried again later). */
-struct gust_lease_task {
-    int (*start)(void *ud, struct gust_err *err);
-    void (*stop)(void *ud);
-    void *ud;
-};
 
 struct gust_leases;
 
@@ -62,6 +55,9 @@ void gust_leases_detach(struct gust_leases *l, const char *key);
 int gust_leases_holding(struct gust_leases *l, const char *key);
 /* Gives back the leases that have no task attached (their source left the config). */
 void gust_leases_prune(struct gust_leases *l);
+
+/* The leases as the units' interface (lease_port.h); l is borrowed. */
+struct gust_lease_port gust_leases_port(struct gust_leases *l);
 
 /* This process's name in the lease values (node_name, or host:pid). */
 const char *gust_leases_self(const struct gust_leases *l);

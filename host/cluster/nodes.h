@@ -1,9 +1,10 @@
 /* The node directory: with `cluster on;` each process keeps an entry `node.<name>` in the
- * cluster's bucket saying which units it runs (config_digest.h) and until when:
+ * cluster's bucket saying which units it runs (a digest: core/config_digest.h) and until
+ * when:
  * {"holder": "...", "config": "<digest>", "expires_ms": <unix ms>}, rewritten at a third
  * of the lease TTL and deleted on a clean stop, so a crashed node drops out after the
  * TTL. Peers read the directory to tell whether they all run the same units: the
- * split-brain guard (guard.h), start-up and reload warnings, and /units. */
+ * split-brain guard (core/guard.h), start-up and reload warnings, and /units. */
 #ifndef GUST_CLUSTER_NODES_H
 #define GUST_CLUSTER_NODES_H
 
@@ -11,8 +12,9 @@
 #include <stdint.h>
 
 #include "../common/buf.h"
-#include "config_digest.h"
 #include "gust/err.h"
+
+#define GUST_DIGEST_LEN 16 /* hex digits of a node's digest of its units */
 
 struct gust_bus;
 

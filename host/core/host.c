@@ -10,10 +10,11 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../flow/flow.h"
+#include "../plugin/sink_handler.h"
 #include "../unit/handlers.h"
 #include "../bus/bus.h"
 #include "../bus/feeds.h"
-#include "../cluster/config_digest.h"
+#include "config_digest.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
 #include "../unit/edge.h"
@@ -61,6 +62,7 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
 static int load_detect(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                        struct gust_leases *leases, struct gust_handler *h, char **filter, struct gust_err *err)
 {
+    struct gust_lease_port port = leases != NULL ? gust_leases_port(leases) : (struct gust_lease_port){0};
     const char *path = u->k.rules;
     struct gust_buf src = {0};
     int rc = read_file(path, &src);
@@ -87,7 +89,7 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
         .stream = host->config->nats.stream,
         .edge = u->k.edge != NULL,
         .bus = bus,
-        .leases = leases,
+        .leases = leases != NULL ? &port : NULL,
     };
     rc = gust_detect_handler_create(&o, h, filter, err);
     gust_buf_free(&src);

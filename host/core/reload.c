@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cluster/config_digest.h"
-#include "../cluster/guard.h"
+#include "config_digest.h"
+#include "guard.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
 #include "sd_notify.h"

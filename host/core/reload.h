@@ -44,7 +44,7 @@ int gust_reloader_start(struct gust_reloader *r, const char *config_path, struct
 /* Asks for a reload. Thread-safe; returns at once. Requests that arrive while one runs
  * coalesce into one more reload after it: never dropped, never concurrent. */
 void gust_reloader_request(void *reloader);
-/* POST /reload's split-brain guard (cluster/guard.h) on this process's config file and
+/* POST /reload's split-brain guard (guard.h) on this process's config file and
  * node directory: 0, or the HTTP status to refuse with and why. Blocking. */
 int gust_reloader_check(void *reloader, int force, char *why, size_t size);
 /* Waits for a reload in progress, stops the thread, then stops and frees the running

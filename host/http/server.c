@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "../bus/bus.h"
+#include "../cluster/lease.h"
+#include "../cluster/nodes.h"
 #include "../common/buf.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
@@ -179,7 +181,18 @@ static void handle_units(struct gust_http *http, h2o_req_t *req)
         return;
     }
     struct gust_buf out = {0};
-    gust_units_render_json(http->units, &out);
+    gust_buf_append(&out, "{", 1);
+    gust_units_render_fields(http->units, &out);
+    if (http->units->leases != NULL) {
+        gust_buf_append(&out, ",\"cluster\":{", 12);
+        gust_leases_render_fields(http->units->leases, &out);
+        if (http->units->nodes != NULL) {
+            gust_buf_append(&out, ",\"nodes\":", 9);
+            gust_nodes_render_json(http->units->nodes, &out);
+        }
+        gust_buf_append(&out, "}", 1);
+    }
+    gust_buf_append(&out, "}\n", 2);
     gust_http_send(req, GUST_ROUTE_UNITS, 200, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }

@@ -18,8 +18,9 @@
 #include "../vpl/vpl.h"
 #include "handlers.h"
 
+#include "lease_port.h"
+
 struct gust_bus;
-struct gust_leases;
 
 struct binding {
     char *subject;
@@ -70,7 +71,8 @@ struct detect {
     size_t nout;
     /* where the state goes; NULL bus: a check (gust -t), nothing is run */
     struct gust_bus *bus;
-    struct gust_leases *leases; /* NULL on the edge path */
+    struct gust_lease_port leases_port;
+    const struct gust_lease_port *leases; /* &leases_port; NULL on the edge path, in a check */
     int edge;                   /* one slice, always here, fed from memory: no positions */
     char stream[64];
     int64_t checkpoint_interval_ms;

@@ -257,7 +257,10 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
     snprintf(d->stream, sizeof(d->stream), "%s", o->stream != NULL ? o->stream : "");
     d->bus = o->bus;
     d->edge = o->edge;
-    d->leases = o->edge ? NULL : o->leases;
+    if (!o->edge && o->leases != NULL) {
+        d->leases_port = *o->leases;
+        d->leases = &d->leases_port;
+    }
     d->nslices = o->slices > 0 ? o->slices : 1;
     d->checkpoint_interval_ms = o->checkpoint_interval_ms;
     d->checkpoint_events = o->checkpoint_events > 0 ? (uint64_t)o->checkpoint_events : UINT64_MAX;

@@ -17,7 +17,6 @@
 #include "../bus/feeds.h"
 #include "../bus/state_store.h"
 #include "../bus/stream_ops.h"
-#include "../cluster/lease.h"
 #include "../common/log.h"
 #include "detect.h"
 
@@ -82,7 +81,7 @@ int gust_detect_handler_start(void *impl, struct gust_err *err)
     for (uint32_t k = 0; d->leases != NULL && k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
         struct gust_lease_task task = {.start = slice_wanted, .stop = slice_unwanted, .ud = s};
-        int rc = gust_leases_attach(d->leases, s->lease_key, s->lease_key, &task, err);
+        int rc = d->leases->attach(d->leases->impl, s->lease_key, s->lease_key, &task, err);
         if (rc != 0) {
             return rc;
         }
@@ -231,7 +230,7 @@ static void checkpoint(struct detect *d, struct slice *s)
 {
     /* Only the holder writes: a process that lost the lease must not replace a newer
      * checkpoint of the next holder with its older state. */
-    if (d->leases != NULL && !gust_leases_holding(d->leases, s->lease_key)) {
+    if (d->leases != NULL && !d->leases->holding(d->leases->impl, s->lease_key)) {
         return;
     }
     int64_t t0 = gust_now_ms();
@@ -358,7 +357,7 @@ void detect_stopped(void *impl, int clean)
     }
     /* Let go of the leases only now: a peer takes a slice over from its final checkpoint. */
     for (uint32_t k = 0; d->leases != NULL && k < d->nslices; k++) {
-        gust_leases_detach(d->leases, d->slices[k].lease_key);
+        d->leases->detach(d->leases->impl, d->slices[k].lease_key);
     }
 }
 

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../plugin/instance.h"
+#include "gust/err.h"
 #include "unit.h"
 
 struct gust_flow;
@@ -15,7 +15,7 @@ struct gust_handler gust_flow_handler(struct gust_flow *flow);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 struct gust_bus;
-struct gust_leases;
+struct gust_lease_port;
 struct detect_view;
 
 struct gust_detect_opts {
@@ -30,7 +30,7 @@ struct gust_detect_opts {
     const char *stream;             /* the event stream it reads */
     int edge;                       /* the edge path: one slice, always here, no positions */
     struct gust_bus *bus;           /* NULL: only check the program (gust -t) */
-    struct gust_leases *leases;     /* the slices' leases (not on the edge path) */
+    const struct gust_lease_port *leases; /* the slices' leases (copied; not on the edge path) */
 };
 
 /* A VPL program fed with the unit's messages in stream order; its alerts go to each
@@ -45,7 +45,5 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
 int gust_detect_handler_start(void *impl, struct gust_err *err);
 /* The detect part of /units and /metrics. Any thread. */
 void gust_detect_view(void *impl, struct detect_view *out);
-/* A sink plugin instance (created and started by the caller): each batch is delivered. */
-struct gust_handler gust_sink_handler(struct gust_instance *inst);
 
 #endif

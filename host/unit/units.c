@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "../bus/bus.h"
-#include "../cluster/lease.h"
-#include "../cluster/nodes.h"
 #include "../common/json_out.h"
 #include "detect.h"
 #include "edge.h"
@@ -155,10 +153,10 @@ static uint64_t read_counter(const struct gust_consumer *c, const struct counter
     return atomic_load((atomic_uint_fast64_t *)((char *)gust_consumer_stats(c) + k->offset));
 }
 
-void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
+void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
-    gust_buf_printf(out, "{\"generation\":%" PRIu64 ",\"reload_count\":%" PRIu64 ",\"last_reload_error\":",
+    gust_buf_printf(out, "\"generation\":%" PRIu64 ",\"reload_count\":%" PRIu64 ",\"last_reload_error\":",
                     u->generation, u->reloads);
     if (u->last_reload_error[0] != '\0') {
         gust_json_append_string(out, u->last_reload_error, strlen(u->last_reload_error));
@@ -206,16 +204,6 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
         gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]", 1);
-    if (u->leases != NULL) {
-        gust_buf_append(out, ",\"cluster\":{", 12);
-        gust_leases_render_fields(u->leases, out);
-        if (u->nodes != NULL) {
-            gust_buf_append(out, ",\"nodes\":", 9);
-            gust_nodes_render_json(u->nodes, out);
-        }
-        gust_buf_append(out, "}", 1);
-    }
-    gust_buf_append(out, "}\n", 2);
     pthread_mutex_unlock(&u->lock);
 }
 

@@ -25,7 +25,7 @@ struct gust_units {
     uint64_t generation;
     uint64_t reloads;
     char last_reload_error[512];
-    struct gust_leases *leases; /* borrowed (may be NULL): shown by /units */
+    struct gust_leases *leases; /* borrowed (may be NULL): the process's leases */
     struct gust_nodes *nodes;   /* borrowed: the node directory with `cluster on;`, else NULL */
 };
 
@@ -47,8 +47,9 @@ struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 void gust_units_drop_stopped(struct gust_units *u);
 /* Records the outcome of a reload: error NULL for success (a new generation). */
 void gust_units_reloaded(struct gust_units *u, const char *error);
-/* {"units": [{name, kind, source, state, counters..., last_error}]} */
-void gust_units_render_json(struct gust_units *u, struct gust_buf *out);
+/* The members "generation", "reload_count", "last_reload_error" and "units": [{name,
+ * kind, source, state, counters..., last_error}] of /units' object. */
+void gust_units_render_fields(struct gust_units *u, struct gust_buf *out);
 /* Prometheus text, one series per unit and counter. */
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out);
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "config.h"
+#include "config_digest.h"
 
 int gust_guard_reload(struct gust_nodes *nodes, const char *config_path, int force, char *why, size_t size)
 {

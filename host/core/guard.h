@@ -5,12 +5,12 @@
  * it would leave this node running units that no live peer runs: the first node of a
  * rolling change must be reloaded with ?force=1, the others then follow freely. SIGHUP
  * stays the operator's own lever on the machine: it is not refused, only warned about. */
-#ifndef GUST_CLUSTER_GUARD_H
-#define GUST_CLUSTER_GUARD_H
+#ifndef GUST_CORE_GUARD_H
+#define GUST_CORE_GUARD_H
 
 #include <stddef.h>
 
-#include "nodes.h"
+#include "../cluster/nodes.h"
 
 /* Whether reloading config_path may go ahead: 0, or the HTTP status to refuse with (409
  * when the units would differ from every peer's, 503 when the peers cannot be read) and

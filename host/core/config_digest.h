@@ -5,12 +5,11 @@
  * top-level, http and nats blocks are left out: a node's name, listen address or token
  * may differ from its peers' without changing what happens to an event. Plugins' own
  * files (an exec command, a secret) are not read. */
-#ifndef GUST_CLUSTER_CONFIG_DIGEST_H
-#define GUST_CLUSTER_CONFIG_DIGEST_H
+#ifndef GUST_CORE_CONFIG_DIGEST_H
+#define GUST_CORE_CONFIG_DIGEST_H
 
-#include "../core/config.h"
-
-#define GUST_DIGEST_LEN 16 /* hex digits */
+#include "../cluster/nodes.h" /* GUST_DIGEST_LEN */
+#include "config.h"
 
 /* Writes the digest as GUST_DIGEST_LEN hex digits and a NUL. A file that cannot be read
  * counts as its error, so it still differs from a readable one. */

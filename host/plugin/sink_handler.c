@@ -1,7 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "handlers.h"
+#include "sink_handler.h"
 
 struct sink {
     struct gust_instance *inst;
