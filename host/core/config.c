@@ -15,6 +15,8 @@ const struct gust_schema_key gust_top_schema[] = {
     {"node_name", GUST_T_STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"},
     {"cluster", GUST_T_BOOL, "off", 0,
      "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"},
+    {"lua_path", GUST_T_PATH, "scripts/lib", GUST_K_RELOADABLE,
+     "where a flow's require \"name\" finds name.lua (a flow may set its own)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -64,6 +66,9 @@ const struct gust_schema_key gust_flow_schema[] = {
     {"source", GUST_T_FILTER, NULL, 0, "subject consumed (default: the script's `source`)"},
     {"timeout", GUST_T_DURATION, "1s", GUST_K_RELOADABLE, "longest run of on_event for one event"},
     {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
+    {"lua_path", GUST_T_PATH, NULL, GUST_K_RELOADABLE, "where require finds modules (default: the top-level lua_path)"},
+    {"log_rate", GUST_T_INT, "100", GUST_K_RELOADABLE,
+     "log.* lines a second the script may write (bursts up to as many); the rest are dropped and counted"},
     GUST_EDGE_KEYS,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -93,6 +98,12 @@ const struct gust_schema_key gust_source_schema[] = {
     {"use", GUST_T_STR, NULL, GUST_K_REQUIRED, "the plugin type"},
     {"competing", GUST_T_BOOL, "off", 0,
      "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT shared subscription)"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct gust_schema_key gust_table_schema[] = {
+    {"file", GUST_T_PATH, NULL, GUST_K_REQUIRED, "the table: .csv (a header row) or .json (an object, or an array of objects)"},
+    {"key", GUST_T_STR, NULL, 0, "the column (CSV) or member (JSON array) whose value is a row's key"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -200,6 +211,39 @@ static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum 
     return 0;
 }
 
+static int add_table(struct gust_config *c, const struct gust_conf_node *n, struct gust_err *err)
+{
+    if (!n->is_block || n->nargs != 1) {
+        return error_at(err, n, "expected 'table NAME { file PATH; key FIELD; }'%s", "");
+    }
+    if (!unit_name_valid(n->args[0])) {
+        return error_at(err, n, "invalid table name '%s': use letters, digits, '_' and '-'", n->args[0]);
+    }
+    for (size_t i = 0; i < c->ntables; i++) {
+        if (strcmp(c->tables[i].name, n->args[0]) == 0) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "table '%s' is already defined at %s", n->args[0], c->tables[i].where);
+            return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s", n->file, n->line, msg);
+        }
+    }
+    struct gust_table_conf *t = &c->tables[c->ntables];
+    *t = (struct gust_table_conf){.name = n->args[0]};
+    snprintf(t->where, sizeof(t->where), "%s:%d", n->file, n->line);
+    char what[128];
+    snprintf(what, sizeof(what), "table '%s'", t->name);
+    int rc = gust_cfg_check(n, what, gust_table_schema, NULL, &t->cfg, err);
+    if (rc == 0) {
+        c->ntables++;
+    }
+    return rc;
+}
+
+const char *gust_config_lua_path(const struct gust_config *c, const struct gust_unit_conf *flow)
+{
+    const char *own = flow != NULL ? gust_cfg_str(flow->cfg, "lua_path") : NULL;
+    return own != NULL ? own : gust_cfg_str(c->top, "lua_path");
+}
+
 int gust_config_load(const char *path, struct gust_config **out, struct gust_err *err)
 {
     struct gust_config *c = calloc(1, sizeof(*c));
@@ -213,11 +257,13 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     const struct gust_conf_node *root = &c->tree->root;
     c->plugins = calloc(root->nchildren + 1, sizeof(*c->plugins));
     c->units = calloc(root->nchildren + 1, sizeof(*c->units));
-    if (c->plugins == NULL || c->units == NULL) {
+    c->tables = calloc(root->nchildren + 1, sizeof(*c->tables));
+    if (c->plugins == NULL || c->units == NULL || c->tables == NULL) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", NULL};
+    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", "table",
+                                         NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top, err);
     if (rc != 0) {
         goto fail;
@@ -242,6 +288,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 p->name = n->args[0];
                 snprintf(p->where, sizeof(p->where), "%s:%d", n->file, n->line);
             }
+        } else if (strcmp(n->name, "table") == 0) {
+            rc = add_table(c, n, err);
         } else {
             for (int k = GUST_UNIT_FLOW; k <= GUST_UNIT_SOURCE; k++) {
                 if (strcmp(n->name, unit_kinds[k]) == 0) {
@@ -307,6 +355,10 @@ void gust_config_destroy(struct gust_config *c)
         gust_cfg_destroy(c->units[i].cfg);
     }
     free(c->units);
+    for (size_t i = 0; i < c->ntables; i++) {
+        gust_cfg_destroy(c->tables[i].cfg);
+    }
+    free(c->tables);
     free(c->plugins);
     gust_cfg_destroy(c->top);
     gust_cfg_destroy(c->http);

@@ -37,6 +37,12 @@ enum gust_log_level { GUST_LOG_ERROR = 0, GUST_LOG_WARN, GUST_LOG_INFO, GUST_LOG
 
 enum gust_plugin_kind { GUST_PLUGIN_SOURCE = 1, GUST_PLUGIN_SINK = 2 };
 
+/* One header of a message: a name and its value, NUL-terminated. */
+struct gust_header {
+    const char *name;
+    const char *value;
+};
+
 /* One message handed to a sink. Borrowed: valid only during the deliver() call. */
 struct gust_msg {
     const char *subject;
@@ -45,6 +51,8 @@ struct gust_msg {
     uint64_t stream_seq;
     uint32_t attempt;  /* 1 on first delivery */
     int64_t stored_ns; /* when the stream stored it, ns since the epoch (0: unknown) */
+    const struct gust_header *headers; /* its NATS headers, in order (a name may repeat) */
+    size_t nheaders;
 };
 
 /* What a sink says about one message. */
