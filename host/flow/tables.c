@@ -270,6 +270,7 @@ static int load_json(struct gust_table *tb, const char *file, int has_lines, con
     size_t at = 0;
     int rc = gust_jtree_parse(text, len, &root, why, sizeof(why), &at);
     if (rc != 0) {
+        rc = rc == GUST_ENOMEM ? rc : GUST_ECONFIG;
         if (has_lines) {
             return gust_err_set(err, rc, "%s:%d: %s", file, gust_jtree_line(text, len, at), why);
         }
