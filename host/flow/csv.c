@@ -54,6 +54,10 @@ static int end_row(struct row *r, int line, gust_csv_row_fn on_row, void *ud, ch
             snprintf(why, why_size, "field %zu is not valid UTF-8", i + 1);
             return GUST_EINVAL;
         }
+        if (memchr(fields[i], '\0', lens[i]) != NULL) {
+            snprintf(why, why_size, "field %zu holds a NUL byte (not a text file?)", i + 1);
+            return GUST_EINVAL;
+        }
         start = r->ends[i] + 1;
     }
     int rc = on_row(ud, line, fields, lens, r->n);

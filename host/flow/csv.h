@@ -4,7 +4,7 @@
  * CRLF; a field is either plain (no quote in it) or quoted with "...", where "" is a
  * quote and commas and line breaks are data. Anything else is an error naming the
  * line, rather than a guess: a quote inside a plain field, text after a closing quote,
- * a CR not followed by LF, a quoted field still open at the end, invalid UTF-8. A UTF-8
+ * a CR not followed by LF, a quoted field still open at the end, invalid UTF-8, a NUL. A UTF-8
  * byte order mark at the start is skipped; empty lines are skipped. */
 #ifndef GUST_FLOW_CSV_H
 #define GUST_FLOW_CSV_H

@@ -188,11 +188,12 @@ static int csv_header(struct csv_load *c, const char *const *fields, const size_
                 return GUST_ECONFIG;
             }
         }
-        if ((c->columns[i] = strdup(fields[i])) == NULL) {
+        if ((c->columns[i] = malloc(lens[i] + 1)) == NULL) {
             return GUST_ENOMEM;
         }
+        memcpy(c->columns[i], fields[i], lens[i] + 1);
         c->column_lens[i] = lens[i];
-        if (strlen(fields[i]) == lens[i] && strcmp(fields[i], c->key) == 0) {
+        if (strcmp(fields[i], c->key) == 0) { /* fields hold no NUL (csv.h) */
             c->key_column = i;
         }
     }
