@@ -109,7 +109,8 @@ int gust_csv_parse(const char *text, size_t len, gust_csv_row_fn on_row, void *u
                 }
                 if (i < len && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
                     *line = at;
-                    snprintf(why, why_size, "text after a closing quote (a quote inside a field is written \"\")");
+                    snprintf(why, why_size,
+                             "text after a closing quote (a quote inside a field is written \"\")");
                     rc = GUST_EINVAL;
                     goto done;
                 }
@@ -118,8 +119,9 @@ int gust_csv_parse(const char *text, size_t len, gust_csv_row_fn on_row, void *u
                 while (i < len && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
                     if (text[i] == '"') {
                         *line = at;
-                        snprintf(why, why_size, "a quote inside a field that does not start with one "
-                                                "(quote the whole field and write the quote as \"\")");
+                        snprintf(why, why_size,
+                                 "a quote inside a field that does not start with one "
+                                 "(quote the whole field and write the quote as \"\")");
                         rc = GUST_EINVAL;
                         goto done;
                     }

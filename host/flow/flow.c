@@ -335,8 +335,8 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     f->log_ud = opts->log_ud;
     f->enc.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     f->L = luaL_newstate();
-    if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) || f->enc.c_locale == (locale_t)0 ||
-        f->L == NULL) {
+    if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) ||
+        f->enc.c_locale == (locale_t)0 || f->L == NULL) {
         rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
         goto fail;
     }

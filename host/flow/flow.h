@@ -125,12 +125,12 @@ struct gust_tables;
 typedef void (*gust_flow_log_fn)(void *ud, int level, const char *text, size_t text_len);
 
 struct gust_flow_opts {
-    const char *script_path; /* borrowed; copied by gust_flow_create */
-    long timeout_ms;         /* limit for one on_event call (and the script's load); 0: 1000 */
-    const char *lua_path;    /* require's directory (copied); NULL: require finds nothing */
-    struct gust_tables *tables;          /* lookup tables (the flow takes a reference); NULL: none */
+    const char *script_path;              /* borrowed; copied by gust_flow_create */
+    long timeout_ms;                      /* limit for one on_event call (and the script's load); 0: 1000 */
+    const char *lua_path;                 /* require's directory (copied); NULL: require finds nothing */
+    struct gust_tables *tables;           /* lookup tables (the flow takes a reference); NULL: none */
     const struct gust_state_store *state; /* copied; NULL: no durable state */
-    gust_flow_log_fn log;                /* NULL: log lines are dropped */
+    gust_flow_log_fn log;                 /* NULL: log lines are dropped */
     void *log_ud;
 };
 

@@ -12,8 +12,8 @@
 
 #include "../common/buf.h"
 #include "flow.h"
-#include "keyidx.h"
 #include "gust/err.h"
+#include "keyidx.h"
 
 /* Deepest nesting of arrays and objects accepted when decoding or encoding. Encoding
  * deeper than this is almost always a table that contains itself. */
@@ -90,7 +90,7 @@ int gust_flow_open_sandbox(lua_State *L);
 
 struct state_entry {
     struct gust_key key; /* first, for the index; NUL-terminated */
-    char *json; /* the value as the batch sees it now; NULL: absent */
+    char *json;          /* the value as the batch sees it now; NULL: absent */
     size_t len;
     int64_t expires_ms;
     int written;      /* a message of the batch set or deleted it */
@@ -139,11 +139,11 @@ struct gust_flow {
     int ref_on_event; /* registry references */
     int ref_decode_event;
     int ref_traceback;
-    int ref_loaded;    /* require's modules by name (modules.c) */
-    int wants_meta;    /* on_event takes a second argument */
+    int ref_loaded;      /* require's modules by name (modules.c) */
+    int wants_meta;      /* on_event takes a second argument */
     int modules_loading; /* modules whose chunk is running (marked in ref_loaded) */
-    const char *in;    /* the event being decoded and what is known of it; borrowed */
-    size_t in_len;     /* during a run */
+    const char *in;      /* the event being decoded and what is known of it; borrowed */
+    size_t in_len;       /* during a run */
     const struct gust_flow_meta *in_meta;
     struct gust_emits *out; /* where emit() appends; non-NULL only during a run */
     struct gust_json_dec dec;
@@ -153,7 +153,7 @@ struct gust_flow {
     void *log_ud;
     struct gust_buf line;     /* a log line being built ... */
     struct gust_buf line_out; /* ... and made safe */
-    struct gust_buf headers; /* an emit's headers being checked */
+    struct gust_buf headers;  /* an emit's headers being checked */
     struct gust_flow_state state;
 };
 

@@ -30,11 +30,13 @@ static void append_value(lua_State *L, struct gust_flow *f, int idx)
         gust_buf_append(&f->line, s, len);
         return;
     }
-    if (type == LUA_TNUMBER && (len = gust_json_fmt_number(lua_tonumber(L, idx), text, f->enc.c_locale)) > 0) {
+    if (type == LUA_TNUMBER &&
+        (len = gust_json_fmt_number(lua_tonumber(L, idx), text, f->enc.c_locale)) > 0) {
         gust_buf_append(&f->line, text, len);
         return;
     }
-    if (type == LUA_TTABLE || type == LUA_TUSERDATA || (type == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == NULL)) {
+    if (type == LUA_TTABLE || type == LUA_TUSERDATA ||
+        (type == LUA_TLIGHTUSERDATA && lua_touserdata(L, idx) == NULL)) {
         lua_pushcfunction(L, encode_protected);
         lua_pushvalue(L, idx);
         lua_pushlightuserdata(L, f);
@@ -69,7 +71,11 @@ static void append_value(lua_State *L, struct gust_flow *f, int idx)
 /* The length of the valid UTF-8 sequence at s (avail bytes), or 0. */
 static size_t utf8_len(const unsigned char *s, size_t avail)
 {
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xe0) == 0xc0 ? 2
+               : (s[0] & 0xf0) == 0xe0 ? 3
+               : (s[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
     return n > 0 && n <= avail && gust_utf8_valid((const char *)s, n) ? n : 0;
 }
 

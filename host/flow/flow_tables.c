@@ -103,7 +103,8 @@ static int l_table(lua_State *L)
         luaL_addstring(&b, "none are configured");
     }
     luaL_pushresult(&b);
-    return luaL_error(L, "tables: no lookup table '%s' (tables: %s)", luaL_optstring(L, 2, "?"), lua_tostring(L, -1));
+    return luaL_error(L, "tables: no lookup table '%s' (tables: %s)", luaL_optstring(L, 2, "?"),
+                      lua_tostring(L, -1));
 }
 
 static int l_tables_read_only(lua_State *L)

@@ -200,7 +200,8 @@ static const yajl_callbacks callbacks = {
     .yajl_end_array = on_end,
 };
 
-int gust_jtree_parse(const char *text, size_t len, struct gust_jnode **out, char *why, size_t why_size, size_t *at)
+int gust_jtree_parse(const char *text, size_t len, struct gust_jnode **out, char *why, size_t why_size,
+                     size_t *at)
 {
     struct parse p = {0};
     *out = NULL;

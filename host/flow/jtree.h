@@ -10,7 +10,15 @@
 
 #include "../common/buf.h"
 
-enum gust_jtype { GUST_J_NULL, GUST_J_FALSE, GUST_J_TRUE, GUST_J_NUMBER, GUST_J_STRING, GUST_J_ARRAY, GUST_J_OBJECT };
+enum gust_jtype {
+    GUST_J_NULL,
+    GUST_J_FALSE,
+    GUST_J_TRUE,
+    GUST_J_NUMBER,
+    GUST_J_STRING,
+    GUST_J_ARRAY,
+    GUST_J_OBJECT
+};
 
 struct gust_jnode {
     enum gust_jtype type;
@@ -28,7 +36,8 @@ struct gust_jnode {
  * most 200 deep. On success *out is a new tree (free with gust_jtree_free). On
  * failure returns GUST_EINVAL (GUST_ENOMEM) with the reason in why, and *at the byte
  * offset where the text went wrong. */
-int gust_jtree_parse(const char *text, size_t len, struct gust_jnode **out, char *why, size_t why_size, size_t *at);
+int gust_jtree_parse(const char *text, size_t len, struct gust_jnode **out, char *why, size_t why_size,
+                     size_t *at);
 void gust_jtree_free(struct gust_jnode *n);
 /* The 1-based line of byte offset `at` of text. */
 int gust_jtree_line(const char *text, size_t len, size_t at);

@@ -20,8 +20,8 @@ static const struct gust_key *key_at(const void *entries, size_t stride, size_t 
 }
 
 /* The slot holding key s, or the empty slot where it would go. */
-static size_t *probe(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s, size_t len,
-                     uint32_t h)
+static size_t *probe(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s,
+                     size_t len, uint32_t h)
 {
     size_t mask = x->nslots - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -36,8 +36,8 @@ static size_t *probe(const struct gust_keyidx *x, const void *entries, size_t st
     }
 }
 
-size_t gust_keyidx_find(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s, size_t len,
-                        uint32_t h)
+size_t gust_keyidx_find(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s,
+                        size_t len, uint32_t h)
 {
     if (x->nslots == 0) {
         return SIZE_MAX;

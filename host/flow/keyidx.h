@@ -22,8 +22,8 @@ struct gust_keyidx {
 uint32_t gust_key_hash(const char *s, size_t len);
 /* The index of the entry of key s[0..len) (hash h) among entries (elements of
  * `stride` bytes), or SIZE_MAX. */
-size_t gust_keyidx_find(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s, size_t len,
-                        uint32_t h);
+size_t gust_keyidx_find(const struct gust_keyidx *x, const void *entries, size_t stride, const char *s,
+                        size_t len, uint32_t h);
 /* Indexes entry i (its key not in the index yet), where n entries will then be
  * indexed. Returns 0 or GUST_ENOMEM (the index unchanged). */
 int gust_keyidx_add(struct gust_keyidx *x, const void *entries, size_t stride, size_t n, size_t i);

@@ -132,12 +132,13 @@ static void push_headers(lua_State *L, const struct gust_flow_meta *m)
 /* on_event behind a wrapper that builds meta from plain arguments. A table
  * constructor with constant keys is a template the VM copies with its keys in place;
  * building the same table with the C API (seven rawsets) cost twice as much. */
-static const char wrapper[] = "local on_event = ...\n"
-                              "return function(ev, subject, seq, time, time_rfc3339, attempt, unit, headers)\n"
-                              "  return on_event(ev, {subject = subject, seq = seq, time = time,\n"
-                              "    time_rfc3339 = time_rfc3339, attempt = attempt, unit = unit,\n"
-                              "    headers = headers or {}})\n"
-                              "end\n";
+static const char wrapper[] =
+    "local on_event = ...\n"
+    "return function(ev, subject, seq, time, time_rfc3339, attempt, unit, headers)\n"
+    "  return on_event(ev, {subject = subject, seq = seq, time = time,\n"
+    "    time_rfc3339 = time_rfc3339, attempt = attempt, unit = unit,\n"
+    "    headers = headers or {}})\n"
+    "end\n";
 
 void gust_flow_wrap_on_event(lua_State *L)
 {

@@ -61,8 +61,8 @@ static void *grow_array(lua_State *L, void *p, size_t *cap, size_t need, size_t 
 
 /* The entry of key, made when the batch has none; with `need_value`, one whose value
  * is known (read from the store unless a message of the batch wrote it). */
-static struct state_entry *entry(lua_State *L, struct gust_flow *f, const char *fn, const char *key, size_t len,
-                                 int need_value)
+static struct state_entry *entry(lua_State *L, struct gust_flow *f, const char *fn, const char *key,
+                                 size_t len, int need_value)
 {
     struct gust_flow_state *s = &f->state;
     uint32_t h = gust_key_hash(key, len);
@@ -108,8 +108,11 @@ static void touch(lua_State *L, struct gust_flow_state *s, struct state_entry *e
     }
     s->undo = grow_array(L, s->undo, &s->cap_undo, s->nundo + 1, sizeof(*s->undo));
     e->msgs = grow_array(L, e->msgs, &e->cap_msgs, e->nmsgs + 1, sizeof(*e->msgs));
-    s->undo[s->nundo++] = (struct state_undo){.entry = (size_t)(e - s->v), .json = e->json, .len = e->len,
-                                              .expires_ms = e->expires_ms, .written = e->written,
+    s->undo[s->nundo++] = (struct state_undo){.entry = (size_t)(e - s->v),
+                                              .json = e->json,
+                                              .len = e->len,
+                                              .expires_ms = e->expires_ms,
+                                              .written = e->written,
                                               .nmsgs = e->nmsgs};
     e->undo_holds = 1;
     e->msgs[e->nmsgs++] = s->msg;
@@ -217,7 +220,8 @@ static int l_incr(lua_State *L)
         char *end;
         double v = strtod_l(e->json, &end, f->enc.c_locale);
         /* A JSON number is all the text; strtod would also take "nan", " 1" or "0x10". */
-        if (end != e->json + e->len || !isfinite(v) || !(e->json[0] == '-' || (e->json[0] >= '0' && e->json[0] <= '9'))) {
+        if (end != e->json + e->len || !isfinite(v) ||
+            !(e->json[0] == '-' || (e->json[0] >= '0' && e->json[0] <= '9'))) {
             return luaL_error(L, "state.incr: the value of '%s' is not a number", key);
         }
         sum = v + n;
@@ -317,10 +321,15 @@ size_t gust_flow_state_writes(struct gust_flow *f, const struct gust_state_write
     for (size_t i = 0; i < s->n; i++) {
         const struct state_entry *e = &s->v[i];
         if (e->written) {
-            s->out[k++] = (struct gust_state_write){
-                .key = e->key.s, .key_len = e->key.len, .json = e->json, .len = e->len,
-                .expires_ms = e->expires_ms, .has_revision = e->has_revision, .revision = e->revision,
-                .msgs = e->msgs, .nmsgs = e->nmsgs};
+            s->out[k++] = (struct gust_state_write){.key = e->key.s,
+                                                    .key_len = e->key.len,
+                                                    .json = e->json,
+                                                    .len = e->len,
+                                                    .expires_ms = e->expires_ms,
+                                                    .has_revision = e->has_revision,
+                                                    .revision = e->revision,
+                                                    .msgs = e->msgs,
+                                                    .nmsgs = e->nmsgs};
         }
     }
     *out = s->out;

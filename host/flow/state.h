@@ -31,8 +31,10 @@
  *      computed together with the failed one, the committer must keep the batch's
  *      writes from being half applied for a retried message: either commit no write of
  *      a batch until every key's revision is confirmed current, or re-run the batch
- *      without the retried messages (gust_flow_state_begin, then the runs again) and
- *      commit what that stages.
+ *      without the retried messages (gust_flow_state_begin, then the runs again, with
+ *      the emits of the first runs dropped) and commit what that stages. A re-run is
+ *      seen by the script's own Lua variables (a local counter counts twice); state,
+ *      emits and meta are what the events get, as on a redelivery.
  *   3. Only then ack: the same barrier as the emits. A crash before the commit leaves
  *      neither acks nor state behind (the inputs are redelivered and recomputed).
  *   4. expires_ms, when not 0, is when the value stops being visible (ms since the
@@ -53,7 +55,7 @@
 
 /* What a store holds for one key. */
 struct gust_state_value {
-    char *json;         /* malloc'd JSON text, ownership passes to the reader; NULL: absent */
+    char *json; /* malloc'd JSON text, ownership passes to the reader; NULL: absent */
     size_t len;
     uint64_t revision;  /* the store's revision of the key (0: never written or deleted) */
     int64_t expires_ms; /* 0: never */
@@ -92,8 +94,8 @@ void gust_state_mem_destroy(struct gust_state_mem *m); /* NULL is a no-op */
 /* The store interface over m (which must outlive its use). */
 struct gust_state_store gust_state_mem_store(struct gust_state_mem *m);
 /* Sets a key outright (initial state): copies key and json; json NULL deletes. */
-int gust_state_mem_put(struct gust_state_mem *m, const char *key, size_t key_len, const char *json, size_t len,
-                       int64_t expires_ms);
+int gust_state_mem_put(struct gust_state_mem *m, const char *key, size_t key_len, const char *json,
+                       size_t len, int64_t expires_ms);
 /* Commits a batch's writes[0..n) as the contract above asks: when any compare-and-set
  * fails, nothing is written and conflict[i] is set to 1 for each failing write (the
  * caller retries its msgs); otherwise every write is applied. Returns the number of

@@ -113,8 +113,8 @@ static struct mem_entry *get_or_add(struct gust_state_mem *m, const char *key, s
     return &m->v[m->n++];
 }
 
-int gust_state_mem_put(struct gust_state_mem *m, const char *key, size_t key_len, const char *json, size_t len,
-                       int64_t expires_ms)
+int gust_state_mem_put(struct gust_state_mem *m, const char *key, size_t key_len, const char *json,
+                       size_t len, int64_t expires_ms)
 {
     char *copy = NULL;
     if (json != NULL && (copy = dup_bytes(json, len)) == NULL) {

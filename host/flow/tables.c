@@ -139,11 +139,12 @@ static int finish(struct gust_table *tb, const char *file, int has_lines, struct
         r->key.s = tb->arena.data + r->key_off;
         r->key.len = r->json_off - r->key_off - 1;
         r->key.hash = gust_key_hash(r->key.s, r->key.len);
-        size_t j = gust_keyidx_find(&tb->index, tb->rows, sizeof(*tb->rows), r->key.s, r->key.len, r->key.hash);
+        size_t j =
+            gust_keyidx_find(&tb->index, tb->rows, sizeof(*tb->rows), r->key.s, r->key.len, r->key.hash);
         if (j != SIZE_MAX) {
             if (has_lines) {
-                return gust_err_set(err, GUST_ECONFIG, "%s:%d: duplicate key '%.100s' (first at line %d)", file,
-                                    r->line, r->key.s, tb->rows[j].line);
+                return gust_err_set(err, GUST_ECONFIG, "%s:%d: duplicate key '%.100s' (first at line %d)",
+                                    file, r->line, r->key.s, tb->rows[j].line);
             }
             return gust_err_set(err, GUST_ECONFIG, "%s: duplicate key '%.100s'", file, r->key.s);
         }
@@ -227,7 +228,8 @@ static int csv_row(void *ud, int line, const char *const *fields, const size_t *
         rc = rc ? rc : gust_json_append_string(&c->json, fields[i], lens[i]);
     }
     rc = rc ? rc : gust_buf_append(&c->json, "}", 1);
-    rc = rc ? rc : add_row(c->tb, fields[c->key_column], lens[c->key_column], c->json.data, c->json.len, line);
+    rc =
+        rc ? rc : add_row(c->tb, fields[c->key_column], lens[c->key_column], c->json.data, c->json.len, line);
     return rc;
 }
 
@@ -241,7 +243,8 @@ static int load_csv(struct gust_table *tb, const char *file, const char *text, s
     int line = 0;
     int rc = gust_csv_parse(text, len, csv_row, &c, c.why, sizeof(c.why), &line);
     if (rc == 0 && c.columns == NULL) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: the file is empty (a CSV table starts with a header row)", file);
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: the file is empty (a CSV table starts with a header row)",
+                          file);
     } else if (rc == GUST_ENOMEM) {
         rc = gust_err_set(err, rc, "out of memory");
     } else if (rc != 0) {
@@ -260,7 +263,8 @@ static int load_csv(struct gust_table *tb, const char *file, const char *text, s
 
 static int line_of(const char *text, size_t len, const struct gust_jnode *n)
 {
-    return gust_jtree_line(text, len, n->type == GUST_J_OBJECT || n->type == GUST_J_ARRAY ? n->start : n->end);
+    return gust_jtree_line(text, len,
+                           n->type == GUST_J_OBJECT || n->type == GUST_J_ARRAY ? n->start : n->end);
 }
 
 static int load_json(struct gust_table *tb, const char *file, int has_lines, const char *text, size_t len,
@@ -281,8 +285,10 @@ static int load_json(struct gust_table *tb, const char *file, int has_lines, con
     char where[64] = "";
     if (root->type == GUST_J_OBJECT) {
         if (key != NULL) {
-            rc = gust_err_set(err, GUST_ECONFIG, "%s: the file is a JSON object, whose member names are the keys: "
-                                                 "`key` is for CSV files and arrays of objects", file);
+            rc = gust_err_set(err, GUST_ECONFIG,
+                              "%s: the file is a JSON object, whose member names are the keys: "
+                              "`key` is for CSV files and arrays of objects",
+                              file);
         }
         for (size_t i = 0; i < root->n && rc == 0; i++) {
             int line = line_of(text, len, root->items[i]);
@@ -291,8 +297,8 @@ static int load_json(struct gust_table *tb, const char *file, int has_lines, con
             }
             json.len = 0;
             if (root->key_lens[i] == 0) {
-                rc = gust_err_set(err, GUST_ECONFIG, "%s%s: a member with an empty name (keys are not empty)", file,
-                                  where);
+                rc = gust_err_set(err, GUST_ECONFIG, "%s%s: a member with an empty name (keys are not empty)",
+                                  file, where);
             } else if ((rc = gust_jtree_write(root->items[i], &json)) == 0) {
                 rc = add_row(tb, root->keys[i], root->key_lens[i], json.data, json.len, line);
             }
@@ -310,10 +316,12 @@ static int load_json(struct gust_table *tb, const char *file, int has_lines, con
             const struct gust_jnode *k = gust_jtree_get(row, key);
             json.len = 0;
             if (row->type != GUST_J_OBJECT) {
-                rc = gust_err_set(err, GUST_ECONFIG, "%s%s: element %zu is not an object", file, where, i + 1);
+                rc =
+                    gust_err_set(err, GUST_ECONFIG, "%s%s: element %zu is not an object", file, where, i + 1);
             } else if (k == NULL || (k->type != GUST_J_STRING && k->type != GUST_J_NUMBER) || k->len == 0) {
-                rc = gust_err_set(err, GUST_ECONFIG, "%s%s: element %zu has no '%s' (a string or a number: the key)",
-                                  file, where, i + 1, key);
+                rc = gust_err_set(err, GUST_ECONFIG,
+                                  "%s%s: element %zu has no '%s' (a string or a number: the key)", file,
+                                  where, i + 1, key);
             } else if ((rc = gust_jtree_write(row, &json)) == 0) {
                 rc = add_row(tb, k->s, k->len, json.data, json.len, line);
             }
@@ -334,7 +342,8 @@ static int load_json(struct gust_table *tb, const char *file, int has_lines, con
 static int add_table(struct gust_tables *t, const char *name, struct gust_table **out, struct gust_err *err)
 {
     if (!name_valid(name)) {
-        return gust_err_set(err, GUST_ECONFIG, "invalid table name '%s': use letters, digits, '_' and '-'", name);
+        return gust_err_set(err, GUST_ECONFIG, "invalid table name '%s': use letters, digits, '_' and '-'",
+                            name);
     }
     if (gust_tables_has(t, name)) {
         return gust_err_set(err, GUST_ECONFIG, "table '%s' is defined twice", name);
@@ -409,8 +418,8 @@ int gust_tables_load_file(struct gust_tables *t, const char *name, const char *p
     return 0;
 }
 
-int gust_tables_add_json(struct gust_tables *t, const char *name, const char *json, size_t len, const char *key,
-                         const char *what, struct gust_err *err)
+int gust_tables_add_json(struct gust_tables *t, const char *name, const char *json, size_t len,
+                         const char *key, const char *what, struct gust_err *err)
 {
     struct gust_table *tb = NULL;
     int rc = add_table(t, name, &tb, err);

@@ -38,8 +38,8 @@ int gust_tables_load_file(struct gust_tables *t, const char *name, const char *p
                           const char *where, struct gust_err *err);
 /* Adds table `name` from JSON text (an object or an array of objects, as a file would
  * hold), named `what` in errors. */
-int gust_tables_add_json(struct gust_tables *t, const char *name, const char *json, size_t len, const char *key,
-                         const char *what, struct gust_err *err);
+int gust_tables_add_json(struct gust_tables *t, const char *name, const char *json, size_t len,
+                         const char *key, const char *what, struct gust_err *err);
 /* Whether the set has a table of that name. */
 int gust_tables_has(const struct gust_tables *t, const char *name);
 

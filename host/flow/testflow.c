@@ -101,14 +101,15 @@ static int check_meta(const struct gust_jnode *m, char *why, const char *path)
         long long num;
         int ok = (strcmp(k, "subject") == 0 || strcmp(k, "unit") == 0) ? v->type == GUST_J_STRING
                  : strcmp(k, "seq") == 0 || strcmp(k, "time") == 0     ? is_integer(v, 0, &num)
-                 : strcmp(k, "attempt") == 0                            ? is_integer(v, 1, &num) && num <= UINT32_MAX
+                 : strcmp(k, "attempt") == 0 ? is_integer(v, 1, &num) && num <= UINT32_MAX
                  : strcmp(k, "headers") == 0 ? v->type == GUST_J_OBJECT && strings_only(v)
                                              : 0;
         if (!ok) {
-            snprintf(why, WHY_MAX,
-                     "%s: meta.%s: unexpected key or type (meta has subject, unit: strings; seq, time: integers "
-                     "from 0; attempt: an integer from 1; headers: an object of strings)",
-                     path, k);
+            snprintf(
+                why, WHY_MAX,
+                "%s: meta.%s: unexpected key or type (meta has subject, unit: strings; seq, time: integers "
+                "from 0; attempt: an integer from 1; headers: an object of strings)",
+                path, k);
             return -1;
         }
     }
@@ -141,10 +142,12 @@ static int check_logs_shape(const struct gust_jnode *logs, char *why, const char
         const struct gust_jnode *text = gust_jtree_get(l, "text");
         int ok = l->type == GUST_J_OBJECT && l->n == 2 && level != NULL && level->type == GUST_J_STRING &&
                  text != NULL && text->type == GUST_J_STRING &&
-                 (strcmp(level->s, "info") == 0 || strcmp(level->s, "warn") == 0 || strcmp(level->s, "error") == 0);
+                 (strcmp(level->s, "info") == 0 || strcmp(level->s, "warn") == 0 ||
+                  strcmp(level->s, "error") == 0);
         if (!ok) {
-            snprintf(why, WHY_MAX, "%s: expect_logs[%zu] is {\"level\": \"info\"|\"warn\"|\"error\", \"text\": ...}",
-                     path, i);
+            snprintf(why, WHY_MAX,
+                     "%s: expect_logs[%zu] is {\"level\": \"info\"|\"warn\"|\"error\", \"text\": ...}", path,
+                     i);
             return -1;
         }
     }
@@ -265,7 +268,9 @@ static int make_tables(const struct tcase *c, const struct gust_flow_test_opts *
         snprintf(what, sizeof(what), "%s: tables.%s", c->path, name);
         json.len = 0;
         rc = gust_jtree_write(c->tables->items[i], &json);
-        rc = rc ? rc : gust_tables_add_json(*out, name, json.data, json.len, key != NULL ? key->s : NULL, what, &err);
+        rc = rc ? rc
+                : gust_tables_add_json(*out, name, json.data, json.len, key != NULL ? key->s : NULL, what,
+                                       &err);
     }
     if (rc == 0 && o->load_tables != NULL) {
         rc = o->load_tables(o->ud, *out, &err);
@@ -284,7 +289,8 @@ static int fill_state(const struct tcase *c, struct gust_state_mem *mem, char *w
     for (size_t i = 0; c->state != NULL && i < c->state->n && rc == 0; i++) {
         json.len = 0;
         rc = gust_jtree_write(c->state->items[i], &json);
-        rc = rc ? rc : gust_state_mem_put(mem, c->state->keys[i], c->state->key_lens[i], json.data, json.len, 0);
+        rc = rc ? rc
+                : gust_state_mem_put(mem, c->state->keys[i], c->state->key_lens[i], json.data, json.len, 0);
     }
     gust_buf_free(&json);
     if (rc != 0) {
@@ -373,15 +379,17 @@ static int check_emits(const struct tcase *c, const struct gust_emits *out, char
     }
     for (size_t i = 0; i < out->n; i++) {
         const struct gust_jnode *w = want->items[i];
-        const struct gust_jnode *subject = gust_jtree_get(w, "subject"), *headers = gust_jtree_get(w, "headers");
+        const struct gust_jnode *subject = gust_jtree_get(w, "subject"),
+                                *headers = gust_jtree_get(w, "headers");
         if (subject->len != strlen(out->v[i].subject) || strcmp(subject->s, out->v[i].subject) != 0) {
-            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1, subject->s, out->v[i].subject);
+            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1, subject->s,
+                     out->v[i].subject);
             return -1;
         }
         char path[256] = "";
         if (!same_json(gust_jtree_get(w, "payload"), out->v[i].payload, out->v[i].len, path, sizeof(path))) {
-            snprintf(why, WHY_MAX, "emit %zu: payload differs at %s: got %s", i + 1, path[0] ? path : "the top",
-                     out->v[i].payload);
+            snprintf(why, WHY_MAX, "emit %zu: payload differs at %s: got %s", i + 1,
+                     path[0] ? path : "the top", out->v[i].payload);
             return -1;
         }
         if (headers != NULL && check_headers(headers, &out->v[i], i, why) != 0) {
@@ -434,8 +442,8 @@ static int check_logs(const struct tcase *c, const struct logs *logs, char *why)
         const struct log_line *l = &logs->v[i];
         if (strcmp(level->s, level_names[l->level]) != 0 || text->len != strlen(l->text) ||
             strcmp(text->s, l->text) != 0) {
-            snprintf(why, WHY_MAX, "log line %zu: expected %s \"%s\", got %s \"%s\"", i + 1, level->s, text->s,
-                     level_names[l->level], l->text);
+            snprintf(why, WHY_MAX, "log line %zu: expected %s \"%s\", got %s \"%s\"", i + 1, level->s,
+                     text->s, level_names[l->level], l->text);
             return -1;
         }
     }
@@ -513,7 +521,8 @@ static int run_case(const struct gust_flow_test_opts *o, const char *script, con
     one_line(err.msg);
     if (c.expect_error != NULL) {
         if (status == 0) {
-            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got %zu emits", c.expect_error, out.n);
+            snprintf(why, WHY_MAX, "expected an error containing \"%s\", got %zu emits", c.expect_error,
+                     out.n);
             goto done;
         }
         if (strstr(err.msg, c.expect_error) == NULL) {
@@ -554,7 +563,8 @@ static void case_name(const char *path, char *name, size_t cap)
     snprintf(name, cap, "%.*s", (int)n, base);
 }
 
-int gust_flow_test_run(const struct gust_flow_test_opts *opts, const char *script, char *const *cases, int ncases)
+int gust_flow_test_run(const struct gust_flow_test_opts *opts, const char *script, char *const *cases,
+                       int ncases)
 {
     int passed = 0, failed = 0;
     for (int i = 0; i < ncases; i++) {

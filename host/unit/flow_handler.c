@@ -61,8 +61,8 @@ static void report_drops(struct flow_unit *u)
 {
     uint64_t now = now_ns();
     if (u->unreported > 0 && now - u->reported_ns >= DROP_REPORT_NS) {
-        gust_warn("[%s] log: %" PRIu64 " lines dropped (log_rate %.0f lines a second)", u->name, u->unreported,
-                  u->rate);
+        gust_warn("[%s] log: %" PRIu64 " lines dropped (log_rate %.0f lines a second)", u->name,
+                  u->unreported, u->rate);
         u->unreported = 0;
         u->reported_ns = now;
     }
@@ -128,6 +128,7 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
         return rc;
     }
     *source = gust_flow_source(u->flow);
-    *out = (struct gust_handler){.kind = "flow", .impl = u, .run_batch = flow_run_batch, .destroy = flow_destroy};
+    *out = (struct gust_handler){
+        .kind = "flow", .impl = u, .run_batch = flow_run_batch, .destroy = flow_destroy};
     return 0;
 }

@@ -112,8 +112,8 @@ static int run(const char *script, long n, int check, struct timing *t)
         fprintf(stderr, "bench-flow: %s\n", err.msg);
         return -1;
     }
-    struct gust_flow_meta meta = {.subject = "ev.orders", .seq = 1, .time_ms = 1764400000000, .attempt = 1,
-                                  .unit = "orders"};
+    struct gust_flow_meta meta = {
+        .subject = "ev.orders", .seq = 1, .time_ms = 1764400000000, .attempt = 1, .unit = "orders"};
     if (gust_flow_run(f, events[0], event_len[0], &meta, &out, &err) != 0) {
         fprintf(stderr, "bench-flow: %s\n", err.msg);
         goto done;

@@ -8,8 +8,8 @@
 #include "flow_int.h"
 #include "scripts.h"
 
-static int run(struct gust_flow *f, const char *json, const struct gust_flow_meta *meta, struct gust_emits *out,
-               struct gust_err *err)
+static int run(struct gust_flow *f, const char *json, const struct gust_flow_meta *meta,
+               struct gust_emits *out, struct gust_err *err)
 {
     return gust_flow_run(f, json, strlen(json), meta, out, err);
 }
@@ -36,16 +36,22 @@ static void test_meta(void)
     struct gust_flow *f;
     struct gust_err err;
     struct gust_emits out = {0};
-    const char *script = "return { on_event = function(ev, meta)\n"
-                         "  emit('ev.meta', meta)\n"
-                         "  if last then emit('ev.last', { seq = last.seq, fresh = last ~= meta, changed = last.x }) end\n"
-                         "  meta.x = 'changed by the script'\n"
-                         "  last = meta\n"
-                         "end }";
+    const char *script =
+        "return { on_event = function(ev, meta)\n"
+        "  emit('ev.meta', meta)\n"
+        "  if last then emit('ev.last', { seq = last.seq, fresh = last ~= meta, changed = last.x }) end\n"
+        "  meta.x = 'changed by the script'\n"
+        "  last = meta\n"
+        "end }";
     CHECK(flow_from_text(script, 0, &f, &err) == 0);
     struct gust_header headers[] = {{"Content-Type", "application/json"}, {"X-Tag", "a"}, {"X-Tag", "b"}};
-    struct gust_flow_meta meta = {.subject = "ev.orders.eu", .seq = 42, .time_ms = 1764400000123, .attempt = 3,
-                                  .unit = "orders", .headers = headers, .nheaders = 3};
+    struct gust_flow_meta meta = {.subject = "ev.orders.eu",
+                                  .seq = 42,
+                                  .time_ms = 1764400000123,
+                                  .attempt = 3,
+                                  .unit = "orders",
+                                  .headers = headers,
+                                  .nheaders = 3};
     CHECK(run(f, "{}", &meta, &out, &err) == 0);
     CHECK(out.n == 1);
     CHECK_CONTAINS(out.v[0].payload, "\"subject\":\"ev.orders.eu\"");
@@ -76,8 +82,8 @@ static void test_meta(void)
     CHECK_CONTAINS(out.v[0].payload, "\"n\":2");
     gust_emits_free(&out);
     gust_flow_destroy(f);
-    CHECK(flow_from_text("return { on_event = function(ev) emit('ev.x', { debug = type(debug) }) end }", 0, &f,
-                         &err) == 0);
+    CHECK(flow_from_text("return { on_event = function(ev) emit('ev.x', { debug = type(debug) }) end }", 0,
+                         &f, &err) == 0);
     CHECK(!f->wants_meta);
     CHECK(run(f, "{}", &meta, &out, &err) == 0);
     CHECK_STR(out.v[0].payload, "{\"debug\":\"nil\"}"); /* used to look, then removed */
@@ -91,8 +97,8 @@ static void test_emit_headers(void)
     struct gust_err err;
     struct gust_emits out = {0};
     CHECK(flow_from_text("return { on_event = function(ev) load(ev.code)() end }", 0, &f, &err) == 0);
-    CHECK(run(f, "{\"code\": \"emit('ev.x', {}, {headers = {['X-B'] = '2', ['X-A'] = 'one, two'}})\"}", NULL, &out,
-              &err) == 0);
+    CHECK(run(f, "{\"code\": \"emit('ev.x', {}, {headers = {['X-B'] = '2', ['X-A'] = 'one, two'}})\"}", NULL,
+              &out, &err) == 0);
     CHECK(out.n == 1 && out.v[0].nheaders == 2);
     if (out.n == 1 && out.v[0].nheaders == 2) {
         CHECK_STR(out.v[0].headers[0].name, "X-A"); /* sorted by name */
@@ -100,7 +106,8 @@ static void test_emit_headers(void)
         CHECK_STR(out.v[0].headers[1].name, "X-B");
         CHECK_STR(out.v[0].headers[1].value, "2");
     }
-    CHECK(run(f, "{\"code\": \"emit('ev.x', {}, {}) emit('ev.y', {}, {headers = {}})\"}", NULL, &out, &err) == 0);
+    CHECK(run(f, "{\"code\": \"emit('ev.x', {}, {}) emit('ev.y', {}, {headers = {}})\"}", NULL, &out, &err) ==
+          0);
     CHECK(out.n == 3 && out.v[1].nheaders == 0 && out.v[1].headers == NULL && out.v[2].nheaders == 0);
     static const struct {
         const char *code, *error;
@@ -109,14 +116,17 @@ static void test_emit_headers(void)
         {"emit('ev.x', {}, {1})", "emit: options are named (headers = ...), not keyed by a number"},
         {"emit('ev.x', {}, 'h')", "bad argument #3 to 'emit' (table expected, got string)"},
         {"emit('ev.x', {}, {headers = 'h'})", "emit: headers must be a table of name = value strings"},
-        {"emit('ev.x', {}, {headers = {['A:B'] = '1'}})", "emit: invalid header name 'A:B': a name holds ':'"},
+        {"emit('ev.x', {}, {headers = {['A:B'] = '1'}})",
+         "emit: invalid header name 'A:B': a name holds ':'"},
         {"emit('ev.x', {}, {headers = {['A B'] = '1'}})", "invalid header name 'A B'"},
         {"emit('ev.x', {}, {headers = {[''] = '1'}})", "invalid header name '': an empty name"},
         {"emit('ev.x', {}, {headers = {['caf\\u00e9'] = '1'}})", "non-ASCII"},
-        {"emit('ev.x', {}, {headers = {['nats-msg-id'] = '1'}})", "names starting with Nats- are reserved for the bus"},
+        {"emit('ev.x', {}, {headers = {['nats-msg-id'] = '1'}})",
+         "names starting with Nats- are reserved for the bus"},
         {"emit('ev.x', {}, {headers = {[1] = '1'}})", "emit: a header name must be a string, not a number"},
         {"emit('ev.x', {}, {headers = {A = 1}})", "emit: header 'A' must be a string, not a number"},
-        {"emit('ev.x', {}, {headers = {A = 'x\\\\r\\\\ny: z'}})", "emit: header 'A': a value cannot hold CR, LF or NUL"},
+        {"emit('ev.x', {}, {headers = {A = 'x\\\\r\\\\ny: z'}})",
+         "emit: header 'A': a value cannot hold CR, LF or NUL"},
         {"emit('ev.x', {}, {headers = {A = 'x' .. string.char(0)}})", "a value cannot hold CR, LF or NUL"},
         {"local h = {} for i = 1, 65 do h['H' .. i] = 'v' end emit('ev.x', {}, {headers = h})",
          "emit: too many headers (at most 64, 8192 bytes in all)"},
@@ -174,7 +184,8 @@ static void test_require(void)
     mkdir(sub, 0700);
     snprintf(sub, sizeof(sub), "%s/dir.lua", lib);
     mkdir(sub, 0700);
-    module("util.lua", "loads = (loads or 0) + 1\nlocal M = {}\nfunction M.twice(x) return 2 * x end\nreturn M\n");
+    module("util.lua",
+           "loads = (loads or 0) + 1\nlocal M = {}\nfunction M.twice(x) return 2 * x end\nreturn M\n");
     module("geo/eu.lua", "return { FR = 'France', name = ... }\n");
     module("noreturn.lua", "x = 1\n");
     module("broken.lua", "local M = {}\n\nerror('broken on purpose')\n");
@@ -188,18 +199,19 @@ static void test_require(void)
     struct gust_err err;
     struct gust_emits out = {0};
     struct gust_flow_opts opts = {.lua_path = lib};
-    const char *script = "local util = require('util')\n"
-                         "return { on_event = function(ev)\n"
-                         "  if ev.name then require(ev.name) return end\n"
-                         "  local again = require('util')\n"
-                         "  local eu = require('geo.eu')\n"
-                         "  emit('ev.x', { twice = util.twice(21), same = again == util, loads = loads,\n"
-                         "    fr = eu.FR, arg = eu.name, noreturn = require('noreturn'), package = package })\n"
-                         "end }";
+    const char *script =
+        "local util = require('util')\n"
+        "return { on_event = function(ev)\n"
+        "  if ev.name then require(ev.name) return end\n"
+        "  local again = require('util')\n"
+        "  local eu = require('geo.eu')\n"
+        "  emit('ev.x', { twice = util.twice(21), same = again == util, loads = loads,\n"
+        "    fr = eu.FR, arg = eu.name, noreturn = require('noreturn'), package = package })\n"
+        "end }";
     CHECK(flow_from_text_opts(script, opts, &f, &err) == 0);
     CHECK(run(f, "{}", NULL, &out, &err) == 0);
-    static const char *const fields[] = {"\"loads\":1", "\"twice\":42", "\"noreturn\":true", "\"same\":true",
-                                         "\"fr\":\"France\"", "\"arg\":\"geo.eu\""};
+    static const char *const fields[] = {"\"loads\":1",   "\"twice\":42",      "\"noreturn\":true",
+                                         "\"same\":true", "\"fr\":\"France\"", "\"arg\":\"geo.eu\""};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         CHECK_CONTAINS(out.v[0].payload, fields[i]);
     }
@@ -245,7 +257,8 @@ static void test_require(void)
           GUST_ECONFIG);
     CHECK_CONTAINS(err.msg, "broken.lua:3: broken on purpose");
     opts.lua_path = NULL;
-    CHECK(flow_from_text_opts("require('util')\nreturn { on_event = print }", opts, &f, &err) == GUST_ECONFIG);
+    CHECK(flow_from_text_opts("require('util')\nreturn { on_event = print }", opts, &f, &err) ==
+          GUST_ECONFIG);
     CHECK_CONTAINS(err.msg, "require: module 'util' not found: no lua_path is set");
 
     char cmd[300];
@@ -301,7 +314,8 @@ static void test_log(void)
     gust_flow_destroy(f);
 
     /* No callback: the lines go nowhere. */
-    CHECK(flow_from_text("return { on_event = function(ev) log.info('x') print('y') end }", 0, &f, &err) == 0);
+    CHECK(flow_from_text("return { on_event = function(ev) log.info('x') print('y') end }", 0, &f, &err) ==
+          0);
     CHECK(run(f, "{}", NULL, &out, &err) == 0);
     gust_emits_free(&out);
     gust_flow_destroy(f);
@@ -319,7 +333,8 @@ static void test_reachable(void)
                          "  for k, v in pairs(t) do\n"
                          "    if type(k) == 'string' then\n"
                          "      if type(v) == 'function' then names[#names + 1] = prefix .. k\n"
-                         "      elseif type(v) == 'table' and not seen[v] then seen[v] = true walk(v, prefix .. k .. '.') end\n"
+                         "      elseif type(v) == 'table' and not seen[v] then seen[v] = true walk(v, prefix "
+                         ".. k .. '.') end\n"
                          "    end\n"
                          "  end\n"
                          "end\n"
@@ -329,19 +344,23 @@ static void test_reachable(void)
                          "end }";
     CHECK(flow_from_text(script, 0, &f, &err) == 0);
     CHECK(run(f, "{}", NULL, &out, &err) == 0);
-    CHECK_STR(out.v[0].payload,
-              "{\"names\":\"array assert bit.arshift bit.band bit.bnot bit.bor bit.bswap bit.bxor bit.lshift "
-              "bit.rol bit.ror bit.rshift bit.tobit bit.tohex collectgarbage coroutine.create coroutine.isyieldable "
-              "coroutine.resume coroutine.running coroutine.status coroutine.wrap coroutine.yield emit error gcinfo "
-              "getfenv getmetatable ipairs json.array json.decode json.encode load loadstring log.error log.info "
-              "log.warn math.abs math.acos math.asin math.atan math.atan2 math.ceil math.cos math.cosh math.deg "
-              "math.exp math.floor math.fmod math.frexp math.ldexp math.log math.log10 math.max math.min math.modf "
-              "math.pow math.rad math.random math.randomseed math.sin math.sinh math.sqrt math.tan math.tanh next "
-              "pairs pcall print rawequal rawget rawset require select setfenv setmetatable state.del state.get "
-              "state.incr state.set string.byte string.char string.find string.format string.gmatch string.gsub "
-              "string.len string.lower string.match string.rep string.reverse string.sub string.upper table.concat "
-              "table.foreach table.foreachi table.getn table.insert table.maxn table.move table.remove table.sort tonumber "
-              "tostring type unpack xpcall\"}");
+    CHECK_STR(
+        out.v[0].payload,
+        "{\"names\":\"array assert bit.arshift bit.band bit.bnot bit.bor bit.bswap bit.bxor bit.lshift "
+        "bit.rol bit.ror bit.rshift bit.tobit bit.tohex collectgarbage coroutine.create "
+        "coroutine.isyieldable "
+        "coroutine.resume coroutine.running coroutine.status coroutine.wrap coroutine.yield emit error "
+        "gcinfo "
+        "getfenv getmetatable ipairs json.array json.decode json.encode load loadstring log.error log.info "
+        "log.warn math.abs math.acos math.asin math.atan math.atan2 math.ceil math.cos math.cosh math.deg "
+        "math.exp math.floor math.fmod math.frexp math.ldexp math.log math.log10 math.max math.min math.modf "
+        "math.pow math.rad math.random math.randomseed math.sin math.sinh math.sqrt math.tan math.tanh next "
+        "pairs pcall print rawequal rawget rawset require select setfenv setmetatable state.del state.get "
+        "state.incr state.set string.byte string.char string.find string.format string.gmatch string.gsub "
+        "string.len string.lower string.match string.rep string.reverse string.sub string.upper table.concat "
+        "table.foreach table.foreachi table.getn table.insert table.maxn table.move table.remove table.sort "
+        "tonumber "
+        "tostring type unpack xpcall\"}");
     gust_emits_free(&out);
     gust_flow_destroy(f);
 }

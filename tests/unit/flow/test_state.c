@@ -12,8 +12,8 @@ struct counting {
     int fail;
 };
 
-static int counting_read(void *ud, const char *key, size_t key_len, int64_t now_ms, struct gust_state_value *out,
-                         struct gust_err *err)
+static int counting_read(void *ud, const char *key, size_t key_len, int64_t now_ms,
+                         struct gust_state_value *out, struct gust_err *err)
 {
     struct counting *c = ud;
     c->reads++;
@@ -227,10 +227,12 @@ static void test_errors(void)
         {"state.set('k')", "state.set: the value is nil (state.del removes a key)"},
         {"state.set('k', function() end)", "cannot"},
         {"state.set('k', 1, -1)", "state.set: ttl must be a positive number of seconds"},
-        {"state.set('k', string.rep('x', 70000))", "state.set: the value of 'k' is 70002 bytes of JSON, more than 65536"},
+        {"state.set('k', string.rep('x', 70000))",
+         "state.set: the value of 'k' is 70002 bytes of JSON, more than 65536"},
         {"state.incr('text')", "state.incr: the value of 'text' is not a number"},
         {"state.incr('k', 0/0)", "state.incr: the increment must be a finite number"},
-        {"state.incr('k', 1e308) state.incr('k', 1e308)", "state.incr: the sum for 'k' is not a finite number"},
+        {"state.incr('k', 1e308) state.incr('k', 1e308)",
+         "state.incr: the sum for 'k' is not a finite number"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char json[256];
@@ -260,7 +262,8 @@ static void test_errors(void)
     CHECK(gust_state_mem_create(&mem) == 0);
     struct gust_state_store store = gust_state_mem_store(mem);
     struct gust_flow_opts opts = {.state = &store};
-    CHECK(flow_from_text_opts("state.set('k', 1)\nreturn { on_event = print }", opts, &f, &err) == GUST_ECONFIG);
+    CHECK(flow_from_text_opts("state.set('k', 1)\nreturn { on_event = print }", opts, &f, &err) ==
+          GUST_ECONFIG);
     CHECK_CONTAINS(err.msg, ".lua:1: state: only on_event can use state");
     gust_state_mem_destroy(mem);
     gust_emits_free(&out);

@@ -61,13 +61,15 @@ static void test_csv(void)
     CHECK(gust_tables_load_file(t, "countries", file("c.csv", csv), "code", NULL, &err) == 0);
     CHECK(gust_tables_count(t) == 1 && gust_table_rows(gust_tables_at(t, 0)) == 4);
     CHECK_STR(gust_table_name(gust_tables_at(t, 0)), "countries");
-    CHECK_STR(row(t, 0, "FR"), "{\"code\":\"FR\",\"name\":\"France\",\"note\":\"says \\\"bonjour\\\", eats\"}");
+    CHECK_STR(row(t, 0, "FR"),
+              "{\"code\":\"FR\",\"name\":\"France\",\"note\":\"says \\\"bonjour\\\", eats\"}");
     CHECK_STR(row(t, 0, "DE"), "{\"code\":\"DE\",\"name\":\"Deutschland\",\"note\":\"two\\nlines\"}");
     CHECK_STR(row(t, 0, "IT"), "{\"code\":\"IT\",\"name\":\"Italia\",\"note\":\"\"}");
     CHECK_STR(row(t, 0, "PT"), "{\"code\":\"PT\",\"name\":\"\",\"note\":\"\"}");
     CHECK_STR(row(t, 0, "ES"), "(none)");
     CHECK(gust_tables_has(t, "countries") && !gust_tables_has(t, "cities"));
-    CHECK(gust_tables_load_file(t, "countries", file("d.csv", "a\n1\n"), "a", "host.conf:9", &err) == GUST_ECONFIG);
+    CHECK(gust_tables_load_file(t, "countries", file("d.csv", "a\n1\n"), "a", "host.conf:9", &err) ==
+          GUST_ECONFIG);
     CHECK_CONTAINS(err.msg, "table 'countries' is defined twice (table 'countries' at host.conf:9)");
     gust_tables_unref(t);
 
@@ -99,10 +101,12 @@ static void test_json(void)
     struct gust_tables *t;
     struct gust_err err;
     CHECK(gust_tables_create(&t, &err) == 0);
-    CHECK(gust_tables_load_file(t, "o", file("o.json", "{\"FR\": {\"name\": \"France\", \"eu\": true},\n"
-                                                        " \"n\": 12.50, \"nul\\u0000l\": [null]}"),
+    CHECK(gust_tables_load_file(t, "o",
+                                file("o.json", "{\"FR\": {\"name\": \"France\", \"eu\": true},\n"
+                                               " \"n\": 12.50, \"nul\\u0000l\": [null]}"),
                                 NULL, NULL, &err) == 0);
-    CHECK(gust_tables_load_file(t, "a", file("a.json", "[{\"id\": 7, \"v\": 1e2},\n {\"id\": \"x\", \"v\": \"s\"}]"),
+    CHECK(gust_tables_load_file(t, "a",
+                                file("a.json", "[{\"id\": 7, \"v\": 1e2},\n {\"id\": \"x\", \"v\": \"s\"}]"),
                                 "id", NULL, &err) == 0);
     CHECK_STR(row(t, 0, "FR"), "{\"name\":\"France\",\"eu\":true}");
     CHECK_STR(row(t, 0, "n"), "12.50"); /* numbers as written */
@@ -119,7 +123,8 @@ static void test_json(void)
         {"j.json", "[{\"id\": 1}]", NULL, "j.json: an array of objects needs `key FIELD;`"},
         {"j.json", "[{\"id\": 1},\n 2]", "id", "j.json:2: element 2 is not an object"},
         {"j.json", "[{\"id\": 1},\n\n {\"di\": 2}]", "id", "j.json:3: element 2 has no 'id'"},
-        {"j.json", "[{\"id\": 1},\n {\"id\": true}]", "id", "j.json:2: element 2 has no 'id' (a string or a number"},
+        {"j.json", "[{\"id\": 1},\n {\"id\": true}]", "id",
+         "j.json:2: element 2 has no 'id' (a string or a number"},
         {"j.json", "[{\"id\": 1},\n {\"id\": 1}]", "id", "j.json:2: duplicate key '1' (first at line 1)"},
         {"j.json", "{\"a\": 1,\n\"a\": 2}", NULL, "j.json:2: duplicate key 'a' (first at line 1)"},
         {"j.json", "{\"\": 1}", NULL, "j.json:1: a member with an empty name"},
@@ -133,7 +138,8 @@ static void test_json(void)
     }
     CHECK(gust_tables_create(&t, &err) == 0);
     CHECK(gust_tables_load_file(t, "t", "/nonexistent/x.csv", "a", "host.conf:3", &err) == GUST_ECONFIG);
-    CHECK_CONTAINS(err.msg, "/nonexistent/x.csv: cannot read: No such file or directory (table 't' at host.conf:3)");
+    CHECK_CONTAINS(err.msg,
+                   "/nonexistent/x.csv: cannot read: No such file or directory (table 't' at host.conf:3)");
     CHECK(gust_tables_load_file(t, "bad name", file("x.json", "{}"), NULL, NULL, &err) == GUST_ECONFIG);
     CHECK_CONTAINS(err.msg, "invalid table name 'bad name'");
     CHECK(gust_tables_add_json(t, "inline", "[1]", 3, "k", "case.json: tables.inline", &err) == GUST_ECONFIG);
@@ -147,13 +153,14 @@ static void test_lua(void)
     struct gust_err err;
     struct gust_emits out = {0};
     CHECK(gust_tables_create(&t, &err) == 0);
-    CHECK(gust_tables_load_file(t, "countries", file("c.csv", "code,name\nFR,France\n42,Answer\n"), "code", NULL,
-                                &err) == 0);
+    CHECK(gust_tables_load_file(t, "countries", file("c.csv", "code,name\nFR,France\n42,Answer\n"), "code",
+                                NULL, &err) == 0);
     const char *big = "{\"12345678901234567890\": \"big\"}";
     CHECK(gust_tables_add_json(t, "big", big, strlen(big), NULL, "inline", &err) == 0);
     struct gust_flow *f;
     struct gust_flow_opts opts = {.tables = t};
-    CHECK(flow_from_text_opts("return { on_event = function(ev) EV = ev load(ev.code)() end }", opts, &f, &err) == 0);
+    CHECK(flow_from_text_opts("return { on_event = function(ev) EV = ev load(ev.code)() end }", opts, &f,
+                              &err) == 0);
     gust_tables_unref(t); /* the flow keeps its own reference */
     const char *json = "{\"code\": \"local r = tables.countries[EV.k] r.name = 'changed' "
                        "emit('ev.x', {name = tables.countries.FR.name, n = #tables.countries, "
@@ -161,8 +168,9 @@ static void test_lua(void)
                        "  big = tables.big[EV.big], s = tostring(tables.countries)})\", \"k\": \"FR\","
                        "\"big\": 12345678901234567890}";
     CHECK(gust_flow_run(f, json, strlen(json), NULL, &out, &err) == 0);
-    static const char *const fields[] = {"\"name\":\"France\"", "\"n\":2", "\"answer\":\"Answer\"", "\"none\":true",
-                                         "\"big\":\"big\"", "\"s\":\"lookup table 'countries' (2 rows)\""};
+    static const char *const fields[] = {
+        "\"name\":\"France\"", "\"n\":2",         "\"answer\":\"Answer\"",
+        "\"none\":true",       "\"big\":\"big\"", "\"s\":\"lookup table 'countries' (2 rows)\""};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         CHECK_CONTAINS(out.n == 1 ? out.v[0].payload : "", fields[i]);
     }
