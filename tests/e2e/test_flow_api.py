@@ -5,11 +5,13 @@ the old generation and names file:line, gust -t checks them), require cannot lea
 lua_path, log floods are rate-limited and counted, and gust test-flow -c resolves
 modules and tables as a running unit does."""
 import base64
+import calendar
 import json
 import os
 import signal
 import socket
 import subprocess
+import time
 
 from gustlib import GUST, Checks, Gust, NatsServer, TempDir, wait_for
 
@@ -91,15 +93,12 @@ def js_msg(port, stream, seq):
                 s.sendall(b"PONG\r\n")
     m = reply["message"]
     stamp, frac = m["time"].rstrip("Z").split(".")
-    import calendar
-    import time
     secs = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
     ns = secs * 10**9 + int(frac.ljust(9, "0")[:9])
     return m["subject"], base64.b64decode(m["data"]), ns
 
 
 def rfc3339_ms(ms):
-    import time
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
 
 
