@@ -7,8 +7,7 @@ int gust_config_tables_load(const struct gust_config *c, struct gust_tables *t, 
         if (gust_tables_has(t, tc->name)) {
             continue;
         }
-        int rc = gust_tables_load_file(t, tc->name, gust_cfg_str(tc->cfg, "file"),
-                                       gust_cfg_str(tc->cfg, "key"), tc->where, err);
+        int rc = gust_tables_load_file(t, tc->name, tc->k.file, tc->k.key, tc->where, err);
         if (rc != 0) {
             return rc;
         }

@@ -185,9 +185,6 @@ int gust_flow_push_meta(lua_State *L, const struct gust_flow_meta *meta);
  * Only then does a run build meta, which costs a table and its strings per event. Uses
  * the debug library (LuaJIT's C API does not tell), opened for this and removed. */
 int gust_flow_wants_meta(lua_State *L, int idx);
-/* Writes ms since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 bytes and a NUL, out
- * has 32); returns the length. */
-size_t gust_flow_rfc3339_ms(int64_t ms, char *out);
 
 /* Reads emit()'s options table at idx into `headers` (an array of struct gust_header
  * sorted by name, whose strings are the table's own: valid while it is on the stack);

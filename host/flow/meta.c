@@ -11,67 +11,7 @@
 #include <lualib.h>
 
 #include "flow_int.h"
-
-/* Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar), after
- * Howard Hinnant's days_from_civil inverse: exact for every int64 day count a time
- * in ms can give. */
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-/* Writes v as `width` digits (zero-padded; v has no more digits than that). */
-static char *put_digits(char *w, unsigned v, int width)
-{
-    for (int i = width - 1; i >= 0; i--) {
-        w[i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-    return w + width;
-}
-
-size_t gust_flow_rfc3339_ms(int64_t ms, char *out)
-{
-    int64_t days = ms / 86400000, rem = ms % 86400000;
-    if (rem < 0) {
-        rem += 86400000;
-        days--;
-    }
-    int64_t y;
-    unsigned mo, d;
-    civil_from_days(days, &y, &mo, &d);
-    unsigned s = (unsigned)(rem / 1000), milli = (unsigned)(rem % 1000);
-    if (y < 0 || y > 9999) { /* not a time a stream stores; RFC 3339 has four-digit years */
-        int n = snprintf(out, 32, "%lld-%02u-%02uT%02u:%02u:%02u.%03uZ", (long long)y, mo, d, s / 3600,
-                         s / 60 % 60, s % 60, milli);
-        return n > 0 && n < 32 ? (size_t)n : 0;
-    }
-    /* By hand: snprintf cost 3.5k instructions, more than the rest of meta. */
-    char *w = put_digits(out, (unsigned)y, 4);
-    *w++ = '-';
-    w = put_digits(w, mo, 2);
-    *w++ = '-';
-    w = put_digits(w, d, 2);
-    *w++ = 'T';
-    w = put_digits(w, s / 3600, 2);
-    *w++ = ':';
-    w = put_digits(w, s / 60 % 60, 2);
-    *w++ = ':';
-    w = put_digits(w, s % 60, 2);
-    *w++ = '.';
-    w = put_digits(w, milli, 3);
-    *w++ = 'Z';
-    *w = '\0';
-    return (size_t)(w - out);
-}
+#include "gust/sdk.h"
 
 int gust_flow_wants_meta(lua_State *L, int idx)
 {
@@ -168,8 +108,8 @@ int gust_flow_push_meta(lua_State *L, const struct gust_flow_meta *m)
         lua_pushnil(L);
     }
     if (m->time_ms != 0) {
-        char text[32];
-        size_t len = gust_flow_rfc3339_ms(m->time_ms, text);
+        char text[GUST_RFC3339_SIZE];
+        size_t len = gust_rfc3339_ms(m->time_ms, text);
         lua_pushnumber(L, (lua_Number)m->time_ms);
         lua_pushlstring(L, text, len);
     } else {

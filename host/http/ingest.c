@@ -1,4 +1,5 @@
-/* POST /ingest/<suffix>: validate, publish to ev.<suffix>, answer 202 after the PubAck.
+/* POST /ingest/<suffix>: validate, publish to <prefix><suffix> (ev.<suffix> with
+ * `subjects ev.>;`), answer 202 after the PubAck.
  *
  * The publish goes out on ingest's own NATS connection, which the event loop drives
  * (nats_loop.c), and its outcome comes back on the loop. The client may go away
@@ -15,7 +16,6 @@
 #include "internal.h"
 #include "nats_loop.h"
 
-#define SUBJECT_PREFIX "ev."
 #define MAX_SUBJECT 256
 
 struct ingest_wait {
@@ -75,12 +75,16 @@ static int hex_value(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* "ev." + the suffix with %XX decoded, so that an encoded space or control character
- * is judged as what it stands for. Returns 0 when empty, too long or badly encoded. */
-static int subject_from_suffix(h2o_iovec_t suffix, char out[MAX_SUBJECT])
+/* The stream's prefix + the suffix with %XX decoded, so that an encoded space or control
+ * character is judged as what it stands for. Returns 0 when empty, too long or badly
+ * encoded. */
+static int subject_from_suffix(const char *prefix, size_t plen, h2o_iovec_t suffix, char out[MAX_SUBJECT])
 {
-    size_t n = sizeof(SUBJECT_PREFIX) - 1;
-    memcpy(out, SUBJECT_PREFIX, n);
+    size_t n = plen;
+    if (n >= MAX_SUBJECT) {
+        return 0;
+    }
+    memcpy(out, prefix, n);
     for (size_t i = 0; i < suffix.len; i++) {
         char c = suffix.base[i];
         if (c == '%') {
@@ -98,7 +102,7 @@ static int subject_from_suffix(h2o_iovec_t suffix, char out[MAX_SUBJECT])
         out[n++] = c;
     }
     out[n] = '\0';
-    return n > sizeof(SUBJECT_PREFIX) - 1 && memchr(out, '\0', n) == NULL;
+    return n > plen && memchr(out, '\0', n) == NULL;
 }
 
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
@@ -109,8 +113,9 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char subject[MAX_SUBJECT];
-    if (!subject_from_suffix(suffix, subject) ||
-        !gust_subject_valid(subject + sizeof(SUBJECT_PREFIX) - 1, strlen(subject) - (sizeof(SUBJECT_PREFIX) - 1), 0)) {
+    size_t plen = strlen(http->subject_prefix);
+    if (!subject_from_suffix(http->subject_prefix, plen, suffix, subject) ||
+        !gust_subject_valid(subject + plen, strlen(subject) - plen, 0)) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");
@@ -120,9 +125,10 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, "empty body");
         return;
     }
-    if (req->entity.len > http->max_body) {
+    size_t max_body = gust_http_policy(http)->s.max_body;
+    if (req->entity.len > max_body) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "body over %zu bytes", http->max_body);
+        snprintf(msg, sizeof(msg), "body over %zu bytes", max_body);
         gust_http_send_error(req, GUST_ROUTE_INGEST, 413, msg);
         return;
     }

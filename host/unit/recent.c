@@ -191,24 +191,19 @@ static void record_one(struct entry *e, const struct gust_batch *b, size_t i, ui
     }
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const uint8_t *fate)
 {
     if (r == NULL || b->n == 0) {
         return;
     }
-    int64_t at = now_ms();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     /* Only the last messages of a big batch would survive in the ring anyway. */
     size_t first = b->n > GUST_RECENT_EVENTS ? b->n - GUST_RECENT_EVENTS : 0;
     pthread_mutex_lock(&r->lock);
     for (size_t i = first; i < b->n; i++) {
-        record_one(&r->ring[r->head], b, i, fate[i], at);
+        record_one(&r->ring[r->head], b, i, fate[i], now_ms);
         r->head = (r->head + 1) % GUST_RECENT_EVENTS;
         if (r->count < GUST_RECENT_EVENTS) {
             r->count++;
@@ -222,7 +217,7 @@ void gust_recent_log(struct gust_recent *r, int level, uint64_t seq, uint32_t at
     if (r == NULL) {
         return;
     }
-    int64_t at = now_ms();
+    int64_t at = gust_clock_wall_ms();
     pthread_mutex_lock(&r->lock);
     if (r->logs == NULL) {
         r->logs = calloc(GUST_RECENT_LOGS, sizeof(*r->logs));
@@ -277,15 +272,6 @@ static int append_payload(struct gust_buf *out, const char *p, size_t len, size_
     return rc ? rc : gust_buf_printf(out, ",\"payload_bytes\":%zu,\"truncated\":%s", bytes, len < bytes ? "true" : "false");
 }
 
-static void rfc3339_ms(char *out, size_t size, int64_t ms)
-{
-    time_t sec = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, size - n, ".%03dZ", (int)(ms % 1000));
-}
-
 /* The kept log lines of e's message (same seq and attempt), oldest first. */
 static int append_logs(struct gust_buf *out, const struct gust_recent *r, const struct entry *e)
 {
@@ -295,8 +281,8 @@ static int append_logs(struct gust_buf *out, const struct gust_recent *r, const 
         if (l->seq != e->seq || l->attempt != e->attempt) {
             continue;
         }
-        char at[40];
-        rfc3339_ms(at, sizeof(at), l->at_ms);
+        char at[GUST_RFC3339_SIZE];
+        gust_rfc3339_ms(l->at_ms, at);
         rc = gust_buf_printf(out, "%s{\"level\":\"%s\",\"at\":\"%s\",\"text\":", first ? "" : ",",
                              level_names[l->level & 3], at);
         rc = rc ? rc : gust_json_append_string(out, l->text, l->len);
@@ -315,8 +301,8 @@ int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
     pthread_mutex_lock(&r->lock);
     for (size_t k = 0; k < r->count && rc == 0; k++) {
         const struct entry *e = &r->ring[(r->head + GUST_RECENT_EVENTS - 1 - k) % GUST_RECENT_EVENTS];
-        char at[40];
-        rfc3339_ms(at, sizeof(at), e->at_ms);
+        char at[GUST_RFC3339_SIZE];
+        gust_rfc3339_ms(e->at_ms, at);
         rc = gust_buf_printf(out, "%s{\"seq\":%" PRIu64 ",\"subject\":", k > 0 ? "," : "", e->seq);
         const char *subject = e->bytes != NULL ? e->bytes : ""; /* NULL: out of memory at its record */
         const char *error = subject + e->subject_len, *payload = error + e->error_len;

@@ -16,8 +16,8 @@ static int run(struct gust_flow *f, const char *json, const struct gust_flow_met
 
 static const char *rfc3339(int64_t ms)
 {
-    static char out[32];
-    gust_flow_rfc3339_ms(ms, out);
+    static char out[GUST_RFC3339_SIZE];
+    gust_rfc3339_ms(ms, out);
     return out;
 }
 
