@@ -27,7 +27,8 @@ const struct gust_schema_key gust_top_schema[] = {
     TOP(node_name, STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
     TOP(cluster, BOOL, "off", 0,
         "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"),
-    TOP(lua_path, PATH, "scripts/lib", R, "where a flow's require \"name\" finds name.lua (a flow may set its own)"),
+    TOP(lua_path, PATH, "scripts/lib", R,
+        "where a flow's require \"name\" finds name.lua (a flow may set its own)"),
     GUST_KEY_END,
 };
 
