@@ -242,7 +242,8 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
             for (size_t e = emit_start(c, i); e < c->emit_end[i]; e++) {
                 const struct gust_emit *em = &c->batch.emits.v[e];
                 struct ticket *t = next_ticket(c, i);
-                t->pub = (struct gust_pub){.subject = em->subject, .data = em->payload, .len = em->len};
+                t->pub = (struct gust_pub){.subject = em->subject, .data = em->payload, .len = em->len,
+                                           .headers = em->headers, .nheaders = em->nheaders};
                 if (ids && c->handler.emit_id != NULL) {
                     c->handler.emit_id(c->handler.impl, &c->batch, i, e, t->id);
                 } else if (ids) {

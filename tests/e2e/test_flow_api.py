@@ -25,6 +25,17 @@ flow enrich { script enrich.lua; source ev.e; }
 flow escape { script escape.lua; source ev.x; }
 flow noisy  { script noisy.lua; source ev.n; log_rate 20; }
 flow own    { script own.lua; source ev.o; lua_path other; }
+flow hdr    { script hdr.lua; source ev.h; }
+flow hdr2   { script hdr2.lua; source ev.h2; }
+"""
+
+# Emit headers reach the stored message, with the emit's deterministic Nats-Msg-Id, and
+# the next flow's meta.headers.
+HDR = """
+return { on_event = function(ev) emit("ev.h2", { n = ev.n }, { headers = { ["X-Trace"] = ev.trace } }) end }
+"""
+HDR2 = """
+return { on_event = function(ev, meta) emit("ev.h2.out", { n = ev.n, headers = meta.headers }) end }
 """
 
 META = """
@@ -110,6 +121,8 @@ def main():
     tmp.file("escape.lua", ESCAPE)
     tmp.file("noisy.lua", NOISY)
     tmp.file("own.lua", OWN)
+    tmp.file("hdr.lua", HDR)
+    tmp.file("hdr2.lua", HDR2)
     tmp.file("lib/fmt.lua", 'return { label = function(code, name) return code .. ": " .. tostring(name) end }\n')
     tmp.file("other/fmt.lua", 'return { label = function(code, name) return "other " .. code .. name end }\n')
     with open(os.path.join(tmp.path, "lib", "bc.lua"), "wb") as f:
@@ -148,6 +161,13 @@ def main():
             t.eq(meta["attempt"], 2 if n == 2 else 1, "meta.attempt (event %d)" % n)
             t.eq(meta["unit"], "meta", "meta.unit")
             t.eq(meta["headers"], {}, "meta.headers (ingest stores none yet)")
+
+        # Emit headers, and the id every emit carries.
+        status, body, _ = g.request("POST", "/ingest/h", json.dumps({"n": 7, "trace": "t-7"}).encode())
+        t.eq(status, 202, "ingest h")
+        got = wait_for(lambda: outputs("ev.h2.out"), 15, "the second flow's emit")
+        t.eq(got, [{"n": 7, "headers": {"X-Trace": "t-7", "Nats-Msg-Id": "hdr:%d:0" % json.loads(body)["seq"]}}],
+             "emit headers and the emit's Nats-Msg-Id in the next flow's meta.headers")
 
         # Modules and tables.
         for n, code in enumerate(["FR", "ES"]):
