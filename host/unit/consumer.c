@@ -326,6 +326,9 @@ static int run_batch(struct gust_consumer *c, size_t n)
     c->batch.error = c->error;
     c->batch.emit_end = c->emit_end;
     c->handler.run_batch(c->handler.impl, &c->batch);
+    if (c->handler.commit != NULL) {
+        c->handler.commit(c->handler.impl, &c->batch);
+    }
     uint64_t t1 = now_ns();
 
     char dlq_subject[300];

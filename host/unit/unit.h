@@ -55,6 +55,11 @@ struct gust_handler {
     int wants_headers; /* msgs carry their headers (they cost a parse each) */
     /* Called on the unit's thread, once per batch. */
     void (*run_batch)(void *impl, struct gust_batch *b);
+    /* Optional. After run_batch, before anything of the batch is published: commits what
+     * the batch staged besides its emits (a flow's durable state). It may fail messages
+     * (outcome GUST_OUTCOME_RETRY or WAIT, with their error): their emits are then not
+     * published and they are not acked. On the unit's thread; may block. */
+    void (*commit)(void *impl, struct gust_batch *b);
     /* Optional. The Nats-Msg-Id of emit e (of message i) into out (GUST_MSG_ID_MAX);
      * without it, the core's "<unit>:<stream seq>:<index in the message's emits>". */
     void (*emit_id)(void *impl, const struct gust_batch *b, size_t i, size_t e, char *out);
