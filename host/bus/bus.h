@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "nats_opts.h"
 #include "pending.h"
 
 struct gust_bus_conf {
@@ -28,6 +29,7 @@ struct gust_bus_conf {
     size_t max_pending; /* publishes awaiting their PubAck at once */
     int send_asap;      /* units and sources write each publish and ack at once */
     int replicas;       /* of each stream */
+    struct gust_nats_link_conf link; /* TLS, credentials, keepalive, reconnection */
 };
 
 struct gust_bus;
@@ -69,9 +71,5 @@ jsCtx *gust_bus_js(struct gust_bus *bus);
 natsConnection *gust_bus_conn_now(struct gust_bus *bus);
 
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
-
-/* JetStream's PubAck in data: 0 and its stream sequence in seq, or GUST_EIO and the
- * server's reason in why. */
-int gust_puback_parse(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size);
 
 #endif

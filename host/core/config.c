@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bus/nats_opts.h"
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
 #include "edges.h"
@@ -36,7 +37,26 @@ const struct gust_schema_key gust_http_schema[] = {
 };
 
 const struct gust_schema_key gust_nats_schema[] = {
-    {"url", GUST_T_LIST, NULL, 0, "server URLs (several for a cluster); none: embedded nats-server"},
+    {"url", GUST_T_LIST, NULL, 0, "server URLs, nats:// or tls:// (several for a cluster); none: embedded nats-server"},
+    {"tls", GUST_T_BOOL, "off", 0, "on: TLS to every server whatever the URL scheme (tls://, tls_ca or tls_cert turn it on too)"},
+    {"tls_ca", GUST_T_PATH, NULL, 0, "PEM file of the CA(s) that sign the servers' certificates (default: the system's)"},
+    {"tls_cert", GUST_T_PATH, NULL, 0, "PEM client certificate, for servers that verify clients (with tls_key)"},
+    {"tls_key", GUST_T_PATH, NULL, GUST_K_SECRET, "PEM private key of tls_cert"},
+    {"tls_verify", GUST_T_BOOL, "on", 0, "off: accept any server certificate (for tests only)"},
+    {"tls_server_name", GUST_T_STR, NULL, 0,
+     "the name the servers' certificates must carry (default: the URLs' host when they share a DNS name; else the chain alone is checked)"},
+    {"creds", GUST_T_PATH, NULL, GUST_K_SECRET, "user credentials file (user JWT and NKey seed, as nsc writes it)"},
+    {"nkey_seed", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding a user NKey seed (SU...)"},
+    {"token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding the servers' authorization token"},
+    {"user", GUST_T_STR, NULL, 0, "user name, with password_file or password_env"},
+    {"password_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding the user's password"},
+    {"password_env", GUST_T_STR, NULL, GUST_K_SECRET, "environment variable holding the user's password"},
+    {"ping_interval", GUST_T_DURATION, "2s", 0, "how often every connection PINGs its server"},
+    {"max_pings_out", GUST_T_INT, "2", 0,
+     "unanswered PINGs after which a connection is dropped and remade: a silent server is noticed within ping_interval x (max_pings_out + 1)"},
+    {"reconnect_wait", GUST_T_DURATION, "250ms", 0,
+     "first wait before reconnecting; doubles while attempts fail or connections drop within 10 s"},
+    {"reconnect_max_wait", GUST_T_DURATION, "5s", 0, "longest wait between reconnection attempts"},
     {"server_bin", GUST_T_STR, "nats-server", 0, "embedded mode: the nats-server binary"},
     {"stream", GUST_T_STR, "GUST", 0, "the event stream"},
     {"subjects", GUST_T_FILTER, "ev.>", 0, "subjects of the event stream"},
@@ -232,6 +252,10 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 rc = check_block(n, n->name, n->name[0] == 'h' ? gust_http_schema : gust_nats_schema, slot, err);
                 if (rc == 0 && n->name[0] == 'n') {
                     rc = check_nats_urls(n, err);
+                }
+                struct gust_nats_link_conf link;
+                if (rc == 0 && n->name[0] == 'n') {
+                    rc = gust_nats_link_conf_load(c->nats, &link, err);
                 }
             }
         } else if (strcmp(n->name, "plugin") == 0) {

@@ -137,7 +137,8 @@ static int run(const char *config_path)
     };
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
-    rc = gust_bus_create(&bc, &bus, &err);
+    rc = gust_nats_link_conf_load(c->nats, &bc.link, &err);
+    rc = rc != 0 ? rc : gust_bus_create(&bc, &bus, &err);
     if (rc == 0) {
         struct gust_lease_conf lc = {
             .bucket = gust_cfg_str(c->nats, "lease_bucket"),

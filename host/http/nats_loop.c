@@ -14,6 +14,7 @@
 #include "../bus/bus.h"
 #include "../bus/nats_url.h"
 #include "../bus/pending.h"
+#include "../bus/puback.h"
 #include "../common/buf.h"
 #include "../common/log.h"
 
@@ -198,7 +199,9 @@ static void on_reply(struct nats_loop *n, const char *subject, size_t subject_le
         status = GUST_EIO;
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
-        status = gust_puback_parse(msg + hdr, total - hdr, &seq, why, sizeof(why));
+        struct gust_puback ack;
+        status = gust_puback_parse(msg + hdr, total - hdr, &ack, why, sizeof(why));
+        seq = ack.seq;
     }
     gust_pending_complete(&n->pending, id, status, seq, why);
 }

@@ -56,9 +56,10 @@ class TempDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def read_stream(url, stream="GUST"):
-    """[(seq, subject, bytes)] of a stream, read back with nats.c."""
-    out = subprocess.run([STREAM_READ, url, stream], check=True, capture_output=True).stdout
+def read_stream(url, stream="GUST", client_args=()):
+    """[(seq, subject, bytes)] of a stream, read back with nats.c. client_args are the
+    tool's connection options (--tls-ca FILE, --creds FILE, ...)."""
+    out = subprocess.run([STREAM_READ] + list(client_args) + [url, stream], check=True, capture_output=True).stdout
     msgs, i = [], 0
     while i < len(out):
         nl = out.index(b"\n", i)
@@ -72,21 +73,31 @@ def read_stream(url, stream="GUST"):
 class NatsServer:
     """A real nats-server with JetStream, its store in a temp dir."""
 
-    def __init__(self, tmp, port=None, args=()):
+    def __init__(self, tmp, port=None, args=(), conf=None, client_args=(), scheme="nats", host="127.0.0.1"):
         self.port = port or free_port()
         self.args = list(args)  # more nats-server options, e.g. ["--user", "u", "--pass", "p"]
         self.store = os.path.join(tmp.path, "nats-%d" % self.port)
-        self.log = open(os.path.join(tmp.path, "nats-%d.log" % self.port), "ab")
+        self.log_path = os.path.join(tmp.path, "nats-%d.log" % self.port)
+        self.log = open(self.log_path, "ab")
+        # conf: the text of a configuration file (tls { }, authorization { }, operator
+        # mode); client_args: how gust-stream-read connects to it; scheme and host: of url.
+        self.conf = None
+        if conf is not None:
+            self.conf = tmp.file("nats-%d.conf" % self.port, conf)
+        self.client_args = list(client_args)
+        self.scheme = scheme
+        self.host = host
         self.proc = None
         self.start()
 
     @property
     def url(self):
-        return "nats://127.0.0.1:%d" % self.port
+        return "%s://%s:%d" % (self.scheme, self.host, self.port)
 
     def start(self):
+        conf = ["-c", self.conf] if self.conf else []
         self.proc = subprocess.Popen(
-            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store] + self.args,
+            ["nats-server"] + conf + ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store] + self.args,
             stdout=self.log, stderr=self.log)
         wait_for(lambda: port_open(self.port), 10, "nats-server on %d" % self.port)
 
@@ -103,10 +114,11 @@ class NatsServer:
         self.proc = None
 
     def read_stream(self, stream="GUST"):
-        return read_stream(self.url, stream)
+        return read_stream(self.url, stream, self.client_args)
 
     def count(self, stream="GUST"):
-        out = subprocess.run([STREAM_READ, self.url, stream, "--count"], check=True, capture_output=True)
+        out = subprocess.run([STREAM_READ] + self.client_args + [self.url, stream, "--count"], check=True,
+                             capture_output=True)
         return int(out.stdout)
 
 
