@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include "../bus/bus.h"
+#include "../bus/ingest_link.h"
 #include "../common/buf.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "internal.h"
-#include "nats_loop.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -146,13 +146,13 @@ static void handle_healthz(struct gust_http *http, h2o_req_t *req)
         send_method_not_allowed(req, GUST_ROUTE_HEALTHZ, "GET, HEAD");
         return;
     }
-    if (gust_bus_healthy(http->bus) && nats_loop_connected(http->ingest_bus)) {
+    if (gust_bus_healthy(http->bus) && gust_ingest_link_connected(http->ingest_bus)) {
         static const char ok[] = "{\"status\":\"ok\"}\n";
         gust_http_send(req, GUST_ROUTE_HEALTHZ, 200, "application/json", ok, sizeof(ok) - 1);
     } else {
         gust_http_send_error(req, GUST_ROUTE_HEALTHZ, 503,
                              !gust_bus_connected(http->bus)           ? "bus not connected"
-                             : !nats_loop_connected(http->ingest_bus) ? "ingest's bus connection not up"
+                             : !gust_ingest_link_connected(http->ingest_bus) ? "ingest's bus connection not up"
                                                                       : "jetstream not answering");
     }
 }
@@ -165,7 +165,7 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     }
     struct gust_buf out = {0};
     gust_metrics_render(&out, gust_bus_connected(http->bus), gust_bus_healthy(http->bus),
-                        nats_loop_connected(http->ingest_bus));
+                        gust_ingest_link_connected(http->ingest_bus));
     gust_units_render_metrics(http->units, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
     gust_buf_free(&out);
@@ -519,13 +519,15 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
     const char *urls[64];
     const struct gust_bus_conf *bc = gust_bus_config(bus);
-    struct nats_loop_conf nc = {
+    struct gust_ingest_link_conf nc = {
         .urls = urls,
         .nurls = gust_bus_urls(bus, urls, 64),
+        .link = &bc->link,
+        .stream_subjects = bc->subjects,
         .publish_timeout_ms = bc->publish_timeout_ms,
         .max_pending = bc->max_pending,
     };
-    if ((rc = nats_loop_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+    if ((rc = gust_ingest_link_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
@@ -577,7 +579,7 @@ void gust_http_close(struct gust_http *http)
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
-    nats_loop_destroy(http->ingest_bus);
+    gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {
