@@ -31,7 +31,7 @@ struct gust_bus {
      * to 1 ms), which is what units and sources want, and takes their PubAcks; `now`
      * writes each message at once, for the units' pull requests (one per batch), which
      * the next message waits for. (Ingest has a connection of its own on the event
-     * loop: http/nats_loop.c.) */
+     * loop: ingest_link.c.) */
     struct link main;
     struct link now;
     /* JetStream's API (streams, consumers, account info, the DLQ routes) on `now`: each

@@ -155,6 +155,12 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus
               why != NULL ? why : "");
 }
 
+static void on_connected(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    (void)closure;
+}
+
 /* ---- on the loop ---- */
 
 static void flush_now(struct gust_ingest_link *l);
@@ -383,7 +389,10 @@ static int connect_link(struct gust_ingest_link *l, const struct gust_ingest_lin
     if (s == NATS_OK) s = natsOptions_SetServers(opts, (const char **)conf->urls, (int)conf->nurls);
     if (s == NATS_OK) s = natsOptions_SetName(opts, "gust-ingest");
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL);
+    /* With a callback the first connection is retried in the background (without
+     * one nats.c would retry it here, blocking the start); the loop learns of it
+     * through ev_attach, so the callback has nothing to do. */
+    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, NULL);
     if (s == NATS_OK) s = natsOptions_SetNoEcho(opts, true);
     /* nats.c's synchronous subscriptions drop a "no responders" status without saying
      * whose it was, so the server is not asked for them: a subject outside the stream

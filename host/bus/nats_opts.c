@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,19 @@
 #define MAX_LINKS 16
 
 /* ---- reading and checking the configuration ---- */
+
+/* nats.c's last error on this thread without the "(conn.c:733): " it starts with, or
+ * NULL. */
+static const char *nats_last_error(void)
+{
+    const char *t = nats_GetLastError(NULL);
+    if (t != NULL && t[0] == '(') {
+        const char *e = strstr(t, "): ");
+        t = e != NULL ? e + 3 : t;
+    }
+    return t != NULL && t[0] != '\0' ? t : NULL;
+}
+
 
 void gust_nats_link_conf_defaults(struct gust_nats_link_conf *conf)
 {
@@ -107,6 +121,16 @@ static const char *ssl_reason(void)
     return e != 0 ? buf : "unknown error";
 }
 
+static EVP_PKEY *read_key(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    EVP_PKEY *key = f != NULL ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f != NULL) {
+        fclose(f);
+    }
+    return key;
+}
+
 /* The PEM files load as nats.c will load them: a CA that parses, a certificate with its
  * own key. */
 static int check_tls_files(const struct gust_cfg *nats, const struct gust_nats_link_conf *c, struct gust_err *err)
@@ -116,19 +140,21 @@ static int check_tls_files(const struct gust_cfg *nats, const struct gust_nats_l
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     int rc = 0;
+    EVP_PKEY *key = NULL;
     if (c->tls_ca != NULL && SSL_CTX_load_verify_locations(ctx, c->tls_ca, NULL) != 1) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: tls_ca %s: not a PEM CA certificate (%s)", gust_cfg_where(nats, "tls_ca"),
                           c->tls_ca, ssl_reason());
     } else if (c->tls_cert != NULL && SSL_CTX_use_certificate_chain_file(ctx, c->tls_cert) != 1) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: tls_cert %s: not a PEM certificate (%s)",
                           gust_cfg_where(nats, "tls_cert"), c->tls_cert, ssl_reason());
-    } else if (c->tls_key != NULL && SSL_CTX_use_PrivateKey_file(ctx, c->tls_key, SSL_FILETYPE_PEM) != 1) {
+    } else if (c->tls_key != NULL && (key = read_key(c->tls_key)) == NULL) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: tls_key %s: not a PEM private key (%s)", gust_cfg_where(nats, "tls_key"),
                           c->tls_key, ssl_reason());
-    } else if (c->tls_key != NULL && SSL_CTX_check_private_key(ctx) != 1) {
+    } else if (key != NULL && (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1)) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: tls_key %s is not the key of tls_cert %s", gust_cfg_where(nats, "tls_key"),
                           c->tls_key, c->tls_cert);
     }
+    EVP_PKEY_free(key);
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return rc;
@@ -330,8 +356,8 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
     delay += delay > 4 ? rand() % (delay / 4) : 0;
     st->connected_ms = now + delay; /* if the next attempt works, it was made about then */
     /* The reason of the attempt that failed, on this (nats.c's reconnect) thread. */
-    const char *why = nats_GetLastError(NULL);
-    if (why != NULL && why[0] != '\0' && strcmp(why, st->last_error) != 0) {
+    const char *why = nats_last_error();
+    if (why != NULL && strcmp(why, st->last_error) != 0) {
         snprintf(st->last_error, sizeof(st->last_error), "%s", why);
         gust_warn("%s: cannot connect to the bus: %s (next attempt in %lld ms)", st->name, why, (long long)delay);
     } else if (attempts == 1 && st->flaps > 0) {
@@ -362,8 +388,8 @@ static struct link_state *link_state_for(const char *link, const struct gust_nat
 /* nats.c's reason for the last failure, for a message. */
 static const char *nats_reason(natsStatus s)
 {
-    const char *t = nats_GetLastError(NULL);
-    return t != NULL && t[0] != '\0' ? t : natsStatus_GetText(s);
+    const char *t = nats_last_error();
+    return t != NULL ? t : natsStatus_GetText(s);
 }
 
 static int set_tls(natsOptions *opts, const struct gust_nats_link_conf *c, const char *link, struct gust_err *err)
@@ -437,4 +463,43 @@ int gust_nats_opts_fill(natsOptions *opts, const struct gust_nats_link_conf *c, 
     }
     int rc = c->tls ? set_tls(opts, c, link, err) : 0;
     return rc != 0 ? rc : set_auth(opts, c, link, err);
+}
+
+int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_link_conf *c, struct gust_err *err)
+{
+    natsOptions *opts = NULL;
+    natsConnection *nc = NULL;
+    natsStatus s = natsOptions_Create(&opts);
+    if (s == NATS_OK) s = natsOptions_SetServers(opts, (const char **)urls, (int)n);
+    if (s == NATS_OK) s = natsOptions_SetName(opts, "gust-probe");
+    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
+    if (s != NATS_OK) {
+        natsOptions_Destroy(opts);
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    int rc = gust_nats_opts_fill(opts, c, "bus", err);
+    if (rc == 0) {
+        s = natsConnection_Connect(&nc, opts);
+        /* Down, refusing connections or silent: the bus retries in the background. */
+        if (s != NATS_OK && s != NATS_NO_SERVER && s != NATS_TIMEOUT && s != NATS_IO_ERROR) {
+            struct gust_nats_url u;
+            int parsed = gust_nats_url_parse(urls[0], &u) == NULL;
+            /* A TLS server that wants a client certificate and gets none closes the
+             * connection once the handshake is over: nats.c sees no PONG. */
+            const char *why = nats_reason(s);
+            const char *hint = strstr(why, "PONG") == NULL ? ""
+                               : c->tls && c->tls_cert == NULL
+                                   ? " (the server closed the connection: does it want a client certificate, "
+                                     "tls_cert and tls_key?)"
+                                   : " (the server closed the connection; its log says why)";
+            rc = gust_err_set(err, GUST_ECONFIG, "bus: %s%s: %s%s", parsed ? u.text : "?", n > 1 ? ",..." : "", why,
+                              hint);
+            if (parsed) {
+                gust_nats_url_free(&u);
+            }
+        }
+    }
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(opts);
+    return rc;
 }

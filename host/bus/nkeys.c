@@ -187,7 +187,12 @@ int gust_nkey_public_of_seed_file(const char *path, char pub[GUST_NKEY_PUBLIC_LE
         return GUST_ECONFIG;
     }
     size_t slen = 0;
+    /* nats.c takes the first line starting with SU; another seed (SA..., SO...) would be
+     * a user's mistake worth naming. */
     const char *seed = find_line(text, "SU", &slen);
+    if (seed == NULL) {
+        seed = find_line(text, "S", &slen);
+    }
     char why[128];
     int rc = 0;
     if (seed == NULL) {

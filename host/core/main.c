@@ -138,6 +138,9 @@ static int run(const char *config_path)
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
     rc = gust_nats_link_conf_load(c->nats, &bc.link, &err);
+    if (rc == 0 && bc.nurls > 0) {
+        rc = gust_nats_probe(bc.urls, bc.nurls, &bc.link, &err);
+    }
     rc = rc != 0 ? rc : gust_bus_create(&bc, &bus, &err);
     if (rc == 0) {
         struct gust_lease_conf lc = {

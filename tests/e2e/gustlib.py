@@ -395,3 +395,29 @@ class Mosquitto:
             self.proc.terminate()
             self.proc.wait(10)
         self.proc = None
+
+
+def make_certs(tmp, name="tls"):
+    """A test CA, a server certificate it signs (localhost and 127.0.0.1), a client
+    certificate it signs, and another CA that signed neither, made with openssl(1) in
+    tmp/<name>. Returns a dict of their paths: ca, cert, key, client_cert, client_key,
+    other_ca."""
+    d = os.path.join(tmp.path, name)
+    os.makedirs(d, exist_ok=True)
+
+    def ssl(*args):
+        subprocess.run(["openssl"] + list(args), check=True, capture_output=True, cwd=d)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=gust test CA")
+    for who, cn, ext in (("server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+                         ("client", "gust", "extendedKeyUsage=clientAuth")):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", who + ".key", "-out", who + ".csr",
+            "-subj", "/CN=" + cn, "-addext", ext)
+        ssl("x509", "-req", "-in", who + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", who + ".crt", "-days", "2", "-copy_extensions", "copy")
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other.key", "-out", "other.crt", "-days", "2",
+        "-subj", "/CN=another CA")
+    p = lambda f: os.path.join(d, f)  # noqa: E731
+    return {"ca": p("ca.crt"), "cert": p("server.crt"), "key": p("server.key"), "client_cert": p("client.crt"),
+            "client_key": p("client.key"), "other_ca": p("other.crt")}

@@ -83,6 +83,9 @@ class Operator:
         limits = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": True,
                   "conn": -1, "leaf": -1, "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}
         self.account_jwt = jwt(self.operator, self.account.public, "account", {"limits": limits})
+        # JetStream needs a system account (no JetStream of its own).
+        self.system = NKey("account")
+        self.system_jwt = jwt(self.operator, self.system.public, "account", {}, name="SYS")
 
     def user(self, exp=None):
         """(creds text, user NKey) for a new user of the account."""
@@ -91,5 +94,6 @@ class Operator:
         return creds_file(jwt(self.account, u.public, "user", lim, exp=exp), u.seed), u
 
     def server_conf(self, operator_jwt_path):
-        return ('operator: "%s"\nresolver: MEMORY\nresolver_preload: {\n  %s: "%s"\n}\n'
-                % (operator_jwt_path, self.account.public, self.account_jwt))
+        return ('operator: "%s"\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: "%s"\n  %s: "%s"\n}\n'
+                % (operator_jwt_path, self.system.public, self.account.public, self.account_jwt,
+                   self.system.public, self.system_jwt))
