@@ -7,7 +7,6 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,7 @@
 
 /* nats.c's last error on this thread without the "(conn.c:733): " it starts with, or
  * NULL. */
-static const char *nats_last_error(void)
+const char *gust_nats_last_error(void)
 {
     const char *t = nats_GetLastError(NULL);
     if (t != NULL && t[0] == '(') {
@@ -319,67 +318,87 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* What a connection's reconnect delays remember. nats.c calls the delay callback on its
- * reconnect thread after each round over the servers; there is one per connection, in
- * a fixed table since connections live as long as the process. */
+void gust_nats_backoff_init(struct gust_nats_backoff *b, const struct gust_nats_link_conf *conf, const char *link)
+{
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", link);
+    b->base_ms = conf->reconnect_wait_ms;
+    b->max_ms = conf->reconnect_max_wait_ms;
+    b->connected_ms = now_ms();
+}
+
+int64_t gust_nats_backoff_delay(struct gust_nats_backoff *b, int attempts, const char *why)
+{
+    int64_t now = now_ms();
+    if (attempts == 1) {
+        /* A new outage: was the connection that just dropped up for long? */
+        b->flaps = now - b->connected_ms < STABLE_MS ? b->flaps + 1 : 0;
+    }
+    int shift = attempts - 1 + b->flaps;
+    int64_t delay = b->base_ms;
+    for (int i = 0; i < shift && delay < b->max_ms; i++) {
+        delay *= 2;
+    }
+    if (delay > b->max_ms) {
+        delay = b->max_ms;
+    }
+    /* Up to a quarter more, so that many clients of one server do not come back at once. */
+    delay += delay > 4 ? rand() % (delay / 4) : 0;
+    b->connected_ms = now + delay; /* if the next attempt works, it was made about then */
+    if (why != NULL && why[0] != '\0' && strcmp(why, b->last_error) != 0) {
+        snprintf(b->last_error, sizeof(b->last_error), "%s", why);
+        gust_warn("%s: cannot connect to the bus: %s (next attempt in %lld ms)", b->name, why, (long long)delay);
+    } else if (attempts == 1 && b->flaps > 0) {
+        gust_warn("%s: the bus connection dropped %d time%s within %d s of being made; next attempt in %lld ms",
+                  b->name, b->flaps, b->flaps > 1 ? "s" : "", STABLE_MS / 1000, (long long)delay);
+    }
+    return delay;
+}
+
+void gust_nats_backoff_connected(struct gust_nats_backoff *b)
+{
+    b->connected_ms = now_ms();
+    b->last_error[0] = '\0';
+}
+
+/* nats.c's own reconnection (the bus's connections) asks for its delays here, on its
+ * reconnect thread, after each round over the servers. The state is per named link, in
+ * a fixed table: links live as long as the process. */
 struct link_state {
-    char name[32];
-    int64_t base_ms, max_ms;
-    int64_t connected_ms; /* when the last successful attempt was made, about */
-    int flaps;            /* connections in a row that dropped before STABLE_MS */
-    char last_error[256]; /* logged once until it changes */
+    struct gust_nats_backoff backoff;
     pthread_mutex_t lock;
 };
 
 static struct link_state links[MAX_LINKS];
-static atomic_int nlinks;
+static int nlinks;
+static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
 {
     (void)nc;
     struct link_state *st = closure;
-    int64_t now = now_ms();
     pthread_mutex_lock(&st->lock);
-    if (attempts == 1) {
-        /* A new outage: was the connection that just dropped up for long? */
-        st->flaps = now - st->connected_ms < STABLE_MS ? st->flaps + 1 : 0;
-    }
-    int shift = attempts - 1 + st->flaps;
-    int64_t delay = st->base_ms;
-    for (int i = 0; i < shift && delay < st->max_ms; i++) {
-        delay *= 2;
-    }
-    if (delay > st->max_ms) {
-        delay = st->max_ms;
-    }
-    /* Up to a quarter more, so that many clients of one server do not come back at once. */
-    delay += delay > 4 ? rand() % (delay / 4) : 0;
-    st->connected_ms = now + delay; /* if the next attempt works, it was made about then */
     /* The reason of the attempt that failed, on this (nats.c's reconnect) thread. */
-    const char *why = nats_last_error();
-    if (why != NULL && strcmp(why, st->last_error) != 0) {
-        snprintf(st->last_error, sizeof(st->last_error), "%s", why);
-        gust_warn("%s: cannot connect to the bus: %s (next attempt in %lld ms)", st->name, why, (long long)delay);
-    } else if (attempts == 1 && st->flaps > 0) {
-        gust_warn("%s: the bus connection dropped %d time%s within %d s of being made; next attempt in %lld ms",
-                  st->name, st->flaps, st->flaps > 1 ? "s" : "", STABLE_MS / 1000, (long long)delay);
-    }
+    int64_t delay = gust_nats_backoff_delay(&st->backoff, attempts, gust_nats_last_error());
     pthread_mutex_unlock(&st->lock);
     return delay;
 }
 
 static struct link_state *link_state_for(const char *link, const struct gust_nats_link_conf *conf)
 {
-    int i = atomic_fetch_add(&nlinks, 1);
-    if (i >= MAX_LINKS) {
-        return NULL;
+    struct link_state *st = NULL;
+    pthread_mutex_lock(&links_lock);
+    for (int i = 0; i < nlinks && st == NULL; i++) {
+        if (strcmp(links[i].backoff.name, link) == 0) {
+            st = &links[i];
+        }
     }
-    struct link_state *st = &links[i];
-    snprintf(st->name, sizeof(st->name), "%s", link);
-    st->base_ms = conf->reconnect_wait_ms;
-    st->max_ms = conf->reconnect_max_wait_ms;
-    st->connected_ms = now_ms();
-    pthread_mutex_init(&st->lock, NULL);
+    if (st == NULL && nlinks < MAX_LINKS) {
+        st = &links[nlinks++];
+        gust_nats_backoff_init(&st->backoff, conf, link);
+        pthread_mutex_init(&st->lock, NULL);
+    }
+    pthread_mutex_unlock(&links_lock);
     return st;
 }
 
@@ -388,7 +407,7 @@ static struct link_state *link_state_for(const char *link, const struct gust_nat
 /* nats.c's reason for the last failure, for a message. */
 static const char *nats_reason(natsStatus s)
 {
-    const char *t = nats_last_error();
+    const char *t = gust_nats_last_error();
     return t != NULL ? t : natsStatus_GetText(s);
 }
 

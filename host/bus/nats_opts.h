@@ -40,6 +40,28 @@ struct gust_nats_link_conf {
     int64_t reconnect_max_wait_ms;
 };
 
+/* nats.c's last error on the calling thread, without the "(conn.c:733): " it starts
+ * with, or NULL. */
+const char *gust_nats_last_error(void);
+
+/* Reconnection delays: the first wait, doubling with each failed attempt and with each
+ * connection that dropped within 10 s of being made, up to the longest wait (plus up to
+ * a quarter of jitter). Logs a new reason for failing once, and a flapping connection.
+ * Not thread-safe: one owner. */
+struct gust_nats_backoff {
+    char name[32]; /* the link, in the log */
+    int64_t base_ms, max_ms;
+    int64_t connected_ms;
+    int flaps;
+    char last_error[256];
+};
+void gust_nats_backoff_init(struct gust_nats_backoff *b, const struct gust_nats_link_conf *conf, const char *link);
+/* The wait before attempt number attempts + 1 (attempts: those failed in a row, 1 for
+ * the first after a connection was lost); why: the last failure's reason, or NULL. */
+int64_t gust_nats_backoff_delay(struct gust_nats_backoff *b, int attempts, const char *why);
+/* A connection was made: the next loss is judged against now. */
+void gust_nats_backoff_connected(struct gust_nats_backoff *b);
+
 /* Reads the keys of a checked `nats { }` block (strings borrowed from it) and checks them:
  * every file exists and is readable, seeds and credentials files are well formed and the
  * JWT has not expired, an environment variable named is set, one way of authenticating,
