@@ -7,6 +7,7 @@
 #include "../bus/nats_opts.h"
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
+#include "../http/listen_conf.h"
 #include "edges.h"
 
 const struct gust_schema_key gust_top_schema[] = {
@@ -20,7 +21,10 @@ const struct gust_schema_key gust_top_schema[] = {
 };
 
 const struct gust_schema_key gust_http_schema[] = {
-    {"listen", GUST_T_ADDR, "127.0.0.1:8787", 0, "address of the HTTP listener"},
+    {"listen", GUST_T_LIST, "127.0.0.1:8787", 0,
+     "address of the HTTP listener; `listen ADDR ssl;` for HTTPS, with ssl_certificate and ssl_certificate_key"},
+    {"ssl_certificate", GUST_T_PATH, NULL, 0, "PEM certificate chain of an HTTPS listener"},
+    {"ssl_certificate_key", GUST_T_PATH, NULL, GUST_K_SECRET, "PEM private key of ssl_certificate"},
     {"base_path", GUST_T_STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"},
     {"max_body", GUST_T_SIZE, "1m", 0, "largest accepted request body"},
     {"admin_token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding the admin bearer token"},
@@ -256,6 +260,10 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 struct gust_nats_link_conf link;
                 if (rc == 0 && n->name[0] == 'n') {
                     rc = gust_nats_link_conf_load(c->nats, &link, err);
+                }
+                struct gust_listen_conf listen;
+                if (rc == 0 && n->name[0] == 'h') {
+                    rc = gust_listen_conf_load(c->http, &listen, err);
                 }
             }
         } else if (strcmp(n->name, "plugin") == 0) {

@@ -161,6 +161,9 @@ static int run(const char *config_path)
     if (rc == 0) {
         struct gust_http_conf hc = {
             .listen = gust_cfg_str(c->http, "listen"),
+            .ssl = gust_cfg_count(c->http, "listen") > 1, /* `listen ADDR ssl;`, checked by config.c */
+            .ssl_certificate = gust_cfg_str(c->http, "ssl_certificate"),
+            .ssl_certificate_key = gust_cfg_str(c->http, "ssl_certificate_key"),
             .base_path = gust_cfg_str(c->http, "base_path"),
             .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
             .units = &units,

@@ -16,6 +16,7 @@
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "internal.h"
+#include "listen_conf.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -514,6 +515,15 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     h2o_context_init(&http->ctx, h2o_evloop_create(), &http->config);
     http->accept_ctx.ctx = &http->ctx;
     http->accept_ctx.hosts = http->config.hosts;
+    if (conf->ssl) {
+        /* h2o does the handshake of every accepted connection with it (HTTP/1.1: no ALPN). */
+        struct gust_listen_conf lc = {.addr = conf->listen, .ssl = 1, .certificate = conf->ssl_certificate,
+                                      .certificate_key = conf->ssl_certificate_key};
+        if ((http->accept_ctx.ssl_ctx = gust_listen_tls_context(&lc, err)) == NULL) {
+            close(fd);
+            return GUST_ECONFIG; /* the loop and context are never torn down (see gust_http_close) */
+        }
+    }
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
@@ -539,7 +549,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->listener = h2o_evloop_socket_create(http->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     http->listener->data = http;
     h2o_socket_read_start(http->listener, on_accept);
-    gust_info("http: listening on %s (port %d)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
+    gust_info("http: listening on %s (port %d%s)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
+              conf->ssl ? ", HTTPS" : "",
               http->base_len > 0 ? ", base path " : "", http->base_path,
               http->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
               http->ingest_auth.enabled ? "needs the ingest token" : "open");

@@ -13,6 +13,9 @@ struct gust_units;
 
 struct gust_http_conf {
     const char *listen;    /* "127.0.0.1:8787" */
+    int ssl;               /* HTTPS, with these (PEM files): */
+    const char *ssl_certificate;
+    const char *ssl_certificate_key;
     const char *base_path; /* "/" or "/gust" */
     size_t max_body;       /* bytes */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
