@@ -305,6 +305,24 @@ static int check_jwt(const char *jwt, size_t len, const char *pub, const char *p
     return rc;
 }
 
+int gust_creds_check_text(const char *text, const char *path, int64_t now_s, struct gust_err *err)
+{
+    size_t jlen = 0, slen = 0;
+    const char *jwt = block_after(text, "BEGIN NATS USER JWT", &jlen);
+    const char *seed = block_after(text, "BEGIN USER NKEY SEED", &slen);
+    char why[128], pub[GUST_NKEY_PUBLIC_LEN + 1];
+    if (jwt == NULL) {
+        return gust_err_set(err, GUST_ECONFIG, "creds %s: no user JWT (-----BEGIN NATS USER JWT-----)", path);
+    }
+    if (seed == NULL) {
+        return gust_err_set(err, GUST_ECONFIG, "creds %s: no user seed (-----BEGIN USER NKEY SEED-----)", path);
+    }
+    if (gust_nkey_public_of_seed(seed, slen, pub, why, sizeof(why)) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "creds %s: %s", path, why);
+    }
+    return check_jwt(jwt, jlen, pub, path, now_s, err);
+}
+
 int gust_creds_check(const char *path, int64_t now_s, struct gust_err *err)
 {
     size_t len = 0;
@@ -312,20 +330,7 @@ int gust_creds_check(const char *path, int64_t now_s, struct gust_err *err)
     if (text == NULL) {
         return GUST_ECONFIG;
     }
-    size_t jlen = 0, slen = 0;
-    const char *jwt = block_after(text, "BEGIN NATS USER JWT", &jlen);
-    const char *seed = block_after(text, "BEGIN USER NKEY SEED", &slen);
-    char why[128], pub[GUST_NKEY_PUBLIC_LEN + 1];
-    int rc = 0;
-    if (jwt == NULL) {
-        rc = gust_err_set(err, GUST_ECONFIG, "creds %s: no user JWT (-----BEGIN NATS USER JWT-----)", path);
-    } else if (seed == NULL) {
-        rc = gust_err_set(err, GUST_ECONFIG, "creds %s: no user seed (-----BEGIN USER NKEY SEED-----)", path);
-    } else if (gust_nkey_public_of_seed(seed, slen, pub, why, sizeof(why)) != 0) {
-        rc = gust_err_set(err, GUST_ECONFIG, "creds %s: %s", path, why);
-    } else {
-        rc = check_jwt(jwt, jlen, pub, path, now_s, err);
-    }
+    int rc = gust_creds_check_text(text, path, now_s, err);
     wipe(text, len);
     return rc;
 }

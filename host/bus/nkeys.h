@@ -33,5 +33,7 @@ int gust_nkey_public_of_seed_file(const char *path, char pub[GUST_NKEY_PUBLIC_LE
  * it has one) is after now_s, and a user seed block. 0, or GUST_ECONFIG with what is
  * wrong in err (naming the file). The JWT's signature is the server's to check. */
 int gust_creds_check(const char *path, int64_t now_s, struct gust_err *err);
+/* The same for the file's text (NUL-terminated), path naming it in messages. */
+int gust_creds_check_text(const char *text, const char *path, int64_t now_s, struct gust_err *err);
 
 #endif
