@@ -48,8 +48,8 @@ struct gust_ingest_link;
 
 /* Connects (the server may be down: it is retried in the background). Call on the
  * thread that runs loop. */
-int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf *conf, struct gust_ingest_link **out,
-                            struct gust_err *err);
+int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf *conf,
+                            struct gust_ingest_link **out, struct gust_err *err);
 /* Fails what is pending (fn is called) and closes the connection. NULL is a no-op. */
 void gust_ingest_link_destroy(struct gust_ingest_link *l);
 

@@ -20,8 +20,8 @@ struct gust_nats_link_conf {
     const char *tls_ca;   /* PEM CA file, or NULL: the system's */
     const char *tls_cert; /* client certificate and its key, or NULL */
     const char *tls_key;
-    int tls_verify;                /* 0: accept any certificate (tests only) */
-    char tls_server_name[256];     /* the name the certificate must carry; "": chain only */
+    int tls_verify;            /* 0: accept any certificate (tests only) */
+    char tls_server_name[256]; /* the name the certificate must carry; "": chain only */
     /* Authentication, at most one of: */
     const char *creds;     /* JWT + seed, as nsc writes it */
     const char *nkey_seed; /* a user seed file */
@@ -55,7 +55,8 @@ struct gust_nats_backoff {
     int flaps;
     char last_error[256];
 };
-void gust_nats_backoff_init(struct gust_nats_backoff *b, const struct gust_nats_link_conf *conf, const char *link);
+void gust_nats_backoff_init(struct gust_nats_backoff *b, const struct gust_nats_link_conf *conf,
+                            const char *link);
 /* The wait before attempt number attempts + 1 (attempts: those failed in a row, 1 for
  * the first after a connection was lost); why: the last failure's reason, or NULL. */
 int64_t gust_nats_backoff_delay(struct gust_nats_backoff *b, int attempts, const char *why);
@@ -66,7 +67,8 @@ void gust_nats_backoff_connected(struct gust_nats_backoff *b);
  * every file exists and is readable, seeds and credentials files are well formed and the
  * JWT has not expired, an environment variable named is set, one way of authenticating,
  * TLS and the URLs agree. Errors name file:line. Runs at `gust -t` and at start. */
-int gust_nats_link_conf_load(const struct gust_cfg *nats, struct gust_nats_link_conf *conf, struct gust_err *err);
+int gust_nats_link_conf_load(const struct gust_cfg *nats, struct gust_nats_link_conf *conf,
+                             struct gust_err *err);
 
 /* The defaults of a connection no configuration describes (a test tool's). */
 void gust_nats_link_conf_defaults(struct gust_nats_link_conf *conf);
@@ -82,6 +84,7 @@ int gust_nats_opts_fill(natsOptions *opts, const struct gust_nats_link_conf *con
  * GUST_ECONFIG with the cause the server gave (TLS, credentials) in err. A start-up
  * check: nats.c 3.4.1 gives a connection up for good, without saying why, when the
  * first server it reaches refuses it. */
-int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_link_conf *conf, struct gust_err *err);
+int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_link_conf *conf,
+                    struct gust_err *err);
 
 #endif

@@ -114,7 +114,8 @@ const char *gust_nats_url_parse(const char *url, struct gust_nats_url *u)
         }
     }
     /* The log's form: scheme, host and port, nothing else (no credentials, no path). */
-    size_t authority_len = (size_t)((port != NULL ? port + port_len : host_end + (hostpart[0] == '[')) - hostpart);
+    size_t authority_len =
+        (size_t)((port != NULL ? port + port_len : host_end + (hostpart[0] == '[')) - hostpart);
     size_t tlen = authority_len + 8;
     if ((u->text = malloc(tlen)) != NULL) {
         snprintf(u->text, tlen, "%s://%.*s", tls ? "tls" : "nats", (int)authority_len, hostpart);

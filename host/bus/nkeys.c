@@ -134,7 +134,9 @@ static char *read_file(const char *path, size_t *len, struct gust_err *err, cons
     fclose(f);
     if (buf == NULL || failed || n > MAX_FILE) {
         gust_err_set(err, GUST_ECONFIG, "%s %s: %s", what, path,
-                     buf == NULL ? "out of memory" : failed ? "read error" : "over 64 KiB: not a key file");
+                     buf == NULL ? "out of memory"
+                     : failed    ? "read error"
+                                 : "over 64 KiB: not a key file");
         if (buf != NULL) {
             OPENSSL_cleanse(buf, n);
         }
@@ -268,7 +270,8 @@ static int check_jwt(const char *jwt, size_t len, const char *pub, const char *p
     const char *dot1 = memchr(jwt, '.', len);
     const char *dot2 = dot1 != NULL ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - jwt)) : NULL;
     if (dot1 == NULL || dot2 == NULL) {
-        return gust_err_set(err, GUST_ECONFIG, "creds %s: the user JWT is not a JWT (header.claims.signature)", path);
+        return gust_err_set(err, GUST_ECONFIG,
+                            "creds %s: the user JWT is not a JWT (header.claims.signature)", path);
     }
     char claims[8192];
     char ebuf[128];
@@ -291,9 +294,12 @@ static int check_jwt(const char *jwt, size_t len, const char *pub, const char *p
         rc = gust_err_set(err, GUST_ECONFIG, "creds %s: the JWT's type is \"%.40s\", not \"user\"", path,
                           type->u.string);
     } else if (sub != NULL && strcmp(sub->u.string, pub) != 0) {
-        rc = gust_err_set(err, GUST_ECONFIG, "creds %s: the seed is not the JWT's user's (the JWT is for %.60s, the seed for %s)",
-                          path, sub->u.string, pub);
-    } else if (exp != NULL && YAJL_IS_INTEGER(exp) && YAJL_GET_INTEGER(exp) > 0 && YAJL_GET_INTEGER(exp) <= now_s) {
+        rc =
+            gust_err_set(err, GUST_ECONFIG,
+                         "creds %s: the seed is not the JWT's user's (the JWT is for %.60s, the seed for %s)",
+                         path, sub->u.string, pub);
+    } else if (exp != NULL && YAJL_IS_INTEGER(exp) && YAJL_GET_INTEGER(exp) > 0 &&
+               YAJL_GET_INTEGER(exp) <= now_s) {
         time_t t = (time_t)YAJL_GET_INTEGER(exp);
         struct tm tm;
         char when[32];
@@ -315,7 +321,8 @@ int gust_creds_check_text(const char *text, const char *path, int64_t now_s, str
         return gust_err_set(err, GUST_ECONFIG, "creds %s: no user JWT (-----BEGIN NATS USER JWT-----)", path);
     }
     if (seed == NULL) {
-        return gust_err_set(err, GUST_ECONFIG, "creds %s: no user seed (-----BEGIN USER NKEY SEED-----)", path);
+        return gust_err_set(err, GUST_ECONFIG, "creds %s: no user seed (-----BEGIN USER NKEY SEED-----)",
+                            path);
     }
     if (gust_nkey_public_of_seed(seed, slen, pub, why, sizeof(why)) != 0) {
         return gust_err_set(err, GUST_ECONFIG, "creds %s: %s", path, why);

@@ -44,7 +44,10 @@ static int hex4(const unsigned char *p, unsigned *v)
     *v = 0;
     for (int i = 0; i < 4; i++) {
         unsigned char h = p[i];
-        unsigned d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 16;
+        unsigned d = h >= '0' && h <= '9'   ? h - '0'
+                     : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                     : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                            : 16;
         if (d == 16) {
             return -1;
         }
@@ -415,7 +418,8 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
         }
     }
     if (rc == 0 && f.has_error) {
-        snprintf(why, why_size, "jetstream: %s", f.error.has_description ? f.error.description : "error without a description");
+        snprintf(why, why_size, "jetstream: %s",
+                 f.error.has_description ? f.error.description : "error without a description");
         return GUST_EIO;
     }
     if (rc == 0 && !f.has_stream) {

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (u.host[0] == '\0' || port < 1 || port > 65535 || strspn(u.port, "0123456789") != strlen(u.port)) {
             abort();
         }
-        if (strncmp(u.text, u.tls ? "tls://" : "nats://", u.tls ? 6 : 7) != 0 || strchr(u.text, '@') != NULL) {
+        if (strncmp(u.text, u.tls ? "tls://" : "nats://", u.tls ? 6 : 7) != 0 ||
+            strchr(u.text, '@') != NULL) {
             abort();
         }
         if ((u.user != NULL) != (u.pass != NULL) || (u.token != NULL && u.user != NULL)) {

@@ -7,8 +7,8 @@
 
 static int failures;
 
-static void ok(const char *url, const char *host, const char *port, const char *text, int tls, const char *user,
-               const char *pass, const char *token)
+static void ok(const char *url, const char *host, const char *port, const char *text, int tls,
+               const char *user, const char *pass, const char *token)
 {
     struct gust_nats_url u;
     const char *why = gust_nats_url_parse(url, &u);
@@ -18,10 +18,10 @@ static void ok(const char *url, const char *host, const char *port, const char *
         return;
     }
 #define SAME(a, b) ((a) == NULL ? (b) == NULL : (b) != NULL && strcmp((a), (b)) == 0)
-    if (!SAME(u.host, host) || !SAME(u.port, port) || !SAME(u.text, text) || u.tls != tls || !SAME(u.user, user) ||
-        !SAME(u.pass, pass) || !SAME(u.token, token)) {
-        printf("FAIL: %s -> host %s port %s text %s tls %d user %s pass %s token %s\n", url, u.host, u.port, u.text,
-               u.tls, u.user ? u.user : "-", u.pass ? u.pass : "-", u.token ? u.token : "-");
+    if (!SAME(u.host, host) || !SAME(u.port, port) || !SAME(u.text, text) || u.tls != tls ||
+        !SAME(u.user, user) || !SAME(u.pass, pass) || !SAME(u.token, token)) {
+        printf("FAIL: %s -> host %s port %s text %s tls %d user %s pass %s token %s\n", url, u.host, u.port,
+               u.text, u.tls, u.user ? u.user : "-", u.pass ? u.pass : "-", u.token ? u.token : "-");
         failures++;
     }
     gust_nats_url_free(&u);
