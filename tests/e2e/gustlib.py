@@ -16,6 +16,19 @@ STREAM_READ = os.path.join(BUILD, "tests", "gust-stream-read")
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def _sanitized():
+    try:
+        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+            return "GUST_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+# An AddressSanitizer build: freed memory sits in ASan's quarantine (256 MB), so RSS
+# bounds are looser there.
+SANITIZED = _sanitized()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
