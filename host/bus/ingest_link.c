@@ -14,6 +14,7 @@
 
 #include "../common/log.h"
 #include "bus.h" /* gust_now_ms */
+#include "nats_opts.h"
 #include "nats_url.h"
 #include "pending.h"
 #include "puback.h"

@@ -27,7 +27,8 @@
 
 #include "gust/err.h"
 #include "gust/plugin.h" /* gust_publish_done_fn */
-#include "nats_opts.h"
+
+struct gust_nats_link_conf; /* nats_opts.h */
 
 /* The done callback's status, besides 0 (stored, seq given): */
 #define GUST_PUBLISH_DUPLICATE 1 /* stored before, under the same msg_id (seq: that copy's) */
