@@ -25,7 +25,6 @@ struct gust_top_keys {
 };
 
 struct gust_http_keys {
-    const char *listen;
     const char *base_path;
     int64_t max_body;
     const char *admin_token_file;

@@ -69,7 +69,7 @@ struct gust_http {
     atomic_int stop_requested;
     int stopping;
     struct gust_bus *bus;
-    struct nats_loop *ingest_bus; /* ingest's own connection, on this loop */
+    struct gust_ingest_link *ingest_bus; /* ingest's own connection, on this loop */
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     _Atomic(struct gust_http_policy *) policy; /* swapped by a reload, read on the loop */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../bus/bus.h"
+#include "../bus/ingest_link.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
 #include "../common/buf.h"
@@ -18,7 +19,7 @@
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "internal.h"
-#include "nats_loop.h"
+#include "listen_conf.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -149,13 +150,13 @@ static void handle_healthz(struct gust_http *http, h2o_req_t *req)
         send_method_not_allowed(req, GUST_ROUTE_HEALTHZ, "GET, HEAD");
         return;
     }
-    if (gust_bus_healthy(http->bus) && nats_loop_connected(http->ingest_bus)) {
+    if (gust_bus_healthy(http->bus) && gust_ingest_link_connected(http->ingest_bus)) {
         static const char ok[] = "{\"status\":\"ok\"}\n";
         gust_http_send(req, GUST_ROUTE_HEALTHZ, 200, "application/json", ok, sizeof(ok) - 1);
     } else {
         gust_http_send_error(req, GUST_ROUTE_HEALTHZ, 503,
                              !gust_bus_connected(http->bus)           ? "bus not connected"
-                             : !nats_loop_connected(http->ingest_bus) ? "ingest's bus connection not up"
+                             : !gust_ingest_link_connected(http->ingest_bus) ? "ingest's bus connection not up"
                                                                       : "jetstream not answering");
     }
 }
@@ -168,7 +169,7 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     }
     struct gust_buf out = {0};
     gust_metrics_render(&out, gust_bus_connected(http->bus), gust_bus_healthy(http->bus),
-                        nats_loop_connected(http->ingest_bus));
+                        gust_ingest_link_connected(http->ingest_bus));
     gust_units_render_metrics(http->units, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
     gust_buf_free(&out);
@@ -581,7 +582,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     while (http->base_len > 0 && http->base_path[http->base_len - 1] == '/') {
         http->base_path[--http->base_len] = '\0';
     }
-    fd = bind_listener(conf->listen, &http->port, err);
+    fd = bind_listener(conf->listen.addr, &http->port, err);
     if (fd < 0) {
         gust_http_policy_destroy(policy);
         free(http);
@@ -605,19 +606,28 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     h2o_context_init(&http->ctx, h2o_evloop_create(), &http->config);
     http->accept_ctx.ctx = &http->ctx;
     http->accept_ctx.hosts = http->config.hosts;
+    if (conf->listen.ssl) {
+        /* h2o does the handshake of every accepted connection with it (HTTP/1.1: no ALPN). */
+        if ((http->accept_ctx.ssl_ctx = gust_listen_tls_context(&conf->listen, err)) == NULL) {
+            close(fd);
+            return GUST_ECONFIG; /* the loop and context are never torn down (see gust_http_close) */
+        }
+    }
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
     h2o_multithread_register_receiver(http->queue, &http->retired, on_retired);
     const char *urls[64];
     const struct gust_bus_conf *bc = gust_bus_config(bus);
-    struct nats_loop_conf nc = {
+    struct gust_ingest_link_conf nc = {
         .urls = urls,
         .nurls = gust_bus_urls(bus, urls, 64),
+        .link = &bc->link,
+        .stream_subjects = bc->subjects,
         .publish_timeout_ms = bc->publish_timeout_ms,
         .max_pending = bc->max_pending,
     };
-    if ((rc = nats_loop_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+    if ((rc = gust_ingest_link_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
@@ -629,7 +639,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->listener = h2o_evloop_socket_create(http->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     http->listener->data = http;
     h2o_socket_read_start(http->listener, on_accept);
-    gust_info("http: listening on %s (port %d)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
+    gust_info("http: listening on %s (port %d%s)%s%s; admin routes %s, ingest %s", conf->listen.addr, http->port,
+              conf->listen.ssl ? ", HTTPS" : "",
               http->base_len > 0 ? ", base path " : "", http->base_path,
               policy->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
               policy->ingest_auth.enabled ? "needs the ingest token" : "open");
@@ -669,7 +680,7 @@ void gust_http_close(struct gust_http *http)
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
-    nats_loop_destroy(http->ingest_bus);
+    gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "listen_conf.h"
 
 struct gust_bus;
 struct gust_cfg;
@@ -42,7 +43,7 @@ void gust_http_policy_destroy(struct gust_http_policy *p);
 void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p);
 
 struct gust_http_conf {
-    const char *listen;    /* "127.0.0.1:8787" */
+    struct gust_listen_conf listen; /* checked by gust_listen_conf_load */
     const char *base_path; /* "/" or "/gust" */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
     /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the
