@@ -22,6 +22,8 @@ const struct gust_schema_key gust_http_schema[] = {
     {"listen", GUST_T_ADDR, "127.0.0.1:8787", 0, "address of the HTTP listener"},
     {"base_path", GUST_T_STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"},
     {"max_body", GUST_T_SIZE, "1m", 0, "largest accepted request body"},
+    {"max_depth", GUST_T_INT, "200", 0,
+     "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"},
     {"admin_token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding the admin bearer token"},
     {"admin_token_env", GUST_T_STR, NULL, GUST_K_SECRET, "environment variable holding the admin bearer token"},
     {"ingest_token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding a bearer token that POST /ingest then needs"},
@@ -163,6 +165,17 @@ static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *e
     return 0;
 }
 
+/* Values of the http block the schema's types cannot bound. */
+static int check_http(const struct gust_cfg *http, struct gust_err *err)
+{
+    int64_t depth = gust_cfg_int(http, "max_depth");
+    if (depth < 1 || depth > 100000) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_depth: %lld is not within 1..100000",
+                            gust_cfg_where(http, "max_depth"), (long long)depth);
+    }
+    return 0;
+}
+
 static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum gust_unit_kind kind,
                     struct gust_err *err)
 {
@@ -232,6 +245,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 rc = check_block(n, n->name, n->name[0] == 'h' ? gust_http_schema : gust_nats_schema, slot, err);
                 if (rc == 0 && n->name[0] == 'n') {
                     rc = check_nats_urls(n, err);
+                } else if (rc == 0) {
+                    rc = check_http(*slot, err);
                 }
             }
         } else if (strcmp(n->name, "plugin") == 0) {

@@ -159,6 +159,7 @@ static int run(const char *config_path)
             .listen = gust_cfg_str(c->http, "listen"),
             .base_path = gust_cfg_str(c->http, "base_path"),
             .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
+            .max_depth = (size_t)gust_cfg_int(c->http, "max_depth"),
             .units = &units,
             .request_reload = gust_reloader_request,
             .reload_ud = &reloader,

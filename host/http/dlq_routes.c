@@ -212,7 +212,7 @@ static void append_letter(struct gust_buf *out, const struct gust_http *http, co
     gust_buf_append(out, ",\"stored_at\":", 13);
     gust_json_append_string(out, l->time, strlen(l->time));
     char why[8];
-    if (gust_json_object_valid((const char *)l->data, l->len, why, sizeof(why))) {
+    if (gust_json_object_valid((const char *)l->data, l->len, 0, why, sizeof(why))) {
         gust_buf_append(out, ",\"envelope\":", 12);
         gust_buf_append(out, l->data, l->len);
     } else if (gust_utf8_valid((const char *)l->data, l->len)) {

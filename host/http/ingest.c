@@ -127,7 +127,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char why[200];
-    if (!gust_json_object_valid(req->entity.base, req->entity.len, why, sizeof(why))) {
+    if (!gust_json_object_valid(req->entity.base, req->entity.len, http->max_depth, why, sizeof(why))) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
         return;
     }

@@ -66,6 +66,7 @@ struct gust_http {
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     size_t max_body;
+    size_t max_depth; /* ingest bodies: nesting the units can decode */
     size_t max_header;
     size_t ingest_inflight;
     size_t admin_inflight;

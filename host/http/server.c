@@ -458,6 +458,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     }
     http->bus = bus;
     http->max_body = conf->max_body;
+    http->max_depth = conf->max_depth;
     http->max_header = conf->max_header;
     http->max_connections = conf->max_connections;
     http->metrics_public = conf->metrics_public;

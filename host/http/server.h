@@ -15,6 +15,7 @@ struct gust_http_conf {
     const char *listen;    /* "127.0.0.1:8787" */
     const char *base_path; /* "/" or "/gust" */
     size_t max_body;       /* bytes */
+    size_t max_depth;      /* ingest: arrays and objects nested at most (0: no limit) */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
     /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the
      * reload runs on the host's own thread). */
