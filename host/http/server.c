@@ -39,6 +39,7 @@ static const char *reason_of(int status)
     case 301: return "Moved Permanently";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 502: return "Bad Gateway";
@@ -283,6 +284,12 @@ static int starts_with_segment(h2o_iovec_t path, const char *prefix, size_t plen
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gust_http *http = *(struct gust_http **)(self + 1);
+    int bad_status;
+    char bad_why[96];
+    if (gust_h2o_bad_request(req, &bad_status, bad_why, sizeof(bad_why))) {
+        gust_http_send_error(req, GUST_ROUTE_OTHER, bad_status, bad_why);
+        return 0;
+    }
     if (http->max_header > 0 && header_bytes(req) > http->max_header) {
         char msg[96];
         snprintf(msg, sizeof(msg), "request headers over %zu bytes", http->max_header);
@@ -342,8 +349,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return 0;
 }
 
-/* h2o calls this when it disposes of a client socket, whoever closed it. */
-static void on_conn_close(void *data)
+/* h2o calls this when it disposes of a client socket, whoever closed it (or linger.c,
+ * once it has done with the socket's copy). */
+void gust_http_on_conn_close(void *data)
 {
     struct gust_http *http = data;
     http->connections--;
@@ -371,7 +379,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
     http->connections++;
     gust_metrics_set_connections(http->connections);
-    sock->on_close.cb = on_conn_close;
+    sock->on_close.cb = gust_http_on_conn_close;
     sock->on_close.data = http;
     int one = 1;
     setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -502,17 +510,21 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     if (conf->client_timeout_ms > 0) {
         http->config.http1.req_timeout = (uint64_t)conf->client_timeout_ms;
     }
-    /* h2o refuses bodies over its own limit with a plain-text 413 before any handler
-     * runs. Give it headroom so that the handler sees moderately oversized bodies and
-     * answers them in JSON; only bodies far over max_body get h2o's text. */
-    http->config.max_request_entity_size = conf->max_body + (conf->max_body > 65536 ? conf->max_body : 65536);
+    /* h2o refuses a body over this before any handler runs (and before reading it),
+     * answered in JSON by h2o_errors.c with a lingering close: so it needs no headroom
+     * and holds no more than max_body in memory. + 1 because h2o refuses a chunked body
+     * once it reaches the limit, a Content-Length only above it. */
+    http->config.max_request_entity_size = conf->max_body + 1;
     h2o_hostconf_t *host = h2o_config_register_host(&http->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler) + sizeof(http));
     handler->on_req = on_req;
     *(struct gust_http **)(handler + 1) = http;
+    gust_h2o_errors_register(http, pathconf);
+    gust_h2o_errors_register(http, &host->fallback_path); /* errors before a path is chosen */
 
     h2o_context_init(&http->ctx, h2o_evloop_create(), &http->config);
+    gust_linger_init(http);
     http->accept_ctx.ctx = &http->ctx;
     http->accept_ctx.hosts = http->config.hosts;
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
