@@ -263,20 +263,20 @@ static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n
             break; /* all done (why then unused), or all but what did not fit in memory */
         }
         int64_t now = gust_now_ms(), unused;
-        /* A batch that keeps the connection busy keeps the keeper out: its keepalive is
-         * checked here, so a broker that stops answering is noticed within it. */
-        if (mqtt_link_keepalive(&o->conn, o->conf.keepalive_s, now, 1, &unused) != 0) {
-            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
-                     qos ? "PUBACK" : "write");
-            out_drop(o, o->conn.why);
-            break;
-        }
         if (now >= deadline) {
             snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
                      o->conf.host, o->conf.port);
             if (o->conn.out.len) {
                 out_drop(o, "writes stalled"); /* what is half written cannot be taken back */
             }
+            break;
+        }
+        /* A batch that keeps the connection busy keeps the keeper out: its keepalive is
+         * checked here, so a broker that stops answering is noticed within it. */
+        if (mqtt_link_keepalive(&o->conn, o->conf.keepalive_s, now, 1, &unused) != 0) {
+            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
+                     qos ? "PUBACK" : "write");
+            out_drop(o, o->conn.why);
             break;
         }
         long acked = 0;
