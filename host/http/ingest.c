@@ -10,13 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../conf/subject.h"
+#include "ingest_subject.h"
 #include "json_check.h"
 #include "internal.h"
 #include "nats_loop.h"
 
-#define SUBJECT_PREFIX "ev."
-#define MAX_SUBJECT 256
+#define MAX_SUBJECT GUST_INGEST_SUBJECT_MAX
 
 struct ingest_wait {
     struct gust_http *http;
@@ -70,37 +69,6 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
     free(w);
 }
 
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* "ev." + the suffix with %XX decoded, so that an encoded space or control character
- * is judged as what it stands for. Returns 0 when empty, too long or badly encoded. */
-static int subject_from_suffix(h2o_iovec_t suffix, char out[MAX_SUBJECT])
-{
-    size_t n = sizeof(SUBJECT_PREFIX) - 1;
-    memcpy(out, SUBJECT_PREFIX, n);
-    for (size_t i = 0; i < suffix.len; i++) {
-        char c = suffix.base[i];
-        if (c == '%') {
-            int hi = i + 2 < suffix.len ? hex_value(suffix.base[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(suffix.base[i + 2]) : -1;
-            if (lo < 0) {
-                return 0;
-            }
-            c = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (n + 1 >= MAX_SUBJECT) {
-            return 0;
-        }
-        out[n++] = c;
-    }
-    out[n] = '\0';
-    return n > sizeof(SUBJECT_PREFIX) - 1 && memchr(out, '\0', n) == NULL;
-}
-
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
 {
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
@@ -109,8 +77,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char subject[MAX_SUBJECT];
-    if (!subject_from_suffix(suffix, subject) ||
-        !gust_subject_valid(subject + sizeof(SUBJECT_PREFIX) - 1, strlen(subject) - (sizeof(SUBJECT_PREFIX) - 1), 0)) {
+    if (!gust_ingest_subject(suffix.base, suffix.len, subject)) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");

@@ -9,19 +9,10 @@
 
 #include "../common/buf.h"
 #include "auth.h"
+#include "dlq_query.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "server.h"
-
-/* What a DLQ request asks for, parsed on the loop from the query string or the body. */
-struct gust_dlq_query {
-    char unit[128]; /* "" for every unit */
-    uint64_t seq;   /* replay: one dead letter; 0 when not given */
-    uint64_t after_seq;
-    size_t limit;
-    int all;
-    int force; /* POST /reload?force=1 */
-};
 
 /* A request handed to the admin worker: its blocking JetStream calls run there, and the
  * answer comes back to the loop as a multithread message. The client may go away

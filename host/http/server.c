@@ -16,6 +16,7 @@
 #include "gust/schema.h"
 #include "internal.h"
 #include "nats_loop.h"
+#include "query.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -93,41 +94,12 @@ void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, con
     gust_buf_free(&body);
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size)
 {
     if (req->query_at == SIZE_MAX || size == 0) {
         return 0;
     }
-    const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
-    size_t nlen = strlen(name);
-    while (q < end) {
-        const char *amp = memchr(q, '&', (size_t)(end - q));
-        const char *stop = amp != NULL ? amp : end;
-        const char *eq = memchr(q, '=', (size_t)(stop - q));
-        const char *kend = eq != NULL ? eq : stop;
-        if ((size_t)(kend - q) == nlen && memcmp(q, name, nlen) == 0) {
-            size_t n = 0;
-            for (const char *v = eq != NULL ? eq + 1 : stop; v < stop && n + 1 < size; v++) {
-                char c = *v;
-                if (c == '+') {
-                    c = ' ';
-                } else if (c == '%' && stop - v > 2 && hex_digit(v[1]) >= 0 && hex_digit(v[2]) >= 0) {
-                    c = (char)(hex_digit(v[1]) * 16 + hex_digit(v[2]));
-                    v += 2;
-                }
-                out[n++] = c;
-            }
-            out[n] = '\0';
-            return 1;
-        }
-        q = stop + 1;
-    }
-    return 0;
+    return gust_query_get(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, name, out, size) >= 0;
 }
 
 static int method_is(h2o_req_t *req, const char *m)
