@@ -11,6 +11,8 @@
  *   - \u escapes of a surrogate that is not one half of a pair: yajl decodes a lone
  *     high one as '?', a lone low one as invalid UTF-8 (ED B0 80), and joins a high one
  *     with whatever \u escape follows it (\ud800\u0041 as U+10041).
+ *   - a string still open at the end of the text, after a complete value: yajl takes
+ *     `{"a":1} "x` for the object alone (found by fuzzing ingest against the flows).
  *
  * The check needs no string state: in a valid text every backslash is inside a string
  * and starts an escape, and where a backslash is invalid yajl refuses the text anyway. */

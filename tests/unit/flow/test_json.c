@@ -301,6 +301,7 @@ static void test_invalid_input(void)
         "{\"a\":\"\xc0\xaf\"}",
         "{\"a\":\"\xf4\x90\x80\x80\"}",
         "{\"\xe0\x80\x80\":1}",
+        "{\"?a\":[]}\"?]][[", /* yajl takes a value followed by an unterminated string */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *got = run_text(PASSTHROUGH, bad[i]);

@@ -62,6 +62,10 @@ int main(void)
     expect("{\"a\":\"\\ud800\\ud800\"}", 0, "lone surrogate");
     expect("{\"a\":\"\\uDBFF\\uDFFF \\ud83d\\ude00\"}", 1, NULL);
     expect("{\"a\":\"\\\\udc00\"}", 1, NULL); /* an escaped backslash, then text */
+    /* yajl takes a complete value followed by a string still open at the end. */
+    expect("{\"a\": [13.15,{\"bb\": null}]}\": null}]}", 0, "not closed");
+    expect("{\"a\":1} \"x", 0, "not closed");
+    expect("{\"a\":\"\\\"\"}", 1, NULL); /* an escaped quote is no quote */
     /* max_depth counts arrays and objects, the top-level object included. */
     expect_depth("{\"a\":[[1]]}", 3, 1, NULL);
     expect_depth("{\"a\":[[1]]}", 2, 0, "nested deeper than 2");
