@@ -77,7 +77,10 @@ static size_t utf8_len(const unsigned char *s, size_t avail)
 
 static int hex_val(unsigned char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* The code unit of the \uXXXX escape at s (s[0] is the backslash), or -1 when s does
@@ -147,14 +150,17 @@ int gust_json_text_check(const char *str, size_t len, struct gust_json_text *r)
             }
             i += n;
         } else if (c == 0x0b || c == 0x0c) {
-            r->why = c == 0x0c ? "form feed (JSON white space is space, tab, CR and LF; in a string, write \\f)"
-                               : "vertical tab (JSON white space is space, tab, CR and LF; in a string, write \\u000b)";
+            r->why =
+                c == 0x0c
+                    ? "form feed (JSON white space is space, tab, CR and LF; in a string, write \\f)"
+                    : "vertical tab (JSON white space is space, tab, CR and LF; in a string, write \\u000b)";
             r->at = i;
             return -1;
         } else {
             size_t n = utf8_len(s + i, len - i);
             if (n == 0) {
-                r->why = "invalid UTF-8 (an overlong form, a surrogate, a code point above U+10FFFF or a broken sequence)";
+                r->why = "invalid UTF-8 (an overlong form, a surrogate, a code point above U+10FFFF or a "
+                         "broken sequence)";
                 r->at = i;
                 return -1;
             }

@@ -59,7 +59,8 @@ const char *gust_dlq_query_parse(const char *query, size_t qlen, const char *bod
         }
         memcpy(q->unit, v, strlen(v) + 1);
     }
-    if ((p = param(query, qlen, "seq", v, sizeof(v))) >= 0 && (p > 0 || !parse_u64(v, &q->seq) || q->seq == 0)) {
+    if ((p = param(query, qlen, "seq", v, sizeof(v))) >= 0 &&
+        (p > 0 || !parse_u64(v, &q->seq) || q->seq == 0)) {
         return "seq: expected a positive integer";
     }
     if ((p = param(query, qlen, "after_seq", v, sizeof(v))) >= 0 && (p > 0 || !parse_u64(v, &q->after_seq))) {
@@ -87,7 +88,8 @@ const char *gust_dlq_query_parse(const char *query, size_t qlen, const char *bod
         free(text);
         if (body == NULL || !YAJL_IS_OBJECT(body)) {
             yajl_tree_free(body);
-            return "body: expected a JSON object such as {\"seq\": 12}, {\"unit\": \"orders\"} or {\"all\": true}";
+            return "body: expected a JSON object such as {\"seq\": 12}, {\"unit\": \"orders\"} or {\"all\": "
+                   "true}";
         }
         const char *p_seq[] = {"seq", NULL}, *p_unit[] = {"unit", NULL}, *p_all[] = {"all", NULL},
                    *p_limit[] = {"limit", NULL};
@@ -133,4 +135,3 @@ const char *gust_dlq_query_parse(const char *query, size_t qlen, const char *bod
     }
     return NULL;
 }
-

@@ -107,7 +107,8 @@ int phr_parse_request(const char *buf, size_t len, const char **method, size_t *
 {
     pthread_once(&real_once, find_real_parse);
     size_t max_headers = *num_headers;
-    int rc = real_parse(buf, len, method, method_len, path, path_len, minor_version, headers, num_headers, last_len);
+    int rc = real_parse(buf, len, method, method_len, path, path_len, minor_version, headers, num_headers,
+                        last_len);
     /* h2o reads at most H2O_MAX_REQLEN bytes of head: incomplete there is its 400 too. */
     if (rc >= 0 || (rc == -2 && len < H2O_MAX_REQLEN) || (rc == -1 && h2o_handles(buf, len))) {
         return rc;

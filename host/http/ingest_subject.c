@@ -8,7 +8,10 @@
 
 static int hex_value(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 int gust_ingest_subject(const char *base, size_t len, char out[GUST_INGEST_SUBJECT_MAX])
@@ -35,4 +38,3 @@ int gust_ingest_subject(const char *base, size_t len, char out[GUST_INGEST_SUBJE
     size_t p = sizeof(SUBJECT_PREFIX) - 1;
     return n > p && memchr(out, '\0', n) == NULL && gust_subject_valid(out + p, n - p, 0);
 }
-

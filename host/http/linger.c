@@ -28,8 +28,8 @@
 
 struct lingering {
     struct gust_http *http;
-    int fd;                /* the copy */
-    h2o_socket_t *sock;    /* on the copy, once h2o has closed its own */
+    int fd;             /* the copy */
+    h2o_socket_t *sock; /* on the copy, once h2o has closed its own */
     h2o_timeout_entry_t timer;
     size_t drained, limit;
 };
@@ -63,7 +63,8 @@ static void on_linger_read(h2o_socket_t *sock, const char *err)
     h2o_buffer_consume(&sock->input, sock->input->size);
     if (err != NULL || l->drained > l->limit) {
         /* err: the client closed (or reset) its side, as it does once it has the answer */
-        gust_debug("http: lingering close: %zu bytes drained%s", l->drained, err != NULL ? "" : ", over the limit");
+        gust_debug("http: lingering close: %zu bytes drained%s", l->drained,
+                   err != NULL ? "" : ", over the limit");
         linger_end(l);
     }
 }
@@ -90,7 +91,8 @@ static void on_h2o_closed(void *data)
 
 void gust_linger_arm(struct gust_http *http, h2o_req_t *req)
 {
-    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    h2o_socket_t *sock =
+        req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
     if (sock == NULL || sock->on_close.cb != gust_http_on_conn_close) {
         return; /* not an HTTP/1 connection of ours, or armed already */
     }

@@ -20,7 +20,8 @@
 
 #define READ_BUDGET (4 * 65536) /* bytes read per turn of the loop */
 
-static void log_state(struct mqtt_in *in, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void log_state(struct mqtt_in *in, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void log_state(struct mqtt_in *in, int level, const char *fmt, ...)
 {
@@ -56,8 +57,8 @@ void in_conn_drop(struct mqtt_in *in, const char *why)
     }
     int64_t delay = close_link(in);
     if (!atomic_load(&in->stopping)) {
-        log_state(in, GUST_LOG_WARN, "disconnected from %s:%d: %s; reconnecting in %" PRId64 " ms", in->conf.host,
-                  in->conf.port, why, delay);
+        log_state(in, GUST_LOG_WARN, "disconnected from %s:%d: %s; reconnecting in %" PRId64 " ms",
+                  in->conf.host, in->conf.port, why, delay);
     }
 }
 
@@ -71,8 +72,8 @@ void in_conn_connect(struct mqtt_in *in)
     if (mqtt_link_open(&in->link, c, in->tls, c->qos == 0, &err) != 0) {
         int64_t delay = mqtt_backoff_next(&in->backoff, 0);
         in->reconnect_at = gust_now_ms() + delay;
-        log_state(in, GUST_LOG_WARN, "cannot connect to %s:%d: %s; retrying in %" PRId64 " ms", c->host, c->port,
-                  err.msg, delay);
+        log_state(in, GUST_LOG_WARN, "cannot connect to %s:%d: %s; retrying in %" PRId64 " ms", c->host,
+                  c->port, err.msg, delay);
     }
 }
 
@@ -89,8 +90,9 @@ static int on_connack(struct mqtt_in *in, const struct mqtt_packet *p)
         /* Refusals (credentials, client id) will not fix themselves quickly: error level,
          * and the backoff grows to reconnect_max. */
         int64_t delay = close_link(in);
-        log_state(in, GUST_LOG_ERROR, "broker %s:%d refused the connection: %s (CONNACK %d)%s; retrying in %" PRId64
-                  " ms", in->conf.host, in->conf.port, mqtt_connack_text(rc), rc,
+        log_state(in, GUST_LOG_ERROR,
+                  "broker %s:%d refused the connection: %s (CONNACK %d)%s; retrying in %" PRId64 " ms",
+                  in->conf.host, in->conf.port, mqtt_connack_text(rc), rc,
                   rc == 4 || rc == 5 ? "; check username and password/password_file" : "", delay);
         return -1;
     }
@@ -124,7 +126,8 @@ static int on_suback(struct mqtt_in *in, const struct mqtt_packet *p)
         int code = p->body[2 + i];
         if (code != 0 && code != 1 && code != 2 && code != 0x80) {
             char why[120];
-            snprintf(why, sizeof(why), "protocol error: SUBACK return code 0x%02x for %.60s", code, in->filters[i]);
+            snprintf(why, sizeof(why), "protocol error: SUBACK return code 0x%02x for %.60s", code,
+                     in->filters[i]);
             in_conn_drop(in, why);
             return -1;
         }
@@ -138,10 +141,11 @@ static int on_suback(struct mqtt_in *in, const struct mqtt_packet *p)
             continue;
         }
         if (code < in->conf.qos) {
-            log_state(in, GUST_LOG_WARN,
-                      "broker granted QoS %d for %s (asked for %d): its messages are not acknowledged, and those "
-                      "sent while gust is away are lost",
-                      code, f, in->conf.qos);
+            log_state(
+                in, GUST_LOG_WARN,
+                "broker granted QoS %d for %s (asked for %d): its messages are not acknowledged, and those "
+                "sent while gust is away are lost",
+                code, f, in->conf.qos);
         }
         if (o < sizeof(list)) {
             o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s (QoS %d)", o ? ", " : "", f, code);

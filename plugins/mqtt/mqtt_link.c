@@ -83,8 +83,8 @@ int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p)
     return 0;
 }
 
-int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls, int clean_session,
-                      int *refused, struct gust_err *err)
+int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls,
+                      int clean_session, int *refused, struct gust_err *err)
 {
     struct mqtt_packet p;
     int oversized;
@@ -348,7 +348,8 @@ int mqtt_link_pump(struct mqtt_link *l, int want_input, int64_t deadline, struct
         }
         int64_t left = deadline - gust_now_ms();
         struct pollfd p = {.fd = gust_sock_fd(l->sock),
-                           .events = (short)(POLLIN | (pending || gust_sock_wants_write(l->sock) ? POLLOUT : 0))};
+                           .events =
+                               (short)(POLLIN | (pending || gust_sock_wants_write(l->sock) ? POLLOUT : 0))};
         int n = poll(&p, 1, left > 0 ? (int)left : 0);
         if (n < 0 && errno != EINTR) {
             return gust_err_set(err, -1, "poll: %s", strerror(errno));

@@ -45,11 +45,11 @@ struct mqtt_link {
     int up;                  /* the CONNACK accepted the connection */
     int64_t connack_deadline;
     int64_t up_at, last_send, last_recv;
-    int64_t ping_at;        /* when the PINGREQ awaiting its PINGRESP went out, or 0 */
-    uint64_t skip_left;     /* bytes of an oversized PUBLISH still to read past */
-    int skip_ready;         /* `skipped` is complete and not handed over yet */
+    int64_t ping_at;    /* when the PINGREQ awaiting its PINGRESP went out, or 0 */
+    uint64_t skip_left; /* bytes of an oversized PUBLISH still to read past */
+    int skip_ready;     /* `skipped` is complete and not handed over yet */
     struct mqtt_oversized skipped;
-    const char *why;        /* what mqtt_link_next or mqtt_link_keepalive found wrong */
+    const char *why; /* what mqtt_link_next or mqtt_link_keepalive found wrong */
 };
 
 /* Connects (within conf->timeout_ms), and queues CONNECT. The buffers of an earlier
@@ -58,8 +58,8 @@ int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gus
                    struct gust_err *err);
 /* mqtt_link_open, then waits for the CONNACK until the same deadline. *refused is the
  * code of a refusing CONNACK (0 for any other failure). The link is closed on failure. */
-int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls, int clean_session,
-                      int *refused, struct gust_err *err);
+int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls,
+                      int clean_session, int *refused, struct gust_err *err);
 /* The CONNACK p, read while connecting: 0 when it accepts (the link is up), its return
  * code when it refuses, -1 when it is malformed or not expected (l->why). */
 int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p);

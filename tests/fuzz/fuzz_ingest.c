@@ -11,11 +11,11 @@
  *   auth (auth.c): only "Bearer <the token>" (the scheme in any case, spaces after it,
  *     white space after the token) passes.
  */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ctype.h>
 #include <strings.h>
 
 #include "../../host/common/json_out.h"
@@ -67,7 +67,8 @@ static void body(const char *d, size_t n)
     }
     if (!gust_utf8_valid(out.v[0].payload, out.v[0].len) ||
         !gust_json_object_valid(out.v[0].payload, out.v[0].len, 200, why, sizeof(why))) {
-        fprintf(stderr, "the flow's emit is refused at ingest: %s: %.*s\n", why, (int)out.v[0].len, out.v[0].payload);
+        fprintf(stderr, "the flow's emit is refused at ingest: %s: %.*s\n", why, (int)out.v[0].len,
+                out.v[0].payload);
         abort();
     }
     gust_emits_free(&out);
@@ -123,9 +124,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *d = (const char *)data + 1;
     size_t n = size - 1;
     switch (data[0] % 3) {
-    case 0: body(d, n); break;
-    case 1: subject(d, n); break;
-    default: authorization(d, n); break;
+    case 0:
+        body(d, n);
+        break;
+    case 1:
+        subject(d, n);
+        break;
+    default:
+        authorization(d, n);
+        break;
     }
     return 0;
 }

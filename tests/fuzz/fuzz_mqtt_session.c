@@ -57,7 +57,8 @@ static void check_written(void)
     size_t off = 0;
     struct mqtt_packet p;
     long n;
-    while ((n = mqtt_wire_next(stub_sock_written + off, stub_sock_written_len - off, MQTT_MAX_PACKET, &p)) > 0) {
+    while ((n = mqtt_wire_next(stub_sock_written + off, stub_sock_written_len - off, MQTT_MAX_PACKET, &p)) >
+           0) {
         if ((p.type == MQTT_PUBACK || p.type == MQTT_PUBREC || p.type == MQTT_PUBCOMP) &&
             (p.body_len != 2 || (p.body[0] == 0 && p.body[1] == 0))) {
             abort();

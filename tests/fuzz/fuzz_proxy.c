@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n < sizeof(spec)) {
             memcpy(spec, d + i, n);
             spec[n] = '\0';
-            if (gust_proxies_add(&p, spec, &err) == 0 && (p.v[p.n - 1].bits < 0 ||
-                                                          p.v[p.n - 1].bits > (p.v[p.n - 1].family == AF_INET ? 32 : 128))) {
+            if (gust_proxies_add(&p, spec, &err) == 0 &&
+                (p.v[p.n - 1].bits < 0 || p.v[p.n - 1].bits > (p.v[p.n - 1].family == AF_INET ? 32 : 128))) {
                 abort();
             }
         }

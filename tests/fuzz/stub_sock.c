@@ -37,7 +37,8 @@ int64_t gust_now_ms(void)
     return clock_ms += 50;
 }
 
-int gust_tls_create(struct gust_tls **out, const char *ca, const char *cert, const char *key, struct gust_err *err)
+int gust_tls_create(struct gust_tls **out, const char *ca, const char *cert, const char *key,
+                    struct gust_err *err)
 {
     (void)ca, (void)cert, (void)key, (void)err;
     *out = NULL;
@@ -49,8 +50,8 @@ void gust_tls_destroy(struct gust_tls *t)
     (void)t;
 }
 
-int gust_sock_open(struct gust_sock **out, const struct gust_sock_peer *peer, int64_t timeout_ms, struct gust_tls *tls,
-                   int *os_errno, struct gust_err *err)
+int gust_sock_open(struct gust_sock **out, const struct gust_sock_peer *peer, int64_t timeout_ms,
+                   struct gust_tls *tls, int *os_errno, struct gust_err *err)
 {
     (void)peer, (void)timeout_ms, (void)tls;
     if (os_errno) {
