@@ -2,14 +2,16 @@
 # The two commands of the README, on a fresh Debian 12 machine as root:
 #   ./build.sh run    install what is missing, build, run gust on host.conf (embedded NATS)
 #   ./build.sh test   install what is missing, build (and a sanitizer build), run every test
-# Also: ./build.sh deps | build
+#                     (the Debian packages too: built, installed, run, purged)
+# Also: ./build.sh deps | build | deb (build-deb/gust_*.deb and gust-dev_*.deb, lintian-checked)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config clang
           libh2o-evloop-dev libnats-dev libluajit-5.1-dev libyajl-dev libmosquitto-dev
           libssl-dev libcurl4-openssl-dev zlib1g-dev
-          nats-server mosquitto nginx wrk curl python3 chromium gnuplot-nox)
+          nats-server mosquitto nginx wrk curl python3 chromium gnuplot-nox
+          debhelper dpkg-dev fakeroot lintian)
 
 deps() {
     local missing=()
@@ -32,6 +34,21 @@ build() {
     cmake --build "$dir" -j"$(nproc)"
 }
 
+# The gust and gust-dev packages from a copy of this tree (dpkg-buildpackage writes its
+# results beside the tree it builds), into build-deb/, checked by lintian.
+deb() {
+    local version out=build-deb
+    version=$(dpkg-parsechangelog -S Version)
+    rm -rf "$out"
+    mkdir -p "$out/src/gust-$version"
+    tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$out/src/gust-$version"
+    (cd "$out/src/gust-$version" && dpkg-buildpackage -us -uc -b)
+    mv "$out"/src/*.deb "$out"/src/*.changes "$out"/src/*.buildinfo "$out"/
+    rm -rf "$out/src"
+    lintian --fail-on error "$out"/*.changes
+    ls "$out"/*.deb
+}
+
 case "${1:-}" in
 deps)
     deps
@@ -39,6 +56,10 @@ deps)
 build)
     deps
     build build
+    ;;
+deb)
+    deps
+    deb
     ;;
 run)
     deps
@@ -49,13 +70,15 @@ test)
     deps
     build build -DGUST_WERROR=ON
     ctest --test-dir build --output-on-failure -j2
+    # The Debian packages, once: they are installed system-wide, then purged.
+    tests/packaging/test_deb.sh build
     # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
     build build-asan -DGUST_WERROR=ON -DGUST_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j2 -LE bench
     ;;
 *)
-    echo "usage: $0 run|test|build|deps" >&2
+    echo "usage: $0 run|test|build|deb|deps" >&2
     exit 2
     ;;
 esac

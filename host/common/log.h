@@ -1,11 +1,16 @@
-/* Logging to stderr: one line per event, with a level and a timestamp. */
+/* Logging to stderr: one line per event, with a level and a timestamp. Under systemd
+ * (stderr is the journal) the line starts with a <N> priority and has no timestamp, as
+ * journald stamps it; `log_format json` makes each line a JSON object
+ * {"time","level","msg"} for log shippers. */
 #ifndef GUST_COMMON_LOG_H
 #define GUST_COMMON_LOG_H
 
-#include "gust/plugin.h" /* enum gust_log_level */
+#include "gust/api.h" /* enum gust_log_level */
 
 /* Messages above this level are dropped (default GUST_LOG_INFO). */
 void gust_log_set_level(int level);
+/* 1: JSON lines (log_format json); 0: text. */
+void gust_log_set_json(int on);
 int gust_log_enabled(int level);
 void gust_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const char *type_name(enum gust_type t)
+const char *gust_schema_type_name(enum gust_type t)
 {
     switch (t) {
     case GUST_T_STR:
@@ -30,7 +30,7 @@ static const char *type_name(enum gust_type t)
     return "?";
 }
 
-static const char *shown_default(const struct gust_schema_key *k)
+const char *gust_schema_shown_default(const struct gust_schema_key *k)
 {
     if (k->def == NULL) {
         return "-";
@@ -38,8 +38,7 @@ static const char *shown_default(const struct gust_schema_key *k)
     return (k->flags & GUST_K_SECRET) ? "(hidden)" : k->def;
 }
 
-/* "required,reloadable,secret" or "-"; buf holds at least 32 bytes. */
-static const char *flag_names(unsigned flags, char *buf, size_t size)
+const char *gust_schema_flag_names(unsigned flags, char *buf, size_t size)
 {
     snprintf(buf, size, "%s%s%s", (flags & GUST_K_REQUIRED) ? "required," : "",
              (flags & GUST_K_RELOADABLE) ? "reloadable," : "",
@@ -61,18 +60,18 @@ void gust_schema_print_help(FILE *out, const char *title, const struct gust_sche
     for (const struct gust_schema_key *k = schema; k->key != NULL; k++) {
         int n = (int)strlen(k->key);
         wkey = n > wkey ? n : wkey;
-        n = (int)strlen(type_name(k->type));
+        n = (int)strlen(gust_schema_type_name(k->type));
         wtype = n > wtype ? n : wtype;
-        n = (int)strlen(shown_default(k));
+        n = (int)strlen(gust_schema_shown_default(k));
         wdef = n > wdef ? n : wdef;
-        n = (int)strlen(flag_names(k->flags, flags, sizeof(flags)));
+        n = (int)strlen(gust_schema_flag_names(k->flags, flags, sizeof(flags)));
         wflags = n > wflags ? n : wflags;
     }
     fprintf(out, "%s\n  %-*s  %-*s  %-*s  %-*s  %s\n", title, wkey, "KEY", wtype, "TYPE", wdef,
             "DEFAULT", wflags, "FLAGS", "DESCRIPTION");
     for (const struct gust_schema_key *k = schema; k->key != NULL; k++) {
-        fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %s\n", wkey, k->key, wtype, type_name(k->type),
-                wdef, shown_default(k), wflags, flag_names(k->flags, flags, sizeof(flags)),
+        fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %s\n", wkey, k->key, wtype, gust_schema_type_name(k->type),
+                wdef, gust_schema_shown_default(k), wflags, gust_schema_flag_names(k->flags, flags, sizeof(flags)),
                 k->help ? k->help : "");
     }
 }

@@ -423,3 +423,63 @@ const char *gust_cfg_where(const struct gust_cfg *cfg, const char *key)
     }
     return v != NULL && v->where != NULL ? v->where : cfg->where;
 }
+
+int gust_cfg_bind(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size, void *out,
+                  struct gust_err *err)
+{
+    for (const char *p = (const char *)schema;; p += key_size) {
+        const struct gust_schema_key *k = (const struct gust_schema_key *)p;
+        if (k->key == NULL) {
+            return 0;
+        }
+        if (!(k->flags & GUST_K_BOUND)) {
+            continue;
+        }
+        const struct cfg_val *v = find_val(cfg, k->key);
+        if (v == NULL) {
+            return gust_err_set(err, GUST_EINVAL, "binding key '%s': not in the checked configuration", k->key);
+        }
+        char *field = (char *)out + k->offset;
+        switch (k->type) {
+        case GUST_T_INT:
+        case GUST_T_SIZE:
+        case GUST_T_DURATION: {
+            int64_t n = v->num;
+            memcpy(field, &n, sizeof(n));
+            break;
+        }
+        case GUST_T_BOOL: {
+            int b = v->num != 0;
+            memcpy(field, &b, sizeof(b));
+            break;
+        }
+        case GUST_T_LIST: {
+            struct gust_list l = {(const char *const *)v->items, v->nitems};
+            memcpy(field, &l, sizeof(l));
+            break;
+        }
+        default: {
+            const char *s = v->nitems > 0 ? v->items[0] : NULL;
+            memcpy(field, &s, sizeof(s));
+            break;
+        }
+        }
+    }
+}
+
+int gust_cfg_same(const struct gust_cfg *a, const struct gust_cfg *b, const char *key)
+{
+    const struct cfg_val *va = find_val(a, key), *vb = find_val(b, key);
+    if (va == NULL || vb == NULL) {
+        return va == vb;
+    }
+    if (va->nitems != vb->nitems) {
+        return 0;
+    }
+    for (size_t i = 0; i < va->nitems; i++) {
+        if (strcmp(va->items[i], vb->items[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}

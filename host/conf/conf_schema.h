@@ -32,8 +32,18 @@ int gust_cfg_check(const struct gust_conf_node *block, const char *what,
 /* NULL is a no-op. */
 void gust_cfg_destroy(struct gust_cfg *cfg);
 
+/* 1 when key has the same values (as written, after defaults) in a and b. The reload
+ * diff: a changed key without GUST_K_RELOADABLE refuses the reload. */
+int gust_cfg_same(const struct gust_cfg *a, const struct gust_cfg *b, const char *key);
+
 /* Prints a table of the schema's keys (type, default, flags, help) under `title` for
  * `gust --help`. Defaults of GUST_K_SECRET keys are not shown. */
 void gust_schema_print_help(FILE *out, const char *title, const struct gust_schema_key *schema);
+/* The columns of that table, for other renderings of it (gust-host.conf(5)). */
+const char *gust_schema_type_name(enum gust_type t);
+/* The default as shown: "-" for none, "(hidden)" for a secret key's. */
+const char *gust_schema_shown_default(const struct gust_schema_key *k);
+/* "required,reloadable,secret" or "-"; buf holds at least 32 bytes. */
+const char *gust_schema_flag_names(unsigned flags, char *buf, size_t size);
 
 #endif

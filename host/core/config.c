@@ -8,95 +8,125 @@
 #include "../conf/conf_schema.h"
 #include "edges.h"
 
+#define R GUST_K_RELOADABLE
+#define TOP(f, T, def, flags, help) GUST_KEY(struct gust_top_keys, f, T, def, flags, help)
+#define HTTP(f, T, def, flags, help) GUST_KEY(struct gust_http_keys, f, T, def, flags, help)
+#define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
+/* Units are rebuilt at every reload: all their keys are reloadable. */
+#define UNIT(f, T, def, flags, help) GUST_KEY(struct gust_unit_keys, f, T, def, (flags) | R, help)
+
 const struct gust_schema_key gust_top_schema[] = {
-    {"state_dir", GUST_T_PATH, "var", 0, "embedded NATS store and runtime files"},
-    {"plugin_dir", GUST_T_PATH, NULL, 0, "where `plugin NAME;` finds NAME.so (default: plugins/ beside the gust binary)"},
-    {"log_level", GUST_T_STR, "info", GUST_K_RELOADABLE, "error, warn, info or debug"},
-    {"node_name", GUST_T_STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"},
-    {"cluster", GUST_T_BOOL, "off", 0,
-     "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"},
-    {NULL, 0, NULL, 0, NULL},
+    TOP(state_dir, PATH, "var", 0, "embedded NATS store and runtime files"),
+    TOP(plugin_dir, PATH, NULL, 0,
+        "where `plugin NAME;` finds NAME.so (default: plugins/ beside a gust in a build tree, else the installed "
+        "plugin directory)"),
+    TOP(log_level, STR, "info", R, "error, warn, info or debug"),
+    TOP(log_format, STR, "text", R,
+        "text: a line with a level (and a timestamp unless journald reads it); json: one JSON object a line"),
+    TOP(node_name, STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
+    TOP(cluster, BOOL, "off", 0,
+        "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_http_schema[] = {
-    {"listen", GUST_T_ADDR, "127.0.0.1:8787", 0, "address of the HTTP listener"},
-    {"base_path", GUST_T_STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"},
-    {"max_body", GUST_T_SIZE, "1m", 0, "largest accepted request body"},
-    {"max_depth", GUST_T_INT, "200", 0,
-     "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"},
-    {"admin_token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding the admin bearer token"},
-    {"admin_token_env", GUST_T_STR, NULL, GUST_K_SECRET, "environment variable holding the admin bearer token"},
-    {"ingest_token_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file holding a bearer token that POST /ingest then needs"},
-    {"ingest_token_env", GUST_T_STR, NULL, GUST_K_SECRET, "environment variable holding the ingest bearer token"},
-    {"metrics_public", GUST_T_BOOL, "off", 0, "on: /metrics needs no token even when an admin token is set"},
-    {"trusted_proxies", GUST_T_LIST, NULL, 0, "addresses (or address/bits) whose X-Forwarded-For/-Proto are believed"},
-    {"client_timeout", GUST_T_DURATION, "10s", 0, "a request's headers and body must arrive within it; idle keep-alive limit"},
-    {"max_connections", GUST_T_INT, "1024", 0, "open client connections; beyond it new ones are closed at accept"},
-    {"max_header_size", GUST_T_SIZE, "64k", 0, "request line and headers (431 beyond)"},
-    {"drain_timeout", GUST_T_DURATION, "1500ms", 0, "how long shutdown waits for requests in flight"},
-    {NULL, 0, NULL, 0, NULL},
+    HTTP(listen, ADDR, "127.0.0.1:8787", 0, "address of the HTTP listener"),
+    HTTP(base_path, STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"),
+    HTTP(max_body, SIZE, "1m", R, "largest accepted request body"),
+    HTTP(max_depth, INT, "200", R,
+         "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"),
+    HTTP(admin_token_file, PATH, NULL, GUST_K_SECRET | R, "file holding the admin bearer token (read again at reload)"),
+    HTTP(admin_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the admin bearer token"),
+    HTTP(ingest_token_file, PATH, NULL, GUST_K_SECRET | R,
+         "file holding a bearer token that POST /ingest then needs (read again at reload)"),
+    HTTP(ingest_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the ingest bearer token"),
+    HTTP(metrics_public, BOOL, "off", R, "on: /metrics needs no token even when an admin token is set"),
+    HTTP(trusted_proxies, LIST, NULL, R, "addresses (or address/bits) whose X-Forwarded-For/-Proto are believed"),
+    HTTP(client_timeout, DURATION, "10s", R,
+         "a request's headers and body must arrive within it; idle keep-alive limit"),
+    HTTP(max_connections, INT, "1024", R, "open client connections; beyond it new ones are closed at accept"),
+    HTTP(max_header_size, SIZE, "64k", R, "request line and headers (431 beyond)"),
+    HTTP(drain_timeout, DURATION, "1500ms", R, "how long shutdown waits for requests in flight"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_nats_schema[] = {
-    {"url", GUST_T_LIST, NULL, 0, "server URLs (several for a cluster); none: embedded nats-server"},
-    {"server_bin", GUST_T_STR, "nats-server", 0, "embedded mode: the nats-server binary"},
-    {"stream", GUST_T_STR, "GUST", 0, "the event stream"},
-    {"subjects", GUST_T_FILTER, "ev.>", 0, "subjects of the event stream"},
-    {"dlq_stream", GUST_T_STR, "GUST_DLQ", 0, "the dead-letter stream"},
-    {"dlq_subjects", GUST_T_FILTER, "dlq.>", 0, "subjects of the dead-letter stream"},
-    {"dlq_max_msgs", GUST_T_INT, "100000", 0, "dead letters kept (oldest dropped first)"},
-    {"max_deliver", GUST_T_INT, "5", GUST_K_RELOADABLE, "attempts before a message is dead-lettered"},
-    {"ack_wait", GUST_T_DURATION, "5s", 0,
-     "a message neither acked nor nak'd is redelivered (to any process of the cluster) after this; a batch must finish within it"},
-    {"replicas", GUST_T_INT, "1", 0, "copies of the streams and the lease bucket (3 on a three-node NATS cluster)"},
-    {"lease_bucket", GUST_T_STR, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"},
-    {"lease_ttl", GUST_T_DURATION, "6s", 0, "a lease not renewed for this long passes to another process (renewed every third)"},
-    {"lease_poll", GUST_T_DURATION, "250ms", 0, "how often a process without a lease looks whether it is free"},
-    {"retry_delay", GUST_T_DURATION, "200ms", GUST_K_RELOADABLE, "first redelivery delay of a failed message (doubles per attempt)"},
-    {"retry_max_delay", GUST_T_DURATION, "5s", GUST_K_RELOADABLE, "longest redelivery delay"},
-    {"publish_timeout", GUST_T_DURATION, "5s", 0, "how long a publish waits for its PubAck"},
-    {"max_pending", GUST_T_INT, "65536", 0, "publishes awaiting their PubAck at once"},
-    {"send_asap", GUST_T_BOOL, "off", 0,
-     "units and sources write every publish and ack at once (lower latency at low rates, less throughput) instead of batching writes for up to 1 ms (ingest has its own connection, which writes once per event-loop turn)"},
-    {NULL, 0, NULL, 0, NULL},
+    NATS(url, LIST, NULL, 0, "server URLs (several for a cluster); none: embedded nats-server"),
+    NATS(server_bin, STR, "nats-server", 0, "embedded mode: the nats-server binary"),
+    NATS(stream, STR, "GUST", 0, "the event stream"),
+    NATS(subjects, FILTER, "ev.>", 0,
+         "subjects of the event stream, PREFIX.>: ingest and the detect defaults build subjects under PREFIX"),
+    NATS(dlq_stream, STR, "GUST_DLQ", 0, "the dead-letter stream"),
+    NATS(dlq_subjects, FILTER, "dlq.>", 0, "subjects of the dead-letter stream"),
+    NATS(dlq_max_msgs, INT, "100000", 0, "dead letters kept (oldest dropped first)"),
+    NATS(max_deliver, INT, "5", R, "attempts before a message is dead-lettered"),
+    NATS(ack_wait, DURATION, "5s", 0,
+         "a message neither acked nor nak'd is redelivered (to any process of the cluster) after this; a batch must "
+         "finish within it"),
+    NATS(replicas, INT, "1", 0, "copies of the streams and the lease bucket (3 on a three-node NATS cluster)"),
+    NATS(lease_bucket, STR, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"),
+    NATS(lease_ttl, DURATION, "6s", 0,
+         "a lease not renewed for this long passes to another process (renewed every third)"),
+    NATS(lease_poll, DURATION, "250ms", 0, "how often a process without a lease looks whether it is free"),
+    NATS(retry_delay, DURATION, "200ms", R, "first redelivery delay of a failed message (doubles per attempt)"),
+    NATS(retry_max_delay, DURATION, "5s", R, "longest redelivery delay"),
+    NATS(publish_timeout, DURATION, "5s", 0, "how long a publish waits for its PubAck"),
+    NATS(max_pending, INT, "65536", 0, "publishes awaiting their PubAck at once"),
+    NATS(send_asap, BOOL, "off", 0,
+         "units and sources write every publish and ack at once (lower latency at low rates, less throughput) "
+         "instead of batching writes for up to 1 ms (ingest has its own connection, which writes once per "
+         "event-loop turn)"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_flow_schema[] = {
-    {"script", GUST_T_PATH, NULL, GUST_K_REQUIRED, "the Lua flow"},
-    {"source", GUST_T_FILTER, NULL, 0, "subject consumed (default: the script's `source`)"},
-    {"timeout", GUST_T_DURATION, "1s", GUST_K_RELOADABLE, "longest run of on_event for one event"},
-    {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
-    GUST_EDGE_KEYS,
-    {NULL, 0, NULL, 0, NULL},
+    UNIT(script, PATH, NULL, GUST_K_REQUIRED, "the Lua flow"),
+    UNIT(source, FILTER, NULL, 0, "subject consumed (default: the script's `source`)"),
+    UNIT(timeout, DURATION, "1s", 0, "longest run of on_event for one event"),
+    UNIT(batch, INT, "256", 0, "messages fetched at once"),
+    GUST_EDGE_KEYS(UNIT),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_detect_schema[] = {
-    {"rules", GUST_T_PATH, NULL, GUST_K_REQUIRED, "the VPL program"},
-    {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
-    GUST_EDGE_KEYS,
-    {NULL, 0, NULL, 0, NULL},
+    UNIT(rules, PATH, NULL, GUST_K_REQUIRED, "the VPL program"),
+    UNIT(batch, INT, "256", 0, "messages fetched at once"),
+    GUST_EDGE_KEYS(UNIT),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_relay_schema[] = {
-    {"source", GUST_T_FILTER, NULL, GUST_K_REQUIRED, "subject consumed"},
-    {"to", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "subject every message is forwarded to, unchanged"},
-    {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
-    {NULL, 0, NULL, 0, NULL},
+    UNIT(source, FILTER, NULL, GUST_K_REQUIRED, "subject consumed"),
+    UNIT(to, SUBJECT, NULL, GUST_K_REQUIRED, "subject every message is forwarded to, unchanged"),
+    UNIT(batch, INT, "256", 0, "messages fetched at once"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_sink_schema[] = {
-    {"use", GUST_T_STR, NULL, GUST_K_REQUIRED, "the plugin type"},
-    {"source", GUST_T_FILTER, NULL, GUST_K_REQUIRED, "subject consumed"},
-    {"batch", GUST_T_INT, "256", GUST_K_RELOADABLE, "messages fetched at once"},
-    {NULL, 0, NULL, 0, NULL},
+    UNIT(use, STR, NULL, GUST_K_REQUIRED, "the plugin type"),
+    UNIT(source, FILTER, NULL, GUST_K_REQUIRED, "subject consumed"),
+    UNIT(batch, INT, "256", 0, "messages fetched at once"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_source_schema[] = {
-    {"use", GUST_T_STR, NULL, GUST_K_REQUIRED, "the plugin type"},
-    {"competing", GUST_T_BOOL, "off", 0,
-     "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT shared subscription)"},
-    {NULL, 0, NULL, 0, NULL},
+    UNIT(use, STR, NULL, GUST_K_REQUIRED, "the plugin type"),
+    UNIT(competing, BOOL, "off", 0,
+         "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT "
+         "shared subscription)"),
+    GUST_KEY_END,
 };
+
+const struct gust_config_block gust_config_blocks[3] = {
+    {"", gust_top_schema},
+    {"http", gust_http_schema},
+    {"nats", gust_nats_schema},
+};
+
+const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i)
+{
+    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : c->nats_cfg;
+}
 
 static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
 
@@ -166,12 +196,49 @@ static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *e
 }
 
 /* Values of the http block the schema's types cannot bound. */
-static int check_http(const struct gust_cfg *http, struct gust_err *err)
+static int check_http(const struct gust_config *c, struct gust_err *err)
 {
-    int64_t depth = gust_cfg_int(http, "max_depth");
-    if (depth < 1 || depth > 100000) {
+    if (c->http.max_depth < 1 || c->http.max_depth > 100000) {
         return gust_err_set(err, GUST_ECONFIG, "%s: max_depth: %lld is not within 1..100000",
-                            gust_cfg_where(http, "max_depth"), (long long)depth);
+                            gust_cfg_where(c->http_cfg, "max_depth"), (long long)c->http.max_depth);
+    }
+    return 0;
+}
+
+/* Subjects are built under the stream's prefix (ingest, the detect defaults), so
+ * `subjects` must be PREFIX.> (or > alone: no prefix). */
+static int check_subjects(struct gust_config *c, struct gust_err *err)
+{
+    const char *s = c->nats.subjects;
+    size_t n = strlen(s);
+    if (strcmp(s, ">") == 0) {
+        c->subject_prefix[0] = '\0';
+        return 0;
+    }
+    if (n < 3 || strcmp(s + n - 2, ".>") != 0 || memchr(s, '*', n) != NULL || n - 1 >= sizeof(c->subject_prefix)) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: subjects must be PREFIX.> (e.g. ev.>), not '%s'",
+                            gust_cfg_where(c->nats_cfg, "subjects"), s);
+    }
+    memcpy(c->subject_prefix, s, n - 1);
+    c->subject_prefix[n - 1] = '\0';
+    return 0;
+}
+
+static int check_log(struct gust_config *c, struct gust_err *err)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    c->log_level = -1;
+    for (int i = 0; i < 4; i++) {
+        c->log_level = strcmp(c->top.log_level, levels[i]) == 0 ? i : c->log_level;
+    }
+    if (c->log_level < 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
+                            gust_cfg_where(c->top_cfg, "log_level"));
+    }
+    c->log_json = strcmp(c->top.log_format, "json") == 0;
+    if (!c->log_json && strcmp(c->top.log_format, "text") != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: log_format must be text or json",
+                            gust_cfg_where(c->top_cfg, "log_format"));
     }
     return 0;
 }
@@ -200,6 +267,7 @@ static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum 
         char what[128];
         snprintf(what, sizeof(what), "%s '%s'", kname, u->name);
         int rc = gust_cfg_check(n, what, unit_schemas[kind], NULL, &u->cfg, err);
+        rc = rc ? rc : gust_cfg_bind(u->cfg, unit_schemas[kind], sizeof(struct gust_schema_key), &u->k, err);
         if (rc != 0) {
             return rc;
         }
@@ -231,22 +299,20 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         goto fail;
     }
     static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", NULL};
-    rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top, err);
+    rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
         goto fail;
     }
     for (size_t i = 0; i < root->nchildren && rc == 0; i++) {
         const struct gust_conf_node *n = &root->children[i];
         if (strcmp(n->name, "http") == 0 || strcmp(n->name, "nats") == 0) {
-            struct gust_cfg **slot = n->name[0] == 'h' ? &c->http : &c->nats;
+            struct gust_cfg **slot = n->name[0] == 'h' ? &c->http_cfg : &c->nats_cfg;
             if (*slot != NULL) {
                 rc = error_at(err, n, "'%s' block given twice", n->name);
             } else {
                 rc = check_block(n, n->name, n->name[0] == 'h' ? gust_http_schema : gust_nats_schema, slot, err);
                 if (rc == 0 && n->name[0] == 'n') {
                     rc = check_nats_urls(n, err);
-                } else if (rc == 0) {
-                    rc = check_http(*slot, err);
                 }
             }
         } else if (strcmp(n->name, "plugin") == 0) {
@@ -272,10 +338,19 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     static const struct gust_conf_node empty = {.is_block = 1};
     struct gust_conf_node top_empty = empty;
     top_empty.file = c->tree->path;
-    if (c->http == NULL && (rc = gust_cfg_check(&top_empty, "http", gust_http_schema, NULL, &c->http, err)) != 0) {
+    if (c->http_cfg == NULL &&
+        (rc = gust_cfg_check(&top_empty, "http", gust_http_schema, NULL, &c->http_cfg, err)) != 0) {
         goto fail;
     }
-    if (c->nats == NULL && (rc = gust_cfg_check(&top_empty, "nats", gust_nats_schema, NULL, &c->nats, err)) != 0) {
+    if (c->nats_cfg == NULL &&
+        (rc = gust_cfg_check(&top_empty, "nats", gust_nats_schema, NULL, &c->nats_cfg, err)) != 0) {
+        goto fail;
+    }
+    const size_t ksize = sizeof(struct gust_schema_key);
+    if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
+        (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
+        (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
+        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
         goto fail;
     }
     *out = c;
@@ -310,7 +385,7 @@ int gust_config_check_plugin_unit(struct gust_unit_conf *unit, const struct gust
     unit->cfg = NULL;
     int rc = gust_cfg_check(unit->node, what, merged, NULL, &unit->cfg, err);
     free(merged);
-    return rc;
+    return rc ? rc : gust_cfg_bind(unit->cfg, own, sizeof(struct gust_schema_key), &unit->k, err);
 }
 
 void gust_config_destroy(struct gust_config *c)
@@ -323,9 +398,9 @@ void gust_config_destroy(struct gust_config *c)
     }
     free(c->units);
     free(c->plugins);
-    gust_cfg_destroy(c->top);
-    gust_cfg_destroy(c->http);
-    gust_cfg_destroy(c->nats);
+    gust_cfg_destroy(c->top_cfg);
+    gust_cfg_destroy(c->http_cfg);
+    gust_cfg_destroy(c->nats_cfg);
     gust_conf_destroy(c->tree);
     free(c);
 }

@@ -4,12 +4,77 @@
 #define GUST_CORE_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../conf/conf.h"
 #include "gust/err.h"
 #include "gust/schema.h"
 
 enum gust_unit_kind { GUST_UNIT_FLOW, GUST_UNIT_DETECT, GUST_UNIT_RELAY, GUST_UNIT_SINK, GUST_UNIT_SOURCE };
+
+/* The values of each block, bound by its schema (config.c): strings point into the
+ * block's struct gust_cfg and live as long as the struct gust_config. */
+struct gust_top_keys {
+    const char *state_dir;
+    const char *plugin_dir;
+    const char *log_level;
+    const char *log_format;
+    const char *node_name;
+    int cluster;
+};
+
+struct gust_http_keys {
+    const char *listen;
+    const char *base_path;
+    int64_t max_body;
+    int64_t max_depth;
+    const char *admin_token_file;
+    const char *admin_token_env;
+    const char *ingest_token_file;
+    const char *ingest_token_env;
+    int metrics_public;
+    struct gust_list trusted_proxies;
+    int64_t client_timeout;
+    int64_t max_connections;
+    int64_t max_header_size;
+    int64_t drain_timeout;
+};
+
+struct gust_nats_keys {
+    struct gust_list url;
+    const char *server_bin;
+    const char *stream;
+    const char *subjects;
+    const char *dlq_stream;
+    const char *dlq_subjects;
+    int64_t dlq_max_msgs;
+    int64_t max_deliver;
+    int64_t ack_wait;
+    int64_t replicas;
+    const char *lease_bucket;
+    int64_t lease_ttl;
+    int64_t lease_poll;
+    int64_t retry_delay;
+    int64_t retry_max_delay;
+    int64_t publish_timeout;
+    int64_t max_pending;
+    int send_asap;
+};
+
+/* Every unit kind's keys in one struct; a kind's schema binds the ones it has, the
+ * others stay NULL / 0. */
+struct gust_unit_keys {
+    const char *script;  /* flow */
+    const char *rules;   /* detect */
+    const char *source;  /* flow, relay, sink: the subject filter consumed */
+    const char *to;      /* relay */
+    const char *use;     /* sink, source: the plugin type */
+    const char *edge;    /* flow, detect: the source unit feeding it in memory */
+    int64_t timeout;     /* flow */
+    int64_t batch;       /* flow, detect, relay, sink */
+    int64_t edge_queue;  /* flow, detect */
+    int competing;       /* source */
+};
 
 struct gust_unit_conf {
     enum gust_unit_kind kind;
@@ -19,6 +84,7 @@ struct gust_unit_conf {
     const char *use;                   /* sinks and sources: the plugin type */
     struct gust_cfg *cfg;              /* owned; for sinks and sources set by
                                           gust_config_check_plugin_unit */
+    struct gust_unit_keys k;           /* bound from cfg */
 };
 
 struct gust_plugin_ref {
@@ -28,9 +94,15 @@ struct gust_plugin_ref {
 
 struct gust_config {
     struct gust_conf *tree;
-    struct gust_cfg *top;
-    struct gust_cfg *http;
-    struct gust_cfg *nats;
+    struct gust_top_keys top;
+    struct gust_http_keys http;
+    struct gust_nats_keys nats;
+    struct gust_cfg *top_cfg; /* owned: the checked blocks the above point into */
+    struct gust_cfg *http_cfg;
+    struct gust_cfg *nats_cfg;
+    int log_level;            /* enum gust_log_level of log_level */
+    int log_json;             /* log_format json */
+    char subject_prefix[128]; /* what every event subject starts with: "ev." of `subjects ev.>;` */
     struct gust_plugin_ref *plugins;
     size_t nplugins;
     struct gust_unit_conf *units;
@@ -47,6 +119,15 @@ extern const struct gust_schema_key gust_sink_schema[];   /* besides the plugin'
 extern const struct gust_schema_key gust_source_schema[]; /* besides the plugin's keys */
 
 const char *gust_unit_kind_name(enum gust_unit_kind kind);
+
+/* One process-wide block of host.conf, for the reload diff and --help. */
+struct gust_config_block {
+    const char *name; /* "" for the top level, "http", "nats" */
+    const struct gust_schema_key *schema;
+};
+extern const struct gust_config_block gust_config_blocks[3];
+/* The checked values of block i (index into gust_config_blocks). */
+const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i);
 
 /* Parses and checks path. Sinks and sources are checked later, once their plugins are
  * loaded (gust_config_check_plugin_unit). */

@@ -10,19 +10,18 @@ int gust_edges_check(const struct gust_config *c, struct gust_err *err)
 {
     for (size_t i = 0; i < c->nunits; i++) {
         const struct gust_unit_conf *u = &c->units[i];
-        const char *edge = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge")
-                                                                                     : NULL;
+        const char *edge = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u->k.edge : NULL;
         if (edge == NULL) {
             continue;
         }
         const char *kind = gust_unit_kind_name(u->kind);
-        if (gust_cfg_str(u->cfg, "source") != NULL) {
+        if (u->k.source != NULL) {
             return gust_err_set(err, GUST_ECONFIG,
                                 "%s: %s '%s': `edge` and `source` exclude each other (edge: in memory from a source "
                                 "unit, at most once; source: from the bus)",
                                 gust_cfg_where(u->cfg, "edge"), kind, u->name);
         }
-        int64_t q = gust_cfg_int(u->cfg, "edge_queue");
+        int64_t q = u->k.edge_queue;
         if (q < 1 || q > EDGE_QUEUE_MAX) {
             return gust_err_set(err, GUST_ECONFIG, "%s: %s '%s': edge_queue must be within 1..%d messages",
                                 gust_cfg_where(u->cfg, "edge_queue"), kind, u->name, EDGE_QUEUE_MAX);

@@ -6,11 +6,11 @@
 #include "../unit/edge.h"
 #include "config.h"
 
-/* The keys flow and detect units take for it. */
-#define GUST_EDGE_KEYS                                                                                     \
-    {"edge", GUST_T_STR, NULL, 0,                                                                          \
-     "take the input in memory from this source unit, not from the bus (at most once; excludes source)"}, \
-    {"edge_queue", GUST_T_INT, "65536", 0, "edge: messages queued in memory; when full, new ones are dropped (counted)"}
+/* The keys flow and detect units take for it, written with the caller's key macro. */
+#define GUST_EDGE_KEYS(KEY)                                                                               \
+    KEY(edge, STR, NULL, 0,                                                                               \
+        "take the input in memory from this source unit, not from the bus (at most once; excludes source)"), \
+    KEY(edge_queue, INT, "65536", 0, "edge: messages queued in memory; when full, new ones are dropped (counted)")
 
 /* `edge` names a `source` unit of the same file, and excludes `source`; edge_queue is
  * within bounds. Errors name file:line. */

@@ -16,19 +16,6 @@
 #include "../cluster/nodes.h"
 #include "edges.h"
 
-/* plugins/ beside the binary: build/gust finds build/plugins/. */
-static void default_plugin_dir(char *out, size_t size)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0) {
-        snprintf(out, size, "plugins");
-        return;
-    }
-    exe[n] = '\0';
-    snprintf(out, size, "%s/plugins", dirname(exe));
-}
-
 static int read_file(const char *path, struct gust_buf *out)
 {
     FILE *f = fopen(path, "rb");
@@ -47,16 +34,14 @@ static int read_file(const char *path, struct gust_buf *out)
 
 static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
 {
-    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
-                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
     struct gust_flow *flow = NULL;
     struct gust_err ferr = {{0}};
     int rc = gust_flow_create(&fo, &flow, &ferr);
     if (rc != 0) {
         return gust_err_set(err, rc, "%s: flow '%s': %s", gust_cfg_where(u->cfg, "script"), u->name, ferr.msg);
     }
-    if (gust_cfg_str(u->cfg, "source") == NULL && gust_cfg_str(u->cfg, "edge") == NULL &&
-        gust_flow_source(flow) == NULL) {
+    if (u->k.source == NULL && u->k.edge == NULL && gust_flow_source(flow) == NULL) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: flow '%s' has no source: set `source SUBJECT;` or the script's `source`",
                           u->where, u->name);
     }
@@ -65,9 +50,10 @@ static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
 }
 
 /* Reads and compiles a detect unit's program. */
-static int load_detect(const struct gust_unit_conf *u, struct gust_handler *h, char **filter, struct gust_err *err)
+static int load_detect(const struct gust_config *c, const struct gust_unit_conf *u, struct gust_handler *h,
+                       char **filter, struct gust_err *err)
 {
-    const char *path = gust_cfg_str(u->cfg, "rules");
+    const char *path = u->k.rules;
     struct gust_buf src = {0};
     int rc = read_file(path, &src);
     if (rc != 0) {
@@ -75,16 +61,16 @@ static int load_detect(const struct gust_unit_conf *u, struct gust_handler *h, c
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
                             u->name, path);
     }
-    rc = gust_detect_handler_create(u->name, src.data != NULL ? src.data : "", src.len, path, h, filter, err);
+    rc = gust_detect_handler_create(u->name, c->subject_prefix, src.data != NULL ? src.data : "", src.len, path, h, filter, err);
     gust_buf_free(&src);
     return rc;
 }
 
-static int check_detect(const struct gust_unit_conf *u, struct gust_err *err)
+static int check_detect(const struct gust_config *c, const struct gust_unit_conf *u, struct gust_err *err)
 {
     struct gust_handler h;
     char *filter = NULL;
-    int rc = load_detect(u, &h, &filter, err);
+    int rc = load_detect(c, u, &h, &filter, err);
     if (rc == 0) {
         h.destroy(h.impl);
         free(filter);
@@ -99,32 +85,19 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
         return rc;
     }
     struct gust_config *c = host->config;
-    const char *level = gust_cfg_str(c->top, "log_level");
-    static const char *const levels[] = {"error", "warn", "info", "debug"};
-    int found = 0;
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(level, levels[i]) == 0) {
-            gust_log_set_level(i);
-            found = 1;
-        }
-    }
-    if (!found) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
-                            gust_cfg_where(c->top, "log_level"));
-    }
-    const char *dlq = gust_cfg_str(c->nats, "dlq_subjects");
+    const char *dlq = c->nats.dlq_subjects;
     size_t dlq_len = strlen(dlq);
     if (dlq_len < 3 || strcmp(dlq + dlq_len - 2, ".>") != 0 || dlq_len - 1 >= sizeof(host->dlq_prefix)) {
         return gust_err_set(err, GUST_ECONFIG, "%s: dlq_subjects must end with '.>' (e.g. dlq.>)",
-                            gust_cfg_where(c->nats, "dlq_subjects"));
+                            gust_cfg_where(c->nats_cfg, "dlq_subjects"));
     }
     memcpy(host->dlq_prefix, dlq, dlq_len - 1);
     host->dlq_prefix[dlq_len - 1] = '\0';
     char dir[PATH_MAX];
-    if (gust_cfg_str(c->top, "plugin_dir") != NULL) {
-        snprintf(dir, sizeof(dir), "%s", gust_cfg_str(c->top, "plugin_dir"));
+    if (c->top.plugin_dir != NULL) {
+        snprintf(dir, sizeof(dir), "%s", c->top.plugin_dir);
     } else {
-        default_plugin_dir(dir, sizeof(dir));
+        gust_plugins_default_dir(dir, sizeof(dir));
     }
     for (size_t i = 0; i < c->nplugins; i++) {
         rc = gust_plugins_load(&host->plugins, dir, c->plugins[i].name, c->plugins[i].where, err);
@@ -139,7 +112,7 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
             rc = check_flow(u, err);
             break;
         case GUST_UNIT_DETECT:
-            rc = check_detect(u, err);
+            rc = check_detect(c, u, err);
             break;
         case GUST_UNIT_RELAY:
             break;
@@ -181,15 +154,15 @@ static struct gust_consumer_conf consumer_conf(const struct gust_host *host, con
         .unit = u->name,
         .kind = kind,
         .filter = filter,
-        .stream = gust_cfg_str(c->nats, "stream"),
+        .stream = c->nats.stream,
         .dlq_prefix = host->dlq_prefix,
-        .batch = (int)gust_cfg_int(u->cfg, "batch"),
-        .max_deliver = gust_cfg_int(c->nats, "max_deliver"),
-        .ack_wait_ms = gust_cfg_int(c->nats, "ack_wait"),
-        .retry_delay_ms = gust_cfg_int(c->nats, "retry_delay"),
-        .retry_max_delay_ms = gust_cfg_int(c->nats, "retry_max_delay"),
-        .edge_source = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? gust_cfg_str(u->cfg, "edge") : NULL,
-        .edge_queue = (size_t)gust_cfg_int(u->cfg, "edge_queue"),
+        .batch = (int)u->k.batch,
+        .max_deliver = c->nats.max_deliver,
+        .ack_wait_ms = c->nats.ack_wait,
+        .retry_delay_ms = c->nats.retry_delay,
+        .retry_max_delay_ms = c->nats.retry_max_delay,
+        .edge_source = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u->k.edge : NULL,
+        .edge_queue = (size_t)u->k.edge_queue,
     };
 }
 
@@ -214,15 +187,13 @@ static int start_consumer(struct gust_host *host, const struct gust_consumer_con
 static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                       struct gust_err *err)
 {
-    struct gust_flow_opts fo = {.script_path = gust_cfg_str(u->cfg, "script"),
-                                .timeout_ms = (long)gust_cfg_int(u->cfg, "timeout")};
+    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
     struct gust_flow *flow = NULL;
     int rc = gust_flow_create(&fo, &flow, err);
     if (rc != 0) {
         return rc;
     }
-    const char *source = gust_cfg_str(u->cfg, "source") != NULL ? gust_cfg_str(u->cfg, "source")
-                                                                  : gust_flow_source(flow);
+    const char *source = u->k.source != NULL ? u->k.source : gust_flow_source(flow);
     struct gust_consumer_conf cc = consumer_conf(host, u, "flow", source);
     return start_consumer(host, &cc, gust_flow_handler(flow), bus, err);
 }
@@ -250,7 +221,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         h.destroy(h.impl);
         return rc;
     }
-    struct gust_consumer_conf cc = consumer_conf(host, u, "sink", gust_cfg_str(u->cfg, "source"));
+    struct gust_consumer_conf cc = consumer_conf(host, u, "sink", u->k.source);
     return start_consumer(host, &cc, h, bus, err);
 }
 
@@ -292,15 +263,15 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         } else if (u->kind == GUST_UNIT_DETECT) {
             struct gust_handler h;
             char *filter = NULL;
-            rc = load_detect(u, &h, &filter, err);
+            rc = load_detect(c, u, &h, &filter, err);
             if (rc == 0) {
                 struct gust_consumer_conf cc = consumer_conf(host, u, "detect", filter);
                 rc = start_consumer(host, &cc, h, bus, err);
                 free(filter);
             }
         } else if (u->kind == GUST_UNIT_RELAY) {
-            struct gust_handler h = gust_relay_handler(gust_cfg_str(u->cfg, "to"));
-            struct gust_consumer_conf cc = consumer_conf(host, u, "relay", gust_cfg_str(u->cfg, "source"));
+            struct gust_handler h = gust_relay_handler(u->k.to);
+            struct gust_consumer_conf cc = consumer_conf(host, u, "relay", u->k.source);
             rc = h.impl != NULL ? start_consumer(host, &cc, h, bus, err) : gust_err_set(err, GUST_ENOMEM, "out of memory");
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
@@ -318,7 +289,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         s->type = gust_plugins_find_type(&host->plugins, u->use);
         s->unit = u;
         s->bus = bus;
-        s->leased = !gust_cfg_int(u->cfg, "competing");
+        s->leased = !u->k.competing;
         s->edges = gust_edge_links_find(host->edges, u->name);
         int rc;
         if (s->leased) {

@@ -17,6 +17,9 @@
 #include "../cluster/nodes.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
+#include "../plugin/loader.h"
+#include "help.h"
+#include "sd_notify.h"
 #include "../http/server.h"
 #include "host.h"
 #include "reload.h"
@@ -37,17 +40,12 @@ static void usage(FILE *out)
             "  -c, --config FILE  host.conf to use (default: host.conf)\n"
             "  -t, --test         check the configuration, every script and rule it names, and exit\n"
             "  -h, --help         this text, and every host.conf key\n"
+            "      --help-roff    every host.conf key as roff (for gust-host.conf(5))\n"
             "  -v, --version      print the version\n"
             "\n"
-            "host.conf keys:\n");
-    gust_schema_print_help(out, "top level", gust_top_schema);
-    gust_schema_print_help(out, "http { }", gust_http_schema);
-    gust_schema_print_help(out, "nats { }", gust_nats_schema);
-    gust_schema_print_help(out, "flow NAME { }", gust_flow_schema);
-    gust_schema_print_help(out, "detect NAME { }", gust_detect_schema);
-    gust_schema_print_help(out, "relay NAME { }", gust_relay_schema);
-    gust_schema_print_help(out, "sink NAME { } (plus the plugin's keys)", gust_sink_schema);
-    gust_schema_print_help(out, "source NAME { } (plus the plugin's keys)", gust_source_schema);
+            "host.conf keys (FLAGS: reloadable = a reload applies a new value; a reload that changes a key\n"
+            "of the top level, http or nats without it is refused):\n");
+    gust_help_keys(out, GUST_HELP_TEXT);
 }
 
 struct signal_ctx {
@@ -76,6 +74,7 @@ static void *signal_thread(void *arg)
         }
         if (sig == SIGHUP) {
             gust_info("SIGHUP: reloading");
+            gust_sd_notify_reloading();
             gust_reloader_request(s->reloader);
             continue;
         }
@@ -90,6 +89,48 @@ static struct gust_http *http_server;
 static struct gust_units units;
 static struct gust_reloader reloader;
 
+/* The front's settings from a checked config: borrowed strings, valid while it lives. */
+static struct gust_http_settings http_settings(const struct gust_config *c)
+{
+    const struct gust_http_keys *h = &c->http;
+    return (struct gust_http_settings){
+        .max_body = (size_t)h->max_body,
+        .max_depth = (size_t)h->max_depth,
+        .admin_token_file = h->admin_token_file,
+        .admin_token_env = h->admin_token_env,
+        .ingest_token_file = h->ingest_token_file,
+        .ingest_token_env = h->ingest_token_env,
+        .metrics_public = h->metrics_public,
+        .trusted_proxies = h->trusted_proxies.items,
+        .ntrusted_proxies = h->trusted_proxies.n,
+        .client_timeout_ms = h->client_timeout,
+        .max_connections = (size_t)h->max_connections,
+        .max_header = (size_t)h->max_header_size,
+        .drain_ms = h->drain_timeout,
+    };
+}
+
+/* The reloader's hooks: what the process applies itself from a new generation. */
+static int apply_prepare(void *ud, const struct gust_config *next, void **pending, struct gust_err *err)
+{
+    (void)ud;
+    struct gust_http_settings hs = http_settings(next);
+    return gust_http_policy_create(&hs, (struct gust_http_policy **)pending, err);
+}
+
+static void apply_commit(void *ud, const struct gust_config *next, void *pending)
+{
+    gust_log_set_level(next->log_level);
+    gust_log_set_json(next->log_json);
+    gust_http_set_policy(ud, pending);
+}
+
+static void apply_discard(void *ud, void *pending)
+{
+    (void)ud;
+    gust_http_policy_destroy(pending);
+}
+
 static int run(const char *config_path)
 {
     struct gust_err err = {{0}};
@@ -101,11 +142,15 @@ static int run(const char *config_path)
             gust_host_release(host);
         }
         free(host);
+        gust_plugins_shutdown();
         return 1;
     }
     gust_units_init(&units);
-    /* http and nats are read once, from the first generation. */
+    /* The process-wide blocks come from the first generation; a reload may change only
+     * their reloadable keys (reload.c), which apply_commit puts in force. */
     const struct gust_config *c = host->config;
+    gust_log_set_level(c->log_level);
+    gust_log_set_json(c->log_json);
 
     sigset_t set;
     sigemptyset(&set);
@@ -115,40 +160,36 @@ static int run(const char *config_path)
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
     signal(SIGPIPE, SIG_IGN);
 
-    const char *urls[64];
-    size_t nurls = gust_cfg_count(c->nats, "url");
-    for (size_t i = 0; i < nurls && i < 64; i++) {
-        urls[i] = gust_cfg_item(c->nats, "url", i);
-    }
+    const struct gust_nats_keys *nk = &c->nats;
     struct gust_bus_conf bc = {
-        .urls = urls,
-        .nurls = nurls < 64 ? nurls : 64,
-        .server_bin = gust_cfg_str(c->nats, "server_bin"),
-        .state_dir = gust_cfg_str(c->top, "state_dir"),
-        .stream = gust_cfg_str(c->nats, "stream"),
-        .subjects = gust_cfg_str(c->nats, "subjects"),
-        .dlq_stream = gust_cfg_str(c->nats, "dlq_stream"),
-        .dlq_subjects = gust_cfg_str(c->nats, "dlq_subjects"),
-        .dlq_max_msgs = gust_cfg_int(c->nats, "dlq_max_msgs"),
-        .publish_timeout_ms = gust_cfg_int(c->nats, "publish_timeout"),
-        .max_pending = (size_t)gust_cfg_int(c->nats, "max_pending"),
-        .send_asap = (int)gust_cfg_int(c->nats, "send_asap"),
-        .replicas = (int)gust_cfg_int(c->nats, "replicas"),
+        .urls = nk->url.items,
+        .nurls = nk->url.n,
+        .server_bin = nk->server_bin,
+        .state_dir = c->top.state_dir,
+        .stream = nk->stream,
+        .subjects = nk->subjects,
+        .dlq_stream = nk->dlq_stream,
+        .dlq_subjects = nk->dlq_subjects,
+        .dlq_max_msgs = nk->dlq_max_msgs,
+        .publish_timeout_ms = nk->publish_timeout,
+        .max_pending = (size_t)nk->max_pending,
+        .send_asap = nk->send_asap,
+        .replicas = (int)nk->replicas,
     };
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
     rc = gust_bus_create(&bc, &bus, &err);
     if (rc == 0) {
         struct gust_lease_conf lc = {
-            .bucket = gust_cfg_str(c->nats, "lease_bucket"),
-            .ttl_ms = gust_cfg_int(c->nats, "lease_ttl"),
-            .poll_ms = gust_cfg_int(c->nats, "lease_poll"),
-            .replicas = (int)gust_cfg_int(c->nats, "replicas"),
-            .holder = gust_cfg_str(c->top, "node_name"),
+            .bucket = nk->lease_bucket,
+            .ttl_ms = nk->lease_ttl,
+            .poll_ms = nk->lease_poll,
+            .replicas = (int)nk->replicas,
+            .holder = c->top.node_name,
         };
         rc = gust_leases_create(&lc, bus, &leases, &err);
         units.leases = leases;
-        if (rc == 0 && gust_cfg_int(c->top, "cluster")) {
+        if (rc == 0 && c->top.cluster) {
             struct gust_nodes_conf nc = {
                 .bucket = lc.bucket, .ttl_ms = lc.ttl_ms, .replicas = lc.replicas, .self = gust_leases_self(leases)};
             rc = gust_nodes_create(&nc, bus, &units.nodes, &err);
@@ -156,34 +197,26 @@ static int run(const char *config_path)
     }
     if (rc == 0) {
         struct gust_http_conf hc = {
-            .listen = gust_cfg_str(c->http, "listen"),
-            .base_path = gust_cfg_str(c->http, "base_path"),
-            .max_body = (size_t)gust_cfg_int(c->http, "max_body"),
-            .max_depth = (size_t)gust_cfg_int(c->http, "max_depth"),
+            .listen = c->http.listen,
+            .base_path = c->http.base_path,
             .units = &units,
             .request_reload = gust_reloader_request,
             .reload_ud = &reloader,
             .check_reload = gust_reloader_check,
-            .admin_token_file = gust_cfg_str(c->http, "admin_token_file"),
-            .admin_token_env = gust_cfg_str(c->http, "admin_token_env"),
-            .ingest_token_file = gust_cfg_str(c->http, "ingest_token_file"),
-            .ingest_token_env = gust_cfg_str(c->http, "ingest_token_env"),
-            .metrics_public = (int)gust_cfg_int(c->http, "metrics_public"),
-            .http_cfg = c->http,
-            .client_timeout_ms = gust_cfg_int(c->http, "client_timeout"),
-            .max_connections = (size_t)gust_cfg_int(c->http, "max_connections"),
-            .max_header = (size_t)gust_cfg_int(c->http, "max_header_size"),
-            .dlq_stream = gust_cfg_str(c->nats, "dlq_stream"),
-            .dlq_subjects = gust_cfg_str(c->nats, "dlq_subjects"),
+            .settings = http_settings(c),
+            .dlq_stream = nk->dlq_stream,
+            .dlq_subjects = nk->dlq_subjects,
+            .subject_prefix = c->subject_prefix,
         };
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }
     if (rc == 0) {
         rc = gust_host_start(host, bus, &units, leases, &err);
     }
-    int64_t drain_ms = gust_cfg_int(c->http, "drain_timeout");
     if (rc == 0) {
-        rc = gust_reloader_start(&reloader, config_path, bus, &units, host, &err); /* owns host now */
+        struct gust_reload_apply apply = {
+            .prepare = apply_prepare, .commit = apply_commit, .discard = apply_discard, .ud = http_server};
+        rc = gust_reloader_start(&reloader, config_path, bus, &units, host, &apply, &err); /* owns host now */
     }
     if (rc != 0) {
         gust_error("%s", err.msg);
@@ -193,6 +226,7 @@ static int run(const char *config_path)
         gust_leases_destroy(leases);
         gust_nodes_destroy(units.nodes);
         gust_bus_destroy(bus);
+        gust_plugins_shutdown();
         return 1;
     }
 
@@ -200,10 +234,12 @@ static int run(const char *config_path)
     pthread_t sig_tid;
     pthread_create(&sig_tid, NULL, signal_thread, &sc);
     gust_info("gust %s running with %s", GUST_VERSION, config_path);
+    gust_sd_notify("READY=1\nSTATUS=running");
 
-    gust_http_run(http_server, drain_ms);
+    gust_http_run(http_server);
 
     /* Stop producing first, then let what is in flight reach the bus. */
+    gust_sd_notify("STOPPING=1");
     gust_reloader_stop(&reloader);
     units.leases = NULL;
     gust_leases_destroy(leases); /* gives the leases back: a peer takes over at once */
@@ -213,6 +249,7 @@ static int run(const char *config_path)
     gust_bus_destroy(bus);
     gust_http_close(http_server);
     pthread_join(sig_tid, NULL);
+    gust_plugins_shutdown(); /* every instance is gone: fini, dlclose */
     nats_Close(); /* the library's own threads and memory */
     gust_info("stopped");
     return 0;
@@ -224,6 +261,7 @@ static int test_config(const char *config_path)
     struct gust_host host = {0};
     int rc = gust_host_prepare(&host, config_path, &err);
     gust_host_release(&host);
+    gust_plugins_shutdown();
     if (rc != 0) {
         fprintf(stderr, "gust: %s\ngust: configuration file %s test failed\n", err.msg, config_path);
         return 1;
@@ -245,6 +283,7 @@ int main(int argc, char **argv)
         {"test", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'v'},
+        {"help-roff", no_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = "host.conf";
@@ -260,6 +299,9 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
+            return 0;
+        case 'R':
+            gust_help_keys(stdout, GUST_HELP_ROFF);
             return 0;
         case 'v':
             printf("gust %s (plugin ABI %d.%d)\n", GUST_VERSION, GUST_ABI_MAJOR, GUST_ABI_MINOR);

@@ -5,34 +5,26 @@
 
 #include "../cluster/guard.h"
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
+#include "sd_notify.h"
 
-/* http and nats are read once at start: say so when a reload changes them. */
-static void warn_restart_only(const struct gust_config *old, const struct gust_config *next)
+/* The process-wide blocks are built once: a reload may change only their keys marked
+ * GUST_K_RELOADABLE. Returns 0, or GUST_ECONFIG with err naming the first other key that
+ * changed and where it is written now. */
+static int check_restart_only(const struct gust_config *old, const struct gust_config *next, struct gust_err *err)
 {
-    static const char *const top_keys[] = {"state_dir", "node_name", "cluster", NULL};
-    static const char *const http_keys[] = {"listen", "base_path", "max_body", NULL};
-    static const char *const nats_keys[] = {"url",        "stream",       "subjects",  "dlq_stream", "publish_timeout",
-                                            "ack_wait",   "replicas",     "lease_ttl", "lease_poll", "lease_bucket",
-                                            NULL};
-    const struct {
-        const char *block; /* how the key is named in the warning */
-        const struct gust_cfg *a, *b;
-        const char *const *keys;
-    } blocks[] = {{"", old->top, next->top, top_keys},
-                  {"http.", old->http, next->http, http_keys},
-                  {"nats.", old->nats, next->nats, nats_keys}};
-    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
-        for (const char *const *k = blocks[i].keys; *k != NULL; k++) {
-            size_t n = gust_cfg_count(blocks[i].a, *k);
-            int same = n == gust_cfg_count(blocks[i].b, *k);
-            for (size_t j = 0; same && j < n; j++) {
-                same = strcmp(gust_cfg_item(blocks[i].a, *k, j), gust_cfg_item(blocks[i].b, *k, j)) == 0;
-            }
-            if (!same) {
-                gust_warn("reload: %s%s changed; it takes effect at the next restart", blocks[i].block, *k);
+    for (size_t b = 0; b < sizeof(gust_config_blocks) / sizeof(gust_config_blocks[0]); b++) {
+        const struct gust_config_block *blk = &gust_config_blocks[b];
+        const struct gust_cfg *a = gust_config_block_cfg(old, b), *n = gust_config_block_cfg(next, b);
+        for (const struct gust_schema_key *k = blk->schema; k->key != NULL; k++) {
+            if (!(k->flags & GUST_K_RELOADABLE) && !gust_cfg_same(a, n, k->key)) {
+                return gust_err_set(err, GUST_ECONFIG,
+                                    "%s: %s%s%s changed; it cannot change on reload, only at a restart",
+                                    gust_cfg_where(n, k->key), blk->name, blk->name[0] ? "." : "", k->key);
             }
         }
     }
+    return 0;
 }
 
 static void reload_once(struct gust_reloader *r)
@@ -52,12 +44,28 @@ static void reload_once(struct gust_reloader *r)
         free(next);
         return;
     }
-    warn_restart_only(r->current->config, next->config);
+    rc = check_restart_only(r->current->config, next->config, &err);
+    /* What the process applies itself (the HTTP front's tokens and limits) is made ready
+     * now, so that a missing token file refuses the reload before anything changes. */
+    void *pending = NULL;
+    if (rc == 0 && r->apply.prepare != NULL) {
+        rc = r->apply.prepare(r->apply.ud, next->config, &pending, &err);
+    }
+    if (rc != 0) {
+        gust_error("reload refused, keeping the running configuration: %s", err.msg);
+        gust_units_reloaded(r->units, err.msg);
+        gust_host_release(next);
+        free(next);
+        return;
+    }
     /* Old units stop between batches: what they fetched is acked (emits stored) or
      * left for redelivery, and the new units continue on the same durable consumers. */
     gust_host_stop(r->current);
     rc = gust_host_start(next, r->bus, r->units, r->current->leases, &err);
     if (rc != 0) {
+        if (r->apply.discard != NULL) {
+            r->apply.discard(r->apply.ud, pending);
+        }
         gust_error("reload failed while starting, restarting the previous configuration: %s", err.msg);
         gust_units_reloaded(r->units, err.msg);
         gust_host_release(next);
@@ -75,6 +83,9 @@ static void reload_once(struct gust_reloader *r)
     gust_host_release(r->current);
     free(r->current);
     r->current = next;
+    if (r->apply.commit != NULL) {
+        r->apply.commit(r->apply.ud, next->config, pending);
+    }
     gust_units_reloaded(r->units, NULL);
     gust_info("reloaded %s: generation %llu", r->config_path, (unsigned long long)r->units->generation);
 }
@@ -93,6 +104,7 @@ static void *reload_thread(void *arg)
         r->requested = 0;
         pthread_mutex_unlock(&r->lock);
         reload_once(r);
+        gust_sd_notify("READY=1"); /* after RELOADING=1 at SIGHUP, whatever the outcome */
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -100,9 +112,13 @@ static void *reload_thread(void *arg)
 }
 
 int gust_reloader_start(struct gust_reloader *r, const char *config_path, struct gust_bus *bus,
-                        struct gust_units *units, struct gust_host *current, struct gust_err *err)
+                        struct gust_units *units, struct gust_host *current, const struct gust_reload_apply *apply,
+                        struct gust_err *err)
 {
     memset(r, 0, sizeof(*r));
+    if (apply != NULL) {
+        r->apply = *apply;
+    }
     r->config_path = config_path;
     r->bus = bus;
     r->units = units;

@@ -175,7 +175,7 @@ static void rewrite_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs,
     }
     msg[n] = '\0';
     if (req->res.status == 413) {
-        snprintf(msg, sizeof(msg), "body over %zu bytes", r->http->max_body);
+        snprintf(msg, sizeof(msg), "body over %zu bytes", gust_http_policy(r->http)->s.max_body);
     } else if (n == 0) {
         snprintf(msg, sizeof(msg), "%s", req->res.reason != NULL ? req->res.reason : "request refused");
     }

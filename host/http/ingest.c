@@ -1,4 +1,5 @@
-/* POST /ingest/<suffix>: validate, publish to ev.<suffix>, answer 202 after the PubAck.
+/* POST /ingest/<suffix>: validate, publish to <prefix><suffix> (ev.<suffix> with
+ * `subjects ev.>;`), answer 202 after the PubAck.
  *
  * The publish goes out on ingest's own NATS connection, which the event loop drives
  * (nats_loop.c), and its outcome comes back on the loop. The client may go away
@@ -77,7 +78,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char subject[MAX_SUBJECT];
-    if (!gust_ingest_subject(suffix.base, suffix.len, subject)) {
+    if (!gust_ingest_subject(http->subject_prefix, suffix.base, suffix.len, subject)) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");
@@ -87,14 +88,16 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, "empty body");
         return;
     }
-    if (req->entity.len > http->max_body) {
+    size_t max_body = gust_http_policy(http)->s.max_body;
+    if (req->entity.len > max_body) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "body over %zu bytes", http->max_body);
+        snprintf(msg, sizeof(msg), "body over %zu bytes", max_body);
         gust_http_send_error(req, GUST_ROUTE_INGEST, 413, msg);
         return;
     }
     char why[200];
-    if (!gust_json_object_valid(req->entity.base, req->entity.len, http->max_depth, why, sizeof(why))) {
+    if (!gust_json_object_valid(req->entity.base, req->entity.len, gust_http_policy(http)->s.max_depth, why,
+                                sizeof(why))) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
         return;
     }

@@ -4,8 +4,6 @@
 
 #include "../conf/subject.h"
 
-#define SUBJECT_PREFIX "ev."
-
 static int hex_value(char c)
 {
     return c >= '0' && c <= '9'   ? c - '0'
@@ -14,10 +12,13 @@ static int hex_value(char c)
                                   : -1;
 }
 
-int gust_ingest_subject(const char *base, size_t len, char out[GUST_INGEST_SUBJECT_MAX])
+int gust_ingest_subject(const char *prefix, const char *base, size_t len, char out[GUST_INGEST_SUBJECT_MAX])
 {
-    size_t n = sizeof(SUBJECT_PREFIX) - 1;
-    memcpy(out, SUBJECT_PREFIX, n);
+    size_t p = strlen(prefix), n = p;
+    if (p >= GUST_INGEST_SUBJECT_MAX) {
+        return 0;
+    }
+    memcpy(out, prefix, p);
     for (size_t i = 0; i < len; i++) {
         char c = base[i];
         if (c == '%') {
@@ -35,6 +36,5 @@ int gust_ingest_subject(const char *base, size_t len, char out[GUST_INGEST_SUBJE
         out[n++] = c;
     }
     out[n] = '\0';
-    size_t p = sizeof(SUBJECT_PREFIX) - 1;
     return n > p && memchr(out, '\0', n) == NULL && gust_subject_valid(out + p, n - p, 0);
 }

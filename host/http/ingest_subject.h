@@ -6,10 +6,11 @@
 
 #define GUST_INGEST_SUBJECT_MAX 256
 
-/* "ev." + suffix[0..len) with %XX decoded, into out (NUL-terminated), so that an encoded
- * space or control character is judged as what it stands for. Returns 1 when the result
- * is a subject of valid tokens (no wildcards, no empty token, no spaces or control
- * characters, no NUL) within GUST_INGEST_SUBJECT_MAX - 1 bytes, else 0. */
-int gust_ingest_subject(const char *suffix, size_t len, char out[GUST_INGEST_SUBJECT_MAX]);
+/* prefix (the stream's, "ev." of `subjects ev.>;`, or "") + suffix[0..len) with %XX
+ * decoded, into out (NUL-terminated), so that an encoded space or control character is
+ * judged as what it stands for. Returns 1 when the suffix is valid subject tokens (no
+ * wildcards, no empty token, no spaces or control characters, no NUL) and the whole fits
+ * within GUST_INGEST_SUBJECT_MAX - 1 bytes, else 0. */
+int gust_ingest_subject(const char *prefix, const char *suffix, size_t len, char out[GUST_INGEST_SUBJECT_MAX]);
 
 #endif

@@ -41,6 +41,13 @@ struct gust_admin_worker {
     int stopping;
 };
 
+struct gust_http_policy {
+    struct gust_http_settings s; /* strings not kept: NULL here */
+    struct gust_auth admin_auth;
+    struct gust_auth ingest_auth;
+    struct gust_proxies proxies;
+};
+
 struct gust_http {
     h2o_globalconf_t config;
     h2o_context_t ctx;
@@ -57,26 +64,27 @@ struct gust_http {
     struct nats_loop *ingest_bus; /* ingest's own connection, on this loop */
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
-    size_t max_body;
-    size_t max_depth; /* ingest bodies: nesting the units can decode */
-    size_t max_header;
+    _Atomic(struct gust_http_policy *) policy; /* swapped by a reload, read on the loop */
+    h2o_multithread_receiver_t retired;        /* frees replaced policies on the loop */
     size_t ingest_inflight;
     size_t admin_inflight;
-    size_t connections;     /* open client connections, lingering ones included */
-    size_t max_connections; /* beyond it, new connections are closed at accept */
-    int metrics_public;
+    size_t connections; /* open client connections, lingering ones included */
     struct gust_units *units;
     void (*request_reload)(void *ud);
     void *reload_ud;
     int (*check_reload)(void *ud, int force, char *why, size_t size);
-    struct gust_auth admin_auth;
-    struct gust_auth ingest_auth;
-    struct gust_proxies proxies;
     struct gust_admin_worker worker;
+    char subject_prefix[128]; /* "ev." */
     char dlq_stream[128];
     char dlq_filter[256]; /* "dlq.>" */
     char dlq_prefix[256]; /* "dlq.": a unit's dead letters are on <prefix><unit> */
 };
+
+/* The policy in force; on the loop thread, valid until the callback returns. */
+static inline const struct gust_http_policy *gust_http_policy(struct gust_http *http)
+{
+    return atomic_load(&http->policy);
+}
 
 /* Sends body (copied) as the response, counting it for /metrics. */
 void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const char *content_type,

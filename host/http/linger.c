@@ -107,7 +107,8 @@ void gust_linger_arm(struct gust_http *http, h2o_req_t *req)
         return;
     }
     l->http = http;
-    l->limit = 4 * http->max_body > LINGER_MIN_BYTES ? 4 * http->max_body : LINGER_MIN_BYTES;
+    size_t max_body = gust_http_policy(http)->s.max_body;
+    l->limit = 4 * max_body > LINGER_MIN_BYTES ? 4 * max_body : LINGER_MIN_BYTES;
     sock->on_close.cb = on_h2o_closed;
     sock->on_close.data = l;
 }

@@ -1,4 +1,5 @@
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
@@ -63,7 +64,7 @@ static void access_log(h2o_req_t *req, int status, size_t len)
         return;
     }
     struct gust_client client;
-    gust_client_of(&http_of(req)->proxies, req, &client);
+    gust_client_of(&gust_http_policy(http_of(req))->proxies, req, &client);
     gust_debug("http: %s %.*s %.*s %d %zu%s%s%s%s", client.addr, (int)req->method.len, req->method.base,
                (int)(req->path.len < 512 ? req->path.len : 512), req->path.base, status, len,
                client.via_proxy ? " via " : "", client.via_proxy ? client.peer : "",
@@ -169,7 +170,7 @@ static int authorized(struct gust_http *http, h2o_req_t *req, const struct gust_
         return 1;
     }
     struct gust_client client;
-    gust_client_of(&http->proxies, req, &client);
+    gust_client_of(&gust_http_policy(http)->proxies, req, &client);
     gust_info("http: 401 for %.*s %.*s from %s%s%s (%s token)", (int)req->method.len, req->method.base,
               (int)(req->path.len < 256 ? req->path.len : 256), req->path.base, client.addr,
               client.via_proxy ? " via " : "", client.via_proxy ? client.peer : "",
@@ -185,7 +186,7 @@ static int authorized(struct gust_http *http, h2o_req_t *req, const struct gust_
 
 static int admin_ok(struct gust_http *http, h2o_req_t *req, enum gust_route route)
 {
-    return authorized(http, req, &http->admin_auth, route, "gust");
+    return authorized(http, req, &gust_http_policy(http)->admin_auth, route, "gust");
 }
 
 static const char reload_accepted[] = "{\"reload\":\"requested\"}\n";
@@ -262,9 +263,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         gust_http_send_error(req, GUST_ROUTE_OTHER, bad_status, bad_why);
         return 0;
     }
-    if (http->max_header > 0 && header_bytes(req) > http->max_header) {
+    const struct gust_http_policy *policy = gust_http_policy(http);
+    if (policy->s.max_header > 0 && header_bytes(req) > policy->s.max_header) {
         char msg[96];
-        snprintf(msg, sizeof(msg), "request headers over %zu bytes", http->max_header);
+        snprintf(msg, sizeof(msg), "request headers over %zu bytes", policy->s.max_header);
         gust_http_send_error(req, GUST_ROUTE_OTHER, 431, msg);
         return 0;
     }
@@ -283,13 +285,13 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
         (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
-        if (authorized(http, req, &http->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
+        if (authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
             gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics"))) {
-        if (http->metrics_public || admin_ok(http, req, GUST_ROUTE_METRICS)) {
+        if (policy->s.metrics_public || admin_ok(http, req, GUST_ROUTE_METRICS)) {
             handle_metrics(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/units"))) {
@@ -343,7 +345,8 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     /* The connection cap: accepting and closing at once (rather than leaving the
      * connection in the backlog) tells the client right away and keeps the backlog
      * free for when connections close. */
-    if (http->max_connections > 0 && http->connections >= http->max_connections) {
+    size_t max_connections = gust_http_policy(http)->s.max_connections;
+    if (max_connections > 0 && http->connections >= max_connections) {
         gust_metrics_count_refused();
         gust_debug("http: %zu connections open (max_connections): closing a new one", http->connections);
         h2o_socket_close(sock);
@@ -428,6 +431,89 @@ static int bind_listener(const char *listen_addr, int *port_out, struct gust_err
     return fd;
 }
 
+/* h2o refuses a body over this before any handler runs (and before reading it),
+ * answered in JSON by h2o_errors.c with a lingering close: so it needs no headroom and
+ * holds no more than max_body in memory. + 1 because h2o refuses a chunked body once it
+ * reaches the limit, a Content-Length only above it. */
+static size_t entity_limit(size_t max_body)
+{
+    return max_body + 1;
+}
+
+int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http_policy **out, struct gust_err *err)
+{
+    *out = NULL;
+    struct gust_http_policy *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    p->s = *s;
+    p->s.admin_token_file = p->s.admin_token_env = p->s.ingest_token_file = p->s.ingest_token_env = NULL;
+    p->s.trusted_proxies = NULL;
+    int rc = gust_auth_load(&p->admin_auth, "admin", s->admin_token_file, s->admin_token_env, err);
+    rc = rc ? rc : gust_auth_load(&p->ingest_auth, "ingest", s->ingest_token_file, s->ingest_token_env, err);
+    for (size_t i = 0; i < s->ntrusted_proxies && rc == 0; i++) {
+        rc = gust_proxies_add(&p->proxies, s->trusted_proxies[i], err);
+    }
+    if (rc != 0) {
+        gust_http_policy_destroy(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void gust_http_policy_destroy(struct gust_http_policy *p)
+{
+    if (p != NULL) {
+        OPENSSL_cleanse(p, sizeof(*p)); /* the token digests */
+        free(p);
+    }
+}
+
+struct retired_policy {
+    h2o_multithread_message_t msg; /* first: messages are cast back */
+    struct gust_http_policy *policy;
+    size_t max_body;
+    int64_t client_timeout_ms;
+};
+
+/* On the loop: the limits h2o keeps itself are set here, on its thread, and no callback
+ * can still hold the replaced policy (they all returned), so it goes. */
+static void on_retired(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    struct gust_http *http = (struct gust_http *)((char *)receiver - offsetof(struct gust_http, retired));
+    while (!h2o_linklist_is_empty(messages)) {
+        struct retired_policy *m = (struct retired_policy *)H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link,
+                                                                                   messages->next);
+        h2o_linklist_unlink(&m->msg.link);
+        http->config.max_request_entity_size = entity_limit(m->max_body);
+        if (m->client_timeout_ms > 0) {
+            http->ctx.http1.req_timeout.timeout = (uint64_t)m->client_timeout_ms;
+        }
+        gust_http_policy_destroy(m->policy);
+        free(m);
+    }
+}
+
+void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p)
+{
+    struct retired_policy *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        gust_error("http: out of memory: the tokens and limits stay as they were");
+        gust_http_policy_destroy(p);
+        return;
+    }
+    m->max_body = p->s.max_body;
+    m->client_timeout_ms = p->s.client_timeout_ms;
+    gust_info("http: reloaded tokens and limits; admin routes %s, ingest %s",
+              p->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
+              p->ingest_auth.enabled ? "needs the ingest token" : "open");
+    /* In force at once for every request the loop handles from now on. */
+    m->policy = atomic_exchange(&http->policy, p);
+    h2o_multithread_send_message(&http->retired, &m->msg);
+}
+
 int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, struct gust_http **out,
                      struct gust_err *err)
 {
@@ -437,21 +523,15 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     http->bus = bus;
-    http->max_body = conf->max_body;
-    http->max_depth = conf->max_depth;
-    http->max_header = conf->max_header;
-    http->max_connections = conf->max_connections;
-    http->metrics_public = conf->metrics_public;
     http->units = conf->units;
     http->request_reload = conf->request_reload;
     http->reload_ud = conf->reload_ud;
     http->check_reload = conf->check_reload;
-    int rc = gust_auth_load(&http->admin_auth, "admin", conf->admin_token_file, conf->admin_token_env, err);
-    rc = rc ? rc : gust_auth_load(&http->ingest_auth, "ingest", conf->ingest_token_file, conf->ingest_token_env, err);
-    size_t nproxies = conf->http_cfg != NULL ? gust_cfg_count(conf->http_cfg, "trusted_proxies") : 0;
-    for (size_t i = 0; i < nproxies && rc == 0; i++) {
-        rc = gust_proxies_add(&http->proxies, gust_cfg_item(conf->http_cfg, "trusted_proxies", i), err);
-    }
+    struct gust_http_policy *policy = NULL;
+    int rc = gust_http_policy_create(&conf->settings, &policy, err);
+    atomic_init(&http->policy, policy);
+    snprintf(http->subject_prefix, sizeof(http->subject_prefix), "%s",
+             conf->subject_prefix != NULL ? conf->subject_prefix : "ev.");
     snprintf(http->dlq_stream, sizeof(http->dlq_stream), "%s", conf->dlq_stream != NULL ? conf->dlq_stream : "GUST_DLQ");
     snprintf(http->dlq_filter, sizeof(http->dlq_filter), "%s", conf->dlq_subjects != NULL ? conf->dlq_subjects : "dlq.>");
     /* "dlq.>" -> "dlq.": host.c has already checked that it ends with ".>". */
@@ -471,6 +551,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     }
     fd = bind_listener(conf->listen, &http->port, err);
     if (fd < 0) {
+        gust_http_policy_destroy(policy);
         free(http);
         return fd;
     }
@@ -479,14 +560,10 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->config.server_name = h2o_iovec_init(H2O_STRLIT("gust"));
     /* Slow clients: headers and body must arrive within this, and an idle keep-alive
      * connection is closed after it (h2o's http1 request timeout covers both). */
-    if (conf->client_timeout_ms > 0) {
-        http->config.http1.req_timeout = (uint64_t)conf->client_timeout_ms;
+    if (conf->settings.client_timeout_ms > 0) {
+        http->config.http1.req_timeout = (uint64_t)conf->settings.client_timeout_ms;
     }
-    /* h2o refuses a body over this before any handler runs (and before reading it),
-     * answered in JSON by h2o_errors.c with a lingering close: so it needs no headroom
-     * and holds no more than max_body in memory. + 1 because h2o refuses a chunked body
-     * once it reaches the limit, a Content-Length only above it. */
-    http->config.max_request_entity_size = conf->max_body + 1;
+    http->config.max_request_entity_size = entity_limit(conf->settings.max_body);
     h2o_hostconf_t *host = h2o_config_register_host(&http->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
     h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler) + sizeof(http));
@@ -502,6 +579,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
+    h2o_multithread_register_receiver(http->queue, &http->retired, on_retired);
     const char *urls[64];
     const struct gust_bus_conf *bc = gust_bus_config(bus);
     struct nats_loop_conf nc = {
@@ -524,14 +602,14 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     h2o_socket_read_start(http->listener, on_accept);
     gust_info("http: listening on %s (port %d)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
               http->base_len > 0 ? ", base path " : "", http->base_path,
-              http->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
-              http->ingest_auth.enabled ? "needs the ingest token" : "open");
+              policy->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
+              policy->ingest_auth.enabled ? "needs the ingest token" : "open");
     *out = http;
     return 0;
 }
 
 
-void gust_http_run(struct gust_http *http, int64_t drain_ms)
+void gust_http_run(struct gust_http *http)
 {
     int64_t deadline = 0;
     for (;;) {
@@ -541,7 +619,7 @@ void gust_http_run(struct gust_http *http, int64_t drain_ms)
         }
         int64_t now = gust_now_ms();
         if (deadline == 0) {
-            deadline = now + drain_ms;
+            deadline = now + gust_http_policy(http)->s.drain_ms;
         }
         if ((http->ingest_inflight == 0 && http->admin_inflight == 0) || now >= deadline) {
             if (http->ingest_inflight > 0) {

@@ -10,12 +10,41 @@
 struct gust_bus;
 struct gust_cfg;
 struct gust_units;
+struct gust_http;
+
+/* What a reload may change in the front: security and limits (see the README's HTTP
+ * section). Strings are borrowed for the call that takes them. */
+struct gust_http_settings {
+    size_t max_body;               /* bytes */
+    size_t max_depth;              /* ingest: arrays and objects nested at most (0: no limit) */
+    const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
+    const char *admin_token_env;   /* NULL, or the environment variable holding it */
+    const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */
+    const char *ingest_token_env;
+    int metrics_public;            /* 1: /metrics needs no token even with an admin token */
+    const char *const *trusted_proxies; /* addresses or address/bits */
+    size_t ntrusted_proxies;
+    int64_t client_timeout_ms;     /* a request's headers and body must arrive within it;
+                                      also the keep-alive idle timeout */
+    size_t max_connections;        /* beyond it new connections are closed at accept */
+    size_t max_header;             /* request line + headers, bytes (431 beyond) */
+    int64_t drain_ms;              /* how long shutdown waits for requests in flight */
+};
+
+/* settings made ready to serve: token files read, proxies parsed. */
+struct gust_http_policy;
+
+/* Off the loop (it reads files): errors name the key. */
+int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http_policy **out, struct gust_err *err);
+/* NULL is a no-op. */
+void gust_http_policy_destroy(struct gust_http_policy *p);
+/* Thread-safe: p (owned from here on) serves every request handled from now on; the
+ * policy it replaces is freed on the loop. */
+void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p);
 
 struct gust_http_conf {
     const char *listen;    /* "127.0.0.1:8787" */
     const char *base_path; /* "/" or "/gust" */
-    size_t max_body;       /* bytes */
-    size_t max_depth;      /* ingest: arrays and objects nested at most (0: no limit) */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
     /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the
      * reload runs on the host's own thread). */
@@ -25,31 +54,22 @@ struct gust_http_conf {
      * to refuse with and why. NULL: every reload goes ahead. */
     int (*check_reload)(void *ud, int force, char *why, size_t size);
 
-    /* Security and limits (see DESIGN.md §7 and the README's HTTP section). */
-    const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
-    const char *admin_token_env;   /* NULL, or the environment variable holding it */
-    const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */
-    const char *ingest_token_env;
-    int metrics_public;            /* 1: /metrics needs no token even with an admin token */
-    const struct gust_cfg *http_cfg; /* borrowed, read at create: trusted_proxies (a list) */
-    int64_t client_timeout_ms;     /* a request's headers and body must arrive within it;
-                                      also the keep-alive idle timeout */
-    size_t max_connections;        /* beyond it new connections are closed at accept */
-    size_t max_header;             /* request line + headers, bytes (431 beyond) */
+    struct gust_http_settings settings;
+    /* What every event subject starts with ("ev." of `subjects ev.>;`): ingest
+     * publishes POST /ingest/<suffix> to <prefix><suffix>. */
+    const char *subject_prefix;
 
     /* The dead-letter stream, for /dlq. */
     const char *dlq_stream;   /* "GUST_DLQ" */
     const char *dlq_subjects; /* "dlq.>" */
 };
 
-struct gust_http;
-
 /* Binds the listener. bus is borrowed and must outlive the server. */
 int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, struct gust_http **out,
                      struct gust_err *err);
 /* Runs the loop until a stop was requested and the requests in flight are answered
- * (or drain_ms passed). */
-void gust_http_run(struct gust_http *http, int64_t drain_ms);
+ * (or the policy's drain_ms passed). */
+void gust_http_run(struct gust_http *http);
 /* Thread-safe and async-signal-unsafe: called from the signal thread. Stops
  * accepting and makes gust_http_run return once drained. */
 void gust_http_request_stop(struct gust_http *http);

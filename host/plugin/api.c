@@ -1,13 +1,14 @@
 /* The host's API table, and plugin instances. */
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../bus/bus.h"
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
 #include "../unit/edge.h"
 #include "instance.h"
 #include "loader.h"
@@ -48,7 +49,8 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
         return GUST_EINVAL;
     }
     /* Counted per instance until the outcome is delivered: see gust_instance_dispose. */
-    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
+    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud,
+                            &inst->inflight);
 }
 
 static const struct gust_host_api host_api = {
@@ -63,6 +65,7 @@ static const struct gust_host_api host_api = {
     .cfg_item = gust_cfg_item,
     .cfg_where = gust_cfg_where,
     .publish = api_publish,
+    .cfg_bind = gust_cfg_bind,
 };
 
 const struct gust_host_api *gust_host_api(void)
@@ -71,8 +74,8 @@ const struct gust_host_api *gust_host_api(void)
 }
 
 int gust_instance_create(struct gust_instance *inst, const char *kind, const char *name,
-                         const struct gust_plugin_type *type, const struct gust_cfg *cfg, struct gust_bus *bus,
-                         struct gust_err *err)
+                         const struct gust_plugin_type *type, const struct gust_cfg *cfg,
+                         struct gust_bus *bus, struct gust_err *err)
 {
     memset(inst, 0, sizeof(*inst));
     snprintf(inst->name, sizeof(inst->name), "%s:%s", kind, name);
@@ -119,4 +122,50 @@ void gust_instance_dispose(struct gust_instance *inst)
     }
     inst->type->destroy(inst->ctx);
     inst->type = NULL;
+    free(inst->msg_scratch);
+    free(inst->result_scratch);
+    inst->msg_scratch = inst->result_scratch = NULL;
+    inst->msg_scratch_cap = inst->result_scratch_cap = 0;
+}
+
+int gust_instance_deliver(struct gust_instance *inst, const struct gust_msg *msgs, size_t n,
+                          struct gust_result *results)
+{
+    const struct gust_ptype *pt = gust_ptype_of(inst->type);
+    if (pt->msg_size == sizeof(struct gust_msg) && pt->result_size == sizeof(struct gust_result)) {
+        return inst->type->deliver(inst->ctx, msgs, n, results);
+    }
+    /* A plugin built with other element sizes (an older minor): lay the arrays out as it
+     * reads them, each element cut to, or zero-padded to, its size. */
+    size_t need_m = n * pt->msg_size, need_r = n * pt->result_size;
+    if (need_m > inst->msg_scratch_cap || need_r > inst->result_scratch_cap) {
+        char *m = realloc(inst->msg_scratch, need_m > 0 ? need_m : 1);
+        if (m == NULL) {
+            return GUST_ENOMEM;
+        }
+        inst->msg_scratch = m;
+        inst->msg_scratch_cap = need_m;
+        char *r = realloc(inst->result_scratch, need_r > 0 ? need_r : 1);
+        if (r == NULL) {
+            return GUST_ENOMEM;
+        }
+        inst->result_scratch = r;
+        inst->result_scratch_cap = need_r;
+    }
+    size_t take_m = pt->msg_size < sizeof(struct gust_msg) ? pt->msg_size : sizeof(struct gust_msg);
+    size_t take_r =
+        pt->result_size < sizeof(struct gust_result) ? pt->result_size : sizeof(struct gust_result);
+    memset(inst->msg_scratch, 0, need_m);
+    memset(inst->result_scratch, 0, need_r);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(inst->msg_scratch + i * pt->msg_size, &msgs[i], take_m);
+        memcpy(inst->result_scratch + i * pt->result_size, &results[i], take_r);
+    }
+    int rc = inst->type->deliver(inst->ctx, (const struct gust_msg *)(void *)inst->msg_scratch, n,
+                                 (struct gust_result *)(void *)inst->result_scratch);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(&results[i], inst->result_scratch + i * pt->result_size, take_r);
+        results[i].error[sizeof(results[i].error) - 1] = '\0';
+    }
+    return rc;
 }

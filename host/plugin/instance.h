@@ -18,6 +18,9 @@ struct gust_instance {
                                     units; its publishes then go there, not to the bus */
     int started;
     atomic_int inflight; /* source publishes awaiting their outcome */
+    /* deliver's arrays in the plugin's layout, when it was built with other sizes */
+    char *msg_scratch, *result_scratch;
+    size_t msg_scratch_cap, result_scratch_cap;
 };
 
 /* Creates the plugin's side (no I/O yet). cfg and bus are borrowed. */
@@ -25,6 +28,10 @@ int gust_instance_create(struct gust_instance *inst, const char *kind, const cha
                          const struct gust_plugin_type *type, const struct gust_cfg *cfg, struct gust_bus *bus,
                          struct gust_err *err);
 int gust_instance_start(struct gust_instance *inst, struct gust_err *err);
+/* A sink's deliver(), with msgs and results laid out as the plugin was built to read
+ * them (gust_plugin_desc.msg_size, .result_size). On the unit's thread. */
+int gust_instance_deliver(struct gust_instance *inst, const struct gust_msg *msgs, size_t n,
+                          struct gust_result *results);
 /* stop (if started) and destroy; a zeroed instance is a no-op. */
 void gust_instance_dispose(struct gust_instance *inst);
 

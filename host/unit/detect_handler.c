@@ -94,12 +94,12 @@ static void detect_destroy(void *impl)
     free(d);
 }
 
-static char *dup_printf(const char *fmt, const char *a, const char *b)
+static char *dup_printf(const char *fmt, const char *a, const char *b, const char *c)
 {
-    int n = snprintf(NULL, 0, fmt, a, b);
+    int n = snprintf(NULL, 0, fmt, a, b, c);
     char *s = malloc((size_t)n + 1);
     if (s != NULL) {
-        snprintf(s, (size_t)n + 1, fmt, a, b);
+        snprintf(s, (size_t)n + 1, fmt, a, b, c);
     }
     return s;
 }
@@ -134,7 +134,7 @@ static char *common_filter(const struct binding *bind, size_t n)
     return f;
 }
 
-int gust_detect_handler_create(const char *unit, const char *src, size_t len, const char *path,
+int gust_detect_handler_create(const char *unit, const char *prefix, const char *src, size_t len, const char *path,
                                struct gust_handler *out, char **filter, struct gust_err *err)
 {
     struct detect *d = calloc(1, sizeof(*d));
@@ -164,8 +164,8 @@ int gust_detect_handler_create(const char *unit, const char *src, size_t len, co
         goto fail;
     }
     for (size_t i = 0; i < nb; i++) {
-        /* .from(Conn) without a topic reads ev.<EventType>. */
-        d->bind[i].subject = b[i].topic != NULL ? strdup(b[i].topic) : dup_printf("ev.%s%s", b[i].event_type, "");
+        /* .from(Conn) without a topic reads <prefix><EventType>. */
+        d->bind[i].subject = b[i].topic != NULL ? strdup(b[i].topic) : dup_printf("%s%s%s", prefix, b[i].event_type, "");
         d->bind[i].event_type = b[i].event_type;
         d->nbind++;
         if (d->bind[i].subject == NULL) {
@@ -180,7 +180,8 @@ int gust_detect_handler_create(const char *unit, const char *src, size_t len, co
     }
     for (size_t i = 0; i < no; i++) {
         d->out[i].stream = o[i].stream;
-        d->out[i].subject = o[i].topic != NULL ? strdup(o[i].topic) : dup_printf("ev.detect.%s.%s", unit, o[i].stream);
+        d->out[i].subject = o[i].topic != NULL ? strdup(o[i].topic) : dup_printf("%sdetect.%s.%s", prefix, unit,
+                                                                                     o[i].stream);
         d->nout++;
         if (d->out[i].subject == NULL) {
             rc = gust_err_set(err, GUST_ENOMEM, "out of memory");

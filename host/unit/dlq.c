@@ -7,22 +7,13 @@
 
 #include "../common/json_out.h"
 
-static void rfc3339(char *out, size_t size, int64_t ns)
-{
-    time_t sec = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, size - n, ".%03dZ", (int)(ns % 1000000000 / 1000000));
-}
-
 int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    char dead_at[40], first_seen[40];
-    rfc3339(dead_at, sizeof(dead_at), (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
-    rfc3339(first_seen, sizeof(first_seen), m->stored_ns);
+    char dead_at[GUST_RFC3339_SIZE], first_seen[GUST_RFC3339_SIZE];
+    gust_rfc3339_ms((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, dead_at);
+    gust_rfc3339_ms(m->stored_ns / 1000000, first_seen);
     int rc = gust_buf_append(out, "{\"unit\":", 8);
     rc = rc ? rc : gust_json_append_string(out, unit, strlen(unit));
     rc = rc ? rc : gust_buf_append(out, ",\"original_subject\":", 20);

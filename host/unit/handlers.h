@@ -13,9 +13,11 @@ struct gust_handler gust_flow_handler(struct gust_flow *flow);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 /* A VPL program (src[0..len), read from path) fed with the unit's messages; its alerts
- * go to each stream's .to() topic, or ev.detect.<unit>.<stream>. Fills *filter (owned
- * by the caller) with the one subject filter covering every .from() subject. */
-int gust_detect_handler_create(const char *unit, const char *src, size_t len, const char *path,
+ * go to each stream's .to() topic, or <prefix>detect.<unit>.<stream>, and a .from()
+ * without a topic reads <prefix><EventType> (prefix: "ev." of `subjects ev.>;`). Fills
+ * *filter (owned by the caller) with the one subject filter covering every .from()
+ * subject. */
+int gust_detect_handler_create(const char *unit, const char *prefix, const char *src, size_t len, const char *path,
                                struct gust_handler *out, char **filter, struct gust_err *err);
 /* A sink plugin instance (created and started by the caller): each batch is delivered. */
 struct gust_handler gust_sink_handler(struct gust_instance *inst);

@@ -213,15 +213,6 @@ static int append_payload(struct gust_buf *out, const char *p, size_t len, size_
     return rc ? rc : gust_buf_printf(out, ",\"payload_bytes\":%zu,\"truncated\":%s", bytes, len < bytes ? "true" : "false");
 }
 
-static void rfc3339_ms(char *out, size_t size, int64_t ms)
-{
-    time_t sec = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, size - n, ".%03dZ", (int)(ms % 1000));
-}
-
 int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
 {
     int rc = gust_buf_append(out, "[", 1);
@@ -231,8 +222,8 @@ int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
     pthread_mutex_lock(&r->lock);
     for (size_t k = 0; k < r->count && rc == 0; k++) {
         const struct entry *e = &r->ring[(r->head + GUST_RECENT_EVENTS - 1 - k) % GUST_RECENT_EVENTS];
-        char at[40];
-        rfc3339_ms(at, sizeof(at), e->at_ms);
+        char at[GUST_RFC3339_SIZE];
+        gust_rfc3339_ms(e->at_ms, at);
         rc = gust_buf_printf(out, "%s{\"seq\":%" PRIu64 ",\"subject\":", k > 0 ? "," : "", e->seq);
         const char *subject = e->bytes != NULL ? e->bytes : ""; /* NULL: out of memory at its record */
         const char *error = subject + e->subject_len, *payload = error + e->error_len;

@@ -28,7 +28,7 @@ static void sink_run_batch(void *impl, struct gust_batch *b)
         s->results[i] = (struct gust_result){.status = GUST_RETRY};
         b->emit_end[i] = 0;
     }
-    int rc = s->inst->type->deliver(s->inst->ctx, b->msgs, b->n, s->results);
+    int rc = gust_instance_deliver(s->inst, b->msgs, b->n, s->results);
     for (size_t i = 0; i < b->n; i++) {
         if (rc != 0) {
             b->outcome[i] = GUST_OUTCOME_WAIT;

@@ -3,7 +3,6 @@
  *   exec.c         the descriptor: types exec_source, exec_stream, exec_sink; init/fini
  *   exec_conf.c    keys all types share: the command, its environment (secrets), timeout
  *   exec_child.c   spawning a child in its own process group, killing and reaping it
- *   exec_pub.c     publishing lines with back-pressure; outcome counts that outlive stop
  *   exec_lines.c   splitting a pipe into lines (bounded length), JSON object check
  *   exec_reader.c  exec_source (run every interval) and exec_stream (long-lived child)
  *   exec_sink.c    exec_sink: one child per message, body on stdin */
@@ -16,6 +15,7 @@
 #include <sys/types.h>
 
 #include "gust/plugin.h"
+#include "gust/sdk.h"
 
 extern const struct gust_host_api *exec_host;
 
@@ -33,26 +33,48 @@ struct exec_cmd {
     const char *what; /* argv[0] for messages (never the other arguments) */
 };
 
-/* clang-format off */
-/* The keys every type has; expand inside a schema table. */
-#define EXEC_COMMON_KEYS                                                                                  \
-    {"command", GUST_T_LIST, NULL, GUST_K_REQUIRED,                                                      \
-     "program and arguments, one argv word per argument, run without a shell (see `shell`)"},            \
-    {"shell", GUST_T_BOOL, "off", 0, "on: command is one string run as /bin/sh -c STRING"},               \
-    {"workdir", GUST_T_PATH, NULL, 0, "working directory of the child (default: gust's)"},                \
-    {"env", GUST_T_LIST, NULL, 0, "NAME=value put in the child's environment, repeatable (not secret)"},   \
-    {"env_file", GUST_T_LIST, NULL, GUST_K_SECRET,                                                       \
-     "NAME=PATH: the file's content (trailing newline removed) becomes $NAME in the child; read at "    \
-     "start, never logged; PATH relative to host.conf"},                                                 \
-    {"env_from", GUST_T_LIST, NULL, 0, "NAME=VAR: gust's own $VAR becomes $NAME in the child"},           \
-    {"inherit_env", GUST_T_BOOL, "off", 0,                                                               \
-     "on: the child gets gust's whole environment; off: only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR"}
-/* clang-format on */
+/* The keys of every exec type as written, bound by the type's schema (strings borrowed
+ * from the cfg, which outlives the instance). A type binds the ones it has. */
+struct exec_keys {
+    struct gust_list command;
+    int shell;
+    const char *workdir;
+    struct gust_list env;
+    struct gust_list env_file;
+    struct gust_list env_from;
+    int inherit_env;
+    int64_t timeout;
+    int64_t max_inflight;
+    /* exec_source, exec_stream */
+    const char *subject;
+    int64_t max_line;
+    int64_t interval;    /* exec_source */
+    int64_t restart_min; /* exec_stream */
+    int64_t restart_max;
+};
 
-/* Fills cmd->argv, workdir, timeout (key `timeout`) and checks the env keys' syntax. No I/O. */
-int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err);
+#define EXEC_KEY(f, T, def, flags, help) GUST_KEY(struct exec_keys, f, T, def, flags, help)
+/* The keys every type has; expand inside a schema table. */
+#define EXEC_COMMON_KEYS                                                                                       \
+    EXEC_KEY(command, LIST, NULL, GUST_K_REQUIRED,                                                             \
+             "program and arguments, one argv word per argument, run without a shell (see `shell`)"),          \
+        EXEC_KEY(shell, BOOL, "off", 0, "on: command is one string run as /bin/sh -c STRING"),                 \
+        EXEC_KEY(workdir, PATH, NULL, 0, "working directory of the child (default: gust's)"),                  \
+        EXEC_KEY(env, LIST, NULL, 0, "NAME=value put in the child's environment, repeatable (not secret)"),    \
+        EXEC_KEY(env_file, LIST, NULL, GUST_K_SECRET,                                                          \
+                 "NAME=PATH: the file's content (trailing newline removed) becomes $NAME in the child; read at " \
+                 "start, never logged; PATH relative to host.conf"),                                           \
+        EXEC_KEY(env_from, LIST, NULL, 0, "NAME=VAR: gust's own $VAR becomes $NAME in the child"),             \
+        EXEC_KEY(inherit_env, BOOL, "off", 0,                                                                  \
+                 "on: the child gets gust's whole environment; off: only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR")
+
+/* Fills cmd->argv, workdir, timeout and checks the env keys' syntax. No I/O. keys and cfg
+ * (for file:line in messages) are borrowed. */
+int exec_cmd_load(struct exec_cmd *cmd, const struct exec_keys *keys, const struct gust_cfg *cfg,
+                  struct gust_err *err);
 /* Builds cmd->envp: reads env_file files, looks up env_from variables. */
-int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err);
+int exec_cmd_env(struct exec_cmd *cmd, const struct exec_keys *keys, const struct gust_cfg *cfg,
+                 struct gust_err *err);
 void exec_cmd_free(struct exec_cmd *cmd);
 
 /* A running child: its own process group (pgid == pid), pipes non-blocking and close-on-exec
@@ -87,29 +109,6 @@ void exec_child_close(struct exec_child *c);
 void exec_status_text(int status, char *buf, size_t size);
 /* The stderr tail as one printable line (newlines as " | "), at most size-1 bytes. */
 void exec_child_tail(const struct exec_child *c, char *buf, size_t size);
-
-/* Publish outcomes. Kept apart from the instance and reference counted, because the bus
- * calls back up to publish_timeout after a publish, and stop() must not wait that long. */
-struct exec_pub {
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* signalled when a publish completes or stop begins */
-    int refs;            /* the instance + each publish in flight */
-    size_t inflight;
-    size_t max_inflight;
-    int stopping;
-    uint64_t published, stored, failed;
-    struct gust_instance *inst; /* NULL once the instance is destroyed */
-    char *subject;              /* owned: outlives the cfg */
-};
-
-struct exec_pub *exec_pub_create(struct gust_instance *inst, const char *subject, size_t max_inflight);
-/* Publishes one line, waiting (without reading more) while the bus or max_inflight says
- * wait. Returns 0, -1 when stopping, or a bus error (counted as failed). */
-int exec_pub_line(struct exec_pub *p, const char *data, size_t len);
-void exec_pub_stop(struct exec_pub *p);
-/* Waits up to ms for publishes in flight. */
-void exec_pub_wait(struct exec_pub *p, int64_t ms);
-void exec_pub_release(struct exec_pub *p);
 
 /* Splits what a pipe delivers into lines of at most max bytes; longer lines are skipped. */
 struct exec_lines {

@@ -21,6 +21,12 @@ extern char **environ;
 
 static const char *const ENV_KEYS[] = {"env", "env_from", "env_file"};
 
+/* The list of ENV_KEYS[k]. */
+static const struct gust_list *env_list(const struct exec_keys *keys, size_t k)
+{
+    return k == 0 ? &keys->env : k == 1 ? &keys->env_from : &keys->env_file;
+}
+
 static void exec_cmd_free_env(struct exec_cmd *cmd);
 
 /* Length of NAME in "NAME=..." when NAME is a valid variable name and '=' follows, else 0. */
@@ -37,14 +43,15 @@ static size_t env_name_len(const char *item)
     return item[i] == '=' ? i : 0;
 }
 
-static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
+static int check_env_keys(const struct exec_keys *keys, const struct gust_cfg *cfg, struct gust_err *err)
 {
     const struct gust_host_api *h = exec_host;
 
     for (size_t k = 0; k < 3; k++) {
         const char *key = ENV_KEYS[k];
-        for (size_t i = 0; i < h->cfg_count(cfg, key); i++) {
-            const char *item = h->cfg_item(cfg, key, i);
+        const struct gust_list *l = env_list(keys, k);
+        for (size_t i = 0; i < l->n; i++) {
+            const char *item = l->items[i];
             size_t n = env_name_len(item);
             if (n == 0) {
                 /* Items never hold a secret itself (env_file names a file), so quoting is fine. */
@@ -60,9 +67,9 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
             }
             /* The same name twice would silently shadow one value: refuse it. */
             for (size_t k2 = 0; k2 <= k; k2++) {
-                size_t end = k2 == k ? i : h->cfg_count(cfg, ENV_KEYS[k2]);
+                size_t end = k2 == k ? i : env_list(keys, k2)->n;
                 for (size_t j = 0; j < end; j++) {
-                    const char *other = h->cfg_item(cfg, ENV_KEYS[k2], j);
+                    const char *other = env_list(keys, k2)->items[j];
                     if (env_name_len(other) == n && strncmp(other, item, n) == 0) {
                         return gust_err_set(err, GUST_ECONFIG, "%s: %s: %.*s is set twice",
                                         h->cfg_where(cfg, key), key, (int)n, item);
@@ -74,14 +81,15 @@ static int check_env_keys(const struct gust_cfg *cfg, struct gust_err *err)
     return 0;
 }
 
-int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err)
+int exec_cmd_load(struct exec_cmd *cmd, const struct exec_keys *keys, const struct gust_cfg *cfg,
+                  struct gust_err *err)
 {
     const struct gust_host_api *h = exec_host;
-    size_t n = h->cfg_count(cfg, "command");
-    int shell = (int)h->cfg_int(cfg, "shell");
+    size_t n = keys->command.n;
+    int shell = keys->shell;
 
     memset(cmd, 0, sizeof(*cmd));
-    if (n == 0 || h->cfg_item(cfg, "command", 0)[0] == '\0') {
+    if (n == 0 || keys->command.items[0][0] == '\0') {
         return gust_err_set(err, GUST_ECONFIG, "%s: command: empty", h->cfg_where(cfg, "command"));
     }
     if (shell && n != 1) {
@@ -90,12 +98,12 @@ int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_
             "%s: command: with `shell on` the command is one string (quote it), not %zu arguments",
             h->cfg_where(cfg, "command"), n);
     }
-    if (!shell && n == 1 && strpbrk(h->cfg_item(cfg, "command", 0), " \t\n")) {
+    if (!shell && n == 1 && strpbrk(keys->command.items[0], " \t\n")) {
         return gust_err_set(
             err, GUST_ECONFIG,
             "%s: command: \"%s\" is one argument holding spaces, but no shell splits it: write "
             "each argv word as its own argument (command /usr/bin/tool --flag;) or set `shell on;`",
-            h->cfg_where(cfg, "command"), h->cfg_item(cfg, "command", 0));
+            h->cfg_where(cfg, "command"), keys->command.items[0]);
     }
     if (!(cmd->argv = calloc(n + 3, sizeof(*cmd->argv)))) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -103,16 +111,16 @@ int exec_cmd_load(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_
     if (shell) {
         cmd->argv[0] = (char *)"/bin/sh";
         cmd->argv[1] = (char *)"-c";
-        cmd->argv[2] = (char *)h->cfg_item(cfg, "command", 0);
+        cmd->argv[2] = (char *)keys->command.items[0];
     } else {
         for (size_t i = 0; i < n; i++) {
-            cmd->argv[i] = (char *)h->cfg_item(cfg, "command", i);
+            cmd->argv[i] = (char *)keys->command.items[i];
         }
     }
     cmd->what = shell ? "/bin/sh -c" : cmd->argv[0];
-    cmd->workdir = h->cfg_str(cfg, "workdir");
-    cmd->timeout_ms = h->cfg_int(cfg, "timeout");
-    return check_env_keys(cfg, err);
+    cmd->workdir = keys->workdir;
+    cmd->timeout_ms = keys->timeout;
+    return check_env_keys(keys, cfg, err);
 }
 
 static int env_add(struct exec_cmd *cmd, size_t cap, const char *name, size_t nlen, const char *val,
@@ -222,16 +230,17 @@ static char *resolve(const char *where, const char *path)
     return r;
 }
 
-int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_err *err)
+int exec_cmd_env(struct exec_cmd *cmd, const struct exec_keys *keys, const struct gust_cfg *cfg,
+                 struct gust_err *err)
 {
     static const char *const BASE[] = {"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", NULL};
     const struct gust_host_api *h = exec_host;
     size_t cap = 8;
-    int inherit = (int)h->cfg_int(cfg, "inherit_env");
+    int inherit = keys->inherit_env;
 
     exec_cmd_free_env(cmd); /* a second start rebuilds it */
     for (size_t k = 0; k < 3; k++) {
-        cap += h->cfg_count(cfg, ENV_KEYS[k]);
+        cap += env_list(keys, k)->n;
     }
     for (char **e = environ; inherit && *e; e++) {
         cap++;
@@ -257,15 +266,15 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
             }
         }
     }
-    for (size_t i = 0; i < h->cfg_count(cfg, "env"); i++) {
-        const char *item = h->cfg_item(cfg, "env", i);
+    for (size_t i = 0; i < keys->env.n; i++) {
+        const char *item = keys->env.items[i];
         size_t n = env_name_len(item);
         if (env_add(cmd, cap, item, n, item + n + 1, strlen(item + n + 1)) != 0) {
             return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
     }
-    for (size_t i = 0; i < h->cfg_count(cfg, "env_from"); i++) {
-        const char *item = h->cfg_item(cfg, "env_from", i);
+    for (size_t i = 0; i < keys->env_from.n; i++) {
+        const char *item = keys->env_from.items[i];
         size_t n = env_name_len(item);
         const char *v = getenv(item + n + 1);
         if (!v) {
@@ -276,8 +285,8 @@ int exec_cmd_env(struct exec_cmd *cmd, const struct gust_cfg *cfg, struct gust_e
             return gust_err_set(err, GUST_ENOMEM, "out of memory");
         }
     }
-    for (size_t i = 0; i < h->cfg_count(cfg, "env_file"); i++) {
-        const char *item = h->cfg_item(cfg, "env_file", i);
+    for (size_t i = 0; i < keys->env_file.n; i++) {
+        const char *item = keys->env_file.items[i];
         size_t n = env_name_len(item), len = 0;
         char *path = resolve(h->cfg_where(cfg, "env_file"), item + n + 1), *val = NULL, why[160];
         if (!path) {

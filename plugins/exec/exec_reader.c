@@ -11,8 +11,10 @@
  * Each stdout line that is one JSON object is published to `subject` as is; blank lines are
  * ignored; other lines, lines over max_line, failed runs and commands that cannot start are
  * logged (rate-limited) and counted, and the source goes on. stderr is kept as a tail for
- * the log line of a failed run. One thread per instance does it all; stop() wakes it, and it
- * kills the child's process group (SIGTERM, then SIGKILL after 100 ms). */
+ * the log line of a failed run. One thread per instance does it all, the SDK's source
+ * runner's (run once: the loop below is its run()), which also publishes with
+ * back-pressure: past max_inflight, stdout is not read and the child blocks. stop() wakes
+ * the thread, which kills the child's process group (SIGTERM, then SIGKILL after 100 ms). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -26,32 +28,30 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "gust/source.h"
 
 #define KILL_GRACE_MS 100
 
-/* clang-format off */
 #define READER_KEYS                                                                                      \
-    EXEC_COMMON_KEYS,                                                                                    \
-    {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "publish each JSON line of stdout here"},         \
-    {"max_line", GUST_T_SIZE, "1m", 0, "longer stdout lines are skipped (logged, counted)"},             \
-    {"max_inflight", GUST_T_INT, "1024", 0,                                                              \
-     "publishes without a PubAck yet; past it stdout is not read (the child blocks)"}
-/* clang-format on */
+    EXEC_COMMON_KEYS, EXEC_KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "publish each JSON line of stdout here"), \
+        EXEC_KEY(max_line, SIZE, "1m", 0, "longer stdout lines are skipped (logged, counted)"),                  \
+        EXEC_KEY(max_inflight, INT, "1024", 0,                                                                   \
+                 "publishes without a PubAck yet; past it stdout is not read (the child blocks)")
 
 const struct gust_schema_key exec_source_schema[] = {
     READER_KEYS,
-    {"interval", GUST_T_DURATION, "10s", 0, "from the start of one run to the start of the next"},
-    {"timeout", GUST_T_DURATION, "30s", 0, "a run still going after this is killed (its process group)"},
-    {NULL, 0, NULL, 0, NULL},
+    EXEC_KEY(interval, DURATION, "10s", 0, "from the start of one run to the start of the next"),
+    EXEC_KEY(timeout, DURATION, "30s", 0, "a run still going after this is killed (its process group)"),
+    GUST_KEY_END,
 };
 
 const struct gust_schema_key exec_stream_schema[] = {
     READER_KEYS,
-    {"restart_min", GUST_T_DURATION, "1s", 0, "wait before restarting a child that exited"},
-    {"restart_max", GUST_T_DURATION, "30s", 0,
-     "the wait doubles up to this while the child keeps exiting; a child that ran this long "
-     "restarts after restart_min again"},
-    {NULL, 0, NULL, 0, NULL},
+    EXEC_KEY(restart_min, DURATION, "1s", 0, "wait before restarting a child that exited"),
+    EXEC_KEY(restart_max, DURATION, "30s", 0,
+             "the wait doubles up to this while the child keeps exiting; a child that ran this long restarts after "
+             "restart_min again"),
+    GUST_KEY_END,
 };
 
 enum { MODE_SOURCE, MODE_STREAM };
@@ -59,6 +59,7 @@ enum { MODE_SOURCE, MODE_STREAM };
 struct reader {
     struct gust_instance *inst;
     const struct gust_cfg *cfg;
+    struct exec_keys keys;
     int mode;
     struct exec_cmd cmd;
     const char *subject;
@@ -66,11 +67,9 @@ struct reader {
     size_t max_inflight;
     int64_t interval_ms, restart_min_ms, restart_max_ms;
 
-    struct exec_pub *pub;
+    struct gust_source_runner *runner; /* the thread, stop, and publishing */
     int wake_fd;
-    pthread_t thread;
     int running;
-    atomic_int stopping;
 
     struct exec_ratelog rl;
     /* counts, touched by the thread only; read after join */
@@ -93,18 +92,20 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     r->cfg = cfg;
     r->mode = mode;
     r->wake_fd = -1;
-    if ((rc = exec_cmd_load(&r->cmd, cfg, err)) != 0) {
+    if ((rc = gust_sdk_bind(h, cfg, mode == MODE_SOURCE ? exec_source_schema : exec_stream_schema, &r->keys,
+                            err)) != 0 ||
+        (rc = exec_cmd_load(&r->cmd, &r->keys, cfg, err)) != 0) {
         goto fail;
     }
-    r->subject = h->cfg_str(cfg, "subject");
-    v = h->cfg_int(cfg, "max_line");
+    r->subject = r->keys.subject;
+    v = r->keys.max_line;
     if (v < 16 || v > (int64_t)1 << 30) {
         rc =
             gust_err_set(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
         goto fail;
     }
     r->max_line = (size_t)v;
-    v = h->cfg_int(cfg, "max_inflight");
+    v = r->keys.max_inflight;
     if (v < 1 || v > 1000000) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..1000000",
                       h->cfg_where(cfg, "max_inflight"), (long long)v);
@@ -112,7 +113,7 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     }
     r->max_inflight = (size_t)v;
     if (mode == MODE_SOURCE) {
-        r->interval_ms = h->cfg_int(cfg, "interval");
+        r->interval_ms = r->keys.interval;
         if (r->interval_ms < 10) {
             rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: at least 10ms", h->cfg_where(cfg, "interval"));
             goto fail;
@@ -122,8 +123,8 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
             goto fail;
         }
     } else {
-        r->restart_min_ms = h->cfg_int(cfg, "restart_min");
-        r->restart_max_ms = h->cfg_int(cfg, "restart_max");
+        r->restart_min_ms = r->keys.restart_min;
+        r->restart_max_ms = r->keys.restart_max;
         if (r->restart_min_ms < 10 || r->restart_max_ms < r->restart_min_ms) {
             rc = gust_err_set(err, GUST_ECONFIG, "%s: restart_min must be at least 10ms and at most restart_max",
                           h->cfg_where(cfg, "restart_min"));
@@ -177,8 +178,8 @@ static int on_line(void *ud, char *line, size_t len)
         }
         return 0;
     }
-    int rc = exec_pub_line(r->pub, line + i, n - i);
-    if (rc < 0 && atomic_load(&r->stopping)) {
+    int rc = gust_source_publish(r->runner, r->subject, line + i, n - i);
+    if (rc != 0 && gust_source_stopping(r->runner)) {
         return -1;
     }
     if (rc == 0) {
@@ -205,7 +206,7 @@ static void on_toolong(void *ud, size_t max)
 static int pause_ms(struct reader *r, int64_t ms)
 {
     int64_t until = exec_now_ms() + ms;
-    while (!atomic_load(&r->stopping)) {
+    while (!gust_source_stopping(r->runner)) {
         int64_t left = until - exec_now_ms();
         if (left <= 0) {
             return 0;
@@ -245,7 +246,7 @@ static int run_child(struct reader *r, struct exec_child *c)
     r->runs++;
     r->run_lines = r->run_bad = 0;
     for (;;) {
-        if (atomic_load(&r->stopping)) {
+        if (gust_source_stopping(r->runner)) {
             result = -3;
             break;
         }
@@ -359,19 +360,21 @@ static void report_run(struct reader *r, const struct exec_child *c, int result)
     }
 }
 
-static void *thread_main(void *arg)
+/* The runner's run(), once: it loops until stop. */
+static void reader_run(void *arg, uint64_t n)
 {
     struct reader *r = arg;
+    (void)n;
     int64_t backoff = r->restart_min_ms;
 
     exec_host->log(r->inst, GUST_LOG_INFO, "%s %s -> %s",
                    r->mode == MODE_SOURCE ? "running" : "streaming from", r->cmd.what, r->subject);
-    while (!atomic_load(&r->stopping)) {
+    while (!gust_source_stopping(r->runner)) {
         struct exec_child c;
         int64_t started = exec_now_ms();
         int result = run_child(r, &c);
         report_run(r, &c, result);
-        if (atomic_load(&r->stopping)) {
+        if (gust_source_stopping(r->runner)) {
             break;
         }
         if (r->mode == MODE_SOURCE) {
@@ -387,7 +390,15 @@ static void *thread_main(void *arg)
         }
         backoff = backoff * 2 < r->restart_max_ms ? backoff * 2 : r->restart_max_ms;
     }
-    return NULL;
+}
+
+static void reader_wake(void *ud)
+{
+    struct reader *r = ud;
+    uint64_t one = 1;
+    if (write(r->wake_fd, &one, sizeof(one)) < 0) {
+        /* cannot fail on a fresh eventfd */
+    }
 }
 
 int exec_reader_start(void *ctx, struct gust_err *err)
@@ -395,17 +406,23 @@ int exec_reader_start(void *ctx, struct gust_err *err)
     struct reader *r = ctx;
     int rc;
 
-    if ((rc = exec_cmd_env(&r->cmd, r->cfg, err)) != 0) {
+    if ((rc = exec_cmd_env(&r->cmd, &r->keys, r->cfg, err)) != 0) {
         return rc;
-    }
-    if (!(r->pub = exec_pub_create(r->inst, r->subject, r->max_inflight))) {
-        return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     if ((r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));
     }
-    if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
-        return gust_err_set(err, GUST_EIO, "cannot start the reader thread");
+    struct gust_source_conf sc = {
+        .api = exec_host,
+        .inst = r->inst,
+        .interval_ms = 0, /* one run() that loops: it waits on pipes, not on a schedule */
+        .max_inflight = r->max_inflight,
+        .run = reader_run,
+        .wake = reader_wake,
+        .ud = r,
+    };
+    if ((rc = gust_source_create(&r->runner, &sc, err)) != 0 || (rc = gust_source_start(r->runner, 0, err)) != 0) {
+        return rc;
     }
     r->running = 1;
     return 0;
@@ -414,31 +431,21 @@ int exec_reader_start(void *ctx, struct gust_err *err)
 void exec_reader_stop(void *ctx)
 {
     struct reader *r = ctx;
-    uint64_t one = 1;
 
     if (!r->running) {
         return;
     }
-    atomic_store(&r->stopping, 1);
-    exec_pub_stop(r->pub); /* a publish waiting for room gives up */
-    if (write(r->wake_fd, &one, sizeof(one)) < 0) {
-        /* cannot fail on a fresh eventfd */
-    }
-    pthread_join(r->thread, NULL);
+    gust_source_stop(r->runner); /* wakes the thread (and a publish waiting for room), joins */
     r->running = 0;
-    /* A moment for the last PubAcks, so the summary is complete in the usual case; what is
-     * later is counted by the exec_pub, which outlives us. */
-    exec_pub_wait(r->pub, 200);
-    pthread_mutex_lock(&r->pub->lock);
-    uint64_t stored = r->pub->stored, failed = r->pub->failed;
-    size_t inflight = r->pub->inflight;
-    pthread_mutex_unlock(&r->pub->lock);
+    /* A moment for the last PubAcks, so the summary is complete in the usual case. */
+    uint64_t pending = gust_source_wait(r->runner, 200);
+    const struct gust_pub_counts *pc = gust_source_counts(r->runner);
     exec_host->log(r->inst, GUST_LOG_INFO,
                    "stopped: %" PRIu64 " runs, %" PRIu64 " lines published (%" PRIu64 " stored, %" PRIu64
-                   " failed, %zu pending), %" PRIu64 " not JSON, %" PRIu64 " too long, %" PRIu64
+                   " failed, %" PRIu64 " pending), %" PRIu64 " not JSON, %" PRIu64 " too long, %" PRIu64
                    " failed runs (%" PRIu64 " timeouts), %" PRIu64 " could not start",
-                   r->runs, r->lines, stored, failed, inflight, r->bad_lines, r->too_long, r->failed_runs,
-                   r->timeouts, r->start_failures);
+                   r->runs, r->lines, (uint64_t)atomic_load(&pc->stored), (uint64_t)atomic_load(&pc->failed),
+                   pending, r->bad_lines, r->too_long, r->failed_runs, r->timeouts, r->start_failures);
 }
 
 void exec_reader_destroy(void *ctx)
@@ -449,7 +456,7 @@ void exec_reader_destroy(void *ctx)
         return;
     }
     exec_reader_stop(r);
-    exec_pub_release(r->pub);
+    gust_source_destroy(r->runner);
     if (r->wake_fd >= 0) {
         close(r->wake_fd);
     }

@@ -28,15 +28,15 @@
 
 const struct gust_schema_key exec_sink_schema[] = {
     EXEC_COMMON_KEYS,
-    {"timeout", GUST_T_DURATION, "30s", 0,
-     "a child still running after this is killed and the message retried"},
-    {"max_inflight", GUST_T_INT, "1", 0, "messages of a batch run at once (1 keeps stream order), up to 64"},
-    {NULL, 0, NULL, 0, NULL},
+    EXEC_KEY(timeout, DURATION, "30s", 0, "a child still running after this is killed and the message retried"),
+    EXEC_KEY(max_inflight, INT, "1", 0, "messages of a batch run at once (1 keeps stream order), up to 64"),
+    GUST_KEY_END,
 };
 
 struct sink {
     struct gust_instance *inst;
     const struct gust_cfg *cfg;
+    struct exec_keys keys;
     struct exec_cmd cmd;
     int max_inflight;
     struct exec_ratelog rl;
@@ -63,14 +63,15 @@ int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, voi
     }
     s->inst = inst;
     s->cfg = cfg;
-    if ((rc = exec_cmd_load(&s->cmd, cfg, err)) != 0) {
+    if ((rc = gust_sdk_bind(h, cfg, exec_sink_schema, &s->keys, err)) != 0 ||
+        (rc = exec_cmd_load(&s->cmd, &s->keys, cfg, err)) != 0) {
         goto fail;
     }
     if (s->cmd.timeout_ms < 10) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
         goto fail;
     }
-    int64_t v = h->cfg_int(cfg, "max_inflight");
+    int64_t v = s->keys.max_inflight;
     if (v < 1 || v > MAX_INFLIGHT) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d",
                       h->cfg_where(cfg, "max_inflight"), (long long)v, MAX_INFLIGHT);
@@ -88,7 +89,7 @@ fail:
 int exec_sink_start(void *ctx, struct gust_err *err)
 {
     struct sink *s = ctx;
-    return exec_cmd_env(&s->cmd, s->cfg, err);
+    return exec_cmd_env(&s->cmd, &s->keys, s->cfg, err);
 }
 
 static void set_result(struct gust_result *res, int status, const char *fmt, ...)

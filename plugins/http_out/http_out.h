@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "buf.h"
+#include "gust/sdk.h"
 #include "gust/plugin.h"
 
 /* How much of a refusing server's answer goes into the dead-letter error text. */

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gust_sock.h"
+#include "gust/sock.h"
 #include "http_out.h"
 
 /* Read buffer of a connection: room for a head of HTTP_OUT_HEAD_MAX plus the answers a

@@ -30,33 +30,12 @@
 
 static const struct gust_host_api *host;
 
-static const struct gust_schema_key schema[] = {
-    {"url", GUST_T_STR, NULL, GUST_K_REQUIRED, "what to GET (http:// or https://)"},
-    {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "where to publish the body"},
-    {"interval", GUST_T_DURATION, "10s", 0, "time between polls (at least 10ms); the first is at start"},
-    {"timeout", GUST_T_DURATION, "5s", 0, "limit for one request, connecting included"},
-    {"header", GUST_T_LIST, NULL, GUST_K_SECRET,
-     "request header \"Name: value\", repeatable; literal (use ${ENV}), never logged"},
-    {"header_file", GUST_T_PATH, NULL, GUST_K_SECRET,
-     "file of \"Name: value\" lines (blank and # lines skipped), read at start: secret "
-     "headers kept out of host.conf"},
-    {"bearer_token_file", GUST_T_PATH, NULL, GUST_K_SECRET,
-     "file whose first line is sent as \"Authorization: Bearer ...\", read at start"},
-    {"bearer_token_env", GUST_T_STR, NULL, 0,
-     "or the environment variable holding that token, read at start"},
-    {"envelope", GUST_T_BOOL, "off", 0,
-     "on: publish {\"url\",\"fetched_at\",\"status\",\"body\"} (url without user info and query)"},
-    {"split_array", GUST_T_BOOL, "off", 0, "on: a JSON array body is published as one message per element"},
-    {"max_body", GUST_T_SIZE, "1m", 0, "larger bodies are an error (counted, logged)"},
-    {"stats_interval", GUST_T_DURATION, "60s", 0, "log the counters this often (0: only when stopping)"},
-    {NULL, 0, NULL, 0, NULL},
-};
 
 struct http_poll {
     struct gust_instance *inst;
     const struct gust_cfg *cfg;
     struct http_poll_conf conf;
-    struct source_core *core;
+    struct gust_source_runner *core;
     struct http_poll_fetch *fetch; /* between start and destroy */
 
     /* The core's thread only, but for stats, which it also runs. */
@@ -65,9 +44,8 @@ struct http_poll {
     char last_error[200]; /* the reason last logged, "" when polls are fine */
 
     /* The envelope being built. */
-    char *env;
-    size_t env_cap;
-    char fetched_at[40];
+    struct gust_buf env;
+    char fetched_at[GUST_RFC3339_SIZE];
     long status;
 };
 
@@ -107,29 +85,24 @@ static int publish_one(void *ud, const char *data, size_t len)
     struct http_poll *p = ud;
 
     if (p->conf.envelope) {
-        size_t need = len + 6 * strlen(p->conf.url_shown) + 128, n;
-        if (need > p->env_cap) {
-            char *b = realloc(p->env, need);
-            if (!b) {
-                host->log(p->inst, GUST_LOG_ERROR, "out of memory for an envelope of %zu bytes", need);
-                return 0;
-            }
-            p->env = b;
-            p->env_cap = need;
+        struct gust_buf *e = &p->env;
+        e->len = 0;
+        const char *url = p->conf.url_shown;
+        int rc = gust_buf_append(e, "{\"url\":", 7);
+        rc = rc ? rc : gust_json_append_string(e, url, strlen(url));
+        rc = rc ? rc : gust_buf_printf(e, ",\"fetched_at\":\"%s\",\"status\":%ld,\"body\":", p->fetched_at, p->status);
+        rc = rc ? rc : gust_buf_append(e, data, len);
+        rc = rc ? rc : gust_buf_append(e, "}", 1);
+        if (rc != 0) {
+            host->log(p->inst, GUST_LOG_ERROR, "out of memory for an envelope of %zu bytes", len);
+            return 0;
         }
-        n = (size_t)sprintf(p->env, "{\"url\":");
-        n += source_json_quote(p->env + n, p->conf.url_shown);
-        n += (size_t)sprintf(p->env + n, ",\"fetched_at\":\"%s\",\"status\":%ld,\"body\":", p->fetched_at,
-                             p->status);
-        memcpy(p->env + n, data, len);
-        n += len;
-        p->env[n++] = '}';
-        source_core_publish(p->core, p->conf.subject, p->env, n);
+        gust_source_publish(p->core, p->conf.subject, e->data, e->len);
     } else {
-        source_core_publish(p->core, p->conf.subject, data, len);
+        gust_source_publish(p->core, p->conf.subject, data, len);
     }
     /* A failed publish is counted and logged by the core; the other elements go on. */
-    return source_core_stopping(p->core);
+    return gust_source_stopping(p->core);
 }
 
 static void poll_run(void *ud, uint64_t n)
@@ -168,7 +141,7 @@ static void poll_run(void *ud, uint64_t n)
         poll_ok(p);
         return;
     }
-    kind = source_json_check(body + start, len - start, NULL, NULL, why, sizeof(why));
+    kind = gust_json_check(body + start, len - start, NULL, NULL, why, sizeof(why));
     if (kind == 0) {
         /* The body itself is not logged: it may echo what was sent. */
         poll_failed(p, &p->not_json, "body from %s is not JSON (%zu bytes): %s", p->conf.url_shown,
@@ -177,9 +150,9 @@ static void poll_run(void *ud, uint64_t n)
     }
     p->ok++;
     poll_ok(p);
-    source_rfc3339(p->fetched_at, sizeof(p->fetched_at), source_wall_ms());
-    if (kind == SJ_ARRAY && p->conf.split_array) {
-        source_json_each(body + start, len - start, publish_one, p);
+    gust_rfc3339_ms(gust_clock_wall_ms(), p->fetched_at);
+    if (kind == GUST_JSON_ARRAY && p->conf.split_array) {
+        gust_json_each(body + start, len - start, publish_one, p);
     } else {
         publish_one(p, body + start, len - start);
     }
@@ -188,7 +161,7 @@ static void poll_run(void *ud, uint64_t n)
 static void poll_stats(void *ud, int final)
 {
     struct http_poll *p = ud;
-    const struct source_pub_counts *c = source_core_counts(p->core);
+    const struct gust_pub_counts *c = gust_source_counts(p->core);
 
     host->log(p->inst, GUST_LOG_INFO,
               "%s%" PRIu64 " polls: %" PRIu64 " ok, %" PRIu64 " empty, %" PRIu64 " not JSON, %" PRIu64
@@ -197,7 +170,7 @@ static void poll_stats(void *ud, int final)
               final ? "stopping: " : "", p->polls, p->ok, p->empty, p->not_json, p->http_errors,
               p->conn_errors, p->too_large, (uint64_t)atomic_load(&c->skipped),
               (uint64_t)atomic_load(&c->stored), (uint64_t)atomic_load(&c->failed),
-              source_core_pending(p->core));
+              gust_source_pending(p->core));
 }
 
 static void poll_wake(void *ud)
@@ -221,7 +194,7 @@ static int http_poll_create(struct gust_instance *inst, const struct gust_cfg *c
     if ((rc = http_poll_conf_load(&p->conf, host, cfg, err)) != 0) {
         goto fail;
     }
-    struct source_core_conf cc = {
+    struct gust_source_conf cc = {
         .api = host,
         .inst = inst,
         .interval_ms = p->conf.interval_ms,
@@ -231,7 +204,7 @@ static int http_poll_create(struct gust_instance *inst, const struct gust_cfg *c
         .stats = poll_stats,
         .ud = p,
     };
-    if ((rc = source_core_create(&p->core, &cc, err)) != 0) {
+    if ((rc = gust_source_create(&p->core, &cc, err)) != 0) {
         goto fail;
     }
     *ctx = p;
@@ -249,7 +222,7 @@ static int http_poll_start(void *ctx, struct gust_err *err)
 
     if ((rc = http_poll_conf_headers(&p->conf, host, p->cfg, err)) != 0 ||
         (rc = http_poll_fetch_create(&p->fetch, &p->conf, p->core, err)) != 0 ||
-        (rc = source_core_start(p->core, 0, err)) != 0) {
+        (rc = gust_source_start(p->core, 0, err)) != 0) {
         return rc;
     }
     host->log(p->inst, GUST_LOG_INFO, "polling %s every %" PRId64 " ms to %s%s%s", p->conf.url_shown,
@@ -260,7 +233,7 @@ static int http_poll_start(void *ctx, struct gust_err *err)
 
 static void http_poll_stop(void *ctx)
 {
-    source_core_stop(((struct http_poll *)ctx)->core);
+    gust_source_stop(((struct http_poll *)ctx)->core);
 }
 
 static void http_poll_destroy(void *ctx)
@@ -270,10 +243,10 @@ static void http_poll_destroy(void *ctx)
     if (!p) {
         return;
     }
-    source_core_destroy(p->core); /* stops first: nothing uses fetch after it */
+    gust_source_destroy(p->core); /* stops first: nothing uses fetch after it */
     http_poll_fetch_destroy(p->fetch);
     http_poll_conf_free(&p->conf);
-    free(p->env);
+    gust_buf_free(&p->env);
     free(p);
 }
 
@@ -295,7 +268,7 @@ static void http_poll_fini(void)
 static const struct gust_plugin_type types[] = {{
     .name = "http_poll",
     .kind = GUST_PLUGIN_SOURCE,
-    .schema = schema,
+    .schema = http_poll_schema,
     .create = http_poll_create,
     .start = http_poll_start,
     .stop = http_poll_stop,
@@ -303,9 +276,7 @@ static const struct gust_plugin_type types[] = {{
 }};
 
 static const struct gust_plugin_desc desc = {
-    .struct_size = sizeof(struct gust_plugin_desc),
-    .abi_major = GUST_ABI_MAJOR,
-    .abi_minor = GUST_ABI_MINOR,
+    GUST_PLUGIN_DESC_INIT,
     .name = "http_poll",
     .version = "0.1.0",
     .types = types,

@@ -3,19 +3,41 @@
  *   http_poll.c        the descriptor, the instance, one poll: fetch, check, publish
  *   http_poll_conf.c   keys, URL checks, request headers and the secrets they hold
  *   http_poll_fetch.c  one GET with libcurl's multi interface, interruptible by stop
- *   ../timer/source_core.c, source_json.c: the schedule, publishing, JSON helpers */
+ * The schedule, publishing with back-pressure and the JSON helpers come from libgust-sdk. */
 #ifndef GUST_HTTP_POLL_H
 #define GUST_HTTP_POLL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../timer/source_core.h"
+#include "gust/plugin.h"
+#include "gust/sdk.h"
+#include "gust/source.h"
 
 struct curl_slist;
 
+/* The keys as written, bound by http_poll_schema (strings borrowed from the cfg, which
+ * outlives the instance). */
+struct http_poll_keys {
+    const char *url;
+    const char *subject;
+    int64_t interval;
+    int64_t timeout;
+    struct gust_list header;
+    const char *header_file;
+    const char *bearer_token_file;
+    const char *bearer_token_env;
+    int envelope;
+    int split_array;
+    int64_t max_body;
+    int64_t stats_interval;
+};
+
+extern const struct gust_schema_key http_poll_schema[];
+
 struct http_poll_conf {
-    const char *url;     /* borrowed from the cfg, which outlives the instance */
+    struct http_poll_keys k;
+    const char *url;     /* k.url */
     char url_shown[512]; /* scheme://host[:port]/path: the user info and query may hold
                             credentials, so logs and envelopes get this form only */
     const char *subject;
@@ -39,9 +61,9 @@ void http_poll_conf_free(struct http_poll_conf *conf);
 
 struct http_poll_fetch;
 
-/* conf is borrowed and must outlive the fetcher; core tells it to give up (stop). */
+/* conf is borrowed and must outlive the fetcher; the runner tells it to give up (stop). */
 int http_poll_fetch_create(struct http_poll_fetch **out, const struct http_poll_conf *conf,
-                           struct source_core *core, struct gust_err *err);
+                           struct gust_source_runner *core, struct gust_err *err);
 /* One GET. Returns 0 with the HTTP status in *status and the body in *body, *len
  * (borrowed until the next call), or negative with the reason in why (no secret in it):
  * GUST_EIO connection error or timeout, GUST_EINVAL body over max_body, GUST_EAGAIN

@@ -39,6 +39,28 @@ static int parse_url(struct http_poll_conf *conf, const char *url)
     return ok ? 0 : -1;
 }
 
+#define KEY(f, T, def, flags, help) GUST_KEY(struct http_poll_keys, f, T, def, flags, help)
+const struct gust_schema_key http_poll_schema[] = {
+    KEY(url, STR, NULL, GUST_K_REQUIRED, "what to GET (http:// or https://)"),
+    KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "where to publish the body"),
+    KEY(interval, DURATION, "10s", 0, "time between polls (at least 10ms); the first is at start"),
+    KEY(timeout, DURATION, "5s", 0, "limit for one request, connecting included"),
+    KEY(header, LIST, NULL, GUST_K_SECRET,
+        "request header \"Name: value\", repeatable; literal (use ${ENV}), never logged"),
+    KEY(header_file, PATH, NULL, GUST_K_SECRET,
+        "file of \"Name: value\" lines (blank and # lines skipped), read at start: secret headers kept out of "
+        "host.conf"),
+    KEY(bearer_token_file, PATH, NULL, GUST_K_SECRET,
+        "file whose first line is sent as \"Authorization: Bearer ...\", read at start"),
+    KEY(bearer_token_env, STR, NULL, 0, "or the environment variable holding that token, read at start"),
+    KEY(envelope, BOOL, "off", 0,
+        "on: publish {\"url\",\"fetched_at\",\"status\",\"body\"} (url without user info and query)"),
+    KEY(split_array, BOOL, "off", 0, "on: a JSON array body is published as one message per element"),
+    KEY(max_body, SIZE, "1m", 0, "larger bodies are an error (counted, logged)"),
+    KEY(stats_interval, DURATION, "60s", 0, "log the counters this often (0: only when stopping)"),
+    GUST_KEY_END,
+};
+
 static int is_header(const char *h, const char *name)
 {
     size_t n = strlen(name);
@@ -51,36 +73,41 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
     int auth_header = 0;
 
     memset(c, 0, sizeof(*c));
-    c->url = api->cfg_str(cfg, "url");
+    int rc = gust_sdk_bind(api, cfg, http_poll_schema, &c->k, err);
+    if (rc != 0) {
+        return rc;
+    }
+    const struct http_poll_keys *k = &c->k;
+    c->url = k->url;
     if (!c->url || parse_url(c, c->url) != 0) {
         /* The URL may hold credentials: it is not repeated here. */
         return gust_err_set(err, GUST_ECONFIG, "%s: url: not an http:// or https:// URL",
                           api->cfg_where(cfg, "url"));
     }
-    c->subject = api->cfg_str(cfg, "subject");
-    c->interval_ms = api->cfg_int(cfg, "interval");
+    c->subject = k->subject;
+    c->interval_ms = k->interval;
     if (c->interval_ms < 10) {
         return gust_err_set(err, GUST_ECONFIG, "%s: interval: %lld ms is below the 10ms minimum",
                           api->cfg_where(cfg, "interval"), (long long)c->interval_ms);
     }
-    c->timeout_ms = api->cfg_int(cfg, "timeout");
+    c->timeout_ms = k->timeout;
     if (c->timeout_ms < 10) {
         return gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", api->cfg_where(cfg, "timeout"));
     }
-    c->stats_ms = api->cfg_int(cfg, "stats_interval");
+    c->stats_ms = k->stats_interval;
     if (c->stats_ms != 0 && c->stats_ms < 100) {
         return gust_err_set(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
                           api->cfg_where(cfg, "stats_interval"));
     }
-    c->max_body = (size_t)api->cfg_int(cfg, "max_body");
+    c->max_body = (size_t)k->max_body;
     if (c->max_body < 2) {
         return gust_err_set(err, GUST_ECONFIG, "%s: max_body: at least 2 bytes",
                           api->cfg_where(cfg, "max_body"));
     }
-    c->envelope = (int)api->cfg_int(cfg, "envelope");
-    c->split_array = (int)api->cfg_int(cfg, "split_array");
-    for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
-        const char *h = api->cfg_item(cfg, "header", i);
+    c->envelope = k->envelope;
+    c->split_array = k->split_array;
+    for (size_t i = 0; i < k->header.n; i++) {
+        const char *h = k->header.items[i];
         const char *why = gust_http_header_problem(h);
         if (why) {
             /* The value may be a secret: the header is named by its position only. */
@@ -89,11 +116,11 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
         }
         auth_header |= is_header(h, "Authorization");
     }
-    if (api->cfg_str(cfg, "bearer_token_file") && api->cfg_str(cfg, "bearer_token_env")) {
+    if (k->bearer_token_file && k->bearer_token_env) {
         return gust_err_set(err, GUST_ECONFIG, "%s: bearer_token_file and bearer_token_env are exclusive",
                           api->cfg_where(cfg, "bearer_token_env"));
     }
-    if (auth_header && (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
+    if (auth_header && (k->bearer_token_file || k->bearer_token_env)) {
         return gust_err_set(err, GUST_ECONFIG, "%s: an Authorization header and a bearer token are exclusive",
                           api->cfg_where(cfg, "header"));
     }
@@ -122,7 +149,7 @@ static void wipe(char *s, size_t n)
 static int read_header_file(struct http_poll_conf *c, const struct gust_host_api *api,
                             const struct gust_cfg *cfg, struct gust_err *err)
 {
-    const char *path = api->cfg_str(cfg, "header_file");
+    const char *path = c->k.header_file;
     char line[4096];
     int rc = 0, lineno = 0;
     FILE *f;
@@ -146,7 +173,7 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
             rc = gust_err_set(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
                             api->cfg_where(cfg, "header_file"), path, lineno, why);
         } else if (is_header(line, "Authorization") &&
-                   (api->cfg_str(cfg, "bearer_token_file") || api->cfg_str(cfg, "bearer_token_env"))) {
+                   (c->k.bearer_token_file || c->k.bearer_token_env)) {
             rc = gust_err_set(err, GUST_ECONFIG,
                             "%s: header_file: %s:%d sets Authorization, and so does the bearer token",
                             api->cfg_where(cfg, "header_file"), path, lineno);
@@ -164,8 +191,8 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
 static int add_bearer(struct http_poll_conf *c, const struct gust_host_api *api, const struct gust_cfg *cfg,
                       struct gust_err *err)
 {
-    const char *path = api->cfg_str(cfg, "bearer_token_file");
-    const char *env = api->cfg_str(cfg, "bearer_token_env");
+    const char *path = c->k.bearer_token_file;
+    const char *env = c->k.bearer_token_env;
     const char *key = path ? "bearer_token_file" : "bearer_token_env";
     char token[4096], line[4200];
     int rc;
@@ -206,8 +233,8 @@ int http_poll_conf_headers(struct http_poll_conf *c, const struct gust_host_api 
 {
     int rc, accept = 0;
 
-    for (size_t i = 0, n = api->cfg_count(cfg, "header"); i < n; i++) {
-        const char *h = api->cfg_item(cfg, "header", i);
+    for (size_t i = 0; i < c->k.header.n; i++) {
+        const char *h = c->k.header.items[i];
         accept |= is_header(h, "Accept");
         if ((rc = add_header(c, h, err)) != 0) {
             return rc;

@@ -15,7 +15,7 @@
 
 struct http_poll_fetch {
     const struct http_poll_conf *conf;
-    struct source_core *core;
+    struct gust_source_runner *core;
     CURLM *multi;
     CURL *easy;
     char *body;
@@ -51,7 +51,7 @@ static size_t keep_body(char *data, size_t size, size_t nmemb, void *ud)
 }
 
 int http_poll_fetch_create(struct http_poll_fetch **out, const struct http_poll_conf *conf,
-                           struct source_core *core, struct gust_err *err)
+                           struct gust_source_runner *core, struct gust_err *err)
 {
     struct http_poll_fetch *f = calloc(1, sizeof(*f));
     CURL *e;
@@ -129,7 +129,7 @@ int http_poll_fetch_get(struct http_poll_fetch *f, long *status, const char **bo
         if (!running) {
             break;
         }
-        if (source_core_stopping(f->core)) {
+        if (gust_source_stopping(f->core)) {
             stopped = 1;
             break;
         }

@@ -7,7 +7,7 @@
  * ms, and ms since the epoch) and the tick number of this instance (1, 2, ...; a new
  * instance, after a reload or when the unit moves to another node, starts at 1 again).
  *
- * Ticks come from source_core's monotonic schedule: no drift, missed ticks skipped and
+ * Ticks come from the SDK source runner's monotonic schedule: no drift, missed ticks skipped and
  * counted. A publish that fails is logged (once per streak) and counted; the timer goes
  * on. The first tick is one interval after start, or with `align on` at the next
  * multiple of the interval on the UTC clock (interval 1m: every full minute). */
@@ -16,50 +16,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source_core.h"
+#include "gust/plugin.h"
+#include "gust/sdk.h"
+#include "gust/source.h"
 
 static const struct gust_host_api *host;
 
 /* The members the timer adds: a payload may not have them itself. */
 static const char *const stamp_keys[] = {"ts", "ts_ms", "tick", NULL};
 
+/* The instance's keys, bound by its schema. */
+struct timer_conf {
+    const char *subject;
+    int64_t interval;
+    const char *payload;
+    int align;
+    int64_t stats_interval;
+};
+
+#define KEY(f, T, def, flags, help) GUST_KEY(struct timer_conf, f, T, def, flags, help)
 static const struct gust_schema_key schema[] = {
-    {"subject", GUST_T_SUBJECT, NULL, GUST_K_REQUIRED, "where to publish each tick"},
-    {"interval", GUST_T_DURATION, NULL, GUST_K_REQUIRED, "time between ticks (at least 10ms)"},
-    {"payload", GUST_T_STR, "{}", 0,
-     "a JSON object; each tick publishes it with \"ts\", \"ts_ms\" and \"tick\" added"},
-    {"align", GUST_T_BOOL, "off", 0,
-     "on: tick at multiples of the interval on the UTC clock (interval 1m: each full minute)"},
-    {"stats_interval", GUST_T_DURATION, "60s", 0, "log the counters this often (0: only when stopping)"},
-    {NULL, 0, NULL, 0, NULL},
+    KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "where to publish each tick"),
+    KEY(interval, DURATION, NULL, GUST_K_REQUIRED, "time between ticks (at least 10ms)"),
+    KEY(payload, STR, "{}", 0, "a JSON object; each tick publishes it with \"ts\", \"ts_ms\" and \"tick\" added"),
+    KEY(align, BOOL, "off", 0, "on: tick at multiples of the interval on the UTC clock (interval 1m: each full minute)"),
+    KEY(stats_interval, DURATION, "60s", 0, "log the counters this often (0: only when stopping)"),
+    GUST_KEY_END,
 };
 
 struct timer {
     struct gust_instance *inst;
-    const char *subject;
-    int64_t interval_ms;
-    int align;
+    struct timer_conf conf;
     char *msg; /* the payload without its closing brace, then room for the stamp */
     size_t prefix_len;
     int empty; /* the payload is {}: no comma before the stamp */
-    struct source_core *core;
-    uint64_t ticks; /* the core's thread only */
+    struct gust_source_runner *runner;
+    uint64_t ticks; /* the runner's thread only */
 };
 
 /* Keeps the payload up to (not including) its closing brace, white space trimmed. */
 static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust_err *err)
 {
-    const char *p = host->cfg_str(cfg, "payload");
+    const char *p = t->conf.payload;
     const char *clash;
     char why[160];
     size_t len = strlen(p);
-    int kind = source_json_check(p, len, stamp_keys, &clash, why, sizeof(why));
+    int kind = gust_json_check(p, len, stamp_keys, &clash, why, sizeof(why));
 
     if (kind == 0) {
         return gust_err_set(err, GUST_ECONFIG, "%s: payload: not valid JSON: %s",
                           host->cfg_where(cfg, "payload"), why);
     }
-    if (kind != SJ_OBJECT) {
+    if (kind != GUST_JSON_OBJECT) {
         return gust_err_set(err, GUST_ECONFIG, "%s: payload: must be a JSON object ({...})",
                           host->cfg_where(cfg, "payload"));
     }
@@ -86,27 +94,27 @@ static int load_payload(struct timer *t, const struct gust_cfg *cfg, struct gust
 static void timer_run(void *ud, uint64_t n)
 {
     struct timer *t = ud;
-    int64_t now = source_wall_ms();
-    char ts[40];
+    int64_t now = gust_clock_wall_ms();
+    char ts[GUST_RFC3339_SIZE];
     int w;
 
     t->ticks = n;
-    source_rfc3339(ts, sizeof(ts), now);
+    gust_rfc3339_ms(now, ts);
     w = snprintf(t->msg + t->prefix_len, 128, "%s\"ts\":\"%s\",\"ts_ms\":%" PRId64 ",\"tick\":%" PRIu64 "}",
                  t->empty ? "" : ",", ts, now, n);
-    source_core_publish(t->core, t->subject, t->msg, t->prefix_len + (size_t)w);
+    gust_source_publish(t->runner, t->conf.subject, t->msg, t->prefix_len + (size_t)w);
 }
 
 static void timer_stats(void *ud, int final)
 {
     struct timer *t = ud;
-    const struct source_pub_counts *c = source_core_counts(t->core);
+    const struct gust_pub_counts *c = gust_source_counts(t->runner);
     host->log(t->inst, GUST_LOG_INFO,
               "%s%" PRIu64 " ticks, %" PRIu64 " stored, %" PRIu64 " failed, %" PRIu64 " skipped, %" PRIu64
               " pending",
               final ? "stopping: " : "", t->ticks, (uint64_t)atomic_load(&c->stored),
               (uint64_t)atomic_load(&c->failed), (uint64_t)atomic_load(&c->skipped),
-              source_core_pending(t->core));
+              gust_source_pending(t->runner));
 }
 
 static void timer_destroy(void *ctx);
@@ -115,19 +123,19 @@ static int timer_create(struct gust_instance *inst, const struct gust_cfg *cfg, 
                         struct gust_err *err)
 {
     struct timer *t = calloc(1, sizeof(*t));
-    int64_t stats_ms = host->cfg_int(cfg, "stats_interval");
     int rc;
 
     if (!t) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     t->inst = inst;
-    t->subject = host->cfg_str(cfg, "subject");
-    t->interval_ms = host->cfg_int(cfg, "interval");
-    t->align = (int)host->cfg_int(cfg, "align");
-    if (t->interval_ms < 10) {
+    if ((rc = gust_sdk_bind(host, cfg, schema, &t->conf, err)) != 0) {
+        goto fail;
+    }
+    int64_t stats_ms = t->conf.stats_interval;
+    if (t->conf.interval < 10) {
         rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: %" PRId64 " ms is below the 10ms minimum",
-                        host->cfg_where(cfg, "interval"), t->interval_ms);
+                        host->cfg_where(cfg, "interval"), t->conf.interval);
         goto fail;
     }
     if (stats_ms != 0 && stats_ms < 100) {
@@ -138,16 +146,16 @@ static int timer_create(struct gust_instance *inst, const struct gust_cfg *cfg, 
     if ((rc = load_payload(t, cfg, err)) != 0) {
         goto fail;
     }
-    struct source_core_conf cc = {
+    struct gust_source_conf cc = {
         .api = host,
         .inst = inst,
-        .interval_ms = t->interval_ms,
+        .interval_ms = t->conf.interval,
         .stats_ms = stats_ms,
         .run = timer_run,
         .stats = timer_stats,
         .ud = t,
     };
-    if ((rc = source_core_create(&t->core, &cc, err)) != 0) {
+    if ((rc = gust_source_create(&t->runner, &cc, err)) != 0) {
         goto fail;
     }
     *ctx = t;
@@ -163,19 +171,20 @@ static int timer_start(void *ctx, struct gust_err *err)
     struct timer *t = ctx;
     /* The first tick: one interval from now, or at the next multiple of the interval on
      * the wall clock. The core then counts from there on the monotonic clock. */
-    int64_t first = t->align ? t->interval_ms - source_wall_ms() % t->interval_ms : t->interval_ms;
+    int64_t iv = t->conf.interval;
+    int64_t first = t->conf.align ? iv - gust_clock_wall_ms() % iv : iv;
     int rc;
 
-    if ((rc = source_core_start(t->core, first, err)) == 0) {
-        host->log(t->inst, GUST_LOG_INFO, "ticking every %" PRId64 " ms to %s%s", t->interval_ms, t->subject,
-                  t->align ? " (aligned to the UTC clock)" : "");
+    if ((rc = gust_source_start(t->runner, first, err)) == 0) {
+        host->log(t->inst, GUST_LOG_INFO, "ticking every %" PRId64 " ms to %s%s", iv, t->conf.subject,
+                  t->conf.align ? " (aligned to the UTC clock)" : "");
     }
     return rc;
 }
 
 static void timer_stop(void *ctx)
 {
-    source_core_stop(((struct timer *)ctx)->core);
+    gust_source_stop(((struct timer *)ctx)->runner);
 }
 
 static void timer_destroy(void *ctx)
@@ -185,7 +194,7 @@ static void timer_destroy(void *ctx)
     if (!t) {
         return;
     }
-    source_core_destroy(t->core);
+    gust_source_destroy(t->runner);
     free(t->msg);
     free(t);
 }
@@ -201,9 +210,7 @@ static const struct gust_plugin_type types[] = {{
 }};
 
 static const struct gust_plugin_desc desc = {
-    .struct_size = sizeof(struct gust_plugin_desc),
-    .abi_major = GUST_ABI_MAJOR,
-    .abi_minor = GUST_ABI_MINOR,
+    GUST_PLUGIN_DESC_INIT,
     .name = "timer",
     .version = "0.1.0",
     .types = types,

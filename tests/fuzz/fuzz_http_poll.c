@@ -1,6 +1,6 @@
-/* libFuzzer target: what http_poll does with a response body (the JSON check and the
- * array split of plugins/timer/source_json.c, which http_poll uses), on any bytes a
- * server could answer. What it publishes (the body, or each element with split_array)
+/* libFuzzer target: what http_poll does with a response body (the SDK's JSON check and
+ * array split, host/common/json_check.c, which http_poll uses), on any bytes a server
+ * could answer. What it publishes (the body, or each element with split_array)
  * has nothing RFC 8259 forbids that yajl lets through (json_text.h), and the elements
  * are exactly the array's, in order. */
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "../../host/common/json_text.h"
-#include "source_core.h"
+#include "gust/sdk.h"
 
 struct walk {
     yajl_val array;
@@ -20,7 +20,7 @@ static int one(void *ud, const char *elem, size_t elen)
 {
     struct walk *w = ud;
     char why[200];
-    if (w->i >= w->array->u.array.len || source_json_check(elem, elen, NULL, NULL, why, sizeof(why)) == 0) {
+    if (w->i >= w->array->u.array.len || gust_json_check(elem, elen, NULL, NULL, why, sizeof(why)) == 0) {
         abort();
     }
     struct gust_json_text t;
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char why[200];
     const char *d = (const char *)data;
-    int kind = source_json_check(d, size, NULL, NULL, why, sizeof(why));
+    int kind = gust_json_check(d, size, NULL, NULL, why, sizeof(why));
     if (kind == 0) {
         return 0;
     }
@@ -52,9 +52,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (v == NULL) {
         abort(); /* checked, yet not JSON */
     }
-    if (kind == SJ_ARRAY) {
+    if (kind == GUST_JSON_ARRAY) {
         struct walk w = {v, 0};
-        if (!YAJL_IS_ARRAY(v) || source_json_each(d, size, one, &w) != 0 || w.i != v->u.array.len) {
+        if (!YAJL_IS_ARRAY(v) || gust_json_each(d, size, one, &w) != 0 || w.i != v->u.array.len) {
             abort();
         }
     }

@@ -33,7 +33,7 @@ static struct gust_auth auth;
 static void init(void)
 {
     struct gust_err err;
-    if (flow_from_text("return { on_event = function(ev) emit('ev.out', ev) end }", 1000, &flow, &err) != 0) {
+    if (flow_from_text("return { on_event = function(ev) emit('ev.out', ev) end }", 30000, &flow, &err) != 0) {
         fprintf(stderr, "flow: %s\n", err.msg);
         abort();
     }
@@ -77,7 +77,7 @@ static void body(const char *d, size_t n)
 static void subject(const char *d, size_t n)
 {
     char s[GUST_INGEST_SUBJECT_MAX];
-    if (!gust_ingest_subject(d, n, s)) {
+    if (!gust_ingest_subject("ev.", d, n, s)) {
         return;
     }
     size_t len = strlen(s);

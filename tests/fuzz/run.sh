@@ -57,7 +57,7 @@ proxy)
 mqtt_session)
     m=$root/plugins/mqtt
     src="$here/stub_sock.c $m/mqtt_link.c $m/mqtt_in_conn.c $m/mqtt_in_ring.c $m/mqtt_wire.c $m/mqtt_payload.c
-         $m/mqtt_subject.c $m/mqtt_json.c $m/mqtt_conf.c $h/common/err.c"
+         $m/mqtt_subject.c $m/mqtt_json.c $m/mqtt_conf.c $h/common/err.c $h/common/time.c"
     inc="$inc -I$m -I$root/plugins/common"
     libs="-lpthread"
     # settings, then CONNACK, SUBACK (QoS 1, 0), a QoS 1 PUBLISH, a QoS 2 one and its PUBREL, a PINGRESP
@@ -66,15 +66,14 @@ mqtt_session)
     seed garbage '\000\001\000\040\002\000\000\060\377\377\377\377\177'
     ;;
 exec_lines)
-    src="$root/plugins/exec/exec_lines.c $h/common/json_text.c"
+    src="$root/plugins/exec/exec_lines.c $h/common/json_text.c $h/common/json_check.c"
     inc="$inc -I$root/plugins/exec -I$root/plugins/common"
     libs="$(pkg-config --libs yajl)"
     seed lines '\010\003{"a":1}\nnot json\n\n{"b":"\\u00e9"}\n0123456789012345678\nlast'
     seed long '\202\007a very long line with no newline at all, longer than anything'
     ;;
 http_poll)
-    src="$root/plugins/timer/source_json.c $h/common/json_text.c"
-    inc="$inc -I$root/plugins/timer -I$root/plugins/common"
+    src="$h/common/json_check.c $h/common/json_text.c"
     libs="$(pkg-config --libs yajl)"
     seed array ' [ {"a":1} , "s\\"]" , [1,[2]], null ]\n'
     seed object '{"prices": [1.5, 2], "at": "2026-01-01"}'

@@ -1,7 +1,6 @@
 /* plugins/common/gust_sock.c for the fuzz targets of network code: no socket, the
  * peer's bytes come from the fuzz input (stub_sock_feed), read in chunks of a size the
- * input picks; what is written is kept for the target to look at. A clock that moves
- * 50 ms a reading, so deadlines pass without sleeping. */
+ * input picks; what is written is kept for the target to look at. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +13,6 @@ struct gust_sock {
 
 static const unsigned char *in_data;
 static size_t in_len, in_off, chunk = 1;
-static int64_t clock_ms = 1000000;
 unsigned char stub_sock_written[1 << 16];
 size_t stub_sock_written_len;
 
@@ -30,11 +28,6 @@ void stub_sock_feed(const unsigned char *data, size_t len, size_t chunk_size)
 int stub_sock_left(void)
 {
     return in_off < in_len;
-}
-
-int64_t gust_now_ms(void)
-{
-    return clock_ms += 50;
 }
 
 int gust_tls_create(struct gust_tls **out, const char *ca, const char *cert, const char *key,

@@ -24,8 +24,8 @@ struct gust_err {
 };
 
 /* Formats into err->msg (err may be NULL) and returns code, so callers can write
- * `return gust_err_set(err, GUST_EINVAL, "...")`. Plugins compile host/common/err.c
- * into themselves (hidden, like the rest of a plugin) rather than calling the host's. */
+ * `return gust_err_set(err, GUST_EINVAL, "...")`. Plugins get it from libgust-sdk, linked
+ * statically and hidden like the rest of the plugin. */
 int gust_err_set(struct gust_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int gust_err_vset(struct gust_err *err, int code, const char *fmt, va_list ap);

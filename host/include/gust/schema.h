@@ -1,14 +1,19 @@
-/* Declarative configuration schemas.
+/* Declarative configuration schemas, bound into structs.
  *
  * The host checks every block of host.conf against a schema before anything sees it:
  * unknown keys, missing required keys and values of the wrong type are errors that
- * name file:line. Plugins declare their keys with the same table, which also feeds
- * `gust --help`. */
+ * name file:line. The same table says where each value goes (offsetof into the owner's
+ * struct), so code reads `conf->max_body`, never a key by name: a misspelt field is a
+ * compile error. It also feeds `gust --help` and gust-host.conf(5), and decides what a reload
+ * may change (GUST_K_RELOADABLE). Plugins declare their keys the same way and bind them
+ * through the host API (gust/sdk.h: gust_sdk_bind). */
 #ifndef GUST_SCHEMA_H
 #define GUST_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "gust/err.h"
 
 enum gust_type {
     GUST_T_STR = 1,  /* one argument, any text */
@@ -25,8 +30,24 @@ enum gust_type {
 
 enum {
     GUST_K_REQUIRED = 1 << 0,
-    GUST_K_RELOADABLE = 1 << 1, /* can change on reload without recreating the instance */
-    GUST_K_SECRET = 1 << 2,     /* never logged or shown */
+    /* A reload applies a new value. The process-wide blocks (top level, http, nats) are
+     * built once: a reload that changes a key without this flag is refused, naming the
+     * key and its file:line, and the running generation keeps serving. Unit blocks and
+     * plugin instances are rebuilt at every reload, so all their keys are reloadable. */
+    GUST_K_RELOADABLE = 1 << 1,
+    GUST_K_SECRET = 1 << 2, /* never logged or shown */
+    GUST_K_BOUND = 1 << 3,  /* ABI 1.1: `offset` says where the binder writes the value */
+};
+
+/* Where a bound value goes, by type:
+ *   STR PATH SUBJECT FILTER ADDR  const char *   (NULL when absent without a default)
+ *   INT SIZE DURATION             int64_t        (SIZE in bytes, DURATION in ms)
+ *   BOOL                          int            (0 or 1)
+ *   LIST                          struct gust_list
+ * Strings point into the checked configuration and live as long as it does. */
+struct gust_list {
+    const char *const *items;
+    size_t n;
 };
 
 struct gust_schema_key {
@@ -34,10 +55,37 @@ struct gust_schema_key {
     enum gust_type type;
     const char *def;  /* default as written in host.conf, or NULL */
     unsigned flags;   /* GUST_K_* */
-    const char *help; /* one line for --help and the README */
+    const char *help; /* one line for --help and gust-host.conf(5) */
+    /* ABI 1.1 (a 1.0 table ends before it: the host honours the plugin's element size). */
+    size_t offset; /* with GUST_K_BOUND: offsetof(owner struct, field) */
 };
 
 /* A table ends with an entry whose key is NULL. */
+#define GUST_KEY_END {NULL, 0, NULL, 0, NULL, 0}
+
+/* The C type each gust_type binds to (used by GUST_KEY's compile-time check). */
+#define GUST__CTYPE_STR const char *
+#define GUST__CTYPE_PATH const char *
+#define GUST__CTYPE_SUBJECT const char *
+#define GUST__CTYPE_FILTER const char *
+#define GUST__CTYPE_ADDR const char *
+#define GUST__CTYPE_INT int64_t
+#define GUST__CTYPE_SIZE int64_t
+#define GUST__CTYPE_DURATION int64_t
+#define GUST__CTYPE_BOOL int
+#define GUST__CTYPE_LIST struct gust_list
+
+/* offsetof(S, field), and a compile error when the field does not exist or its type is
+ * not the one T binds to (_Generic has no matching association). */
+#define GUST__AT(S, field, T) (offsetof(S, field) + 0 * _Generic(((S *)0)->field, GUST__CTYPE_##T: 1))
+
+/* One bound key named like its field:
+ *   GUST_KEY(struct http_out_conf, url, STR, NULL, GUST_K_REQUIRED, "where to POST")
+ * T is the gust_type without its GUST_T_ prefix. GUST_KEY_AS names the key apart from
+ * the field, for a key that is not a C identifier. */
+#define GUST_KEY_AS(S, field, name, T, def, flags, help) \
+    {name, GUST_T_##T, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, T)}
+#define GUST_KEY(S, field, T, def, flags, help) GUST_KEY_AS(S, field, #field, T, def, flags, help)
 
 /* A checked set of values for one block. Values are read through these
  * accessors; a key that is absent and has no default reads as NULL / 0 / 0 items.
@@ -49,5 +97,12 @@ size_t gust_cfg_count(const struct gust_cfg *cfg, const char *key);
 const char *gust_cfg_item(const struct gust_cfg *cfg, const char *key, size_t i);
 /* "file:line" of the key (or of the block when the key is absent), for messages. */
 const char *gust_cfg_where(const struct gust_cfg *cfg, const char *key);
+
+/* Writes every GUST_K_BOUND key of schema (entries key_size bytes apart, as the caller
+ * was built: sizeof(struct gust_schema_key)) into the struct at out. Keys missing from
+ * cfg are an error (the schema is not the one cfg was checked against). Returns 0 or
+ * GUST_EINVAL with err naming the key. */
+int gust_cfg_bind(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size, void *out,
+                  struct gust_err *err);
 
 #endif

@@ -24,17 +24,17 @@
 #include "subject.h"
 
 static const struct gust_schema_key schema[] = {
-    {"s", GUST_T_STR, "x", 0, ""},
-    {"i", GUST_T_INT, "1", 0, ""},
-    {"b", GUST_T_BOOL, "on", 0, ""},
-    {"z", GUST_T_SIZE, "1k", 0, ""},
-    {"d", GUST_T_DURATION, "1s", 0, ""},
-    {"p", GUST_T_PATH, "p", 0, ""},
-    {"subj", GUST_T_SUBJECT, "a.b", 0, ""},
-    {"f", GUST_T_FILTER, "a.>", 0, ""},
-    {"l", GUST_T_LIST, "a b", 0, ""},
-    {"a", GUST_T_ADDR, "h:1", 0, ""},
-    {NULL, 0, NULL, 0, NULL},
+    {"s", GUST_T_STR, "x", 0, "", 0},
+    {"i", GUST_T_INT, "1", 0, "", 0},
+    {"b", GUST_T_BOOL, "on", 0, "", 0},
+    {"z", GUST_T_SIZE, "1k", 0, "", 0},
+    {"d", GUST_T_DURATION, "1s", 0, "", 0},
+    {"p", GUST_T_PATH, "p", 0, "", 0},
+    {"subj", GUST_T_SUBJECT, "a.b", 0, "", 0},
+    {"f", GUST_T_FILTER, "a.>", 0, "", 0},
+    {"l", GUST_T_LIST, "a b", 0, "", 0},
+    {"a", GUST_T_ADDR, "h:1", 0, "", 0},
+    GUST_KEY_END,
 };
 
 static const char *const fixtures[][2] = {

@@ -7,19 +7,35 @@
 #include "conf.h"
 #include "conf_schema.h"
 
+/* Every key bound into a struct, so the binder is tested on every type. */
+struct keys {
+    const char *name;
+    int64_t count;
+    int enabled;
+    int64_t max_body;
+    int64_t timeout;
+    const char *script;
+    const char *subject;
+    const char *source;
+    struct gust_list urls;
+    const char *listen;
+    const char *token;
+};
+
+#define KEY(f, T, def, flags, help) GUST_KEY(struct keys, f, T, def, flags, help)
 static const struct gust_schema_key schema[] = {
-    {"name", GUST_T_STR, NULL, GUST_K_REQUIRED, "what the flow is called"},
-    {"count", GUST_T_INT, "3", 0, "how many"},
-    {"enabled", GUST_T_BOOL, "off", GUST_K_RELOADABLE, "on or off"},
-    {"max_body", GUST_T_SIZE, "1m", GUST_K_RELOADABLE, "largest body"},
-    {"timeout", GUST_T_DURATION, "5s", 0, "how long to wait"},
-    {"script", GUST_T_PATH, NULL, 0, "the Lua file"},
-    {"subject", GUST_T_SUBJECT, NULL, 0, "where to publish"},
-    {"source", GUST_T_FILTER, "ev.>", 0, "what to read"},
-    {"urls", GUST_T_LIST, "nats://a:4222 nats://b:4222", 0, "servers"},
-    {"listen", GUST_T_ADDR, "127.0.0.1:8787", 0, "address to bind"},
-    {"token", GUST_T_STR, "s3cret", GUST_K_SECRET, "bearer token"},
-    {NULL, 0, NULL, 0, NULL},
+    KEY(name, STR, NULL, GUST_K_REQUIRED, "what the flow is called"),
+    KEY(count, INT, "3", 0, "how many"),
+    KEY(enabled, BOOL, "off", GUST_K_RELOADABLE, "on or off"),
+    KEY(max_body, SIZE, "1m", GUST_K_RELOADABLE, "largest body"),
+    KEY(timeout, DURATION, "5s", 0, "how long to wait"),
+    KEY(script, PATH, NULL, 0, "the Lua file"),
+    KEY(subject, SUBJECT, NULL, 0, "where to publish"),
+    KEY(source, FILTER, "ev.>", 0, "what to read"),
+    KEY(urls, LIST, "nats://a:4222 nats://b:4222", 0, "servers"),
+    KEY(listen, ADDR, "127.0.0.1:8787", 0, "address to bind"),
+    KEY(token, STR, "s3cret", GUST_K_SECRET, "bearer token"),
+    GUST_KEY_END,
 };
 
 static const char *const ignore[] = {"use", "route", NULL};
@@ -89,7 +105,74 @@ static void test_values(void)
     CHECK_INT("unknown key reads 0", gust_cfg_int(cfg, "nope"), 0);
     CHECK_INT("unknown key counts 0", (int64_t)gust_cfg_count(cfg, "nope"), 0);
     CHECK_STR("unknown key where is the block", gust_cfg_where(cfg, "nope"), "conf/t.conf:1");
+
+    /* The same values bound into the struct, field by field. */
+    struct keys k;
+    memset(&k, 0xAB, sizeof(k));
+    CHECK_INT(err.msg, gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0);
+    CHECK_STR("bound str", k.name, "orders");
+    CHECK_INT("bound int", k.count, -42);
+    CHECK_INT("bound bool", k.enabled, 1);
+    CHECK_INT("bound size", k.max_body, 65536);
+    CHECK_INT("bound duration", k.timeout, 250);
+    CHECK_STR("bound path", k.script, "conf/scripts/orders.lua");
+    CHECK_STR("bound subject", k.subject, "ev.orders.out");
+    CHECK_STR("bound filter", k.source, "ev.*.in");
+    CHECK_INT("bound list", (int64_t)k.urls.n, 3);
+    CHECK_STR("bound list item", k.urls.items[2], "z");
+    CHECK_STR("bound addr", k.listen, "[::1]:9000");
+    CHECK_STR("bound default", k.token, "s3cret");
     gust_cfg_destroy(cfg);
+}
+
+/* A bound key missing from the checked values is a bug (another schema): an error. An
+ * absent key without a default binds NULL; a table with unbound keys skips them. */
+static void test_bind(void)
+{
+    static const struct gust_schema_key other[] = {
+        GUST_KEY(struct keys, name, STR, NULL, 0, "x"),
+        GUST_KEY_AS(struct keys, script, "not_in_cfg", PATH, NULL, 0, "x"),
+        GUST_KEY_END,
+    };
+    static const struct gust_schema_key unbound[] = {
+        {"name", GUST_T_STR, NULL, 0, "read by name only", 0},
+        GUST_KEY_END,
+    };
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    struct keys k = {0};
+
+    CHECK_INT(err.msg, check_text("flow orders { name a; }", schema, &conf, &cfg, &err), 0);
+    CHECK_INT("wrong schema", gust_cfg_bind(cfg, other, sizeof(other[0]), &k, &err), GUST_EINVAL);
+    CHECK_STR("wrong schema", err.msg, "binding key 'not_in_cfg': not in the checked configuration");
+    k.name = "untouched";
+    CHECK_INT("unbound", gust_cfg_bind(cfg, unbound, sizeof(unbound[0]), &k, &err), 0);
+    CHECK_STR("unbound keys are not written", k.name, "untouched");
+    CHECK_INT("bind", gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0);
+    CHECK_STR("absent without default", k.script, NULL);
+    CHECK_INT("absent list", (int64_t)k.urls.n, 2); /* the default's two items */
+    gust_cfg_destroy(cfg);
+}
+
+/* The reload diff compares values as written after defaults. */
+static void test_same(void)
+{
+    struct gust_conf *conf;
+    struct gust_cfg *a, *b, *c;
+    struct gust_err err = {""};
+
+    CHECK_INT(err.msg, check_text("f { name x; urls p q; }", schema, &conf, &a, &err), 0);
+    CHECK_INT(err.msg, check_text("f { name x; urls p;\n urls q; count 3; }", schema, &conf, &b, &err), 0);
+    CHECK_INT(err.msg, check_text("f { name y; urls q p; }", schema, &conf, &c, &err), 0);
+    CHECK_INT("same list, written twice", gust_cfg_same(a, b, "urls"), 1);
+    CHECK_INT("a default and the same value written", gust_cfg_same(a, b, "count"), 1);
+    CHECK_INT("changed str", !gust_cfg_same(a, c, "name"), 1);
+    CHECK_INT("reordered list", !gust_cfg_same(a, c, "urls"), 1);
+    CHECK_INT("both defaulted", gust_cfg_same(a, c, "timeout"), 1);
+    gust_cfg_destroy(a);
+    gust_cfg_destroy(b);
+    gust_cfg_destroy(c);
 }
 
 static void test_defaults(void)
@@ -189,12 +272,12 @@ static void test_missing_required(void)
 static void test_bad_default(void)
 {
     static const struct gust_schema_key bad[] = {
-        {"max_body", GUST_T_SIZE, "12q", 0, "largest body"},
-        {NULL, 0, NULL, 0, NULL},
+        {"max_body", GUST_T_SIZE, "12q", 0, "largest body", 0},
+        GUST_KEY_END,
     };
     static const struct gust_schema_key bad_type[] = {
-        {"x", (enum gust_type)99, NULL, 0, ""},
-        {NULL, 0, NULL, 0, NULL},
+        {"x", (enum gust_type)99, NULL, 0, "", 0},
+        GUST_KEY_END,
     };
     struct gust_conf *conf;
     struct gust_cfg *cfg;
@@ -211,8 +294,8 @@ static void test_bad_default(void)
 static void test_top_level(void)
 {
     static const struct gust_schema_key top[] = {
-        {"state_dir", GUST_T_PATH, NULL, GUST_K_REQUIRED, "runtime files"},
-        {NULL, 0, NULL, 0, NULL},
+        {"state_dir", GUST_T_PATH, NULL, GUST_K_REQUIRED, "runtime files", 0},
+        GUST_KEY_END,
     };
     static const char *const blocks[] = {"http", "flow", NULL};
     static const char text[] = "http { listen x; }\nflow a { }\n";
@@ -263,6 +346,8 @@ static void test_help(void)
 int main(void)
 {
     test_values();
+    test_bind();
+    test_same();
     test_defaults();
     test_bad_values();
     test_missing_required();

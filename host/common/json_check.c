@@ -1,12 +1,11 @@
-/* JSON helpers for the sources: checking with yajl's event parser (no tree, no
- * recursion, so a deep document costs memory in proportion to its size, never stack),
- * splitting an array into its elements' exact bytes, quoting a string. */
+/* gust_json_check and gust_json_each (gust/sdk.h): checking with yajl's event parser,
+ * splitting an array into its elements' exact bytes. */
 #include <stdio.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "../../host/common/json_text.h"
-#include "source_core.h"
+#include "gust/sdk.h"
+#include "json_text.h"
 
 struct scan {
     int depth;
@@ -56,7 +55,7 @@ static size_t skip_ws(const char *d, size_t len, size_t i)
     return i;
 }
 
-int source_json_check(const char *data, size_t len, const char *const *keys, const char **clash, char *why,
+int gust_json_check(const char *data, size_t len, const char *const *keys, const char **clash, char *why,
                       size_t why_size)
 {
     struct scan s = {.keys = keys};
@@ -72,7 +71,7 @@ int source_json_check(const char *data, size_t len, const char *const *keys, con
         snprintf(why, why_size, "empty");
         return 0;
     }
-    kind = data[i] == '{' ? SJ_OBJECT : data[i] == '[' ? SJ_ARRAY : SJ_SCALAR;
+    kind = data[i] == '{' ? GUST_JSON_OBJECT : data[i] == '[' ? GUST_JSON_ARRAY : GUST_JSON_SCALAR;
     if (!(h = yajl_alloc(&scan_callbacks, NULL, &s))) {
         snprintf(why, why_size, "out of memory");
         return 0;
@@ -103,7 +102,7 @@ int source_json_check(const char *data, size_t len, const char *const *keys, con
     return kind;
 }
 
-int source_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
+int gust_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
                      void *ud)
 {
     size_t i = skip_ws(data, len, 0);
@@ -154,29 +153,4 @@ int source_json_each(const char *data, size_t len, int (*fn)(void *ud, const cha
         }
         i++; /* the comma */
     }
-}
-
-size_t source_json_quote(char *out, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-
-    out[n++] = '"';
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            out[n++] = '\\';
-            out[n++] = (char)ch;
-        } else if (ch < 0x20) {
-            memcpy(out + n, "\\u00", 4);
-            out[n + 4] = hex[ch >> 4];
-            out[n + 5] = hex[ch & 15];
-            n += 6;
-        } else {
-            out[n++] = (char)ch;
-        }
-    }
-    out[n++] = '"';
-    out[n] = '\0';
-    return n;
 }

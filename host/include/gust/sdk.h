@@ -1,0 +1,83 @@
+/* libgust-sdk: what plugins share, linked statically into each (and into the host).
+ * `pkg-config --cflags --libs gust-plugin` gives the flags; docs/PLUGINS.md the guide.
+ *
+ *   gust/sdk.h     errors (gust/err.h), buffers, JSON output and checks, clocks and
+ *                  RFC 3339 time, binding an instance's config
+ *   gust/source.h  the source runner: a schedule thread and publishing with back-pressure
+ *   gust/sock.h    a TCP client connection, optionally TLS */
+#ifndef GUST_SDK_H
+#define GUST_SDK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/api.h"
+#include "gust/err.h"
+#include "gust/schema.h"
+
+/* --- buffers --- */
+
+/* A growable byte buffer; {0} is an empty one. */
+struct gust_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+/* Each returns 0, or GUST_ENOMEM leaving the buffer as it was. */
+int gust_buf_reserve(struct gust_buf *b, size_t extra);
+int gust_buf_append(struct gust_buf *b, const void *data, size_t len);
+int gust_buf_printf(struct gust_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gust_buf_free(struct gust_buf *b);
+
+/* --- JSON --- */
+
+/* Appends s[0..len) as a quoted JSON string. s must be valid UTF-8; quotes,
+ * backslashes and control characters are escaped. Returns 0 or GUST_ENOMEM. */
+int gust_json_append_string(struct gust_buf *out, const char *s, size_t len);
+/* 1 when s[0..len) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
+int gust_utf8_valid(const char *s, size_t len);
+/* Appends s[0..len) in standard base64, quoted. */
+int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t len);
+
+enum gust_json_kind { GUST_JSON_OBJECT = 1, GUST_JSON_ARRAY, GUST_JSON_SCALAR };
+
+/* Checks that data[0..len) is exactly one JSON value with valid UTF-8 (white space
+ * around it allowed), with yajl's event parser: no tree, no recursion, so a deep
+ * document costs memory in proportion to its size, never stack. Returns its kind, or 0
+ * with the reason (one line) in why. When keys is given (a NULL-terminated list), a
+ * top-level object key equal to one of them is reported in *clash (borrowed from keys),
+ * NULL otherwise. */
+int gust_json_check(const char *data, size_t len, const char *const *keys, const char **clash, char *why,
+                    size_t why_size);
+/* Calls fn for each element of the JSON array in data (which gust_json_check found to
+ * be an array), with the element's exact bytes. Stops when fn returns nonzero and
+ * returns that. */
+int gust_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
+                   void *ud);
+
+/* --- time --- */
+
+/* ms since the epoch (CLOCK_REALTIME), and CLOCK_MONOTONIC ms (for deadlines). */
+int64_t gust_clock_wall_ms(void);
+int64_t gust_clock_mono_ms(void);
+
+/* "2026-11-29T23:49:03.123Z": UTC, milliseconds. */
+#define GUST_RFC3339_SIZE 32
+/* Writes epoch_ms into out (NUL-terminated); returns the length (24). */
+size_t gust_rfc3339_ms(int64_t epoch_ms, char out[GUST_RFC3339_SIZE]);
+
+/* --- configuration --- */
+
+/* Binds the GUST_K_BOUND keys of a plugin type's schema from the instance's cfg into out
+ * (call it from create; strings stay valid until destroy). Needs a host of ABI 1.1. */
+static inline int gust_sdk_bind(const struct gust_host_api *api, const struct gust_cfg *cfg,
+                                const struct gust_schema_key *schema, void *out, struct gust_err *err)
+{
+    if (!GUST_API_HAS(api, cfg_bind)) {
+        return gust_err_set(err, GUST_EABI, "this host cannot bind configuration (it needs plugin ABI 1.1)");
+    }
+    return api->cfg_bind(cfg, schema, sizeof(struct gust_schema_key), out, err);
+}
+
+#endif
