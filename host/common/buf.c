@@ -27,6 +27,9 @@ int gust_buf_reserve(struct gust_buf *b, size_t extra)
 
 int gust_buf_append(struct gust_buf *b, const void *data, size_t len)
 {
+    if (len == 0) { /* also for an empty buffer, whose data is NULL: NULL + 0 is undefined */
+        return 0;
+    }
     if (gust_buf_reserve(b, len) != 0) {
         return GUST_ENOMEM;
     }

@@ -14,6 +14,7 @@
 #define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
 /* Units are rebuilt at every reload: all their keys are reloadable. */
 #define UNIT(f, T, def, flags, help) GUST_KEY(struct gust_unit_keys, f, T, def, (flags) | R, help)
+#define TABLE(f, T, def, flags, help) GUST_KEY(struct gust_table_keys, f, T, def, (flags) | R, help)
 
 const struct gust_schema_key gust_top_schema[] = {
     TOP(state_dir, PATH, "var", 0, "embedded NATS store and runtime files"),
@@ -26,6 +27,8 @@ const struct gust_schema_key gust_top_schema[] = {
     TOP(node_name, STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
     TOP(cluster, BOOL, "off", 0,
         "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"),
+    TOP(lua_path, PATH, "scripts/lib", R,
+        "where a flow's require \"name\" finds name.lua (a flow may set its own)"),
     GUST_KEY_END,
 };
 
@@ -84,6 +87,9 @@ const struct gust_schema_key gust_flow_schema[] = {
     UNIT(source, FILTER, NULL, 0, "subject consumed (default: the script's `source`)"),
     UNIT(timeout, DURATION, "1s", 0, "longest run of on_event for one event"),
     UNIT(batch, INT, "256", 0, "messages fetched at once"),
+    UNIT(lua_path, PATH, NULL, 0, "where require finds modules (default: the top-level lua_path)"),
+    UNIT(log_rate, INT, "100", 0,
+         "log.* lines a second the script may write (bursts up to as many); the rest are dropped and counted"),
     GUST_EDGE_KEYS(UNIT),
     GUST_KEY_END,
 };
@@ -114,6 +120,13 @@ const struct gust_schema_key gust_source_schema[] = {
     UNIT(competing, BOOL, "off", 0,
          "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT "
          "shared subscription)"),
+    GUST_KEY_END,
+};
+
+const struct gust_schema_key gust_table_schema[] = {
+    TABLE(file, PATH, NULL, GUST_K_REQUIRED,
+          "the table: .csv (a header row) or .json (an object, or an array of objects)"),
+    TABLE(key, STR, NULL, 0, "the column (CSV) or member (JSON array) whose value is a row's key"),
     GUST_KEY_END,
 };
 
@@ -281,6 +294,41 @@ static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum 
     return 0;
 }
 
+static int add_table(struct gust_config *c, const struct gust_conf_node *n, struct gust_err *err)
+{
+    if (!n->is_block || n->nargs != 1) {
+        return error_at(err, n, "expected 'table NAME { file PATH; key FIELD; }'%s", "");
+    }
+    if (!unit_name_valid(n->args[0])) {
+        return error_at(err, n, "invalid table name '%s': use letters, digits, '_' and '-'", n->args[0]);
+    }
+    for (size_t i = 0; i < c->ntables; i++) {
+        if (strcmp(c->tables[i].name, n->args[0]) == 0) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "table '%s' is already defined at %s", n->args[0], c->tables[i].where);
+            return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s", n->file, n->line, msg);
+        }
+    }
+    struct gust_table_conf *t = &c->tables[c->ntables];
+    *t = (struct gust_table_conf){.name = n->args[0]};
+    snprintf(t->where, sizeof(t->where), "%s:%d", n->file, n->line);
+    char what[128];
+    snprintf(what, sizeof(what), "table '%s'", t->name);
+    int rc = gust_cfg_check(n, what, gust_table_schema, NULL, &t->cfg, err);
+    rc = rc ? rc : gust_cfg_bind(t->cfg, gust_table_schema, sizeof(struct gust_schema_key), &t->k, err);
+    if (rc == 0) {
+        c->ntables++;
+    } else {
+        gust_cfg_destroy(t->cfg);
+    }
+    return rc;
+}
+
+const char *gust_config_lua_path(const struct gust_config *c, const struct gust_unit_conf *flow)
+{
+    return flow != NULL && flow->k.lua_path != NULL ? flow->k.lua_path : c->top.lua_path;
+}
+
 int gust_config_load(const char *path, struct gust_config **out, struct gust_err *err)
 {
     struct gust_config *c = calloc(1, sizeof(*c));
@@ -294,11 +342,13 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     const struct gust_conf_node *root = &c->tree->root;
     c->plugins = calloc(root->nchildren + 1, sizeof(*c->plugins));
     c->units = calloc(root->nchildren + 1, sizeof(*c->units));
-    if (c->plugins == NULL || c->units == NULL) {
+    c->tables = calloc(root->nchildren + 1, sizeof(*c->tables));
+    if (c->plugins == NULL || c->units == NULL || c->tables == NULL) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", NULL};
+    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", "table",
+                                         NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
         goto fail;
@@ -323,6 +373,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 p->name = n->args[0];
                 snprintf(p->where, sizeof(p->where), "%s:%d", n->file, n->line);
             }
+        } else if (strcmp(n->name, "table") == 0) {
+            rc = add_table(c, n, err);
         } else {
             for (int k = GUST_UNIT_FLOW; k <= GUST_UNIT_SOURCE; k++) {
                 if (strcmp(n->name, unit_kinds[k]) == 0) {
@@ -397,6 +449,10 @@ void gust_config_destroy(struct gust_config *c)
         gust_cfg_destroy(c->units[i].cfg);
     }
     free(c->units);
+    for (size_t i = 0; i < c->ntables; i++) {
+        gust_cfg_destroy(c->tables[i].cfg);
+    }
+    free(c->tables);
     free(c->plugins);
     gust_cfg_destroy(c->top_cfg);
     gust_cfg_destroy(c->http_cfg);

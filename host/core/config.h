@@ -21,6 +21,7 @@ struct gust_top_keys {
     const char *log_format;
     const char *node_name;
     int cluster;
+    const char *lua_path;
 };
 
 struct gust_http_keys {
@@ -74,6 +75,8 @@ struct gust_unit_keys {
     int64_t batch;       /* flow, detect, relay, sink */
     int64_t edge_queue;  /* flow, detect */
     int competing;       /* source */
+    const char *lua_path; /* flow: its own, else NULL (the top level's) */
+    int64_t log_rate;     /* flow */
 };
 
 struct gust_unit_conf {
@@ -91,6 +94,18 @@ struct gust_plugin_ref {
     const char *name; /* borrowed from the tree */
     char where[300];
 };
+/* `table NAME { file PATH; key FIELD; }`: a lookup table for the flows. */
+struct gust_table_keys {
+    const char *file;
+    const char *key;
+};
+
+struct gust_table_conf {
+    const char *name; /* borrowed from the tree */
+    char where[300];
+    struct gust_cfg *cfg;     /* owned */
+    struct gust_table_keys k; /* bound from cfg */
+};
 
 struct gust_config {
     struct gust_conf *tree;
@@ -107,6 +122,8 @@ struct gust_config {
     size_t nplugins;
     struct gust_unit_conf *units;
     size_t nunits;
+    struct gust_table_conf *tables;
+    size_t ntables;
 };
 
 extern const struct gust_schema_key gust_top_schema[];
@@ -117,6 +134,7 @@ extern const struct gust_schema_key gust_detect_schema[];
 extern const struct gust_schema_key gust_relay_schema[];
 extern const struct gust_schema_key gust_sink_schema[];   /* besides the plugin's keys */
 extern const struct gust_schema_key gust_source_schema[]; /* besides the plugin's keys */
+extern const struct gust_schema_key gust_table_schema[];
 
 const char *gust_unit_kind_name(enum gust_unit_kind kind);
 
@@ -136,5 +154,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
 int gust_config_check_plugin_unit(struct gust_unit_conf *unit, const struct gust_schema_key *plugin_schema,
                                   struct gust_err *err);
 void gust_config_destroy(struct gust_config *config);
+/* A flow's lua_path: its own, else the top level's (which has a default). */
+const char *gust_config_lua_path(const struct gust_config *c, const struct gust_unit_conf *flow);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"relay NAME { }", gust_relay_schema},
     {"sink NAME { } (plus its plugin type's keys)", gust_sink_schema},
     {"source NAME { } (plus its plugin type's keys)", gust_source_schema},
+    {"table NAME { }", gust_table_schema},
 };
 
 /* Text for roff: a leading . or ' would start a request, a backslash an escape. */

@@ -14,6 +14,7 @@
 #include "../bus/bus.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
+#include "config_tables.h"
 #include "edges.h"
 
 static int read_file(const char *path, struct gust_buf *out)
@@ -32,9 +33,22 @@ static int read_file(const char *path, struct gust_buf *out)
     return rc;
 }
 
-static int check_flow(const struct gust_unit_conf *u, struct gust_err *err)
+/* What a flow unit's script runs with: the same for `gust -t` and a running unit. */
+static struct gust_flow_opts flow_opts(const struct gust_host *host, const struct gust_unit_conf *u)
 {
-    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
+    return (struct gust_flow_opts){.script_path = u->k.script,
+                                   .timeout_ms = (long)u->k.timeout,
+                                   .lua_path = gust_config_lua_path(host->config, u),
+                                   .tables = host->tables};
+}
+
+static int check_flow(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_err *err)
+{
+    if (u->k.log_rate < 1) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: log_rate must be at least 1 (lines a second)",
+                            gust_cfg_where(u->cfg, "log_rate"));
+    }
+    struct gust_flow_opts fo = flow_opts(host, u);
     struct gust_flow *flow = NULL;
     struct gust_err ferr = {{0}};
     int rc = gust_flow_create(&fo, &flow, &ferr);
@@ -93,6 +107,11 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
     }
     memcpy(host->dlq_prefix, dlq, dlq_len - 1);
     host->dlq_prefix[dlq_len - 1] = '\0';
+    /* The lookup tables, before the flows that read them at load. */
+    if ((rc = gust_tables_create(&host->tables, err)) != 0 ||
+        (rc = gust_config_tables_load(c, host->tables, err)) != 0) {
+        return rc;
+    }
     char dir[PATH_MAX];
     if (c->top.plugin_dir != NULL) {
         snprintf(dir, sizeof(dir), "%s", c->top.plugin_dir);
@@ -109,7 +128,7 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
         struct gust_unit_conf *u = &c->units[i];
         switch (u->kind) {
         case GUST_UNIT_FLOW:
-            rc = check_flow(u, err);
+            rc = check_flow(host, u, err);
             break;
         case GUST_UNIT_DETECT:
             rc = check_detect(c, u, err);
@@ -187,15 +206,16 @@ static int start_consumer(struct gust_host *host, const struct gust_consumer_con
 static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                       struct gust_err *err)
 {
-    struct gust_flow_opts fo = {.script_path = u->k.script, .timeout_ms = (long)u->k.timeout};
-    struct gust_flow *flow = NULL;
-    int rc = gust_flow_create(&fo, &flow, err);
+    struct gust_flow_opts fo = flow_opts(host, u);
+    struct gust_handler h;
+    const char *script_source = NULL;
+    int rc = gust_flow_handler_create(u->name, &fo, (long)u->k.log_rate, &h, &script_source, err);
     if (rc != 0) {
         return rc;
     }
-    const char *source = u->k.source != NULL ? u->k.source : gust_flow_source(flow);
+    const char *source = u->k.source != NULL ? u->k.source : script_source;
     struct gust_consumer_conf cc = consumer_conf(host, u, "flow", source);
-    return start_consumer(host, &cc, gust_flow_handler(flow), bus, err);
+    return start_consumer(host, &cc, h, bus, err);
 }
 
 static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
@@ -339,6 +359,8 @@ void gust_host_release(struct gust_host *host)
         host->units = NULL;
     }
     gust_plugins_unload(&host->plugins);
+    gust_tables_unref(host->tables); /* the flows that read them hold their own references */
+    host->tables = NULL;
     gust_config_destroy(host->config);
     host->config = NULL;
 }

@@ -9,6 +9,7 @@
 
 struct gust_bus;
 struct gust_leases;
+struct gust_tables;
 
 /* A source unit. A singleton source (the default) runs only while this process holds
  * its lease; its instance is created when the lease is taken and destroyed when it is
@@ -32,6 +33,7 @@ struct gust_host {
     struct gust_leases *leases; /* borrowed: the process's lease manager */
     char dlq_prefix[128];    /* "dlq." from nats { dlq_subjects dlq.>; } */
     struct gust_edge_links *edges; /* the edge path: which units each source feeds */
+    struct gust_tables *tables;    /* the lookup tables, shared by this generation's flows */
 };
 
 /* Loads and checks everything host.conf names: the config, the plugins, every unit's

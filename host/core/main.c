@@ -24,6 +24,7 @@
 #include "host.h"
 #include "reload.h"
 #include "config.h"
+#include "config_tables.h"
 #include "gust/version.h"
 #include "../flow/flow.h"
 #include "../vpl/vpl_cli.h"
@@ -34,7 +35,9 @@ static void usage(FILE *out)
             "usage: gust [-c FILE] [-t]          run (or with -t: check) the host\n"
             "       gust vpl-check FILE          check a VPL program\n"
             "       gust vpl-run PROGRAM EVENTS  run a VPL program over JSON lines, alerts on stdout\n"
-            "       gust test-flow SCRIPT CASE.json...  golden tests of a Lua flow\n"
+            "       gust test-flow [-c FILE] [--lua-path DIR] SCRIPT CASE.json...\n"
+            "                                    golden tests of a Lua flow (with -c: the modules\n"
+            "                                    and tables of that host.conf)\n"
             "\n"
             "options:\n"
             "  -c, --config FILE  host.conf to use (default: host.conf)\n"
@@ -270,13 +273,73 @@ static int test_config(const char *config_path)
     return 0;
 }
 
+static int load_config_tables(void *ud, struct gust_tables *t, struct gust_err *err)
+{
+    return gust_config_tables_load(ud, t, err);
+}
+
+/* The lua_path a running unit of SCRIPT would have: that of the flow block naming the
+ * same file, else the top level's. */
+static const char *lua_path_for(const struct gust_config *c, const char *script)
+{
+    char want[PATH_MAX], got[PATH_MAX];
+    if (realpath(script, want) != NULL) {
+        for (size_t i = 0; i < c->nunits; i++) {
+            const struct gust_unit_conf *u = &c->units[i];
+            if (u->kind == GUST_UNIT_FLOW && realpath(u->k.script, got) != NULL &&
+                strcmp(want, got) == 0) {
+                return gust_config_lua_path(c, u);
+            }
+        }
+    }
+    return gust_config_lua_path(c, NULL);
+}
+
+/* gust test-flow [-c FILE] [--lua-path DIR] SCRIPT CASE.json... */
+static int test_flow(int argc, char **argv)
+{
+    struct gust_flow_test_opts opts = {0};
+    const char *config_path = NULL;
+    int i = 1;
+    while (i + 1 < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+            config_path = argv[i + 1];
+        } else if (strcmp(argv[i], "--lua-path") == 0) {
+            opts.lua_path = argv[i + 1];
+        } else {
+            break;
+        }
+        i += 2;
+    }
+    if (argc - i < 2 || argv[i][0] == '-') {
+        fprintf(stderr, "usage: gust test-flow [-c host.conf] [--lua-path DIR] SCRIPT CASE.json...\n");
+        return 2;
+    }
+    struct gust_config *config = NULL;
+    if (config_path != NULL) {
+        struct gust_err err = {{0}};
+        if (gust_config_load(config_path, &config, &err) != 0) {
+            fprintf(stderr, "gust: %s\n", err.msg);
+            return 2;
+        }
+        if (opts.lua_path == NULL) {
+            opts.lua_path = lua_path_for(config, argv[i]);
+        }
+        opts.load_tables = load_config_tables;
+        opts.ud = config;
+    }
+    int rc = gust_flow_test_run(&opts, argv[i], argv + i + 1, argc - i - 1);
+    gust_config_destroy(config);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "vpl-check") == 0 || strcmp(argv[1], "vpl-run") == 0)) {
         return gust_vpl_cli_main(argc - 1, argv + 1);
     }
     if (argc >= 2 && strcmp(argv[1], "test-flow") == 0) {
-        return gust_flow_test_main(argc - 1, argv + 1);
+        return test_flow(argc - 1, argv + 1);
     }
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},

@@ -1,5 +1,6 @@
-/* The flow runtime: a LuaJIT state per flow, the script's globals (emit, null,
- * array, json), one event per gust_flow_run, and the time limit. */
+/* The flow runtime: a LuaJIT state per flow, its globals (emit, null, array, json;
+ * meta, state, require, tables and log come from their own files), one event per
+ * gust_flow_run, and the time limit. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "flow.h"
 #include "flow_int.h"
+#include "tables.h"
 
 /* The time limit is a count hook, so the JIT compiler is off: LuaJIT never runs
  * hooks inside compiled traces (Debian's build lacks LUAJIT_ENABLE_CHECKHOOK), and
@@ -27,23 +29,6 @@
  * clock. A single slow C call (string.rep of a gigabyte) still runs to its end. */
 #define HOOK_COUNT 1000
 #define DEFAULT_TIMEOUT_MS 1000
-
-struct gust_flow {
-    lua_State *L;
-    char *path;
-    char *source;
-    long timeout_ms;
-    uint64_t deadline_ns;
-    int timed_out;    /* the hook raised the timeout during this call */
-    int ref_on_event; /* registry references */
-    int ref_decode_event;
-    int ref_traceback;
-    const char *in; /* the event being decoded; borrowed during a run */
-    size_t in_len;
-    struct gust_emits *out; /* where emit() appends; non-NULL only during a run */
-    struct gust_json_dec dec;
-    struct gust_json_enc enc;
-};
 
 /* The hook finds its flow under this key in the registry. */
 static const char flow_key;
@@ -129,52 +114,7 @@ static const char *subject_problem(const char *s, size_t len)
     return token == 0 ? "empty token" : NULL;
 }
 
-/* Subject and payload share one allocation, payload first, freed through the
- * payload pointer. */
-int gust_emits_push(struct gust_emits *out, const char *subject, const char *payload, size_t len)
-{
-    size_t slen = strlen(subject);
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 8;
-        struct gust_emit *v = realloc(out->v, cap * sizeof(*v));
-        if (v == NULL) {
-            return GUST_ENOMEM;
-        }
-        out->v = v;
-        out->cap = cap;
-    }
-    char *block = malloc(len + 1 + slen + 1);
-    if (block == NULL) {
-        return GUST_ENOMEM;
-    }
-    memcpy(block, payload, len);
-    block[len] = '\0';
-    memcpy(block + len + 1, subject, slen);
-    block[len + 1 + slen] = '\0';
-    out->v[out->n++] = (struct gust_emit){.subject = block + len + 1, .payload = block, .len = len};
-    return 0;
-}
-
-static void truncate_emits(struct gust_emits *e, size_t n)
-{
-    while (e->n > n) {
-        free(e->v[--e->n].payload);
-    }
-}
-
-void gust_emits_clear(struct gust_emits *e)
-{
-    truncate_emits(e, 0);
-}
-
-void gust_emits_free(struct gust_emits *e)
-{
-    truncate_emits(e, 0);
-    free(e->v);
-    *e = (struct gust_emits){0};
-}
-
-/* emit(subject, table); upvalue 1: the flow. */
+/* emit(subject, table [, options]); upvalue 1: the flow. */
 static int l_emit(lua_State *L)
 {
     struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(1));
@@ -188,9 +128,11 @@ static int l_emit(lua_State *L)
     if (why != NULL) {
         return luaL_error(L, "emit: invalid subject '%s': %s", subject, why);
     }
+    size_t nheaders = gust_flow_emit_options(L, 3, &f->headers);
     f->enc.buf.len = 0;
     gust_json_encode(L, 2, &f->enc);
-    if (gust_emits_push(f->out, subject, f->enc.buf.data, f->enc.buf.len) != 0) {
+    if (gust_emits_push_with_headers(f->out, subject, f->enc.buf.data, f->enc.buf.len,
+                                     (const struct gust_header *)(void *)f->headers.data, nheaders) != 0) {
         return luaL_error(L, "emit: not enough memory");
     }
     return 0;
@@ -233,19 +175,19 @@ static int l_json_decode(lua_State *L)
     return 1;
 }
 
-/* The event decoder, called protected by gust_flow_run: the event table, or nothing
- * when the input is not one JSON object (f->dec.msg says why). */
+/* The event decoder, called protected by gust_flow_run: the event table (then, for an
+ * on_event that takes meta, what its wrapper builds meta from), or nothing when the
+ * input is not one JSON object (f->dec.msg says why). */
 static int decode_event(lua_State *L)
 {
     struct gust_flow *f = lua_touserdata(L, lua_upvalueindex(4));
     if (gust_json_decode(&f->dec, f->in, f->in_len, 1) != 0) {
         return 0;
     }
-    return 1;
+    return f->wants_meta ? 1 + gust_flow_push_meta(L, f->in_meta) : 1;
 }
 
-/* Pushes a C closure with the three tag metatables and the flow as upvalues. */
-static void push_decoder(lua_State *L, struct gust_flow *f, lua_CFunction fn, int mt_base)
+void gust_flow_push_decoder(lua_State *L, struct gust_flow *f, lua_CFunction fn, int mt_base)
 {
     for (int i = 0; i < 3; i++) {
         lua_pushvalue(L, mt_base + i);
@@ -319,11 +261,15 @@ static int setup(lua_State *L)
     lua_pushlightuserdata(L, f);
     lua_pushcclosure(L, l_json_encode, 1);
     lua_setfield(L, -2, "encode");
-    push_decoder(L, f, l_json_decode, 1);
+    gust_flow_push_decoder(L, f, l_json_decode, 1);
     lua_setfield(L, -2, "decode");
     lua_setglobal(L, "json");
+    gust_flow_open_state(L, f);
+    gust_flow_open_require(L, f);
+    gust_flow_open_tables(L, f);
+    gust_flow_open_log(L, f);
 
-    push_decoder(L, f, decode_event, 1);
+    gust_flow_push_decoder(L, f, decode_event, 1);
     f->ref_decode_event = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushcfunction(L, add_traceback);
     f->ref_traceback = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -351,6 +297,10 @@ static int setup(lua_State *L)
         return luaL_error(L, "%s:%d: the script must return a table with an on_event function", f->path,
                           last_line);
     }
+    f->wants_meta = gust_flow_wants_meta(L, -1);
+    if (f->wants_meta) {
+        gust_flow_wrap_on_event(L);
+    }
     f->ref_on_event = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_getfield(L, 2, "source");
     if (!lua_isnil(L, -1)) {
@@ -375,9 +325,18 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     }
     f->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
     f->path = strdup(opts->script_path);
+    f->lua_path = opts->lua_path != NULL ? strdup(opts->lua_path) : NULL;
+    f->tables = gust_tables_ref(opts->tables);
+    if (opts->state != NULL) {
+        f->state.store = *opts->state;
+        f->state.has_store = 1;
+    }
+    f->log = opts->log;
+    f->log_ud = opts->log_ud;
     f->enc.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     f->L = luaL_newstate();
-    if (f->path == NULL || f->enc.c_locale == (locale_t)0 || f->L == NULL) {
+    if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) ||
+        f->enc.c_locale == (locale_t)0 || f->L == NULL) {
         rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
         goto fail;
     }
@@ -408,41 +367,48 @@ const char *gust_flow_source(const struct gust_flow *f)
     return f->source;
 }
 
-int gust_flow_run(struct gust_flow *f, const char *json, size_t len, struct gust_emits *out,
-                  struct gust_err *err)
+int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struct gust_flow_meta *meta,
+                  struct gust_emits *out, struct gust_err *err)
 {
     lua_State *L = f->L;
     size_t first_emit = out->n;
     int rc = 0;
+    gust_flow_state_run_begin(&f->state, meta != NULL ? meta->time_ms : 0);
+    gust_flow_modules_reset(L, f);
 
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback); /* 1 */
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_decode_event);
     f->in = json;
     f->in_len = len;
-    int status = lua_pcall(L, 0, 1, 0);
+    f->in_meta = meta;
+    int status = lua_pcall(L, 0, LUA_MULTRET, 0);
     f->in = NULL;
+    f->in_meta = NULL;
     if (status != 0) {
         rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory to decode the event");
         goto done;
     }
-    if (lua_isnil(L, 2)) {
+    if (lua_gettop(L) < 2) {
         rc = gust_err_set(err, GUST_EINVAL, "%s", f->dec.msg);
         goto done;
     }
+    /* Stack: 1 the traceback handler, 2 the event, 3... meta's pieces. */
+    int nargs = lua_gettop(L) - 1;
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_on_event);
     lua_insert(L, 2);
     f->out = out;
     arm_deadline(f);
-    status = lua_pcall(L, 1, 0, 1);
+    status = lua_pcall(L, nargs, 0, 1);
     f->out = NULL;
     if (status != 0) {
         const char *msg = lua_tostring(L, -1);
         int code = f->timed_out ? GUST_ETIMEOUT : status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG;
         rc = gust_err_set(err, code, "%s", msg != NULL ? msg : "the script failed");
-        truncate_emits(out, first_emit);
+        gust_emits_truncate(out, first_emit);
         reset_hook(f);
     }
 done:
+    gust_flow_state_run_end(&f->state, rc == 0);
     lua_settop(L, 0);
     return rc;
 }
@@ -457,6 +423,12 @@ void gust_flow_destroy(struct gust_flow *f)
     }
     gust_json_dec_release(&f->dec);
     gust_buf_free(&f->enc.buf);
+    gust_buf_free(&f->line);
+    gust_buf_free(&f->line_out);
+    gust_buf_free(&f->headers);
+    gust_flow_state_free(&f->state);
+    gust_tables_unref(f->tables);
+    free(f->lua_path);
     if (f->enc.c_locale != (locale_t)0) {
         freelocale(f->enc.c_locale);
     }

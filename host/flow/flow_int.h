@@ -5,12 +5,15 @@
 
 #include <locale.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <lua.h>
 #include <yajl/yajl_parse.h>
 
 #include "../common/buf.h"
+#include "flow.h"
 #include "gust/err.h"
+#include "keyidx.h"
 
 /* Deepest nesting of arrays and objects accepted when decoding or encoding. Encoding
  * deeper than this is almost always a table that contains itself. */
@@ -84,5 +87,116 @@ int gust_json_lua_bignum_concat(lua_State *L);
 /* Opens the libraries a flow may use and removes or replaces what could escape the
  * sandbox. Raises a Lua error on failure (call it protected). */
 int gust_flow_open_sandbox(lua_State *L);
+
+/* ---- durable state staging (state.c) ---- */
+
+struct state_entry {
+    struct gust_key key; /* first, for the index; NUL-terminated */
+    char *json;          /* the value as the batch sees it now; NULL: absent */
+    size_t len;
+    int64_t expires_ms;
+    int written;      /* a message of the batch set or deleted it */
+    int has_revision; /* the store was read */
+    int undo_holds;   /* json is also the running message's undo record's (do not free) */
+    uint64_t revision;
+    size_t *msgs; /* messages that touched it */
+    size_t nmsgs, cap_msgs;
+};
+
+/* How an entry was before the running message first touched it. */
+struct state_undo {
+    size_t entry;
+    char *json;
+    size_t len;
+    int64_t expires_ms;
+    int written;
+    size_t nmsgs;
+};
+
+struct gust_flow_state {
+    struct gust_state_store store;
+    int has_store;
+    struct state_entry *v; /* in the order keys were first touched */
+    size_t n, cap;
+    struct gust_keyidx index;
+    struct state_undo *undo; /* the running message's first touches */
+    size_t nundo, cap_undo;
+    size_t msg;     /* the running message's batch index */
+    size_t run;     /* runs since the batch began */
+    int64_t now_ms; /* the running message's stored time (0: unknown) */
+    struct gust_state_write *out;
+    size_t cap_out;
+};
+
+/* ---- the flow ---- */
+
+struct gust_flow {
+    lua_State *L;
+    char *path;
+    char *source;
+    char *lua_path;
+    long timeout_ms;
+    uint64_t deadline_ns;
+    int timed_out;    /* the hook raised the timeout during this call */
+    int ref_on_event; /* registry references */
+    int ref_decode_event;
+    int ref_traceback;
+    int ref_loaded;      /* require's modules by name (modules.c) */
+    int wants_meta;      /* on_event takes a second argument */
+    int modules_loading; /* modules whose chunk is running (marked in ref_loaded) */
+    const char *in;      /* the event being decoded and what is known of it; borrowed */
+    size_t in_len;       /* during a run */
+    const struct gust_flow_meta *in_meta;
+    struct gust_emits *out; /* where emit() appends; non-NULL only during a run */
+    struct gust_json_dec dec;
+    struct gust_json_enc enc;
+    struct gust_tables *tables; /* a reference, or NULL */
+    gust_flow_log_fn log;
+    void *log_ud;
+    struct gust_buf line;     /* a log line being built ... */
+    struct gust_buf line_out; /* ... and made safe */
+    struct gust_buf headers;  /* an emit's headers being checked */
+    struct gust_flow_state state;
+};
+
+/* Frees the emits beyond the first n. */
+void gust_emits_truncate(struct gust_emits *e, size_t n);
+
+/* Pushes the closures' common upvalues the decoders want: the three tag metatables
+ * (at mt_base..mt_base+2 on the stack) and the flow, then the C closure. */
+void gust_flow_push_decoder(lua_State *L, struct gust_flow *f, lua_CFunction fn, int mt_base);
+
+/* Each sets up one part of the script's world as globals; called from the protected
+ * setup with the tag metatables at stack indices 1..3. Raise Lua errors on failure. */
+void gust_flow_open_state(lua_State *L, struct gust_flow *f);
+void gust_flow_open_require(lua_State *L, struct gust_flow *f);
+void gust_flow_open_tables(lua_State *L, struct gust_flow *f);
+void gust_flow_open_log(lua_State *L, struct gust_flow *f);
+
+/* Clears the marks of modules whose loading an error interrupted; called before each
+ * call into the script. */
+void gust_flow_modules_reset(lua_State *L, struct gust_flow *f);
+
+/* Replaces the function on top of the stack with a wrapper that takes the event and
+ * the values gust_flow_push_meta pushes, and calls it with the event and meta. */
+void gust_flow_wrap_on_event(lua_State *L);
+/* Pushes what the wrapper takes after the event (meta NULL: nothing known); returns
+ * how many. May raise a memory error (call it protected). */
+int gust_flow_push_meta(lua_State *L, const struct gust_flow_meta *meta);
+/* Whether the function at idx takes meta: a second parameter, or any number of them.
+ * Only then does a run build meta, which costs a table and its strings per event. Uses
+ * the debug library (LuaJIT's C API does not tell), opened for this and removed. */
+int gust_flow_wants_meta(lua_State *L, int idx);
+
+/* Reads emit()'s options table at idx into `headers` (an array of struct gust_header
+ * sorted by name, whose strings are the table's own: valid while it is on the stack);
+ * returns how many. Raises a Lua error naming the problem. */
+size_t gust_flow_emit_options(lua_State *L, int idx, struct gust_buf *headers);
+
+/* The state staging around each run: run_begin before on_event (message index and
+ * stored time), run_end after it (ok 0: undo what the message did). */
+void gust_flow_state_run_begin(struct gust_flow_state *s, int64_t now_ms);
+void gust_flow_state_run_end(struct gust_flow_state *s, int ok);
+void gust_flow_state_free(struct gust_flow_state *s);
 
 #endif

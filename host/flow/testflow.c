@@ -1,25 +1,44 @@
-/* `gust test-flow SCRIPT CASE.json...`: golden tests for a flow without a bus.
- * Each case runs on a fresh flow, so cases do not see each other's state. */
+/* `gust test-flow SCRIPT CASE.json...`: golden tests for a flow without a bus (flow.h
+ * describes the case files). Each case runs on a fresh flow with the same sandbox,
+ * modules and tables a running unit would have, an in-memory state store holding the
+ * case's initial state, and the case's meta. Everything a case says is checked
+ * exactly: it compares parsed trees that keep numbers as text and strings whole. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <yajl/yajl_gen.h>
-#include <yajl/yajl_tree.h>
-
+#include "../common/json_out.h"
 #include "flow.h"
+#include "jtree.h"
+#include "tables.h"
 
 #define WHY_MAX 1024
 
-struct json_case {
-    yajl_val root;
-    yajl_val input;
-    yajl_val expect_emits; /* an array, or NULL when an error is expected */
+struct log_line {
+    int level;
+    char *text;
+};
+
+struct logs {
+    struct log_line *v;
+    size_t n, cap;
+};
+
+struct tcase {
+    const char *path;
+    char *text; /* the file */
+    size_t len;
+    struct gust_jnode *root;
+    const struct gust_jnode *input, *expect_emits, *meta, *state, *expect_state, *tables, *table_keys,
+        *expect_logs;
     const char *expect_error;
     long timeout_ms;
 };
 
-static char *read_file(const char *path, char *why)
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+static char *read_file(const char *path, size_t *len, char *why)
 {
     FILE *fp = fopen(path, "rb");
     if (fp == NULL) {
@@ -27,9 +46,10 @@ static char *read_file(const char *path, char *why)
         return NULL;
     }
     char *text = NULL;
-    size_t len = 0, cap = 0, n;
+    size_t cap = 0, n;
+    *len = 0;
     do {
-        if (cap - len < 4096) {
+        if (cap - *len < 4096) {
             cap = cap ? cap * 2 : 8192;
             char *p = realloc(text, cap);
             if (p == NULL) {
@@ -40,44 +60,144 @@ static char *read_file(const char *path, char *why)
             }
             text = p;
         }
-        n = fread(text + len, 1, cap - len - 1, fp);
-        len += n;
+        n = fread(text + *len, 1, cap - *len - 1, fp);
+        *len += n;
     } while (n > 0);
-    text[len] = '\0';
+    text[*len] = '\0';
     fclose(fp);
     return text;
 }
 
-/* Parses and checks the shape of a case file; unknown keys are refused so a typo
- * cannot turn a case into one that checks nothing. */
-static int load_case(const char *path, struct json_case *c, char *why)
+static int is_integer(const struct gust_jnode *n, long long min, long long *out)
 {
-    char *text = read_file(path, why);
-    if (text == NULL) {
+    if (n->type != GUST_J_NUMBER || strpbrk(n->s, ".eE") != NULL) {
+        return 0;
+    }
+    char *end;
+    long long v = strtoll(n->s, &end, 10);
+    if (*end != '\0' || v < min) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Every member of obj is a string. */
+static int strings_only(const struct gust_jnode *obj)
+{
+    for (size_t i = 0; i < obj->n; i++) {
+        if (obj->items[i]->type != GUST_J_STRING) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int check_meta(const struct gust_jnode *m, char *why, const char *path)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const char *k = m->keys[i];
+        const struct gust_jnode *v = m->items[i];
+        long long num;
+        int ok = (strcmp(k, "subject") == 0 || strcmp(k, "unit") == 0) ? v->type == GUST_J_STRING
+                 : strcmp(k, "seq") == 0 || strcmp(k, "time") == 0     ? is_integer(v, 0, &num)
+                 : strcmp(k, "attempt") == 0 ? is_integer(v, 1, &num) && num <= UINT32_MAX
+                 : strcmp(k, "headers") == 0 ? v->type == GUST_J_OBJECT && strings_only(v)
+                                             : 0;
+        if (!ok) {
+            snprintf(
+                why, WHY_MAX,
+                "%s: meta.%s: unexpected key or type (meta has subject, unit: strings; seq, time: integers "
+                "from 0; attempt: an integer from 1; headers: an object of strings)",
+                path, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_emit_shape(const struct gust_jnode *e, size_t i, char *why, const char *path)
+{
+    if (e->type != GUST_J_OBJECT || gust_jtree_get(e, "subject") == NULL ||
+        gust_jtree_get(e, "subject")->type != GUST_J_STRING || gust_jtree_get(e, "payload") == NULL) {
+        snprintf(why, WHY_MAX, "%s: expect_emits[%zu] needs \"subject\" (a string) and \"payload\"", path, i);
         return -1;
     }
-    char perr[256];
-    c->root = yajl_tree_parse(text, perr, sizeof(perr));
-    free(text);
-    if (c->root == NULL) {
-        snprintf(why, WHY_MAX, "%s: %s", path, strtok(perr, "\n"));
+    for (size_t k = 0; k < e->n; k++) {
+        const char *key = e->keys[k];
+        const struct gust_jnode *v = e->items[k];
+        if (strcmp(key, "subject") != 0 && strcmp(key, "payload") != 0 &&
+            !(strcmp(key, "headers") == 0 && v->type == GUST_J_OBJECT && strings_only(v))) {
+            snprintf(why, WHY_MAX, "%s: expect_emits[%zu]: unexpected key or type: \"%s\"", path, i, key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_logs_shape(const struct gust_jnode *logs, char *why, const char *path)
+{
+    for (size_t i = 0; i < logs->n; i++) {
+        const struct gust_jnode *l = logs->items[i], *level = gust_jtree_get(l, "level");
+        const struct gust_jnode *text = gust_jtree_get(l, "text");
+        int ok = l->type == GUST_J_OBJECT && l->n == 2 && level != NULL && level->type == GUST_J_STRING &&
+                 text != NULL && text->type == GUST_J_STRING &&
+                 (strcmp(level->s, "info") == 0 || strcmp(level->s, "warn") == 0 ||
+                  strcmp(level->s, "error") == 0);
+        if (!ok) {
+            snprintf(why, WHY_MAX,
+                     "%s: expect_logs[%zu] is {\"level\": \"info\"|\"warn\"|\"error\", \"text\": ...}", path,
+                     i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Parses a case file and checks its shape; unknown keys are refused so that a typo
+ * cannot turn a case into one that checks nothing. */
+static int load_case(const char *path, struct tcase *c, char *why)
+{
+    c->path = path;
+    c->text = read_file(path, &c->len, why);
+    if (c->text == NULL) {
         return -1;
     }
-    if (!YAJL_IS_OBJECT(c->root)) {
+    char perr[200];
+    size_t at;
+    if (gust_jtree_parse(c->text, c->len, &c->root, perr, sizeof(perr), &at) != 0) {
+        snprintf(why, WHY_MAX, "%s:%d: not JSON: %s", path, gust_jtree_line(c->text, c->len, at), perr);
+        return -1;
+    }
+    if (c->root->type != GUST_J_OBJECT) {
         snprintf(why, WHY_MAX, "%s: a case is a JSON object", path);
         return -1;
     }
-    for (size_t i = 0; i < c->root->u.object.len; i++) {
-        const char *k = c->root->u.object.keys[i];
-        yajl_val v = c->root->u.object.values[i];
-        if (strcmp(k, "input") == 0 && YAJL_IS_OBJECT(v)) {
+    for (size_t i = 0; i < c->root->n; i++) {
+        const char *k = c->root->keys[i];
+        const struct gust_jnode *v = c->root->items[i];
+        long long num;
+        int obj = v->type == GUST_J_OBJECT, arr = v->type == GUST_J_ARRAY;
+        if (strcmp(k, "input") == 0 && obj) {
             c->input = v;
-        } else if (strcmp(k, "expect_emits") == 0 && YAJL_IS_ARRAY(v)) {
+        } else if (strcmp(k, "expect_emits") == 0 && arr) {
             c->expect_emits = v;
-        } else if (strcmp(k, "expect_error") == 0 && YAJL_IS_STRING(v)) {
-            c->expect_error = v->u.string;
-        } else if (strcmp(k, "timeout_ms") == 0 && YAJL_IS_INTEGER(v) && v->u.number.i > 0) {
-            c->timeout_ms = (long)v->u.number.i;
+        } else if (strcmp(k, "expect_error") == 0 && v->type == GUST_J_STRING) {
+            c->expect_error = v->s;
+        } else if (strcmp(k, "meta") == 0 && obj) {
+            c->meta = v;
+        } else if (strcmp(k, "state") == 0 && obj) {
+            c->state = v;
+        } else if (strcmp(k, "expect_state") == 0 && obj) {
+            c->expect_state = v;
+        } else if (strcmp(k, "tables") == 0 && obj) {
+            c->tables = v;
+        } else if (strcmp(k, "table_keys") == 0 && obj && strings_only(v)) {
+            c->table_keys = v;
+        } else if (strcmp(k, "expect_logs") == 0 && arr) {
+            c->expect_logs = v;
+        } else if (strcmp(k, "timeout_ms") == 0 && is_integer(v, 1, &num) && num < 86400000) {
+            c->timeout_ms = (long)num;
         } else if (strcmp(k, "description") != 0) {
             snprintf(why, WHY_MAX, "%s: unexpected key or type: \"%s\"", path, k);
             return -1;
@@ -90,95 +210,112 @@ static int load_case(const char *path, struct json_case *c, char *why)
                  path);
         return -1;
     }
+    for (size_t i = 0; c->expect_emits != NULL && i < c->expect_emits->n; i++) {
+        if (check_emit_shape(c->expect_emits->items[i], i, why, path) != 0) {
+            return -1;
+        }
+    }
+    if ((c->meta != NULL && check_meta(c->meta, why, path) != 0) ||
+        (c->expect_logs != NULL && check_logs_shape(c->expect_logs, why, path) != 0)) {
+        return -1;
+    }
     return 0;
 }
 
-/* yajl_gen keeps the raw text of numbers, so big integers and fractions reach the
- * flow exactly as written in the case. */
-static void gen_value(yajl_gen g, yajl_val v)
+static void case_meta(const struct tcase *c, struct gust_flow_meta *m, struct gust_header **headers)
 {
-    if (YAJL_IS_OBJECT(v)) {
-        yajl_gen_map_open(g);
-        for (size_t i = 0; i < v->u.object.len; i++) {
-            const char *k = v->u.object.keys[i];
-            yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-            gen_value(g, v->u.object.values[i]);
+    *m = (struct gust_flow_meta){.attempt = 1, .unit = "test"};
+    if (c->meta == NULL) {
+        return;
+    }
+    long long num;
+    const struct gust_jnode *v;
+    if ((v = gust_jtree_get(c->meta, "subject")) != NULL) {
+        m->subject = v->s;
+    }
+    if ((v = gust_jtree_get(c->meta, "unit")) != NULL) {
+        m->unit = v->s;
+    }
+    if ((v = gust_jtree_get(c->meta, "seq")) != NULL && is_integer(v, 0, &num)) {
+        m->seq = (uint64_t)num;
+    }
+    if ((v = gust_jtree_get(c->meta, "time")) != NULL && is_integer(v, 0, &num)) {
+        m->time_ms = num;
+    }
+    if ((v = gust_jtree_get(c->meta, "attempt")) != NULL && is_integer(v, 1, &num)) {
+        m->attempt = (uint32_t)num;
+    }
+    if ((v = gust_jtree_get(c->meta, "headers")) != NULL && v->n > 0 &&
+        (*headers = calloc(v->n, sizeof(**headers))) != NULL) {
+        for (size_t i = 0; i < v->n; i++) {
+            (*headers)[i] = (struct gust_header){.name = v->keys[i], .value = v->items[i]->s};
         }
-        yajl_gen_map_close(g);
-    } else if (YAJL_IS_ARRAY(v)) {
-        yajl_gen_array_open(g);
-        for (size_t i = 0; i < v->u.array.len; i++) {
-            gen_value(g, v->u.array.values[i]);
-        }
-        yajl_gen_array_close(g);
-    } else if (YAJL_IS_STRING(v)) {
-        yajl_gen_string(g, (const unsigned char *)v->u.string, strlen(v->u.string));
-    } else if (YAJL_IS_NUMBER(v)) {
-        yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
-    } else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
-        yajl_gen_bool(g, YAJL_IS_TRUE(v));
-    } else {
-        yajl_gen_null(g);
+        m->headers = *headers;
+        m->nheaders = v->n;
     }
 }
 
-static int is_integer_text(const char *s)
+static int make_tables(const struct tcase *c, const struct gust_flow_test_opts *o, struct gust_tables **out,
+                       char *why)
 {
-    return strpbrk(s, ".eE") == NULL;
+    struct gust_err err = {{0}};
+    struct gust_buf json = {0};
+    int rc = gust_tables_create(out, &err);
+    for (size_t i = 0; rc == 0 && c->tables != NULL && i < c->tables->n; i++) {
+        const char *name = c->tables->keys[i];
+        const struct gust_jnode *key = gust_jtree_get(c->table_keys, name);
+        char what[300];
+        snprintf(what, sizeof(what), "%s: tables.%s", c->path, name);
+        json.len = 0;
+        rc = gust_jtree_write(c->tables->items[i], &json);
+        rc = rc ? rc
+                : gust_tables_add_json(*out, name, json.data, json.len, key != NULL ? key->s : NULL, what,
+                                       &err);
+    }
+    if (rc == 0 && o->load_tables != NULL) {
+        rc = o->load_tables(o->ud, *out, &err);
+    }
+    gust_buf_free(&json);
+    if (rc != 0) {
+        snprintf(why, WHY_MAX, "%s", err.msg[0] ? err.msg : "out of memory");
+    }
+    return rc;
 }
 
-/* Numbers compare by value: integers by their digits (so big ones are exact), any
- * other pair as doubles (347 equals 347.0). */
-static int numbers_equal(const char *a, const char *b)
+static int fill_state(const struct tcase *c, struct gust_state_mem *mem, char *why)
 {
-    if (is_integer_text(a) && is_integer_text(b)) {
-        return strcmp(a, b) == 0;
+    struct gust_buf json = {0};
+    int rc = 0;
+    for (size_t i = 0; c->state != NULL && i < c->state->n && rc == 0; i++) {
+        json.len = 0;
+        rc = gust_jtree_write(c->state->items[i], &json);
+        rc = rc ? rc
+                : gust_state_mem_put(mem, c->state->keys[i], c->state->key_lens[i], json.data, json.len, 0);
     }
-    return strtod(a, NULL) == strtod(b, NULL);
+    gust_buf_free(&json);
+    if (rc != 0) {
+        snprintf(why, WHY_MAX, "out of memory");
+    }
+    return rc;
 }
 
-/* Compares two JSON values; on a difference writes its path into `path`. */
-static int json_equal(yajl_val want, yajl_val got, char *path, size_t cap)
+static void collect_log(void *ud, int level, const char *text, size_t len)
 {
-    size_t used = strlen(path);
-    if (want->type != got->type) {
-        return 0;
+    struct logs *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        struct log_line *v = realloc(l->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
     }
-    switch (want->type) {
-    case yajl_t_string:
-        return strcmp(want->u.string, got->u.string) == 0;
-    case yajl_t_number:
-        return numbers_equal(want->u.number.r, got->u.number.r);
-    case yajl_t_object:
-        if (want->u.object.len != got->u.object.len) {
-            return 0;
-        }
-        for (size_t i = 0; i < want->u.object.len; i++) {
-            const char *k = want->u.object.keys[i];
-            snprintf(path + used, cap - used, ".%s", k);
-            const char *key_path[] = {k, NULL};
-            yajl_val g = yajl_tree_get(got, key_path, yajl_t_any);
-            if (g == NULL || !json_equal(want->u.object.values[i], g, path, cap)) {
-                return 0;
-            }
-        }
-        break;
-    case yajl_t_array:
-        if (want->u.array.len != got->u.array.len) {
-            return 0;
-        }
-        for (size_t i = 0; i < want->u.array.len; i++) {
-            snprintf(path + used, cap - used, "[%zu]", i);
-            if (!json_equal(want->u.array.values[i], got->u.array.values[i], path, cap)) {
-                return 0;
-            }
-        }
-        break;
-    default: /* true, false, null: the type says it all */
-        break;
+    char *copy = malloc(len + 1);
+    if (copy != NULL) {
+        memcpy(copy, text, len + 1);
+        l->v[l->n++] = (struct log_line){.level = level, .text = copy};
     }
-    path[used] = '\0';
-    return 1;
 }
 
 /* Errors carry a traceback over several lines; the report keeps one line a case:
@@ -198,88 +335,219 @@ static void one_line(char *s)
     *w = '\0';
 }
 
-static int check_emits(const struct json_case *c, const struct gust_emits *out, char *why)
+/* Compares JSON text (what the flow produced) with the expectation. */
+static int same_json(const struct gust_jnode *want, const char *text, size_t len, char *path, size_t cap)
 {
-    const yajl_val want = c->expect_emits;
-    if (out->n != want->u.array.len) {
-        snprintf(why, WHY_MAX, "expected %zu emits, got %zu", want->u.array.len, out->n);
+    struct gust_jnode *got = NULL;
+    char perr[100];
+    size_t at;
+    if (gust_jtree_parse(text, len, &got, perr, sizeof(perr), &at) != 0) {
+        return 0;
+    }
+    int same = gust_jtree_equal(want, got, path, cap);
+    gust_jtree_free(got);
+    return same;
+}
+
+static int check_headers(const struct gust_jnode *want, const struct gust_emit *e, size_t i, char *why)
+{
+    int same = want->n == e->nheaders;
+    for (size_t k = 0; same && k < e->nheaders; k++) {
+        const struct gust_jnode *v = gust_jtree_get(want, e->headers[k].name);
+        same = v != NULL && strcmp(v->s, e->headers[k].value) == 0;
+    }
+    if (same) {
+        return 0;
+    }
+    int n = snprintf(why, WHY_MAX, "emit %zu: headers differ: got {", i + 1);
+    for (size_t k = 0; k < e->nheaders && n > 0 && n < WHY_MAX; k++) {
+        n += snprintf(why + n, WHY_MAX - (size_t)n, "%s\"%s\": \"%s\"", k > 0 ? ", " : "", e->headers[k].name,
+                      e->headers[k].value);
+    }
+    if (n > 0 && n < WHY_MAX) {
+        snprintf(why + n, WHY_MAX - (size_t)n, "}");
+    }
+    return -1;
+}
+
+static int check_emits(const struct tcase *c, const struct gust_emits *out, char *why)
+{
+    const struct gust_jnode *want = c->expect_emits;
+    if (out->n != want->n) {
+        snprintf(why, WHY_MAX, "expected %zu emits, got %zu", want->n, out->n);
         return -1;
     }
     for (size_t i = 0; i < out->n; i++) {
-        yajl_val w = want->u.array.values[i];
-        const char *sub_path[] = {"subject", NULL};
-        const char *pay_path[] = {"payload", NULL};
-        yajl_val subject = yajl_tree_get(w, sub_path, yajl_t_string);
-        yajl_val payload = yajl_tree_get(w, pay_path, yajl_t_any);
-        if (subject == NULL || payload == NULL) {
-            snprintf(why, WHY_MAX, "expect_emits[%zu] needs \"subject\" and \"payload\"", i);
-            return -1;
-        }
-        if (strcmp(subject->u.string, out->v[i].subject) != 0) {
-            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1, subject->u.string,
+        const struct gust_jnode *w = want->items[i];
+        const struct gust_jnode *subject = gust_jtree_get(w, "subject"),
+                                *headers = gust_jtree_get(w, "headers");
+        if (subject->len != strlen(out->v[i].subject) || strcmp(subject->s, out->v[i].subject) != 0) {
+            snprintf(why, WHY_MAX, "emit %zu: expected subject %s, got %s", i + 1, subject->s,
                      out->v[i].subject);
             return -1;
         }
-        yajl_val got = yajl_tree_parse(out->v[i].payload, NULL, 0);
         char path[256] = "";
-        int same = got != NULL && json_equal(payload, got, path, sizeof(path));
-        yajl_tree_free(got);
-        if (!same) {
+        if (!same_json(gust_jtree_get(w, "payload"), out->v[i].payload, out->v[i].len, path, sizeof(path))) {
             snprintf(why, WHY_MAX, "emit %zu: payload differs at %s: got %s", i + 1,
                      path[0] ? path : "the top", out->v[i].payload);
+            return -1;
+        }
+        if (headers != NULL && check_headers(headers, &out->v[i], i, why) != 0) {
             return -1;
         }
     }
     return 0;
 }
 
-static int run_case(const char *script, const char *case_path, char *why)
+static void add_state_member(void *ud, const char *key, size_t key_len, const char *json, size_t len,
+                             uint64_t revision)
 {
-    struct json_case c = {0};
+    (void)revision;
+    struct gust_buf *b = ud;
+    if (b->len > 1) {
+        gust_buf_append(b, ",", 1);
+    }
+    gust_json_append_string(b, key, key_len);
+    gust_buf_append(b, ":", 1);
+    gust_buf_append(b, json, len);
+}
+
+static int check_state(const struct tcase *c, const struct gust_state_mem *mem, int64_t now_ms, char *why)
+{
+    struct gust_buf got = {0};
+    gust_buf_append(&got, "{", 1);
+    gust_state_mem_each(mem, now_ms, add_state_member, &got);
+    gust_buf_append(&got, "}", 1);
+    char path[256] = "";
+    int rc = 0;
+    if (got.data == NULL || !same_json(c->expect_state, got.data, got.len, path, sizeof(path))) {
+        snprintf(why, WHY_MAX, "state differs at %s: got %.*s", path[0] ? path : "the top", (int)got.len,
+                 got.data != NULL ? got.data : "");
+        rc = -1;
+    }
+    gust_buf_free(&got);
+    return rc;
+}
+
+static int check_logs(const struct tcase *c, const struct logs *logs, char *why)
+{
+    const struct gust_jnode *want = c->expect_logs;
+    for (size_t i = 0; i < want->n || i < logs->n; i++) {
+        if (i >= want->n || i >= logs->n) {
+            snprintf(why, WHY_MAX, "expected %zu log lines, got %zu", want->n, logs->n);
+            return -1;
+        }
+        const struct gust_jnode *level = gust_jtree_get(want->items[i], "level");
+        const struct gust_jnode *text = gust_jtree_get(want->items[i], "text");
+        const struct log_line *l = &logs->v[i];
+        if (strcmp(level->s, level_names[l->level]) != 0 || text->len != strlen(l->text) ||
+            strcmp(text->s, l->text) != 0) {
+            snprintf(why, WHY_MAX, "log line %zu: expected %s \"%s\", got %s \"%s\"", i + 1, level->s,
+                     text->s, level_names[l->level], l->text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The default lua_path: lib/ beside the script (scripts/lib for scripts/x.lua, as
+ * host.conf's default for a script in scripts/). */
+static void default_lua_path(const char *script, char *out, size_t size)
+{
+    const char *slash = strrchr(script, '/');
+    if (slash == NULL) {
+        snprintf(out, size, "lib");
+    } else {
+        snprintf(out, size, "%.*s/lib", (int)(slash - script), script);
+    }
+}
+
+static int run_case(const struct gust_flow_test_opts *o, const char *script, const char *case_path,
+                    struct logs *logs, char *why)
+{
+    struct tcase c = {0};
     struct gust_flow *flow = NULL;
     struct gust_emits out = {0};
     struct gust_err err = {{0}};
-    yajl_gen g = NULL;
+    struct gust_tables *tables = NULL;
+    struct gust_state_mem *mem = NULL;
+    struct gust_header *headers = NULL;
     int rc = -1;
 
-    if (load_case(case_path, &c, why) != 0) {
+    if (load_case(case_path, &c, why) != 0 || make_tables(&c, o, &tables, why) != 0) {
         goto done;
     }
-    g = yajl_gen_alloc(NULL);
-    if (g == NULL) {
+    if (gust_state_mem_create(&mem) != 0 || fill_state(&c, mem, why) != 0) {
         snprintf(why, WHY_MAX, "out of memory");
         goto done;
     }
-    gen_value(g, c.input);
-    const unsigned char *input;
-    size_t input_len;
-    yajl_gen_get_buf(g, &input, &input_len);
+    char lua_path[4096];
+    if (o->lua_path != NULL) {
+        snprintf(lua_path, sizeof(lua_path), "%s", o->lua_path);
+    } else {
+        default_lua_path(script, lua_path, sizeof(lua_path));
+    }
+    struct gust_state_store store = gust_state_mem_store(mem);
+    struct gust_flow_opts opts = {.script_path = script,
+                                  .timeout_ms = c.timeout_ms,
+                                  .lua_path = lua_path,
+                                  .tables = tables,
+                                  .state = &store,
+                                  .log = collect_log,
+                                  .log_ud = logs};
+    struct gust_flow_meta meta;
+    case_meta(&c, &meta, &headers);
+    /* The input exactly as the file has it: numbers as written, every byte of its
+     * strings. */
+    const char *input = c.text + c.input->start;
+    size_t input_len = c.input->end - c.input->start;
 
-    struct gust_flow_opts opts = {.script_path = script, .timeout_ms = c.timeout_ms};
     int status = gust_flow_create(&opts, &flow, &err);
     if (status == 0) {
-        status = gust_flow_run(flow, (const char *)input, input_len, &out, &err);
+        gust_flow_state_begin(flow);
+        status = gust_flow_run(flow, input, input_len, &meta, &out, &err);
+    }
+    if (status == 0) {
+        const struct gust_state_write *writes;
+        size_t n = gust_flow_state_writes(flow, &writes);
+        unsigned char *conflict = calloc(n + 1, 1);
+        if (conflict == NULL || gust_state_mem_commit(mem, writes, n, conflict) != 0) {
+            snprintf(why, WHY_MAX, "committing the state failed");
+            free(conflict);
+            goto done;
+        }
+        free(conflict);
     }
     one_line(err.msg);
     if (c.expect_error != NULL) {
         if (status == 0) {
             snprintf(why, WHY_MAX, "expected an error containing \"%s\", got %zu emits", c.expect_error,
                      out.n);
-        } else if (strstr(err.msg, c.expect_error) == NULL) {
+            goto done;
+        }
+        if (strstr(err.msg, c.expect_error) == NULL) {
             snprintf(why, WHY_MAX, "expected an error containing \"%s\", got: %s", c.expect_error, err.msg);
-        } else {
-            rc = 0;
+            goto done;
         }
     } else if (status != 0) {
         snprintf(why, WHY_MAX, "%s", err.msg);
-    } else {
-        rc = check_emits(&c, &out, why);
+        goto done;
+    } else if (check_emits(&c, &out, why) != 0) {
+        goto done;
     }
+    if ((c.expect_state != NULL && check_state(&c, mem, meta.time_ms, why) != 0) ||
+        (c.expect_logs != NULL && check_logs(&c, logs, why) != 0)) {
+        goto done;
+    }
+    rc = 0;
 done:
     gust_emits_free(&out);
     gust_flow_destroy(flow);
-    yajl_gen_free(g);
-    yajl_tree_free(c.root);
+    gust_state_mem_destroy(mem);
+    gust_tables_unref(tables);
+    free(headers);
+    gust_jtree_free(c.root);
+    free(c.text);
     return rc;
 }
 
@@ -295,25 +563,51 @@ static void case_name(const char *path, char *name, size_t cap)
     snprintf(name, cap, "%.*s", (int)n, base);
 }
 
-int gust_flow_test_main(int argc, char **argv)
+int gust_flow_test_run(const struct gust_flow_test_opts *opts, const char *script, char *const *cases,
+                       int ncases)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s SCRIPT CASE.json...\n", argc > 0 ? argv[0] : "test-flow");
-        return 2;
-    }
     int passed = 0, failed = 0;
-    for (int i = 2; i < argc; i++) {
+    for (int i = 0; i < ncases; i++) {
         char why[WHY_MAX] = "";
         char name[256];
-        case_name(argv[i], name, sizeof(name));
-        if (run_case(argv[1], argv[i], why) == 0) {
+        struct logs logs = {0};
+        case_name(cases[i], name, sizeof(name));
+        if (run_case(opts, script, cases[i], &logs, why) == 0) {
             printf("PASS %s\n", name);
             passed++;
         } else {
             printf("FAIL %s: %s\n", name, why);
+            for (size_t k = 0; k < logs.n; k++) {
+                printf("  log %s: %s\n", level_names[logs.v[k].level], logs.v[k].text);
+            }
             failed++;
         }
+        for (size_t k = 0; k < logs.n; k++) {
+            free(logs.v[k].text);
+        }
+        free(logs.v);
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed > 0 ? 1 : 0;
+}
+
+int gust_flow_test_main(int argc, char **argv)
+{
+    const char *cmd = argc > 0 ? argv[0] : "test-flow";
+    struct gust_flow_test_opts opts = {0};
+    int i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0) {
+        if (strcmp(argv[i], "--lua-path") == 0 && i + 1 < argc) {
+            opts.lua_path = argv[i + 1];
+            i += 2;
+        } else {
+            fprintf(stderr, "%s: unknown option '%s'\n", cmd, argv[i]);
+            i = argc;
+        }
+    }
+    if (argc - i < 2) {
+        fprintf(stderr, "usage: %s [--lua-path DIR] SCRIPT CASE.json...\n", cmd);
+        return 2;
+    }
+    return gust_flow_test_run(&opts, argv[i], argv + i + 1, argc - i - 1);
 }

@@ -1,14 +1,92 @@
+/* A flow unit's handler: each message of a batch runs the script's on_event with its
+ * meta; the script's log lines go to gust's log and /events, at most log_rate a second
+ * (a token bucket: bursts of up to log_rate lines, then log_rate a second; what goes
+ * over is counted and the log says how much, at most once a second). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
 #include "../flow/flow.h"
 #include "handlers.h"
+#include "recent.h"
 
-#include <stdio.h>
+#define DROP_REPORT_NS 1000000000u
+
+struct flow_unit {
+    char unit[80];
+    char name[88]; /* "flow_<unit>", as the consumer core logs it */
+    struct gust_flow *flow;
+    struct gust_recent *recent;
+    const struct gust_msg *msg; /* the message running, or NULL (the script's load) */
+    double rate, tokens;
+    uint64_t refilled_ns;
+    uint64_t unreported, reported_ns;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_log(void *ud, int level, const char *text, size_t len)
+{
+    struct flow_unit *u = ud;
+    uint64_t now = now_ns();
+    u->tokens += (double)(now - u->refilled_ns) * 1e-9 * u->rate;
+    u->refilled_ns = now;
+    if (u->tokens > u->rate) {
+        u->tokens = u->rate;
+    }
+    if (u->tokens < 1) {
+        u->unreported++;
+        gust_recent_log_dropped(u->recent, 1);
+        return;
+    }
+    u->tokens -= 1;
+    if (u->msg != NULL) {
+        gust_log(level, "[%s] seq %" PRIu64 ": %s", u->name, u->msg->stream_seq, text);
+        gust_recent_log(u->recent, level, u->msg->stream_seq, u->msg->attempt, text, len);
+    } else {
+        gust_log(level, "[%s] %s", u->name, text);
+        gust_recent_log(u->recent, level, 0, 0, text, len);
+    }
+}
+
+static void report_drops(struct flow_unit *u)
+{
+    uint64_t now = now_ns();
+    if (u->unreported > 0 && now - u->reported_ns >= DROP_REPORT_NS) {
+        gust_warn("[%s] log: %" PRIu64 " lines dropped (log_rate %.0f lines a second)", u->name,
+                  u->unreported, u->rate);
+        u->unreported = 0;
+        u->reported_ns = now;
+    }
+}
 
 static void flow_run_batch(void *impl, struct gust_batch *b)
 {
-    struct gust_flow *flow = impl;
+    struct flow_unit *u = impl;
+    gust_flow_state_begin(u->flow);
     for (size_t i = 0; i < b->n; i++) {
+        const struct gust_msg *m = &b->msgs[i];
+        struct gust_flow_meta meta = {
+            .subject = m->subject,
+            .seq = m->stream_seq,
+            .time_ms = m->stored_ns / 1000000,
+            .attempt = m->attempt,
+            .unit = u->unit,
+            .headers = m->headers,
+            .nheaders = m->nheaders,
+        };
         struct gust_err err = {{0}};
-        int rc = gust_flow_run(flow, b->msgs[i].data, b->msgs[i].len, &b->emits, &err);
+        u->msg = m;
+        int rc = gust_flow_run(u->flow, m->data, m->len, &meta, &b->emits, &err);
+        u->msg = NULL;
         if (rc != 0) {
             /* Undecodable input can never succeed; a script failure may be transient. */
             b->outcome[i] = rc == GUST_EINVAL ? GUST_OUTCOME_DEAD : GUST_OUTCOME_RETRY;
@@ -16,14 +94,41 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
         }
         b->emit_end[i] = b->emits.n;
     }
+    report_drops(u);
 }
 
 static void flow_destroy(void *impl)
 {
-    gust_flow_destroy(impl);
+    struct flow_unit *u = impl;
+    u->reported_ns = 0;
+    report_drops(u);
+    gust_flow_destroy(u->flow);
+    free(u);
 }
 
-struct gust_handler gust_flow_handler(struct gust_flow *flow)
+int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts, long log_rate,
+                             struct gust_handler *out, const char **source, struct gust_err *err)
 {
-    return (struct gust_handler){.kind = "flow", .impl = flow, .run_batch = flow_run_batch, .destroy = flow_destroy};
+    struct flow_unit *u = calloc(1, sizeof(*u));
+    if (u == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    snprintf(u->unit, sizeof(u->unit), "%s", unit);
+    snprintf(u->name, sizeof(u->name), "flow_%s", u->unit);
+    u->recent = gust_recent_get(unit);
+    u->rate = log_rate > 0 ? (double)log_rate : 1;
+    u->tokens = u->rate;
+    u->refilled_ns = now_ns();
+    struct gust_flow_opts o = *opts;
+    o.log = on_log;
+    o.log_ud = u;
+    int rc = gust_flow_create(&o, &u->flow, err);
+    if (rc != 0) {
+        free(u);
+        return rc;
+    }
+    *source = gust_flow_source(u->flow);
+    *out = (struct gust_handler){
+        .kind = "flow", .impl = u, .run_batch = flow_run_batch, .destroy = flow_destroy};
+    return 0;
 }

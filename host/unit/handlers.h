@@ -6,10 +6,15 @@
 #include "../plugin/instance.h"
 #include "unit.h"
 
-struct gust_flow;
+struct gust_flow_opts;
 
-/* A Lua flow: each message runs on_event; its emits are published. */
-struct gust_handler gust_flow_handler(struct gust_flow *flow);
+/* A Lua flow for `unit`, made from opts (borrowed; the log callback is the handler's):
+ * each message runs on_event with its meta, its emits are published; the script's log
+ * lines go to gust's log and /events, at most log_rate a second (the rest counted).
+ * Fails as gust_flow_create does. *source is the script's `source` (or NULL), owned
+ * by the handler. */
+int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts, long log_rate,
+                             struct gust_handler *out, const char **source, struct gust_err *err);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 /* A VPL program (src[0..len), read from path) fed with the unit's messages; its alerts

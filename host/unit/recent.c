@@ -41,6 +41,17 @@ struct entry {
     size_t cap;
 };
 
+/* A flow's log line, shown with the event it was logged for. */
+#define LOG_TEXT_MAX 240
+struct log_entry {
+    uint64_t seq;
+    int64_t at_ms;
+    uint32_t attempt;
+    uint8_t level;
+    uint16_t len;
+    char text[LOG_TEXT_MAX];
+};
+
 struct gust_recent {
     struct gust_recent *next; /* registry */
     char unit[128];
@@ -48,6 +59,9 @@ struct gust_recent {
     size_t head; /* next slot to write */
     size_t count;
     struct entry ring[GUST_RECENT_EVENTS];
+    struct log_entry *logs; /* GUST_RECENT_LOGS, allocated at the first line */
+    size_t log_head, log_count;
+    uint64_t log_lines, log_dropped;
 };
 
 /* Kept reachable until exit (see recent.h). */
@@ -198,7 +212,52 @@ void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const
     pthread_mutex_unlock(&r->lock);
 }
 
+void gust_recent_log(struct gust_recent *r, int level, uint64_t seq, uint32_t attempt, const char *text, size_t len)
+{
+    if (r == NULL) {
+        return;
+    }
+    int64_t at = gust_clock_wall_ms();
+    pthread_mutex_lock(&r->lock);
+    if (r->logs == NULL) {
+        r->logs = calloc(GUST_RECENT_LOGS, sizeof(*r->logs));
+    }
+    if (r->logs != NULL) {
+        struct log_entry *l = &r->logs[r->log_head];
+        *l = (struct log_entry){.seq = seq, .at_ms = at, .attempt = attempt, .level = (uint8_t)level};
+        l->len = (uint16_t)cut(text, len, LOG_TEXT_MAX);
+        memcpy(l->text, text, l->len);
+        r->log_head = (r->log_head + 1) % GUST_RECENT_LOGS;
+        if (r->log_count < GUST_RECENT_LOGS) {
+            r->log_count++;
+        }
+    }
+    r->log_lines++;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void gust_recent_log_dropped(struct gust_recent *r, uint64_t n)
+{
+    if (r != NULL) {
+        pthread_mutex_lock(&r->lock);
+        r->log_dropped += n;
+        pthread_mutex_unlock(&r->lock);
+    }
+}
+
+void gust_recent_log_counts(struct gust_recent *r, uint64_t *lines, uint64_t *dropped)
+{
+    *lines = *dropped = 0;
+    if (r != NULL) {
+        pthread_mutex_lock(&r->lock);
+        *lines = r->log_lines;
+        *dropped = r->log_dropped;
+        pthread_mutex_unlock(&r->lock);
+    }
+}
+
 static const char *const fate_names[] = {"ok", "retry", "wait", "dead", "publish_failed"};
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 static int append_payload(struct gust_buf *out, const char *p, size_t len, size_t bytes)
 {
@@ -211,6 +270,26 @@ static int append_payload(struct gust_buf *out, const char *p, size_t len, size_
         rc = rc ? rc : gust_json_append_base64(out, (const unsigned char *)p, len);
     }
     return rc ? rc : gust_buf_printf(out, ",\"payload_bytes\":%zu,\"truncated\":%s", bytes, len < bytes ? "true" : "false");
+}
+
+/* The kept log lines of e's message (same seq and attempt), oldest first. */
+static int append_logs(struct gust_buf *out, const struct gust_recent *r, const struct entry *e)
+{
+    int rc = 0, first = 1;
+    for (size_t k = 0; k < r->log_count && rc == 0; k++) {
+        const struct log_entry *l = &r->logs[(r->log_head + GUST_RECENT_LOGS - r->log_count + k) % GUST_RECENT_LOGS];
+        if (l->seq != e->seq || l->attempt != e->attempt) {
+            continue;
+        }
+        char at[GUST_RFC3339_SIZE];
+        gust_rfc3339_ms(l->at_ms, at);
+        rc = gust_buf_printf(out, "%s{\"level\":\"%s\",\"at\":\"%s\",\"text\":", first ? "" : ",",
+                             level_names[l->level & 3], at);
+        rc = rc ? rc : gust_json_append_string(out, l->text, l->len);
+        rc = rc ? rc : gust_buf_append(out, "}", 1);
+        first = 0;
+    }
+    return rc;
 }
 
 int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
@@ -247,7 +326,9 @@ int gust_recent_render(struct gust_recent *r, struct gust_buf *out)
             rc = rc ? rc : append_payload(out, emit_bytes + ref->payload_off, ref->payload_len, ref->payload_bytes);
             rc = rc ? rc : gust_buf_append(out, "}", 1);
         }
-        rc = rc ? rc : gust_buf_printf(out, "],\"emits_total\":%u}", e->emits_total);
+        rc = rc ? rc : gust_buf_printf(out, "],\"emits_total\":%u,\"logs\":[", e->emits_total);
+        rc = rc ? rc : append_logs(out, r, e);
+        rc = rc ? rc : gust_buf_append(out, "]}", 2);
     }
     pthread_mutex_unlock(&r->lock);
     return rc ? rc : gust_buf_append(out, "]", 1);

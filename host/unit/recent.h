@@ -15,6 +15,7 @@
 #include "unit.h"
 
 #define GUST_RECENT_EVENTS 50
+#define GUST_RECENT_LOGS 100
 
 /* What became of a message, as /events shows it. */
 enum gust_fate {
@@ -34,10 +35,20 @@ struct gust_recent *gust_recent_find(const char *unit);
 /* Records the last messages of a finished batch: fate[i] (enum gust_fate) for msgs[i],
  * with its error and emits as b holds them. r NULL is a no-op. */
 void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const uint8_t *fate);
+/* Keeps a line a flow logged (level: enum gust_log_level; text: UTF-8, len bytes, cut
+ * to a few hundred) while handling message seq, attempt (0, 0: outside any message).
+ * The last GUST_RECENT_LOGS lines are kept; /events shows each with its event.
+ * r NULL is a no-op. Thread-safe. */
+void gust_recent_log(struct gust_recent *r, int level, uint64_t seq, uint32_t attempt, const char *text,
+                     size_t len);
+/* Counts lines a unit's log rate limit dropped. */
+void gust_recent_log_dropped(struct gust_recent *r, uint64_t n);
+/* The lines logged (kept) and dropped so far; 0, 0 for r NULL. */
+void gust_recent_log_counts(struct gust_recent *r, uint64_t *lines, uint64_t *dropped);
 /* Appends a JSON array of the ring's events, newest first:
  * [{seq, subject, attempt, at, outcome, error, payload | payload_base64,
  *   payload_bytes, truncated, emits: [{subject, payload | payload_base64,
- *   payload_bytes, truncated}], emits_total}]. */
+ *   payload_bytes, truncated}], emits_total, logs: [{level, at, text}]}]. */
 int gust_recent_render(struct gust_recent *r, struct gust_buf *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include "../cluster/nodes.h"
 #include "../common/json_out.h"
 #include "edge.h"
+#include "recent.h"
 
 void gust_units_init(struct gust_units *u)
 {
@@ -160,6 +161,11 @@ void gust_units_render_json(struct gust_units *u, struct gust_buf *out)
                             gust_edge_source(e), gust_edge_depth(e), gust_edge_capacity(e), gust_edge_received(e),
                             gust_edge_dropped(e));
         }
+        if (strcmp(gust_consumer_kind(c), "flow") == 0) { /* the script's log.* lines */
+            uint64_t lines, dropped;
+            gust_recent_log_counts(gust_recent_find(name), &lines, &dropped);
+            gust_buf_printf(out, ",\"log\":{\"lines\":%" PRIu64 ",\"dropped\":%" PRIu64 "}", lines, dropped);
+        }
         char err[GUST_ERROR_MAX];
         gust_consumer_last_error(c, err, sizeof(err));
         gust_buf_append(out, ",\"last_error\":", 14);
@@ -211,6 +217,27 @@ static void render_edge_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
+/* Flow units: the lines their scripts logged, and what the rate limit dropped. */
+static void render_log_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    static const char *const series[][2] = {
+        {"gust_unit_log_lines_total", "Lines a flow's script logged."},
+        {"gust_unit_log_dropped_total", "Log lines a flow's rate limit (log_rate) dropped."},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        gust_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", series[k][0], series[k][1], series[k][0]);
+        for (size_t i = 0; i < u->n; i++) {
+            if (strcmp(gust_consumer_kind(u->v[i]), "flow") != 0) {
+                continue;
+            }
+            uint64_t lines, dropped;
+            gust_recent_log_counts(gust_recent_find(gust_consumer_name(u->v[i])), &lines, &dropped);
+            gust_buf_printf(out, "%s{unit=\"%s\",kind=\"flow\"} %" PRIu64 "\n", series[k][0],
+                            gust_consumer_name(u->v[i]), k == 0 ? lines : dropped);
+        }
+    }
+}
+
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -233,5 +260,6 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
         }
     }
     render_edge_metrics(u, out);
+    render_log_metrics(u, out);
     pthread_mutex_unlock(&u->lock);
 }

@@ -60,7 +60,7 @@ static char *emit_of(const char *d, size_t n, int *rc)
 {
     struct gust_emits out = {0};
     struct gust_err err;
-    *rc = gust_flow_run(flow, d, n, &out, &err);
+    *rc = gust_flow_run(flow, d, n, NULL, &out, &err);
     if (*rc != 0 && *rc != GUST_EINVAL) { /* 30 s for the script: a shared machine cannot make a timeout of it */
         fprintf(stderr, "not refused as JSON but %d: %s\n", *rc, err.msg);
         abort();

@@ -60,7 +60,7 @@ static void body(const char *d, size_t n)
     }
     struct gust_emits out = {0};
     struct gust_err err;
-    int rc = gust_flow_run(flow, d, n, &out, &err);
+    int rc = gust_flow_run(flow, d, n, NULL, &out, &err);
     if (rc != 0 || out.n != 1) {
         fprintf(stderr, "accepted at ingest, refused by the flow (%d): %s\n", rc, err.msg);
         abort();

@@ -9,6 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One header of a message: a name and its value, NUL-terminated. */
+struct gust_header {
+    const char *name;
+    const char *value;
+};
+
 /* One message. Borrowed: valid only during the deliver() call. */
 struct gust_msg {
     const char *subject;
@@ -17,6 +23,8 @@ struct gust_msg {
     uint64_t stream_seq;
     uint32_t attempt;  /* 1 on first delivery */
     int64_t stored_ns; /* when the stream stored it, ns since the epoch (0: unknown) */
+    const struct gust_header *headers; /* its NATS headers, in order (a name may repeat) */
+    size_t nheaders;
     /* New fields go here, at the end. */
 };
 

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
                                "\"A-12\",\"qty\":2,\"unit_eur\":99},{\"sku\":\"B-07\",\"qty\":1,"
                                "\"unit_eur\":149}],\"t\":%.3f}",
                                b * BATCH + i, clock_ms(CLOCK_REALTIME));
-            msgs[i] = (struct gust_msg){"ev.orders.out", bodies[i], (size_t)len, 1, 1, 0};
+            msgs[i] = (struct gust_msg){"ev.orders.out", bodies[i], (size_t)len, 1, 1, 0, NULL, 0};
         }
         if (type->deliver(ctx, msgs, BATCH, results) != 0) {
             fprintf(stderr, "bench: batch %d failed\n", b);

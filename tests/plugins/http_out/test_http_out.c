@@ -199,7 +199,7 @@ static void test_exactly_once(const char *conns, const char *pipeline, const cha
         for (int i = 0; i < BATCH; i++) {
             int len = snprintf(bodies[i], sizeof(bodies[i]), "{\"order_ref\":\"%d\",\"t\":%.3f}",
                                b * BATCH + i, now_ms());
-            msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0};
+            msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0, NULL, 0};
         }
         memset(results, 0xff, sizeof(results));
         CHECK(type->deliver(ctx, msgs, BATCH, results) == 0, "batch %d failed", b);
@@ -258,9 +258,9 @@ static void test_statuses(void)
     for (int i = 0; i < N; i++) {
         int len = snprintf(bodies[i], sizeof(bodies[i]), "{\"id\":%d,\"status\":%d}", i,
                            codes[i % 11]);
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)len, 1, 1, 0, NULL, 0};
     }
-    msgs[N] = (struct gust_msg){"ev.out", NULL, 0, 1, 1, 0};
+    msgs[N] = (struct gust_msg){"ev.out", NULL, 0, 1, 1, 0, NULL, 0};
     CHECK(type->deliver(ctx, msgs, N + 1, results) == 0, "batch failed");
 
     for (int i = 0; i < N; i++) {
@@ -334,7 +334,7 @@ static void test_timeout(void)
                                            "connections", "3", NULL);
     void *ctx = open_instance(cfg);
     for (int i = 0; i < 3; i++) {
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i], strlen(bodies[i]), 1, 1, 0};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[i], strlen(bodies[i]), 1, 1, 0, NULL, 0};
     }
 
     double t0 = mono_ms();
@@ -354,7 +354,7 @@ static void test_timeout(void)
 
 static void test_refused(void)
 {
-    struct gust_msg msgs[2] = {{"ev.out", "{}", 2, 1, 1, 0}, {"ev.out", "{}", 2, 1, 2, 0}};
+    struct gust_msg msgs[2] = {{"ev.out", "{}", 2, 1, 1, 0, NULL, 0}, {"ev.out", "{}", 2, 1, 2, 0, NULL, 0}};
     struct gust_result results[2];
     char url[64];
     int fd;
@@ -432,7 +432,7 @@ static int send_batch(void *ctx, int port, int n, const char *extra, int first_i
     for (int i = 0; i < n; i++) {
         int len = snprintf(bodies[first_id + i], sizeof(bodies[0]), "{\"id\":%d%s}", first_id + i,
                            extra);
-        msgs[i] = (struct gust_msg){"ev.out", bodies[first_id + i], (size_t)len, 1, 1, 0};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[first_id + i], (size_t)len, 1, 1, 0, NULL, 0};
     }
     memset(results, 0xff, sizeof(results));
     CHECK(type->deliver(ctx, msgs, (size_t)n, results) == 0, "batch failed");
@@ -468,7 +468,7 @@ static void test_chunked(void)
     struct gust_cfg *cfg = fake_cfg_create(type->schema, "url", url, "connections", "2", NULL);
     void *ctx = open_instance(cfg);
     for (int i = 0; i < N * 8; i++) {
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i % N], strlen(bodies[i % N]), 1, 1, 0};
+        msgs[i] = (struct gust_msg){"ev.out", bodies[i % N], strlen(bodies[i % N]), 1, 1, 0, NULL, 0};
     }
     CHECK(type->deliver(ctx, msgs, N * 8, results) == 0, "batch failed");
     for (int i = 0; i < N * 8; i++) {
@@ -551,7 +551,7 @@ static void test_malformed(void)
 {
     struct server_proc srv;
     char url[64], want[160];
-    struct gust_msg msg = {"ev.out", "{\"malformed\":true}", 18, 1, 1, 0};
+    struct gust_msg msg = {"ev.out", "{\"malformed\":true}", 18, 1, 1, 0, NULL, 0};
     struct gust_result res;
 
     start_status(&srv, NULL);
@@ -597,7 +597,8 @@ static void test_extra_answers(const char *pipeline)
     for (int i = 0; i < 12; i++) {
         int n = snprintf(bodies[i], sizeof(bodies[i]), "{\"n\":%d,\"status\":%d,\"extra\":%s}", i,
                          i % 3 == 1 ? 503 : 200, i % 2 == 0 ? "true" : "false");
-        msgs[i] = (struct gust_msg){"ev.out", bodies[i], (size_t)n, (uint64_t)i + 1, 1, 0};
+        msgs[i] = (struct gust_msg){.subject = "ev.out", .data = bodies[i], .len = (size_t)n,
+                                    .stream_seq = (uint64_t)i + 1, .attempt = 1};
     }
     int unasked = 0;
     for (int round = 0; round < 6; round++) {
@@ -688,7 +689,7 @@ static void test_https(void)
         fake_cfg_destroy(cfg);
     }
 
-    struct gust_msg msg = {"ev.out", "{}", 2, 1, 1, 0};
+    struct gust_msg msg = {"ev.out", "{}", 2, 1, 1, 0, NULL, 0};
     struct gust_result res;
     snprintf(url, sizeof(url), "https://localhost:%d/in", srv.port);
     struct gust_cfg *cfg = fake_cfg_create(type->schema, "url", url, "tls_ca", other, NULL);

@@ -1,7 +1,11 @@
-/* bench-flow [N]: the orders flow (scripts/bench_orders.lua) on the WORKLOAD.md event,
- * N times on one core, after checking its first output. The baseline in the same run
- * is a flow that emits each event unchanged (decode + encode, no script work).
- * Prints one JSON object. */
+/* bench-flow [N [only]]: the orders flow (scripts/bench_orders.lua) on the WORKLOAD.md
+ * event, N times on one core, after checking its first output. The baseline in the
+ * same run is a flow that emits each event unchanged (decode + encode, no script
+ * work). Each run gets the meta a running unit gives (subject, seq, stored time,
+ * attempt, unit). Prints one JSON object. With `only` (orders, passthrough, or the
+ * path of another script, run unchecked) just that flow runs, for instruction counts
+ * under callgrind. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +112,9 @@ static int run(const char *script, long n, int check, struct timing *t)
         fprintf(stderr, "bench-flow: %s\n", err.msg);
         return -1;
     }
-    if (gust_flow_run(f, events[0], event_len[0], &out, &err) != 0) {
+    struct gust_flow_meta meta = {
+        .subject = "ev.orders", .seq = 1, .time_ms = 1764400000000, .attempt = 1, .unit = "orders"};
+    if (gust_flow_run(f, events[0], event_len[0], &meta, &out, &err) != 0) {
         fprintf(stderr, "bench-flow: %s\n", err.msg);
         goto done;
     }
@@ -120,7 +126,9 @@ static int run(const char *script, long n, int check, struct timing *t)
     double wall0 = now_s(CLOCK_MONOTONIC), cpu0 = now_s(CLOCK_THREAD_CPUTIME_ID);
     for (long i = 0; i < n; i++) {
         int k = (int)(i % NUM_EVENTS);
-        if (gust_flow_run(f, events[k], event_len[k], &out, &err) != 0) {
+        meta.seq = (uint64_t)i + 2;
+        meta.time_ms += 3;
+        if (gust_flow_run(f, events[k], event_len[k], &meta, &out, &err) != 0) {
             fprintf(stderr, "bench-flow: event %ld: %s\n", i, err.msg);
             goto done;
         }
@@ -150,11 +158,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench-flow [EVENTS]\n");
         return 2;
     }
+    const char *only = argc > 2 ? argv[2] : "";
     make_events();
-    struct timing base, flow;
-    int rc = run(GUST_PASSTHROUGH_SCRIPT, n, 0, &base);
-    if (rc == 0) {
-        rc = run(GUST_BENCH_SCRIPT, n, 1, &flow);
+    struct timing base = {1, 1}, flow = {1, 1};
+    int rc = 0;
+    if (strstr(only, ".lua") != NULL) {
+        rc = run(only, n, 0, &flow);
+    } else {
+        if (strcmp(only, "orders") != 0) {
+            rc = run(GUST_PASSTHROUGH_SCRIPT, n, 0, &base);
+        }
+        if (rc == 0 && strcmp(only, "passthrough") != 0) {
+            rc = run(GUST_BENCH_SCRIPT, n, 1, &flow);
+        }
     }
     for (int i = 0; i < NUM_EVENTS; i++) {
         free(events[i]);

@@ -10,8 +10,9 @@
 
 #include "flow.h"
 
-static inline int flow_from_text(const char *text, long timeout_ms, struct gust_flow **f,
-                                 struct gust_err *err)
+/* The same with more options (script_path is set here). */
+static inline int flow_from_text_opts(const char *text, struct gust_flow_opts opts, struct gust_flow **f,
+                                      struct gust_err *err)
 {
     char path[] = "/tmp/gust-flow-test-XXXXXX.lua";
     int fd = mkstemps(path, 4);
@@ -20,10 +21,17 @@ static inline int flow_from_text(const char *text, long timeout_ms, struct gust_
         exit(2);
     }
     close(fd);
-    struct gust_flow_opts opts = {.script_path = path, .timeout_ms = timeout_ms};
+    opts.script_path = path;
     int rc = gust_flow_create(&opts, f, err);
     unlink(path);
     return rc;
+}
+
+static inline int flow_from_text(const char *text, long timeout_ms, struct gust_flow **f,
+                                 struct gust_err *err)
+{
+    struct gust_flow_opts opts = {.timeout_ms = timeout_ms};
+    return flow_from_text_opts(text, opts, f, err);
 }
 
 #endif

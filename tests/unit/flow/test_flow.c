@@ -14,7 +14,7 @@ static double now_ms(void)
 
 static int run(struct gust_flow *f, const char *json, struct gust_emits *out, struct gust_err *err)
 {
-    return gust_flow_run(f, json, strlen(json), out, err);
+    return gust_flow_run(f, json, strlen(json), NULL, out, err);
 }
 
 static void test_create_errors(void)
@@ -88,7 +88,7 @@ static void test_run_and_emits(void)
     CHECK_STR(out.v[3].payload, "{\"count\":4}");
 
     /* Input need not be NUL-terminated: only len bytes are read. */
-    CHECK(gust_flow_run(f, "{\"n\": 1}garbage", 8, &out, &err) == 0);
+    CHECK(gust_flow_run(f, "{\"n\": 1}garbage", 8, NULL, &out, &err) == 0);
     CHECK(out.n == 5);
 
     size_t cap = out.cap;

@@ -118,7 +118,7 @@ static const char *run_text(const char *script, const char *input)
         snprintf(result, sizeof(result), "load error: %s", err.msg);
         return result;
     }
-    int rc = gust_flow_run(f, input, strlen(input), &out, &err);
+    int rc = gust_flow_run(f, input, strlen(input), NULL, &out, &err);
     if (rc != 0) {
         snprintf(result, sizeof(result), "error %d: %s", rc, err.msg);
     } else if (out.n != 1) {
