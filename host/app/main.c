@@ -106,6 +106,7 @@ static struct gust_http_settings http_settings(const struct gust_config *c)
     const struct gust_http_keys *h = &c->http;
     return (struct gust_http_settings){
         .max_body = (size_t)h->max_body,
+        .max_depth = (size_t)h->max_depth,
         .admin_token_file = h->admin_token_file,
         .admin_token_env = h->admin_token_env,
         .ingest_token_file = h->ingest_token_file,

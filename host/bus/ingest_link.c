@@ -33,6 +33,7 @@ struct conn {
     natsConnection *nc;
     natsSubscription *acks; /* <inbox>.*, synchronous: drained on the loop */
     int attach_fd;          /* a dup of nats.c's socket, until the loop takes it */
+    int attached, detached; /* nats.c's first and last calls with this conn */
     int stopped;            /* nats.c stopped polling: the connection is gone */
     int want_write;         /* nats.c asked to write, from another thread */
     int ready, failed;      /* the connector's verdict on making it */
@@ -73,6 +74,7 @@ struct gust_ingest_link {
     /* Shared with nats.c's threads and the connector. */
     pthread_mutex_t lock;
     pthread_cond_t jobs_cond;
+    pthread_cond_t detached_cond;
     struct conn *jobs, *jobs_tail;
     int stopping;
     pthread_t connector;
@@ -113,6 +115,7 @@ static natsStatus ev_attach(void **user, void *loop, natsConnection *nc, natsSoc
         close(c->attach_fd);
     }
     c->attach_fd = d;
+    c->attached = 1;
     pthread_mutex_unlock(&c->l->lock);
     return NATS_OK;
 }
@@ -135,9 +138,19 @@ static natsStatus ev_read(void *user, bool add)
     return NATS_OK;
 }
 
+/* nats.c's last call with the conn, which destroy() waits for: it may come after
+ * natsConnection_Destroy returned, from the thread of nats.c that began closing it (its
+ * ping timer, on a stale connection). */
 static natsStatus ev_detach(void *user)
 {
-    stopped(user);
+    struct conn *c = user;
+    pthread_mutex_lock(&c->l->lock);
+    c->stopped = 1;
+    c->want_write = 0;
+    c->detached = 1;
+    post(c->l);
+    pthread_cond_broadcast(&c->l->detached_cond);
+    pthread_mutex_unlock(&c->l->lock);
     return NATS_OK;
 }
 
@@ -232,11 +245,18 @@ static void make(struct gust_ingest_link *l, struct conn *c)
 
 static void destroy(struct conn *c)
 {
-    if (c->nc != NULL) {
-        natsConnection_Close(c->nc); /* joins nats.c's threads: no callback after it */
+    struct gust_ingest_link *l = c->l;
+    int made = c->nc != NULL; /* else nats.c gave the connection up itself, detach or not */
+    if (made) {
+        natsConnection_Close(c->nc); /* joins nats.c's threads, unless another one is closing it */
     }
     natsSubscription_Destroy(c->acks);
     natsConnection_Destroy(c->nc);
+    pthread_mutex_lock(&l->lock);
+    while (made && c->attached && !c->detached) {
+        pthread_cond_wait(&l->detached_cond, &l->lock);
+    }
+    pthread_mutex_unlock(&l->lock);
     if (c->attach_fd >= 0) {
         close(c->attach_fd);
     }
@@ -627,6 +647,7 @@ int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf
     l->efd = -1;
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->jobs_cond, NULL);
+    pthread_cond_init(&l->detached_cond, NULL);
     snprintf(l->stream_subjects, sizeof(l->stream_subjects), "%s",
              conf->stream_subjects != NULL ? conf->stream_subjects : ">");
     h2o_timeout_init(loop, &l->flush_timeout, 0);
@@ -713,6 +734,7 @@ void gust_ingest_link_destroy(struct gust_ingest_link *l)
     }
     free((char *)l->conf.user);
     pthread_cond_destroy(&l->jobs_cond);
+    pthread_cond_destroy(&l->detached_cond);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }

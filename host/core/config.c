@@ -42,6 +42,8 @@ const struct gust_schema_key gust_http_schema[] = {
     OWN(ssl_certificate_key, PATH, NULL, GUST_K_SECRET, "PEM private key of ssl_certificate"),
     HTTP(base_path, STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"),
     HTTP(max_body, SIZE, "1m", R, "largest accepted request body"),
+    HTTP(max_depth, INT, "200", R,
+         "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"),
     HTTP(admin_token_file, PATH, NULL, GUST_K_SECRET | R, "file holding the admin bearer token (read again at reload)"),
     HTTP(admin_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the admin bearer token"),
     HTTP(ingest_token_file, PATH, NULL, GUST_K_SECRET | R,
@@ -244,6 +246,16 @@ static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *e
     return 0;
 }
 
+/* Values of the http block the schema's types cannot bound. */
+static int check_http(const struct gust_config *c, struct gust_err *err)
+{
+    if (c->http.max_depth < 1 || c->http.max_depth > 100000) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_depth: %lld is not within 1..100000",
+                            gust_cfg_where(c->http_cfg, "max_depth"), (long long)c->http.max_depth);
+    }
+    return 0;
+}
+
 /* Subjects are built under the stream's prefix (ingest, the detect defaults), so
  * `subjects` must be PREFIX.> (or > alone: no prefix). */
 static int check_subjects(struct gust_config *c, struct gust_err *err)
@@ -428,7 +440,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
         goto fail;
     }
     *out = c;

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../conf/subject.h"
+#include "ingest_subject.h"
 #include "json_check.h"
 #include "internal.h"
 #include "../bus/ingest_link.h"
 
-#define MAX_SUBJECT 256
+#define MAX_SUBJECT GUST_INGEST_SUBJECT_MAX
 #define MAX_MSG_ID 200
 
 struct ingest_wait {
@@ -85,41 +85,6 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
     free(w);
 }
 
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* The stream's prefix + the suffix with %XX decoded, so that an encoded space or control
- * character is judged as what it stands for. Returns 0 when empty, too long or badly
- * encoded. */
-static int subject_from_suffix(const char *prefix, size_t plen, h2o_iovec_t suffix, char out[MAX_SUBJECT])
-{
-    size_t n = plen;
-    if (n >= MAX_SUBJECT) {
-        return 0;
-    }
-    memcpy(out, prefix, n);
-    for (size_t i = 0; i < suffix.len; i++) {
-        char c = suffix.base[i];
-        if (c == '%') {
-            int hi = i + 2 < suffix.len ? hex_value(suffix.base[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(suffix.base[i + 2]) : -1;
-            if (lo < 0) {
-                return 0;
-            }
-            c = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (n + 1 >= MAX_SUBJECT) {
-            return 0;
-        }
-        out[n++] = c;
-    }
-    out[n] = '\0';
-    return n > plen && memchr(out, '\0', n) == NULL;
-}
-
 /* The request's Idempotency-Key (or Nats-Msg-Id), quotes removed, into out; "" when it
  * has none. 0, or -1 when it is unusable as a message id. */
 static int msg_id_of(h2o_req_t *req, char out[MAX_MSG_ID + 1])
@@ -161,9 +126,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char subject[MAX_SUBJECT];
-    size_t plen = strlen(http->subject_prefix);
-    if (!subject_from_suffix(http->subject_prefix, plen, suffix, subject) ||
-        !gust_subject_valid(subject + plen, strlen(subject) - plen, 0)) {
+    if (!gust_ingest_subject(http->subject_prefix, suffix.base, suffix.len, subject)) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");
@@ -181,7 +144,8 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char why[200];
-    if (!gust_json_object_valid(req->entity.base, req->entity.len, why, sizeof(why))) {
+    if (!gust_json_object_valid(req->entity.base, req->entity.len, gust_http_policy(http)->s.max_depth, why,
+                                sizeof(why))) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
         return;
     }

@@ -17,6 +17,7 @@ struct gust_http;
  * section). Strings are borrowed for the call that takes them. */
 struct gust_http_settings {
     size_t max_body;               /* bytes */
+    size_t max_depth;              /* ingest: arrays and objects nested at most (0: no limit) */
     const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
     const char *admin_token_env;   /* NULL, or the environment variable holding it */
     const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */

@@ -66,6 +66,9 @@ class TempDir:
         return p
 
     def cleanup(self):
+        if os.environ.get("GUST_TEST_KEEP"):  # for a post-mortem: logs, stores, configs
+            print("kept %s" % self.path)
+            return
         shutil.rmtree(self.path, ignore_errors=True)
 
 

@@ -186,7 +186,10 @@ def test_checks(t, tmp):
     c = make_certs(tmp, "tls-check")
     user = natskeys.NKey("user")
     seed = tmp.file("keys/check.nk", user.seed + "\n")
-    bad_seed = tmp.file("keys/bad.nk", user.seed[:-1] + ("A" if user.seed[-1] != "A" else "B") + "\n")
+    # A typo in the middle: the last character also holds padding bits, which a change
+    # there may leave the decoded seed (and its checksum) untouched.
+    typo = "A" if user.seed[10] != "A" else "B"
+    bad_seed = tmp.file("keys/bad.nk", user.seed[:10] + typo + user.seed[11:] + "\n")
     acct_seed = tmp.file("keys/acct.nk", natskeys.NKey("account").seed + "\n")
     op = natskeys.Operator()
     creds_text, _ = op.user()
