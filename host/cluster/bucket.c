@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-
 /* The string or number of "name" in json, into out ("" when absent). */
 static void field(const char *json, const char *name, char *out, size_t size)
 {
@@ -37,6 +36,16 @@ int64_t gust_entry_read(const char *value, char *holder, size_t hsize, char *con
     }
     field(text, "expires_ms", expires, sizeof(expires));
     return strtoll(expires, NULL, 10);
+}
+
+void gust_key_safe(char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+              *s == '_' || *s == '=')) {
+            *s = '_';
+        }
+    }
 }
 
 int64_t gust_wall_ms(void)

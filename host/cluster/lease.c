@@ -13,7 +13,21 @@
 #include "../common/log.h"
 #include "bucket.h"
 
+/* Leases spread over the processes attached to them (task.group). Each such process
+ * keeps an entry want.<group>.<self> in the bucket, renewed like a lease and deleted when
+ * it leaves; it takes a free lease of the group only while it holds fewer than its
+ * share, ceil(size / members), and gives one back per round while it holds more (a peer
+ * joined or came back), so the group settles with every process at its share. */
+struct group {
+    char name[96];
+    char want_key[240];
+    uint32_t size;
+    uint32_t members;      /* live entries as last counted, this process's included; 0: not yet */
+    int64_t count_at_wall; /* count again then: our entry's renewal, or a counted peer's expiry */
+};
+
 struct lease {
+    struct group *group; /* NULL: a lone task */
     char name[80]; /* what /units and the log call it: a source's unit name, ... */
     char key[96];  /* its key in the bucket: "source.<name>", "detect.<unit>.<slice>" */
     struct gust_lease_task task;
@@ -44,6 +58,8 @@ struct gust_leases {
     pthread_cond_t wake;
     struct lease **v;
     size_t n;
+    struct group **groups;
+    size_t ngroups;
     int thread_started;
     int stopping;
     pthread_t thread;
@@ -188,6 +204,114 @@ static int start_task(struct gust_leases *l, struct lease *e, int64_t now, struc
     return rc;
 }
 
+struct member_count {
+    struct gust_leases *l;
+    const struct group *g;
+    size_t prefix_len;
+    int64_t wall;
+    uint32_t members;
+    int64_t next;
+};
+
+static void count_member(void *ud, const char *key)
+{
+    struct member_count *mc = ud;
+    char value[400], holder[128], why[256];
+    uint64_t rev = 0;
+    if (strncmp(key, mc->g->want_key, mc->prefix_len) != 0 || strcmp(key, mc->g->want_key) == 0 ||
+        gust_kv_get(mc->l->kv, key, value, sizeof(value), &rev, why, sizeof(why)) != 0) {
+        return;
+    }
+    int64_t expires = gust_entry_read(value, holder, sizeof(holder), NULL, 0);
+    if (expires > mc->wall) {
+        mc->members++;
+        mc->next = expires + 1 < mc->next ? expires + 1 : mc->next;
+    }
+}
+
+/* Renews this process's entry of g and counts the live ones, when due. Under run_lock,
+ * the bucket open. */
+static void count_members(struct gust_leases *l, struct group *g)
+{
+    int64_t wall = gust_wall_ms();
+    if (g->members != 0 && wall < g->count_at_wall) {
+        return;
+    }
+    char value[256], why[256];
+    int len = format_value(value, sizeof(value), l->self, wall + l->conf.ttl_ms);
+    uint64_t rev = 0;
+    if (gust_kv_put(l->kv, g->want_key, value, (size_t)len, &rev, why, sizeof(why)) != 0) {
+        return; /* the bus is away: the leases' renewals notice it */
+    }
+    struct member_count mc = {.l = l,
+                              .g = g,
+                              .prefix_len = strlen(g->want_key) - strlen(l->self),
+                              .wall = wall,
+                              .members = 1,
+                              .next = wall + l->conf.ttl_ms / 3};
+    if (gust_kv_keys(l->kv, count_member, &mc, why, sizeof(why)) != 0) {
+        return;
+    }
+    if (g->members != 0 && mc.members != g->members) {
+        gust_info("leases: %u process(es) share %s (%u leases)", mc.members, g->name, g->size);
+    }
+    g->members = mc.members;
+    g->count_at_wall = mc.next;
+}
+
+static uint32_t held_in(const struct gust_leases *l, const struct group *g)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        n += l->v[i]->group == g && l->v[i]->held;
+    }
+    return n;
+}
+
+static uint32_t share_of(const struct group *g)
+{
+    uint32_t m = g->members > 0 ? g->members : 1;
+    return (g->size + m - 1) / m;
+}
+
+/* Whether this process may take e now: a lone lease, or one of a group it holds fewer
+ * than its share of. Under run_lock, the bucket open. */
+static int under_share(struct gust_leases *l, const struct lease *e)
+{
+    if (e->group == NULL) {
+        return 1;
+    }
+    count_members(l, e->group);
+    return held_in(l, e->group) < share_of(e->group);
+}
+
+/* Keeps this process's entry of each group fresh (its heartbeat as a member), and gives
+ * one lease of each group it holds more than its share of back to the peers. Under
+ * run_lock, the bucket open. */
+static void rebalance(struct gust_leases *l)
+{
+    int64_t now = gust_now_ms();
+    for (size_t gi = 0; gi < l->ngroups; gi++) {
+        struct group *g = l->groups[gi];
+        count_members(l, g);
+        uint32_t held = held_in(l, g), share = share_of(g);
+        if (g->members == 0 || held <= share) {
+            continue;
+        }
+        for (size_t i = l->n; i-- > 0;) {
+            struct lease *e = l->v[i];
+            if (e->group == g && e->held) {
+                gust_info("lease %s given to a peer: %u processes share %s, this one held %u (share %u)", e->key,
+                          g->members, g->name, held, share);
+                stop_task(l, e);
+                give_back(l, e);
+                e->next_try = now + l->conf.ttl_ms;
+                break;
+            }
+        }
+    }
+}
+
 /* One round for one lease: renew, acquire, start. Under run_lock. err: see start_task. */
 static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
 {
@@ -213,7 +337,7 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
     if (e->held && now >= e->valid_until) {
         lost(l, e, now, "renewal overdue");
     }
-    if (!e->held && e->attached && now >= e->next_try) {
+    if (!e->held && e->attached && now >= e->next_try && under_share(l, e)) {
         try_acquire(l, e, now);
         if (!e->held) {
             e->next_try = now + l->conf.poll_ms;
@@ -251,6 +375,9 @@ static void *lease_thread(void *arg)
         /* The list only changes under run_lock, which this round holds. */
         for (size_t i = 0; i < n; i++) {
             step(l, l->v[i], NULL);
+        }
+        if (l->kv != NULL) {
+            rebalance(l);
         }
         pthread_mutex_unlock(&l->run_lock);
 
@@ -296,6 +423,55 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
     return 0;
 }
 
+/* The group called name, made on first use. Under run_lock. */
+static struct group *group_for(struct gust_leases *l, const char *name, uint32_t size)
+{
+    for (size_t i = 0; i < l->ngroups; i++) {
+        if (strcmp(l->groups[i]->name, name) == 0) {
+            l->groups[i]->size = size;
+            return l->groups[i];
+        }
+    }
+    struct group *g = calloc(1, sizeof(*g));
+    struct group **v = g != NULL ? realloc(l->groups, (l->ngroups + 1) * sizeof(*v)) : NULL;
+    if (v == NULL) {
+        free(g);
+        return NULL;
+    }
+    snprintf(g->name, sizeof(g->name), "%s", name);
+    char self[128];
+    snprintf(self, sizeof(self), "%s", l->self);
+    gust_key_safe(self);
+    snprintf(g->want_key, sizeof(g->want_key), "want.%s.%s", g->name, self);
+    g->size = size;
+    l->groups = v;
+    l->groups[l->ngroups++] = g;
+    return g;
+}
+
+/* Forgets the groups no lease is in any more, and this process's entries of them. Under
+ * run_lock. */
+static void drop_groups(struct gust_leases *l, int all)
+{
+    size_t kept = 0;
+    for (size_t gi = 0; gi < l->ngroups; gi++) {
+        struct group *g = l->groups[gi];
+        int used = 0;
+        for (size_t i = 0; !all && i < l->n; i++) {
+            used |= l->v[i]->group == g;
+        }
+        if (used) {
+            l->groups[kept++] = g;
+            continue;
+        }
+        if (l->kv != NULL && g->members != 0) {
+            gust_kv_delete(l->kv, g->want_key); /* only this process writes it */
+        }
+        free(g);
+    }
+    l->ngroups = kept;
+}
+
 int gust_leases_attach(struct gust_leases *l, const char *key, const char *name, const struct gust_lease_task *task,
                        struct gust_err *err)
 {
@@ -317,6 +493,11 @@ int gust_leases_attach(struct gust_leases *l, const char *key, const char *name,
         pthread_mutex_unlock(&l->lock);
     }
     e->task = *task;
+    e->task.group = NULL; /* the name is kept in e->group */
+    if (task->group != NULL && e->group == NULL && (e->group = group_for(l, task->group, task->group_size)) == NULL) {
+        pthread_mutex_unlock(&l->run_lock);
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
     e->attached = 1;
     e->next_try = 0;
     e->backoff_ms = 0;
@@ -389,6 +570,7 @@ void gust_leases_prune(struct gust_leases *l)
         free(gone[i]);
     }
     free(gone);
+    drop_groups(l, 0);
     pthread_mutex_unlock(&l->run_lock);
 }
 
@@ -411,6 +593,8 @@ void gust_leases_destroy(struct gust_leases *l)
         free(l->v[i]);
     }
     free(l->v);
+    drop_groups(l, 1);
+    free(l->groups);
     gust_kv_close(l->kv);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->lock);

@@ -157,14 +157,8 @@ int gust_nodes_create(const struct gust_nodes_conf *conf, struct gust_bus *bus, 
     snprintf(n->bucket, sizeof(n->bucket), "%s", conf->bucket);
     n->conf.self = n->self;
     n->conf.bucket = n->bucket;
-    /* A key is made of letters, digits, '-', '_' and '='; host:pid has a ':'. */
-    int len = snprintf(n->key, sizeof(n->key), KEY_PREFIX "%s", n->self);
-    for (char *p = n->key + sizeof(KEY_PREFIX) - 1; p < n->key + len && *p != '\0'; p++) {
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-              *p == '_' || *p == '=')) {
-            *p = '_';
-        }
-    }
+    snprintf(n->key, sizeof(n->key), KEY_PREFIX "%s", n->self);
+    gust_key_safe(n->key + sizeof(KEY_PREFIX) - 1);
     pthread_mutex_init(&n->run_lock, NULL);
     pthread_mutex_init(&n->lock, NULL);
     pthread_cond_init(&n->wake, NULL);

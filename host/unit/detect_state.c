@@ -78,9 +78,12 @@ int detect_slices_init(struct detect *d, struct gust_err *err)
 int gust_detect_handler_start(void *impl, struct gust_err *err)
 {
     struct detect *d = impl;
+    char group[96];
+    snprintf(group, sizeof(group), "detect.%s", d->unit);
     for (uint32_t k = 0; d->leases != NULL && k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
-        struct gust_lease_task task = {.start = slice_wanted, .stop = slice_unwanted, .ud = s};
+        struct gust_lease_task task = {
+            .start = slice_wanted, .stop = slice_unwanted, .ud = s, .group = group, .group_size = d->nslices};
         int rc = d->leases->attach(d->leases->impl, s->lease_key, s->lease_key, &task, err);
         if (rc != 0) {
             return rc;
@@ -295,17 +298,22 @@ int detect_between(void *impl, uint64_t *seq)
     struct detect *d = impl;
     checkpoint_due(d, gust_now_ms()); /* an idle unit too: what it applied last is kept */
     uint32_t held = 0;
+    int let = 0;
     for (uint32_t k = 0; k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
         int wanted = atomic_load(&s->wanted);
         if (wanted && s->eng == NULL) {
             take_over(d, s);
         } else if (!wanted && s->eng != NULL) {
-            gust_warn("[detect_%s] slice %" PRIu32 " lost its lease: its state goes to the next holder", d->unit,
-                      s->index);
+            gust_info("[detect_%s] slice %" PRIu32 " let go (its lease was given to a peer or lost): its state goes "
+                      "to the next holder", d->unit, s->index);
             let_go(s);
+            let = 1;
         }
         held += s->eng != NULL;
+    }
+    if (let) {
+        detect_refresh_view(d); /* an idle unit's /units too */
     }
     if (held == 0) {
         detect_refresh_view(d);

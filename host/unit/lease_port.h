@@ -4,6 +4,8 @@
 #ifndef GUST_UNIT_LEASE_PORT_H
 #define GUST_UNIT_LEASE_PORT_H
 
+#include <stdint.h>
+
 #include "gust/err.h"
 
 /* What runs while the lease is held. start and stop run on the lease manager's thread
@@ -13,6 +15,11 @@ struct gust_lease_task {
     int (*start)(void *ud, struct gust_err *err);
     void (*stop)(void *ud);
     void *ud;
+    /* The leases of one group (a detect unit's slices: "detect.<unit>", group_size of
+     * them) are spread evenly over the processes that attach to it; NULL: a lone task,
+     * taken by whichever process comes first. */
+    const char *group;
+    uint32_t group_size;
 };
 
 struct gust_lease_port {
