@@ -4,6 +4,7 @@
 
 #include "rfc3339.h"
 #include "runtime.h"
+#include "snapshot.h"
 
 struct vpl_limits vpl_limits_default(void)
 {
@@ -442,6 +443,24 @@ int rt_owns(const struct vpl_engine *e, uint64_t key_hash, int partitioned)
         return e->slice == 0;
     /* The high half: the tables index by the low bits of the same hash. */
     return (key_hash >> 32) % e->nslices == e->slice;
+}
+
+const char *rt_snap_part_key(struct snap_r *r, const struct vpl_engine *e, const char *stream, int partitioned,
+                             const char *what, uint32_t *klen, uint64_t *hash)
+{
+    const char *key = snap_get_bytes(r, klen, e->lim.max_string * 4 + 64);
+    if (r->bad)
+        return NULL;
+    *hash = hash_bytes(key, *klen);
+    if (!partitioned && *klen != 0) {
+        snap_fail(r, "stream %s: a key for an unpartitioned %s", stream, what);
+        return NULL;
+    }
+    if (!rt_owns(e, *hash, partitioned)) {
+        snap_fail(r, "stream %s: partition '%.*s' is another slice's", stream, (int)*klen, key);
+        return NULL;
+    }
+    return key;
 }
 
 static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_event *ev,

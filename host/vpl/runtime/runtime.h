@@ -95,6 +95,13 @@ void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32
  * key_hash (vpl_engine_set_slice); unpartitioned state is slice 0's. */
 int rt_owns(const struct vpl_engine *e, uint64_t key_hash, int partitioned);
 
+struct snap_r;
+/* A partition's key as a snapshot holds it (borrowed from the input), and its hash:
+ * NULL, with r->bad set, when it is unreadable, a key of an unpartitioned stream, or
+ * another slice's partition. what names the state in messages ("stream", "window"). */
+const char *rt_snap_part_key(struct snap_r *r, const struct vpl_engine *e, const char *stream, int partitioned,
+                             const char *what, uint32_t *klen, uint64_t *hash);
+
 /* The text of ev's partition field in e->key, and its hash. */
 void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
                       uint64_t *hash);

@@ -599,16 +599,12 @@ int seq_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
     uint64_t nparts = snap_get_count(r, partitioned ? e->lim.max_partitions : 1, "partitions");
     for (uint64_t i = 0; i < nparts && !r->bad; i++) {
         uint32_t klen;
-        const char *key = snap_get_bytes(r, &klen, e->lim.max_string * 4 + 64);
-        if (r->bad)
+        uint64_t h;
+        const char *key = rt_snap_part_key(r, e, s->name, partitioned, "stream", &klen, &h);
+        if (key == NULL)
             break;
-        uint64_t h = hash_bytes(key, klen);
-        if (!partitioned && klen != 0)
-            return snap_fail(r, "stream %s: a key for an unpartitioned stream", s->name);
         if (partitioned && ptab_get(&ss->runs, h, key, klen) != NULL)
             return snap_fail(r, "stream %s: partition '%.*s' twice", s->name, (int)klen, key);
-        if (!rt_owns(e, h, partitioned))
-            return snap_fail(r, "stream %s: partition '%.*s' is another slice's", s->name, (int)klen, key);
         struct spart *p = part_new(e, si, key, klen, h);
         if (p == NULL)
             return VPL_ENOMEM;
