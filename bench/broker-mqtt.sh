@@ -7,7 +7,8 @@
 # message is checked at the subscriber (count, unique ids, none foreign); a round that
 # misses one fails the run. Rounds take turns (pub -> sub, relay, gust); medians are
 # reported. A round trip rate is N / (last new id at the subscriber - publisher
-# start). BATCH is the mqtt_out unit's fetch batch (default 1024).
+# start). BATCH is the mqtt_out unit's fetch batch (default 1024). Writes
+# bench/results/broker-mqtt.json.
 #
 # The broker is configured as the e2e tests do and as a deployment should: Nagle off
 # (`set_tcp_nodelay true`), max_inflight_messages 1000 (its default of 20 QoS 1 messages
@@ -80,7 +81,7 @@ hz=$(getconf CLK_TCK)
 gust=$(median "${gust_rates[@]}")
 base=$(median "${base_rates[@]}")
 relay=$(median "${relay_rates[@]}")
-cat <<JSON
+emit_result broker-mqtt <<JSON
 {"scenario":"broker-mqtt","messages":$N,"rounds":$ROUNDS,"qos":1,"sink_batch":$BATCH,
  "round_trips_per_s_median":$gust,"mosquitto_pub_sub_per_s_median":$base,
  "bare_relay_round_trips_per_s_median":$relay,
@@ -91,6 +92,5 @@ cat <<JSON
  "gust_duplicates":$dups,"gust_out_of_order":$ooo,
  "gust_cpu_s":$(awk -v t=$((g1 - g0)) -v h="$hz" 'BEGIN{printf "%.2f", t/h}'),
  "mosquitto_cpu_s_all_rounds":$(awk -v t=$((m1 - m0)) -v h="$hz" 'BEGIN{printf "%.2f", t/h}'),
- "gust_rss_kb":$(rss_kb "$GUST_PID"),"cold_start_ms":$COLD_START_MS,
- "load_average_1m":$(cut -d' ' -f1 /proc/loadavg)}
+ "gust_rss_kb":$(rss_kb "$GUST_PID"),"cold_start_ms":$COLD_START_MS}
 JSON

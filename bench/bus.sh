@@ -7,8 +7,8 @@
 # subscriber drains). Every test checks its counts (see bench/tools/busbench.c) before a
 # rate is kept. Rounds interleave the throughput tests; medians are reported.
 #
-# Prints one JSON document and writes it to bench/results/bus.json (BUS_OUT=file to write
-# elsewhere). Sizes (defaults in brackets; the whole run takes about a minute here):
+# Prints one JSON document and writes it to bench/results/bus.json (emit_result in lib.sh:
+# RESULT=file writes it there instead). Sizes (defaults in brackets; the whole run takes about a minute here):
 #   BUS_ROUNDS [3]  BUS_CORE_N [300000] (128 B)  BUS_CORE_KIB_N [150000] (1 KiB)
 #   BUS_JS_N [50000]  BUS_FETCH_N [50000]  BUS_RELAY_N [50000]  BUS_RELAY_BATCH [256]
 #   BUS_JS_SIZE [308: a WORKLOAD orders event]  BUS_PATH_N [50000]  BUS_PATH_PACED_N [200 at 20/s]
@@ -31,9 +31,7 @@ REQ_N=${BUS_REQ_N:-3000}
 FLOOD_PUBS=${BUS_FLOOD_PUBS:-4}
 FLOOD_N=${BUS_FLOOD_N:-25000}
 FLOOD_SIZE=${BUS_FLOOD_SIZE:-128}
-OUT=${BUS_OUT:-$BENCH_DIR/results/bus.json}
 
-LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 start_nats
 
 bus() { # bus NAME TEST ARGS...: one test, its JSON appended to $WORK/NAME.jsonl
@@ -62,10 +60,9 @@ bus reqrep_asap reqrep "$REQ_N" 128 1
 bus reqrep_default reqrep "$REQ_N" 128 0
 SECONDS_TOTAL=$(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
 
-MACHINE="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
-python3 - "$WORK" "$OUT" <<PY
+python3 - "$WORK" >"$WORK/bus.json" <<PY
 import json, os, statistics, sys
-work, out = sys.argv[1], sys.argv[2]
+work = sys.argv[1]
 def rounds(name):
     with open(os.path.join(work, name + ".jsonl")) as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -83,16 +80,12 @@ for p in ("p50", "p90", "p99", "max"):
 doc = {
     "scenario": "bus",
     "what": "nats.c against nats-server, no gust: the bus's own ceilings",
-    "command": "bench/bus.sh",
     "rounds": $ROUNDS,
     "statistic": "median of rounds",
-    "machine": "$MACHINE",
+    "machine": "$(python3 "$BENCH_DIR/provenance.py" machine)",
     "nats_server": "$(nats-server --version 2>&1 | head -1)",
     "nats_c": "$(pkg-config --modversion libnats 2>/dev/null || echo unknown)",
-    "load_average_1m_start": $LOAD_START,
-    "load_average_1m_end": $(cut -d' ' -f1 /proc/loadavg),
     "seconds_total": $SECONDS_TOTAL,
-    "date": "$(date -u +%Y-%m-%dT%H:%MZ)",
     "core_pubsub_128": summary("core_128", ("mb_per_s",)),
     "core_pubsub_1k": summary("core_1k", ("mb_per_s",)),
     "js_async_publish": summary("js_publish"),
@@ -107,9 +100,6 @@ doc = {
     "flood": flood,
 }
 doc["ok"] = all(v.get("ok", True) for v in doc.values() if isinstance(v, dict))
-# One top-level field a line, like the other results files.
-text = "{" + ",\n ".join("%s:%s" % (json.dumps(k), json.dumps(v, separators=(",", ":"))) for k, v in doc.items()) + "}"
-with open(out, "w") as f:
-    f.write(text + "\n")
-print(text)
+print(json.dumps(doc))
 PY
+emit_result bus "$([ "$(json_field '["ok"]' "$(cat "$WORK/bus.json")")" = True ] && echo ok || echo failed)" <"$WORK/bus.json"

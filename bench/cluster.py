@@ -1,5 +1,7 @@
 """bench/cluster.sh [INSTANCES...] [-n N]: several gust processes with one host.conf on
-one nats-server. Run by cluster.sh; prints one JSON document.
+one nats-server. Run by cluster.sh; prints one JSON document and writes it to
+bench/results/cluster.json when nothing was lost and the timer ticked as it should
+(bench/provenance.py).
 
 1. Shared work, for each instance count: N orders events stored first, then the
    processes run the orders flow on one durable consumer; one is killed with -9 at
@@ -17,6 +19,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import provenance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
@@ -186,15 +190,16 @@ def main():
     ap.add_argument("instances", nargs="*", type=int, default=[2, 3])
     ap.add_argument("-n", type=int, default=100000)
     a = ap.parse_args()
+    started = provenance.start()
     result = {"scenario": "cluster", "shared_work": [shared_work(k, a.n) for k in a.instances],
               "timer": timer_runs(max(a.instances)),
               "lease": handoff(max(3, max(a.instances)))}
     result["targets"] = {"lost": 0, "handoff_gap_s_under": 1.5, "failover_gap_s_under": LEASE_TTL_S + 1}
-    print(json.dumps(result, indent=1))
     # The figures stand only if nothing was lost and the singleton ran once: otherwise fail.
     wrong = ["%d instances lost %d events" % (r["instances"], r["lost"]) for r in result["shared_work"] if r["lost"]]
     if result["timer"]["ticks"] != result["timer"]["expected"]:
         wrong.append("the timer ticked %d times, not %d" % (result["timer"]["ticks"], result["timer"]["expected"]))
+    provenance.emit("cluster", result, BUILD, started, ok=not wrong)
     if wrong:
         sys.exit("cluster: " + "; ".join(wrong))
 

@@ -1,7 +1,8 @@
 """bench/detect-failover.sh [--lag L] [--ttl S]: a detect unit's state under restarts
-and failover, with the sequence workload of WORKLOAD.md (rules/bench_sequence.vpl: a
-NetworkConnect opens a run per pair, the pair's ProcessCreate LAG pairs later closes it).
-Prints one JSON document.
+and failover, with the sequence workload of bench/WORKLOAD.md (rules/bench_sequence.vpl:
+a NetworkConnect opens a run per pair, the pair's ProcessCreate LAG pairs later closes
+it). Prints one JSON document and writes it to bench/results/detect-failover.json when
+every check passed (bench/provenance.py).
 
 1. Restore + replay at LAG open runs. One gust stores the first LAG+1 events (LAG runs
    open) and checkpoints them; it is killed with -9. While it is down, R more events are
@@ -26,6 +27,8 @@ import subprocess
 import sys
 import threading
 import time
+
+import provenance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
@@ -286,11 +289,12 @@ def main():
     ap.add_argument("--rate", type=int, default=2000, help="events/s of the failover part")
     ap.add_argument("--replays", default="0,20000,100000")
     a = ap.parse_args()
+    started = provenance.start()
     out = {"scenario": "detect-failover", "lag": a.lag,
            "restore_replay": [restore_replay(a.lag, int(r)) for r in a.replays.split(",")],
            "failover": failover(a.ttl, a.rate)}
     out["ok"] = all(r["ok"] for r in out["restore_replay"]) and out["failover"]["ok"]
-    print(json.dumps(out, indent=1))
+    provenance.emit("detect-failover", out, BUILD, started, ok=out["ok"])
     return 0 if out["ok"] else 1
 
 

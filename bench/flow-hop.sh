@@ -3,7 +3,7 @@
 # JetStream, against the bare relay (the same consumer core forwarding unchanged) in
 # the same run. N events are stored first; each round starts a fresh durable consumer
 # on them and a counter checks every output id. Rounds alternate relay and flow;
-# medians are reported.
+# medians are reported. Writes bench/results/flow-hop.json.
 source "$(dirname "$0")/lib.sh"
 N=${1:-100000}
 ROUNDS=${2:-3}
@@ -48,7 +48,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 flow=$(median "${flow_rates[@]}")
 relay=$(median "${relay_rates[@]}")
-cat <<JSON
+emit_result flow-hop <<JSON
 {"scenario":"flow-hop","events":$N,"rounds":$ROUNDS,
  "flow_rate_median":$flow,"relay_rate_median":$relay,
  "ratio_flow_to_relay":$(awk -v a="$flow" -v b="$relay" 'BEGIN{printf "%.2f", a/b}'),

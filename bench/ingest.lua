@@ -1,4 +1,4 @@
--- wrk script for bench/ingest.sh: POSTs the orders event of WORKLOAD.md and prints
+-- wrk script for bench/ingest.sh: POSTs the orders event of bench/WORKLOAD.md and prints
 -- one JSON line with the counts and latency percentiles when done.
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

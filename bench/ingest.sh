@@ -6,6 +6,7 @@
 #     it stops, so its count can only bound the stream's).
 # Also: cold start (spawn -> /healthz 200, external NATS), idle RSS, RSS under load,
 # and the baseline: nats.c async publish straight to the same server.
+# Writes bench/results/ingest.json when the counts check (emit_result in lib.sh).
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-32}
@@ -35,7 +36,7 @@ stop_pid "$GUST_PID"
 baseline=$("$TOOLS/gust-bench-pub" "$NATS_URL" ev.baseline 200000)
 ok=$([ "$lg_stored" = "$lg_accepted" ] && [ "$wrk_stored" -ge "$wrk_accepted" ] &&
      [ "$wrk_stored" -le $((wrk_accepted + CONNS)) ] && echo true || echo false)
-cat <<JSON
+emit_result ingest "$([ "$ok" = true ] && echo ok || echo failed)" <<JSON
 {"scenario":"ingest","seconds":$SECS,"connections":$CONNS,
  "loadgen":$lg,"loadgen_stored":$lg_stored,
  "wrk":$wrk_out,"wrk_accepted":$wrk_accepted,"wrk_stored":$wrk_stored,

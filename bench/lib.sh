@@ -1,5 +1,6 @@
 # Shared by the benchmark scripts: servers on free loopback ports in a temp dir,
-# stopped by PID on exit. Source it; set BUILD to override the build directory.
+# stopped by PID on exit, and the one way a results file is written (emit_result).
+# Source it first thing; set BUILD to override the build directory.
 set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/.." && pwd)
@@ -21,6 +22,20 @@ for f in "$GUST" "$TOOLS/gust-bench-pub" "$TOOLS/gust-bench-counter" "$TOOLS/gus
          "$TOOLS/gust-bench-loadgen" "$TOOLS/gust-bench-sink" "$TOOLS/gust-bench-bus" "$BUILD/tests/gust-stream-read"; do
     [ -x "$f" ] || { echo "missing $f: build first (./build.sh build)" >&2; exit 1; }
 done
+
+# The run's start (date, load averages) for its provenance: taken before any server starts.
+PROVENANCE_START=$(python3 "$BENCH_DIR/provenance.py" start)
+# The command as started (a wrapper such as paced.sh sets it first), for the results file.
+BENCH_COMMAND=${BENCH_COMMAND:-$(realpath --relative-to="$ROOT" "$0")${*:+ $*}}
+export BENCH_COMMAND
+
+# emit_result NAME [ok|failed]: the results document (a JSON object) on stdin, with where
+# it comes from added (commit, CPU model, cores, build type, date, load averages at the
+# start and now, command: see bench/provenance.py), printed and, unless failed, written to
+# bench/results/NAME.json (RESULT=file writes it there instead, RESULT= nowhere).
+emit_result() {
+    python3 "$BENCH_DIR/provenance.py" emit "$1" "$BUILD" "$PROVENANCE_START" "${2:-ok}"
+}
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

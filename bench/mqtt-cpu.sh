@@ -12,11 +12,13 @@
 # gust process from /proc/PID/stat over the publishing and draining, divided by the
 # readings published, and its threads' context switches per reading. JSON with the
 # medians on stdout. On a shared machine the CPU per message moves less than the rates
-# the ladder finds, which is why this exists.
+# the ladder finds, which is why this exists. Writes bench/results/mqtt-cpu.json, with the
+# commit and build type of BASE_BUILD beside this build's.
 #
 #   BUILD=build-rel bench/mqtt-cpu.sh /tmp/base/build 5 12000 4
 source "$(dirname "$0")/lib.sh"
 BASE=${1:?usage: mqtt-cpu.sh BASE_BUILD [ROUNDS] [RATE] [SECS]}
+BASE=$(cd "$BASE" && pwd) # gust runs it from elsewhere: the path must be absolute
 ROUNDS=${2:-5}
 RATE=${3:-12000}
 SECS=${4:-4}
@@ -86,11 +88,10 @@ for r in $(seq 1 "$ROUNDS"); do
         if [ "$which" = base ]; then BASE_US+=("$us") BASE_SW+=("$sw"); else NEW_US+=("$us") NEW_SW+=("$sw"); fi
     done
 done
-cat <<JSON
+emit_result mqtt-cpu <<JSON
 {"scenario":"mqtt-cpu","path":"edge, telemetry flow, QoS 0","rate":$RATE,"seconds":$SECS,"rounds":$ROUNDS,
- "build":"$BUILD","base_build":"$BASE",
+ "build":"$BUILD","base_build":"$BASE","base":$(python3 "$BENCH_DIR/provenance.py" build "$BASE"),
  "gust_cpu_us_per_reading_median":$(median "${NEW_US[@]}"),"base_gust_cpu_us_per_reading_median":$(median "${BASE_US[@]}"),
  "gust_switches_per_reading_median":$(median "${NEW_SW[@]}"),"base_gust_switches_per_reading_median":$(median "${BASE_SW[@]}"),
- "gust_cpu_us_per_reading":[$(IFS=,; echo "${NEW_US[*]}")],"base_gust_cpu_us_per_reading":[$(IFS=,; echo "${BASE_US[*]}")],
- "load_average_1m":$(cut -d' ' -f1 /proc/loadavg)}
+ "gust_cpu_us_per_reading":[$(IFS=,; echo "${NEW_US[*]}")],"base_gust_cpu_us_per_reading":[$(IFS=,; echo "${BASE_US[*]}")]}
 JSON

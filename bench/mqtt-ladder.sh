@@ -20,7 +20,7 @@
 # busy machine causes) fails, marked publisher_limited, and the ladder goes on with finer
 # steps below it; "publisher_limited" in the result says a workload met one. The three
 # ladders take turns, step by step, in one run. JSON on stdout and in
-# bench/results/mqtt-ladder.json.
+# bench/results/mqtt-ladder.json (emit_result in lib.sh).
 #
 #   STEP_S=4 CONNS=4 GRACE_MS=1000 MAX_RATE=150000 bench/mqtt-ladder.sh
 source "$(dirname "$0")/lib.sh"
@@ -163,8 +163,7 @@ GUST_RSS=$(rss_kb "$GUST_PID")
 
 python3 - "${LO[baseline]}" "${LO[telemetry]}" "${LO[windows]}" "${LIMITED[baseline]}" "${LIMITED[telemetry]}" \
     "${LIMITED[windows]}" "[${STEPS[baseline]}]" "[${STEPS[telemetry]}]" "[${STEPS[windows]}]" "$GUST_RSS" \
-    "$GUST_CPU" "$STEP_S" "$CONNS" "$GRACE_MS" "$(( $(date +%s) - T_START ))" "$(cut -d' ' -f1 /proc/loadavg)" \
-    "$(nproc)" "$COLD_START_MS" <<'PY' | tee "$BENCH_DIR/results/mqtt-ladder.json"
+    "$GUST_CPU" "$STEP_S" "$CONNS" "$GRACE_MS" "$(( $(date +%s) - T_START ))" "$COLD_START_MS" <<'PY' >"$WORK/ladder.json"
 import json, sys
 a = sys.argv[1:]
 b, tel, win = int(a[0]), int(a[1]), int(a[2])
@@ -176,9 +175,10 @@ out = {
     "mosquitto_pub_sub_ceiling_per_s": b, "telemetry_ceiling_per_s": tel, "windows_ceiling_per_s": win,
     "telemetry_ratio_to_mosquitto": ratio(tel), "windows_ratio_to_mosquitto": ratio(win), "target_ratio": 0.7,
     "met_publisher_limited_steps": {"baseline": a[3] == "true", "telemetry": a[4] == "true", "windows": a[5] == "true"},
-    "gust_rss_kb": int(a[9]), "gust_cpu_s": float(a[10]), "gust_cold_start_ms": float(a[17]),
-    "run_seconds": int(a[14]), "load_average_1m_at_end": float(a[15]), "cpus": int(a[16]),
+    "gust_rss_kb": int(a[9]), "gust_cpu_s": float(a[10]), "gust_cold_start_ms": float(a[15]),
+    "run_seconds": int(a[14]),
     "steps": {"baseline": json.loads(a[6]), "telemetry": json.loads(a[7]), "windows": json.loads(a[8])},
 }
-print(json.dumps(out, indent=1))
+print(json.dumps(out))
 PY
+emit_result mqtt-ladder <"$WORK/ladder.json"

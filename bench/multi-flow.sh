@@ -3,6 +3,7 @@
 # on its own subjects (ev.m<i> -> ev.m<i>.out). PER_FLOW events per flow are stored
 # first; a counter checks every output id; reports the aggregate rate, RSS as the run
 # ends, and RSS 11 s later (rss_settled_kb, after gust has handed freed heap back).
+# Writes bench/results/multi-flow.json.
 source "$(dirname "$0")/lib.sh"
 PER=${1:-4000}
 start_nats
@@ -31,4 +32,4 @@ for flows in 1 10 50; do
     stop_pid "$GUST_PID"
     results+=("{\"flows\":$flows,\"events\":$total,\"count\":$(cat "$WORK/count.json"),\"rss_kb\":$rss,\"rss_settled_kb\":$settled,\"cold_start_ms\":$COLD_START_MS}")
 done
-echo "{\"scenario\":\"multi-flow\",\"per_flow\":$PER,\"runs\":[$(IFS=,; echo "${results[*]}")]}"
+echo "{\"scenario\":\"multi-flow\",\"per_flow\":$PER,\"runs\":[$(IFS=,; echo "${results[*]}")]}" | emit_result multi-flow

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [SECS] [CONNS]: the end-to-end path of WORKLOAD.md, saturated.
+# run.sh [SECS] [CONNS]: the end-to-end path of bench/WORKLOAD.md, saturated.
 #   gust-bench-loadgen (HTTP POST, keep-alive, unique ids, t stamped) -> /ingest ->
 #   JetStream -> flow bench_orders.lua -> JetStream -> http_out -> gust-bench-sink,
 #   which measures latency from t and counts unique ids.
@@ -8,7 +8,8 @@
 # The baseline, on the same nats-server once gust has stopped: the bus alone doing the
 # path's JetStream work (gust-bench-bus path: store, a publish-before-ack hop, a reading
 # sink) for as many events, at the same rate or with as many publishes in flight as
-# connections.
+# connections. Writes bench/results/run.json (paced: paced-RATE.json) when every event
+# arrived.
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-32}
@@ -44,7 +45,9 @@ rss_peak=$(cat "$WORK/rss" 2>/dev/null || echo null)
 stop_pid "$GUST_PID"
 n_bus=${RATE:+$((RATE * SECS))}
 bus=$("$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
-cat <<JSON
+name=run
+[ -z "$RATE" ] || name=paced-$RATE
+emit_result "$name" "$([ "$unique" = "$accepted" ] && echo ok || echo failed)" <<JSON
 {"scenario":"${SCENARIO:-e2e-saturated}","seconds":$SECS,"connections":$CONNS,"rate_target":${RATE:-null},
  "cold_start_ms":$COLD_START_MS,
  "ingest":$lg,

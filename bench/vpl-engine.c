@@ -1,7 +1,7 @@
-/* gust-bench-vpl: the VPL correlation engine alone, in memory (WORKLOAD.md).
+/* gust-bench-vpl: the VPL correlation engine alone, in memory (bench/WORKLOAD.md).
  *
- *   orders    rules/bench_orders.vpl over N orders events (the WORKLOAD.md shape).
- *   sequence  rules/bench_sequence.vpl over the WORKLOAD.md pair generator: per pair i a
+ *   orders    rules/bench_orders.vpl over N orders events (the bench/WORKLOAD.md shape).
+ *   sequence  rules/bench_sequence.vpl over the bench/WORKLOAD.md pair generator: per pair i a
  *             SysmonNetworkConnect (port 445) at t = T0 + i on host h(i % HOSTS), and the
  *             SysmonProcessCreate (parent ...\services.exe) of the same host at T0 + i + LAG,
  *             published LAG pairs later. Rate per LAG, open runs (measured, not assumed),
@@ -168,7 +168,7 @@ static void ev_free(struct events *e)
 
 static const char *const countries[] = {"France", "Germany", "Italy", "Spain"};
 
-/* The WORKLOAD.md orders event; t has a microsecond fraction. */
+/* The bench/WORKLOAD.md orders event; t has a microsecond fraction. */
 static void gen_orders(struct events *e, long n)
 {
     ev_init(e, (size_t)n);
@@ -186,7 +186,7 @@ static void gen_orders(struct events *e, long n)
     }
 }
 
-/* The WORKLOAD.md sequence generator (the shape of shared/vpl/cases/15_bench_sequence):
+/* The bench/WORKLOAD.md sequence generator (the events rules/bench_sequence.vpl pairs):
  * step j publishes the NetworkConnect of pair j (j < pairs) and then the ProcessCreate of
  * pair j - lag (j >= lag). DestinationIp encodes the pair index i, so an alert names the
  * run it closed; the ProcessCreate's t (the alert's t) is T0 + i + lag. */
@@ -672,9 +672,9 @@ static char *without_partition(const char *src, size_t len, size_t *outlen)
 }
 
 static const char *const section_hosts_note[] = {
-    "sequence", "the WORKLOAD.md generator",
+    "sequence", "the bench/WORKLOAD.md generator",
     "sequence_distinct_hosts", "max(HOSTS, LAG+1) hosts: no host holds two open runs",
-    "sequence_unpartitioned", "the WORKLOAD.md generator, .partition_by deleted",
+    "sequence_unpartitioned", "the bench/WORKLOAD.md generator, .partition_by deleted",
     "sequence_unpartitioned_distinct_hosts", "max(HOSTS, LAG+1) hosts, .partition_by deleted",
     NULL, NULL,
 };

@@ -1,4 +1,4 @@
--- The orders workload (shared/bench/WORKLOAD.md): reshape a shop order for the
+-- The orders workload (bench/WORKLOAD.md): reshape a shop order for the
 -- CRM. Per event: order_ref from id, the e-mail lower-cased, the total as a
 -- number, the country code, one position per line item, t passed through.
 --

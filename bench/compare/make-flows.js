@@ -1,7 +1,7 @@
 // make-flows.js [--check]: writes flows.json, the Node-RED side of bench/compare/run.sh,
 // with orders.js as the body of its one function node. --check writes nothing: it fails
 // when flows.json is not what this script makes, or when the function does not give the
-// expected emit of shared/bench/WORKLOAD.md for its example event (and for the other
+// expected emit of bench/WORKLOAD.md for its example event (and for the other
 // three countries, an unknown one, and a failing event).
 //
 //   POST /ingest/orders -> orders -> http request (SINK_URL, keep-alive) -> reply -> 202
@@ -111,4 +111,4 @@ const negative = event("France");
 negative.total_price = "-1";
 assert.strictEqual(run({ payload: negative }, fakeNode), null);
 assert.strictEqual(run({ payload: negative, req: {} }, fakeNode)[2].statusCode, 202);
-console.log("flows.json is current; the function gives WORKLOAD.md's emit");
+console.log("flows.json is current; the function gives bench/WORKLOAD.md's emit");

@@ -8,7 +8,7 @@
  *   mqtt_orders pub HOST PORT TOPIC N [--start ID] [--window W] [--id CLIENT]
  *   mqtt_orders sub HOST PORT FILTER N TIMEOUT_S [--start ID] [--id CLIENT]
  *
- * pub: message i is the orders event of shared/bench/WORKLOAD.md with id "SO#<start+i>",
+ * pub: message i is the orders event of bench/WORKLOAD.md with id "SO#<start+i>",
  * the country cycling France, Germany, Italy, Spain, and t the wall clock in epoch ms with
  * 3 decimals taken right before the publish. QoS 1; at most W (default 1000) await their
  * PUBACK. Prints {"sent","acked","seconds","rate","start_ms","end_ms"}; exit 1 unless all

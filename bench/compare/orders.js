@@ -1,4 +1,4 @@
-// The orders workload (shared/bench/WORKLOAD.md) as the body of a Node-RED function node:
+// The orders workload (bench/WORKLOAD.md) as the body of a Node-RED function node:
 // the same work as scripts/bench_orders.lua, field by field. make-flows.js puts it into
 // flows.json; edit this file, then run `node make-flows.js`.
 //

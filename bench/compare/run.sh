@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/compare/run.sh [SECS] [CONNS] [MQTT_N]: gust and Node-RED side by side, same
-# machine, same run, same work (the orders workload of shared/bench/WORKLOAD.md).
+# machine, same run, same work (the orders workload of bench/WORKLOAD.md).
 #
 #   e2e:  gust-bench-loadgen -> POST /ingest/orders -> orders -> HTTP POST -> gust-bench-sink
 #         gust:     ingest -> JetStream -> flow bench_orders.lua -> JetStream -> http_out
@@ -32,8 +32,8 @@
 # settings.js (no editor, no admin API) in a throwaway userDir. gust uses nats-server as
 # bench/lib.sh does (its own, on a free port, a throwaway store), one per scenario.
 #
-# Prints one JSON object, also written to bench/results/compare.json (RESULT=path to
-# change, RESULT= to skip).
+# Prints one JSON object, also written to bench/results/compare.json (emit_result in
+# bench/lib.sh: RESULT=path to change, RESULT= to skip).
 source "$(dirname "$0")/../lib.sh"
 COMPARE=$BENCH_DIR/compare
 SECS=${1:-10}
@@ -45,7 +45,6 @@ WARMUP=${WARMUP:-3}
 MQTT_WARMUP=${MQTT_WARMUP:-2000}
 NODE_RED_VERSION=${NODE_RED_VERSION:-4.1.15}
 NR_DIR=$COMPARE/.node-red
-RESULT=${RESULT-$BENCH_DIR/results/compare.json}
 
 for f in "$BUILD/plugins/mqtt.so" "$BUILD/plugins/http_out.so"; do
     [ -f "$f" ] || { echo "missing $f: build first" >&2; exit 1; }
@@ -380,10 +379,8 @@ out = {
     },
     "checks": {"e2e_delivered_equals_accepted": all(x["delivered"] == x["accepted"] for x in e2e),
                "mqtt_all_delivered_none_foreign": g_mq["all_delivered"] and g_mq_edge["all_delivered"] and n_mq["all_delivered"]},
-    "load_average_1m": float(open("/proc/loadavg").read().split()[0]), "cpus": $(nproc),
 }
-print(json.dumps(out, indent=1))
+print(json.dumps(out))
 PY
 )
-echo "$json"
-if [ -n "$RESULT" ]; then mkdir -p "$(dirname "$RESULT")"; echo "$json" >"$RESULT"; fi
+emit_result compare <<<"$json"

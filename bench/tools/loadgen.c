@@ -4,7 +4,7 @@
  *                      [--rate R] [--first-id N] [--count N] [--expect-status S]
  *
  * Opens C keep-alive connections (TCP_NODELAY) and POSTs the orders event of
- * shared/bench/WORKLOAD.md on them, one request in flight per connection (no pipelining).
+ * bench/WORKLOAD.md on them, one request in flight per connection (no pipelining).
  * The "id" is "SO#<n>" with n counting up from --first-id (default 1) across all
  * connections, the country cycles France, Germany, Italy, Spain by id (id 1 is France), and
  * "t" is the wall clock in epoch milliseconds with 3 decimals, taken right before the

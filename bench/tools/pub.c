@@ -1,4 +1,4 @@
-/* gust-bench-pub URL SUBJECT N [FIRST_ID]: publishes N orders events (WORKLOAD.md) to
+/* gust-bench-pub URL SUBJECT N [FIRST_ID]: publishes N orders events (bench/WORKLOAD.md) to
  * SUBJECT with JetStream async publish, waits for every PubAck, and prints JSON with
  * the rate. Ids count up from FIRST_ID (default 1); `t` is the send time in epoch
  * milliseconds with a microsecond fraction. */

@@ -1,5 +1,5 @@
 /* gust-bench-pub-seq URL FILE NET_SUBJECT PROC_SUBJECT [STREAM SUBJECTS]: publishes the
- * JSON lines of FILE (gust-bench-vpl --dump-events: the WORKLOAD.md sequence events) in
+ * JSON lines of FILE (gust-bench-vpl --dump-events: the bench/WORKLOAD.md sequence events) in
  * order with JetStream async publish: SysmonNetworkConnect lines to NET_SUBJECT, the
  * others to PROC_SUBJECT. With STREAM and SUBJECTS it first adds that file-storage stream
  * (the configuration gust itself creates, so gust accepts it as it is). Waits for every

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of bench/bus.sh: one round with tiny sizes against a fresh nats-server; checks
-# that every section of the JSON is there and that its counts match the sizes asked for.
-# Rates are printed, never judged.
+# that every section of the JSON is there, that its counts match the sizes asked for, and
+# that it records where it comes from (bench/provenance.py: the fields every results file
+# carries). Rates are printed, never judged.
 #
 #   bench/tools/test_bus.sh [BUILD_DIR]    (default build)
 set -euo pipefail
@@ -10,19 +11,34 @@ BUILD=$(cd "${1:-build}" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-BUILD=$BUILD BUS_OUT=$TMP/bus.json BUS_ROUNDS=1 BUS_CORE_N=3000 BUS_CORE_KIB_N=2000 BUS_JS_N=1000 \
+BUILD=$BUILD RESULT=$TMP/bus.json BUS_ROUNDS=1 BUS_CORE_N=3000 BUS_CORE_KIB_N=2000 BUS_JS_N=1000 \
     BUS_FETCH_N=1000 BUS_RELAY_N=700 BUS_RELAY_BATCH=64 BUS_PATH_N=600 BUS_PATH_PACED_N=10 BUS_REQ_N=50 BUS_FLOOD_PUBS=3 BUS_FLOOD_N=400 \
     bench/bus.sh >"$TMP/stdout.json"
-cmp -s "$TMP/stdout.json" "$TMP/bus.json" || { echo "FAIL: stdout and BUS_OUT differ"; exit 1; }
-python3 - "$TMP/bus.json" <<'PY'
-import json, sys
+cmp -s "$TMP/stdout.json" "$TMP/bus.json" || { echo "FAIL: stdout and RESULT differ"; exit 1; }
+# What the provenance must say of this tree and build.
+want_commit=unknown
+if git rev-parse --git-dir >/dev/null 2>&1; then want_commit=$(git describe --always); fi
+want_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+python3 - "$TMP/bus.json" "$want_commit" "${want_type:-RelWithDebInfo}" <<'PY'
+import json, re, sys
 d = json.load(open(sys.argv[1]))
+want_commit, want_type = sys.argv[2], sys.argv[3]
 def need(cond, what):
     if not cond:
         sys.exit("FAIL: %s" % what)
 need(d["scenario"] == "bus" and d["ok"] is True and d["rounds"] == 1, "header: %s" % d)
-for k in ("machine", "nats_server", "nats_c", "load_average_1m_start", "date"):
+for k in ("machine", "nats_server", "nats_c", "commit", "cpu_model", "cores", "build_type", "date", "uptime"):
     need(k in d, "no %s" % k)
+need(list(d)[:8] == ["scenario", "commit", "cpu_model", "cores", "build_type", "date", "uptime", "command"],
+     "provenance not after the scenario: %s" % list(d)[:8])
+need(d["command"] == "bench/bus.sh", "command %s" % d["command"])
+need(re.sub("-dirty$", "", d["commit"]) == want_commit, "commit %s, want %s" % (d["commit"], want_commit))
+need(d["build_type"] == want_type, "build_type %s, want %s" % (d["build_type"], want_type))
+need(isinstance(d["cores"], int) and d["cores"] >= 1 and d["cpu_model"], "cpu %s, cores %s" % (d["cpu_model"], d["cores"]))
+need(d["machine"].startswith("%s, %d cores, " % (d["cpu_model"], d["cores"])), "machine %r disagrees" % d["machine"])
+need(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", d["date"]), "date %s" % d["date"])
+u = d["uptime"]
+need(sorted(u) == ["end", "start"] and all(len(u[k]) == 3 and all(x >= 0 for x in u[k]) for k in u), "uptime %s" % u)
 def one(key, **want):
     s = d[key]
     need(s["ok"] is True and len(s["rounds"]) == 1 and s["rate_median"] > 0, "%s: %s" % (key, s))

@@ -1,8 +1,8 @@
 /* The admin worker: one thread and a job queue for the admin routes whose nats.c calls
  * block (JetStream requests, synchronous publishes). Such calls deadlock or stall when
- * made on the h2o event-loop thread (DESIGN.md §10), so the loop only parses the
- * request, queues a job here and goes on; the worker runs it and sends the answer back
- * through the loop's multithread queue. One thread is enough: these are rare operator
+ * made on the h2o event-loop thread (docs/ARCHITECTURE.md, "Threads"), so the loop only
+ * parses the request, queues a job here and goes on; the worker runs it and sends the
+ * answer back through the loop's multithread queue. One thread is enough: these are rare operator
  * requests, and running them one at a time keeps a replay and a purge from racing. */
 #include <stdlib.h>
 #include <string.h>

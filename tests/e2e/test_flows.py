@@ -49,7 +49,7 @@ def main():
                    "sink": sink.port, "tmp": tmp.path}
     g = Gust(tmp, conf)
     try:
-        # ingest -> flow -> http_out -> sink: the exact payload of WORKLOAD.md.
+        # ingest -> flow -> http_out -> sink: the exact payload of bench/WORKLOAD.md.
         status, _, _ = g.request("POST", "/ingest/orders", json.dumps(ORDER).encode())
         t.eq(status, 202, "ingest")
         got = wait_for(lambda: sink.received(), 10, "the sink to receive the order")

@@ -1,4 +1,4 @@
-/* bench-flow [N [only]]: the orders flow (scripts/bench_orders.lua) on the WORKLOAD.md
+/* bench-flow [N [only]]: the orders flow (scripts/bench_orders.lua) on the bench/WORKLOAD.md
  * event, N times on one core, after checking its first output. The baseline in the
  * same run is a flow that emits each event unchanged (decode + encode, no script
  * work). Each run gets the meta a running unit gives (subject, seq, stored time,
@@ -65,7 +65,7 @@ static int num_is(yajl_val v, const char *text)
     return v != NULL && YAJL_IS_NUMBER(v) && strcmp(v->u.number.r, text) == 0;
 }
 
-/* The expected emit of WORKLOAD.md, with the fractional t the load generator sends. */
+/* The expected emit of bench/WORKLOAD.md, with the fractional t the load generator sends. */
 static int check_first(const struct gust_emits *out)
 {
     static const char *const skus[] = {"A-12", "B-07", "C-33"};
