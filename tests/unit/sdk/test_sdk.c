@@ -1,6 +1,7 @@
 /* Unit tests of libgust-sdk: the JSON check (kinds, errors, key clashes), array splitting
- * into exact element bytes, string quoting, RFC 3339 time, and the publisher and source
- * runner against a fake host API (back-pressure, max_inflight, giving up, the schedule). */
+ * into exact element bytes, string quoting, RFC 3339 time, HTTP header lines, and the
+ * publisher and source runner against a fake host API (back-pressure, max_inflight,
+ * giving up, the schedule). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +103,20 @@ static void test_quote(void)
     CHECK(gust_json_append_string(&b, in, strlen(in)) == 0 && gust_buf_append(&b, "", 1) == 0, "quote");
     CHECK(strcmp(b.data, "\"a\\\"b\\\\c\\n\\u0001/\"") == 0, "quote: %s", b.data);
     gust_buf_free(&b);
+}
+
+static void test_http_header(void)
+{
+    CHECK(gust_http_header_problem("X-Api-Key: s3cret") == NULL, "a header");
+    CHECK(gust_http_header_problem("X-Empty:") == NULL, "an empty value");
+    CHECK(gust_http_header_problem("NoColon") != NULL, "no colon");
+    CHECK(gust_http_header_problem(": value") != NULL, "no name");
+    CHECK(gust_http_header_problem("Bad Name: v") != NULL, "a space in the name");
+    CHECK(gust_http_header_problem("X-A: v\r\nX-B: w") != NULL, "a line break in the value");
+    CHECK(gust_http_header_problem("X-A: v\n") != NULL, "a trailing line break");
+    CHECK(gust_http_header_is("content-type: text/plain", "Content-Type"), "any case");
+    CHECK(!gust_http_header_is("Content-Type-X: y", "Content-Type"), "the whole name");
+    CHECK(!gust_http_header_is("Content", "Content-Type"), "shorter than the name");
 }
 
 static void test_rfc3339(void)
@@ -297,6 +312,7 @@ int main(void)
     test_each();
     test_quote();
     test_rfc3339();
+    test_http_header();
     test_publisher();
     test_runner();
     printf("%d passed, %d failed\n", passed, failed);
