@@ -38,6 +38,17 @@ static void deadline_ts(int64_t at_ms, struct timespec *ts)
     ts->tv_nsec = (long)(at_ms % 1000) * 1000000L;
 }
 
+/* A lock and its condition, whose timed waits run on CLOCK_MONOTONIC (deadline_ts). */
+static void lock_init(pthread_mutex_t *lock, pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    pthread_mutex_init(lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf,
                           struct gust_err *err)
 {
@@ -47,12 +58,7 @@ int gust_publisher_create(struct gust_publisher **out, const struct gust_publish
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     p->conf = *conf;
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    lock_init(&p->lock, &p->cond);
     *out = p;
     return 0;
 }
@@ -268,12 +274,7 @@ int gust_source_create(struct gust_source_runner **out, const struct gust_source
         free(r);
         return rc;
     }
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    lock_init(&r->lock, &r->cond);
     *out = r;
     return 0;
 }
