@@ -10,6 +10,14 @@
 #include "gust/sdk.h"
 #include "gust/source.h"
 
+/* A send with the caller's own outcome callback (gust_publisher_send_cb). */
+struct tracked {
+    struct gust_publisher *p;
+    gust_publish_done_fn done;
+    void *ud;
+    struct tracked *next; /* on the publisher's spares */
+};
+
 struct gust_publisher {
     struct gust_publisher_conf conf;
     struct gust_pub_counts counts;
@@ -18,12 +26,27 @@ struct gust_publisher {
     atomic_int stopping;
     uint64_t outstanding; /* publishes whose outcome has not come back; under lock */
     atomic_int failing;   /* in a streak of failed publishes (logged once) */
+    /* Under lock: trackers whose outcome came back, for the next sends. A source that
+     * acts on every outcome (mqtt_in) then costs no malloc per message once it runs, and
+     * there are never more of them than publishes were in flight at once. */
+    struct tracked *spares;
 };
 
 static void deadline_ts(int64_t at_ms, struct timespec *ts)
 {
     ts->tv_sec = (time_t)(at_ms / 1000);
     ts->tv_nsec = (long)(at_ms % 1000) * 1000000L;
+}
+
+/* A lock and its condition, whose timed waits run on CLOCK_MONOTONIC (deadline_ts). */
+static void lock_init(pthread_mutex_t *lock, pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    pthread_mutex_init(lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf,
@@ -35,12 +58,7 @@ int gust_publisher_create(struct gust_publisher **out, const struct gust_publish
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     p->conf = *conf;
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    lock_init(&p->lock, &p->cond);
     *out = p;
     return 0;
 }
@@ -55,11 +73,9 @@ static void note_failure(struct gust_publisher *p, const char *why)
     }
 }
 
-/* The bus's outcome of one publish, on a host thread. */
-static void on_done(void *ud, int status, uint64_t seq, const char *error)
+/* Counts the bus's outcome of one publish, on a host thread. */
+static void count_outcome(struct gust_publisher *p, int status, const char *error)
 {
-    struct gust_publisher *p = ud;
-    (void)seq;
     if (status == 0) {
         atomic_fetch_add(&p->counts.stored, 1);
         if (atomic_exchange(&p->failing, 0) == 1) {
@@ -69,26 +85,39 @@ static void on_done(void *ud, int status, uint64_t seq, const char *error)
     } else {
         note_failure(p, error && error[0] ? error : "refused by the bus");
     }
-    /* Last: once outstanding is 0, destroy may free p. */
-    pthread_mutex_lock(&p->lock);
+}
+
+/* Under the lock: one publish fewer in flight, its tracker (if any) kept for reuse. Once
+ * outstanding is 0, destroy may free p: nothing touches it after the unlock. */
+static void settle_locked(struct gust_publisher *p, struct tracked *t)
+{
+    if (t != NULL) {
+        t->next = p->spares;
+        p->spares = t;
+    }
     p->outstanding--;
     pthread_cond_broadcast(&p->cond);
+}
+
+static void on_done(void *ud, int status, uint64_t seq, const char *error)
+{
+    struct gust_publisher *p = ud;
+    (void)seq;
+    count_outcome(p, status, error);
+    pthread_mutex_lock(&p->lock);
+    settle_locked(p, NULL);
     pthread_mutex_unlock(&p->lock);
 }
 
-/* A send with the caller's own outcome callback. */
-struct tracked {
-    struct gust_publisher *p;
-    gust_publish_done_fn done;
-    void *ud;
-};
-
 static void on_done_tracked(void *ud, int status, uint64_t seq, const char *error)
 {
-    struct tracked t = *(struct tracked *)ud;
-    free(ud);
-    t.done(t.ud, status, seq, error);
-    on_done(t.p, status, seq, error);
+    struct tracked *t = ud;
+    struct gust_publisher *p = t->p;
+    t->done(t->ud, status, seq, error);
+    count_outcome(p, status, error);
+    pthread_mutex_lock(&p->lock);
+    settle_locked(p, t);
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* Under the lock: waits for an outcome or stop until at_ms; 1 when at_ms passed. */
@@ -125,7 +154,9 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
             return GUST_EAGAIN;
         }
         struct tracked *t = NULL;
-        if (done != NULL && (t = malloc(sizeof(*t))) == NULL) {
+        if (done != NULL && (t = p->spares) != NULL) {
+            p->spares = t->next;
+        } else if (done != NULL && (t = malloc(sizeof(*t))) == NULL) {
             pthread_mutex_unlock(&p->lock);
             note_failure(p, "out of memory");
             return GUST_ENOMEM;
@@ -135,7 +166,7 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
         pthread_mutex_unlock(&p->lock);
         int rc;
         if (t != NULL) {
-            *t = (struct tracked){p, done, ud};
+            *t = (struct tracked){.p = p, .done = done, .ud = ud};
             rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done_tracked, t);
         } else {
             rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done, p);
@@ -144,10 +175,8 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
             atomic_fetch_add(&p->counts.sent, 1);
             return 0;
         }
-        free(t);
         pthread_mutex_lock(&p->lock);
-        p->outstanding--; /* not taken: no outcome will come for it */
-        pthread_cond_broadcast(&p->cond);
+        settle_locked(p, t); /* not taken: no outcome will come for it */
         if (rc != GUST_EAGAIN || once) {
             pthread_mutex_unlock(&p->lock);
             note_failure(p, rc == GUST_EAGAIN ? "the bus is not connected or has too many publishes pending"
@@ -202,6 +231,11 @@ void gust_publisher_destroy(struct gust_publisher *p)
         pthread_cond_wait(&p->cond, &p->lock);
     }
     pthread_mutex_unlock(&p->lock);
+    while (p->spares != NULL) {
+        struct tracked *t = p->spares;
+        p->spares = t->next;
+        free(t);
+    }
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -240,12 +274,7 @@ int gust_source_create(struct gust_source_runner **out, const struct gust_source
         free(r);
         return rc;
     }
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    lock_init(&r->lock, &r->cond);
     *out = r;
     return 0;
 }

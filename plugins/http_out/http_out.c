@@ -34,26 +34,6 @@ struct http_out {
 
 static const struct gust_host_api *host;
 
-static const struct gust_schema_key schema[] = {
-    {"url", GUST_T_STR, NULL, GUST_K_REQUIRED, "where to send each message (http:// or https://)"},
-    {"method", GUST_T_STR, "POST", 0, "POST or PUT"},
-    {"header", GUST_T_LIST, NULL, GUST_K_SECRET,
-     "extra request header \"Name: value\", repeatable; values are literal (use ${ENV})"},
-    {"content_type", GUST_T_STR, "application/json", 0, "Content-Type of the requests"},
-    {"timeout", GUST_T_DURATION, "5s", 0, "limit for one request, connecting included"},
-    {"max_inflight", GUST_T_INT, "256", 0,
-     "requests of one batch written and not yet answered, over all connections"},
-    {"connections", GUST_T_INT, "4", 0,
-     "most connections open to the server, kept alive between batches; a batch uses no more "
-     "than it has messages"},
-    {"pipeline", GUST_T_INT, "64", 0,
-     "most requests outstanding on one connection, written together and answered in order "
-     "(1: no pipelining, one request at a time per connection)"},
-    {"tls_ca", GUST_T_PATH, NULL, 0,
-     "CA certificate file (PEM) to verify an https server with, instead of the system store"},
-    {NULL, 0, NULL, 0, NULL},
-};
-
 static int http_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
                            struct gust_err *err)
 {
@@ -117,7 +97,7 @@ static void http_out_destroy(void *ctx)
 static const struct gust_plugin_type types[] = {{
     .name = "http_out",
     .kind = GUST_PLUGIN_SINK,
-    .schema = schema,
+    .schema = http_out_schema,
     .create = http_out_create,
     .start = http_out_start,
     .deliver = http_out_deliver,

@@ -32,10 +32,27 @@ struct http_out_url {
  * absolute http:// or https:// URL with a host. */
 int http_out_url_parse(struct http_out_url *u, const char *url);
 
+/* The keys as written, bound by http_out_schema (strings borrowed from the cfg, which
+ * outlives the instance). */
+struct http_out_keys {
+    const char *url;
+    const char *method;
+    struct gust_list header;
+    const char *content_type;
+    int64_t timeout;
+    int64_t max_inflight;
+    int64_t connections;
+    int64_t pipeline;
+    const char *tls_ca;
+};
+
+extern const struct gust_schema_key http_out_schema[];
+
 struct http_out_conf {
-    const char *url;         /* borrowed from the cfg, which outlives the instance */
+    struct http_out_keys k;
+    const char *url;         /* k.url */
     struct http_out_url u;
-    const char *tls_ca;      /* borrowed; NULL: the system CA store */
+    const char *tls_ca;      /* k.tls_ca; NULL: the system CA store */
     struct gust_buf head;    /* owned: every request's start, up to "Content-Length: " */
     int64_t timeout_ms;      /* one request, from its write (connecting included) */
     size_t max_inflight;     /* requests of a batch written and not yet answered */
@@ -43,7 +60,7 @@ struct http_out_conf {
     size_t pipeline;         /* most requests outstanding on one connection */
 };
 
-/* Fills conf from cfg (borrowed), naming file:line of a bad value in err. */
+/* Binds and checks the keys of cfg (borrowed), naming file:line of a bad value in err. */
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
                        const struct gust_cfg *cfg, struct gust_err *err);
 void http_out_conf_free(struct http_out_conf *conf);

@@ -10,10 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "http_poll.h"
-#include "http_header.h"
 
 /* Fills conf->url_shown; -1 when url is not an http:// or https:// URL. */
 static int parse_url(struct http_poll_conf *conf, const char *url)
@@ -60,12 +58,6 @@ const struct gust_schema_key http_poll_schema[] = {
     KEY(stats_interval, DURATION, "60s", 0, "log the counters this often (0: only when stopping)"),
     GUST_KEY_END,
 };
-
-static int is_header(const char *h, const char *name)
-{
-    size_t n = strlen(name);
-    return strncasecmp(h, name, n) == 0 && h[n] == ':';
-}
 
 int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *api, const struct gust_cfg *cfg,
                         struct gust_err *err)
@@ -114,7 +106,7 @@ int http_poll_conf_load(struct http_poll_conf *c, const struct gust_host_api *ap
             return gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
                               why);
         }
-        auth_header |= is_header(h, "Authorization");
+        auth_header |= gust_http_header_is(h, "Authorization");
     }
     if (k->bearer_token_file && k->bearer_token_env) {
         return gust_err_set(err, GUST_ECONFIG, "%s: bearer_token_file and bearer_token_env are exclusive",
@@ -172,7 +164,7 @@ static int read_header_file(struct http_poll_conf *c, const struct gust_host_api
         if ((why = gust_http_header_problem(line)) != NULL) {
             rc = gust_err_set(err, GUST_ECONFIG, "%s: header_file: %s:%d %s",
                             api->cfg_where(cfg, "header_file"), path, lineno, why);
-        } else if (is_header(line, "Authorization") &&
+        } else if (gust_http_header_is(line, "Authorization") &&
                    (c->k.bearer_token_file || c->k.bearer_token_env)) {
             rc = gust_err_set(err, GUST_ECONFIG,
                             "%s: header_file: %s:%d sets Authorization, and so does the bearer token",
@@ -235,7 +227,7 @@ int http_poll_conf_headers(struct http_poll_conf *c, const struct gust_host_api 
 
     for (size_t i = 0; i < c->k.header.n; i++) {
         const char *h = c->k.header.items[i];
-        accept |= is_header(h, "Accept");
+        accept |= gust_http_header_is(h, "Accept");
         if ((rc = add_header(c, h, err)) != 0) {
             return rc;
         }
@@ -244,7 +236,7 @@ int http_poll_conf_headers(struct http_poll_conf *c, const struct gust_host_api 
         return rc;
     }
     for (struct curl_slist *l = c->headers; l; l = l->next) {
-        accept |= is_header(l->data, "Accept");
+        accept |= gust_http_header_is(l->data, "Accept");
     }
     return accept ? 0 : add_header(c, "Accept: application/json", err);
 }

@@ -49,9 +49,7 @@ static const struct gust_plugin_type types[] = {
 };
 
 static const struct gust_plugin_desc desc = {
-    .struct_size = sizeof(struct gust_plugin_desc),
-    .abi_major = GUST_ABI_MAJOR,
-    .abi_minor = GUST_ABI_MINOR,
+    GUST_PLUGIN_DESC_INIT,
     .name = "mqtt",
     .version = "0.1.0",
     .types = types,

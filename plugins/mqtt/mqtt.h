@@ -1,15 +1,15 @@
 /* mqtt plugin internals shared by its files. Nothing here is exported from the .so.
  *
  *   mqtt.c          the descriptor: types mqtt_in and mqtt_out, init/fini
- *   mqtt_conf.c     keys both types share (broker, credentials, TLS), error helper
+ *   mqtt_conf.c     keys both types share (broker, credentials, TLS)
  *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
  *   mqtt_json.c     JSON read in place (validation, fields), no allocation
  *   mqtt_wire.c     MQTT 3.1.1 packets for the plugin's own clients (both types)
- *   mqtt_link.c     one client connection (both types): socket (plugins/common/gust_sock),
- *                   buffers, CONNECT/CONNACK, keepalive, reconnect backoff
- *   mqtt_in.c       the source: network thread, in-flight ring (mqtt_in_ring.c), deferred
- *                   PUBACKs; mqtt_in_conn.c its session (SUBSCRIBE, PUBLISH, QoS 2 acks)
+ *   mqtt_link.c     one client connection (both types): socket (gust/sock.h), buffers,
+ *                   CONNECT/CONNACK, keepalive, reconnect backoff
+ *   mqtt_in.c       the source: network thread, PUBACK ring (mqtt_in_ring.c) on the SDK's
+ *                   publisher; mqtt_in_conn.c its session (SUBSCRIBE, PUBLISH, QoS 2 acks)
  *   mqtt_out.c      the sink: a batch's PUBLISHes in one write, PUBACKs read on the
  *                   unit's thread; mqtt_out_keeper.c the thread that keeps the
  *                   connection between batches
@@ -21,42 +21,59 @@
 #include <stdint.h>
 
 #include "gust/plugin.h"
+#include "gust/sdk.h"
 
 extern const struct gust_host_api *mqtt_host;
 
+/* The keys both types share, as written; each type's keys struct holds them as its
+ * member `common`, and MQTT_COMMON_KEYS(struct type_keys) binds them there. */
+struct mqtt_keys {
+    const char *broker;
+    int64_t qos;
+    const char *client_id;
+    const char *username;
+    const char *password;
+    const char *password_file;
+    const char *tls_ca, *tls_cert, *tls_key;
+    int64_t keepalive;
+    int64_t timeout;
+};
 
-/* What both types read from their block. Strings are borrowed from the cfg (which
- * outlives the instance) except password, which is owned (read from password_file). */
+#define MQTT_KEY(S, f, T, def, flags, help) GUST_KEY_AS(S, common.f, #f, T, def, flags, help)
+/* The schema entries both types share; expand inside a schema table of S. */
+#define MQTT_COMMON_KEYS(S)                                                                         \
+    MQTT_KEY(S, broker, ADDR, NULL, GUST_K_REQUIRED, "MQTT broker host:port"),                      \
+    MQTT_KEY(S, qos, INT, "1", 0, "0 (at most once) or 1 (at least once, acked end to end)"),       \
+    MQTT_KEY(S, client_id, STR, NULL, 0, "MQTT client id (default: gust-<unit>)"),                  \
+    MQTT_KEY(S, username, STR, NULL, 0, "MQTT user name"),                                          \
+    MQTT_KEY(S, password, STR, NULL, GUST_K_SECRET, "MQTT password (use ${ENV}); never logged"),    \
+    MQTT_KEY(S, password_file, PATH, NULL, GUST_K_SECRET, "file whose first line is the password"), \
+    MQTT_KEY(S, tls_ca, PATH, NULL, 0, "CA certificate file: connect with TLS"),                    \
+    MQTT_KEY(S, tls_cert, PATH, NULL, 0, "client certificate (with tls_key)"),                      \
+    MQTT_KEY(S, tls_key, PATH, NULL, GUST_K_SECRET, "client private key"),                          \
+    MQTT_KEY(S, keepalive, DURATION, "30s", 0, "MQTT keepalive"),                                   \
+    MQTT_KEY(S, timeout, DURATION, "5s", 0, "connect timeout; mqtt_out: longest wait for PUBACKs")
+
+/* What both types make of those keys. Strings are borrowed from the cfg (which outlives
+ * the instance) except password, which is owned (read from password_file). */
 struct mqtt_conf {
     char host[256];
     int port;
     const char *client_id;
     const char *username;
-    char *password; /* owned, NULL when none; never logged */
+    char *password;            /* owned, NULL when none; never logged */
+    const char *password_file; /* read at start */
     const char *tls_ca, *tls_cert, *tls_key;
-    int tls;          /* any of the three set */
-    int keepalive_s;  /* seconds */
-    int qos;          /* 0 or 1 */
+    int tls;            /* any of the three set */
+    int keepalive_s;    /* seconds */
+    int qos;            /* 0 or 1 */
     int64_t timeout_ms; /* connect (and, for mqtt_out, PUBACK) limit */
 };
 
-/* The schema entries both types share; expand inside a schema table. */
-#define MQTT_COMMON_KEYS                                                                          \
-    {"broker", GUST_T_ADDR, NULL, GUST_K_REQUIRED, "MQTT broker host:port"},                        \
-    {"qos", GUST_T_INT, "1", 0, "0 (at most once) or 1 (at least once, acked end to end)"},         \
-    {"client_id", GUST_T_STR, NULL, 0, "MQTT client id (default: gust-<unit>)"},                    \
-    {"username", GUST_T_STR, NULL, 0, "MQTT user name"},                                          \
-    {"password", GUST_T_STR, NULL, GUST_K_SECRET, "MQTT password (use ${ENV}); never logged"},     \
-    {"password_file", GUST_T_PATH, NULL, GUST_K_SECRET, "file whose first line is the password"},  \
-    {"tls_ca", GUST_T_PATH, NULL, 0, "CA certificate file: connect with TLS"},                     \
-    {"tls_cert", GUST_T_PATH, NULL, 0, "client certificate (with tls_key)"},                       \
-    {"tls_key", GUST_T_PATH, NULL, GUST_K_SECRET, "client private key"},                           \
-    {"keepalive", GUST_T_DURATION, "30s", 0, "MQTT keepalive"},                                    \
-    {"timeout", GUST_T_DURATION, "5s", 0, "connect timeout; mqtt_out: longest wait for PUBACKs"}
-
-/* Fills conf from cfg; default client id "gust-<unit name>". No I/O. */
-int mqtt_conf_load(struct mqtt_conf *conf, const struct gust_cfg *cfg, const char *unit,
-                   char *client_id_buf, size_t bufsz, struct gust_err *err);
+/* Checks the bound common keys k (borrowed from the cfg) into conf; cfg only names
+ * file:line in errors. Default client id "gust-<unit name>". No I/O. */
+int mqtt_conf_load(struct mqtt_conf *conf, const struct mqtt_keys *k, const struct gust_cfg *cfg,
+                   const char *unit, char *client_id_buf, size_t bufsz, struct gust_err *err);
 /* Reads password_file when set (at start: create does no I/O). */
 int mqtt_conf_read_password(struct mqtt_conf *conf, const struct gust_cfg *cfg, struct gust_err *err);
 void mqtt_conf_free(struct mqtt_conf *conf);

@@ -1,13 +1,12 @@
-/* The keys mqtt_in and mqtt_out share. The host has checked their types already; what is
- * left are the values only this plugin understands. */
+/* The keys mqtt_in and mqtt_out share (bound by MQTT_COMMON_KEYS in each type's schema).
+ * The host has checked their types already; what is left are the values only this plugin
+ * understands. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mqtt.h"
-
 
 const char *mqtt_connack_text(int rc)
 {
@@ -47,24 +46,22 @@ static int parse_broker(struct mqtt_conf *c, const char *addr)
     return 0;
 }
 
-int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *unit,
-                   char *client_id_buf, size_t bufsz, struct gust_err *err)
+int mqtt_conf_load(struct mqtt_conf *c, const struct mqtt_keys *k, const struct gust_cfg *cfg,
+                   const char *unit, char *client_id_buf, size_t bufsz, struct gust_err *err)
 {
     const struct gust_host_api *h = mqtt_host;
-    int64_t v;
 
     memset(c, 0, sizeof(*c));
-    if (parse_broker(c, h->cfg_str(cfg, "broker")) != 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: broker: \"%s\" is not host:port",
-                        h->cfg_where(cfg, "broker"), h->cfg_str(cfg, "broker"));
+    if (parse_broker(c, k->broker) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: broker: \"%s\" is not host:port", h->cfg_where(cfg, "broker"),
+                            k->broker);
     }
-    v = h->cfg_int(cfg, "qos");
-    if (v != 0 && v != 1) {
+    if (k->qos != 0 && k->qos != 1) {
         return gust_err_set(err, GUST_ECONFIG, "%s: qos: %lld is neither 0 nor 1 (QoS 2 is not supported)",
-                        h->cfg_where(cfg, "qos"), (long long)v);
+                            h->cfg_where(cfg, "qos"), (long long)k->qos);
     }
-    c->qos = (int)v;
-    c->client_id = h->cfg_str(cfg, "client_id");
+    c->qos = (int)k->qos;
+    c->client_id = k->client_id;
     if (!c->client_id) {
         /* A fixed default, so a persistent session survives restarts without extra config:
          * "gust-source-x" for unit "source:x" (a source and a sink may share a name, and
@@ -78,35 +75,35 @@ int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *
     if (strlen(c->client_id) == 0 || strlen(c->client_id) > 65535) {
         return gust_err_set(err, GUST_ECONFIG, "%s: client_id: must not be empty", h->cfg_where(cfg, "client_id"));
     }
-    c->username = h->cfg_str(cfg, "username");
-    const char *pw = h->cfg_str(cfg, "password");
-    if (pw && h->cfg_str(cfg, "password_file")) {
+    c->username = k->username;
+    if (k->password && k->password_file) {
         return gust_err_set(err, GUST_ECONFIG, "%s: password and password_file are exclusive",
-                        h->cfg_where(cfg, "password_file"));
+                            h->cfg_where(cfg, "password_file"));
     }
-    if ((pw || h->cfg_str(cfg, "password_file")) && !c->username) {
+    if ((k->password || k->password_file) && !c->username) {
         return gust_err_set(err, GUST_ECONFIG, "%s: a password needs a username (MQTT 3.1.1)",
-                        h->cfg_where(cfg, pw ? "password" : "password_file"));
+                            h->cfg_where(cfg, k->password ? "password" : "password_file"));
     }
-    if (pw && !(c->password = strdup(pw))) {
+    if (k->password && !(c->password = strdup(k->password))) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
-    c->tls_ca = h->cfg_str(cfg, "tls_ca");
-    c->tls_cert = h->cfg_str(cfg, "tls_cert");
-    c->tls_key = h->cfg_str(cfg, "tls_key");
+    c->password_file = k->password_file;
+    c->tls_ca = k->tls_ca;
+    c->tls_cert = k->tls_cert;
+    c->tls_key = k->tls_key;
     c->tls = c->tls_ca || c->tls_cert || c->tls_key;
     if (!c->tls_cert != !c->tls_key) {
         mqtt_conf_free(c);
         return gust_err_set(err, GUST_ECONFIG, "%s: tls_cert and tls_key go together",
-                        h->cfg_where(cfg, c->tls_cert ? "tls_cert" : "tls_key"));
+                            h->cfg_where(cfg, c->tls_cert ? "tls_cert" : "tls_key"));
     }
-    v = h->cfg_int(cfg, "keepalive");
-    if (v < 1000 || v > 65535000) {
+    if (k->keepalive < 1000 || k->keepalive > 65535000) {
         mqtt_conf_free(c);
-        return gust_err_set(err, GUST_ECONFIG, "%s: keepalive: must be within 1s..65535s", h->cfg_where(cfg, "keepalive"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: keepalive: must be within 1s..65535s",
+                            h->cfg_where(cfg, "keepalive"));
     }
-    c->keepalive_s = (int)(v / 1000);
-    c->timeout_ms = h->cfg_int(cfg, "timeout");
+    c->keepalive_s = (int)(k->keepalive / 1000);
+    c->timeout_ms = k->timeout;
     if (c->timeout_ms < 10) {
         mqtt_conf_free(c);
         return gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
@@ -116,7 +113,7 @@ int mqtt_conf_load(struct mqtt_conf *c, const struct gust_cfg *cfg, const char *
 
 int mqtt_conf_read_password(struct mqtt_conf *c, const struct gust_cfg *cfg, struct gust_err *err)
 {
-    const char *path = mqtt_host->cfg_str(cfg, "password_file");
+    const char *path = c->password_file;
     char line[1024];
     FILE *f;
 
@@ -124,8 +121,8 @@ int mqtt_conf_read_password(struct mqtt_conf *c, const struct gust_cfg *cfg, str
         return 0;
     }
     if (!(f = fopen(path, "r"))) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: password_file: %s: %s", mqtt_host->cfg_where(cfg, "password_file"),
-                        path, strerror(errno));
+        return gust_err_set(err, GUST_ECONFIG, "%s: password_file: %s: %s",
+                            mqtt_host->cfg_where(cfg, "password_file"), path, strerror(errno));
     }
     if (!fgets(line, sizeof(line), f)) {
         line[0] = '\0';

@@ -17,33 +17,34 @@
 
 #include "mqtt_in.h"
 
+#define KEY(f, T, def, flags, help) GUST_KEY(struct mqtt_in_keys, f, T, def, flags, help)
 const struct gust_schema_key mqtt_in_schema[] = {
-    MQTT_COMMON_KEYS,
-    {"topic", GUST_T_LIST, NULL, GUST_K_REQUIRED, "MQTT topic filters to subscribe to (+ and # allowed)"},
-    {"subject", GUST_T_SUBJECT, NULL, 0, "publish every message to this subject"},
-    {"subject_prefix", GUST_T_SUBJECT, NULL, 0,
-     "or derive the subject from the topic: prefix + levels as tokens, bytes a token cannot "
-     "hold as %XX, empty levels as %00"},
-    {"non_json", GUST_T_STR, "reject", 0,
-     "payload that is not one JSON object: reject (counted, logged, acked), wrap "
-     "({\"payload_base64\",\"topic\"}) or pass (unchanged)"},
-    {"max_payload", GUST_T_SIZE, "1m", 0, "larger payloads are rejected (counted, logged)"},
-    {"max_inflight", GUST_T_INT, "1024", 0, "messages read and not yet stored; past it reading pauses"},
-    {"reconnect_max", GUST_T_DURATION, "10s", 0, "longest wait between reconnect attempts"},
-    {NULL, 0, NULL, 0, NULL},
+    MQTT_COMMON_KEYS(struct mqtt_in_keys),
+    KEY(topic, LIST, NULL, GUST_K_REQUIRED, "MQTT topic filters to subscribe to (+ and # allowed)"),
+    KEY(subject, SUBJECT, NULL, 0, "publish every message to this subject"),
+    KEY(subject_prefix, SUBJECT, NULL, 0,
+        "or derive the subject from the topic: prefix + levels as tokens, bytes a token cannot "
+        "hold as %XX, empty levels as %00"),
+    KEY(non_json, STR, "reject", 0,
+        "payload that is not one JSON object: reject (counted, logged, acked), wrap "
+        "({\"payload_base64\",\"topic\"}) or pass (unchanged)"),
+    KEY(max_payload, SIZE, "1m", 0, "larger payloads are rejected (counted, logged)"),
+    KEY(max_inflight, INT, "1024", 0, "messages read and not yet stored; past it reading pauses"),
+    KEY(reconnect_max, DURATION, "10s", 0, "longest wait between reconnect attempts"),
+    GUST_KEY_END,
 };
 
 static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err *err)
 {
     const struct gust_host_api *h = mqtt_host;
-    const char *nj = h->cfg_str(cfg, "non_json");
-    int64_t v;
+    const struct mqtt_in_keys *k = &in->k;
+    const char *nj = k->non_json;
 
-    in->subject = h->cfg_str(cfg, "subject");
-    in->prefix = h->cfg_str(cfg, "subject_prefix");
+    in->subject = k->subject;
+    in->prefix = k->subject_prefix;
     if (!in->subject == !in->prefix) {
         return gust_err_set(err, GUST_ECONFIG, "%s: set exactly one of subject and subject_prefix",
-                        h->cfg_where(cfg, in->subject ? "subject_prefix" : "topic"));
+                            h->cfg_where(cfg, in->subject ? "subject_prefix" : "topic"));
     }
     if (strcmp(nj, "reject") == 0) {
         in->non_json = NJ_REJECT;
@@ -53,27 +54,21 @@ static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err 
         in->non_json = NJ_PASS;
     } else {
         return gust_err_set(err, GUST_ECONFIG, "%s: non_json: \"%s\" is not reject, wrap or pass",
-                        h->cfg_where(cfg, "non_json"), nj);
+                            h->cfg_where(cfg, "non_json"), nj);
     }
-    in->max_payload = (size_t)h->cfg_int(cfg, "max_payload");
-    v = h->cfg_int(cfg, "max_inflight");
-    if (v < 1 || v > 65535) {
+    in->max_payload = (size_t)k->max_payload;
+    if (k->max_inflight < 1 || k->max_inflight > 65535) {
         return gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
-                        h->cfg_where(cfg, "max_inflight"), (long long)v);
+                            h->cfg_where(cfg, "max_inflight"), (long long)k->max_inflight);
     }
-    in->cap = (size_t)v;
-    in->reconnect_max_ms = h->cfg_int(cfg, "reconnect_max");
-    if (in->reconnect_max_ms < 100) {
-        in->reconnect_max_ms = 100;
-    }
-    in->nfilters = h->cfg_count(cfg, "topic");
-    if (!(in->filters = calloc(in->nfilters, sizeof(*in->filters)))) {
-        return gust_err_set(err, GUST_ENOMEM, "out of memory");
-    }
+    in->cap = (size_t)k->max_inflight;
+    in->reconnect_max_ms = k->reconnect_max < 100 ? 100 : k->reconnect_max;
+    in->filters = k->topic.items;
+    in->nfilters = k->topic.n;
     for (size_t i = 0; i < in->nfilters; i++) {
-        in->filters[i] = h->cfg_item(cfg, "topic", i);
         if (!in->filters[i][0] || strlen(in->filters[i]) > 65535) {
-            return gust_err_set(err, GUST_ECONFIG, "%s: topic #%zu is empty or too long", h->cfg_where(cfg, "topic"), i + 1);
+            return gust_err_set(err, GUST_ECONFIG, "%s: topic #%zu is empty or too long",
+                                h->cfg_where(cfg, "topic"), i + 1);
         }
     }
     return 0;
@@ -91,9 +86,9 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
     in->cfg = cfg;
     in->wake_fd = -1;
     pthread_mutex_init(&in->lock, NULL);
-    pthread_cond_init(&in->idle, NULL);
-    if ((rc = mqtt_conf_load(&in->conf, cfg, mqtt_host->instance_name(inst), in->client_id, sizeof(in->client_id),
-                             err)) != 0 ||
+    if ((rc = gust_sdk_bind(mqtt_host, cfg, mqtt_in_schema, &in->k, err)) != 0 ||
+        (rc = mqtt_conf_load(&in->conf, &in->k.common, cfg, mqtt_host->instance_name(inst), in->client_id,
+                             sizeof(in->client_id), err)) != 0 ||
         (rc = load(in, cfg, err)) != 0) {
         mqtt_in_destroy(in);
         return rc;
@@ -102,6 +97,13 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
         !(in->cq_local = calloc(in->cap, sizeof(*in->cq_local)))) {
         mqtt_in_destroy(in);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    /* No max_inflight of the publisher's own: the ring is the bound (max_inflight messages
+     * read and not yet PUBACKed), and a full ring stops reading, not sending. */
+    struct gust_publisher_conf pc = {.api = mqtt_host, .inst = inst, .max_inflight = 0};
+    if ((rc = gust_publisher_create(&in->pub, &pc, err)) != 0) {
+        mqtt_in_destroy(in);
+        return rc;
     }
     *ctx = in;
     return 0;
@@ -118,7 +120,7 @@ static void drain(struct mqtt_in *in)
         if (in_conn_flush(in) != 0) {
             break;
         }
-        if (in_outstanding(in) == 0 && in->link.out.len == 0) {
+        if (gust_publisher_wait(in->pub, 0) == 0 && in->link.out.len == 0) {
             break;
         }
         struct pollfd p = {.fd = in->wake_fd, .events = POLLIN};
@@ -195,7 +197,8 @@ static void *run(void *arg)
     mqtt_host->log(in->inst, GUST_LOG_INFO,
                    "stopped: %" PRIu64 " received, %" PRIu64 " stored, %" PRIu64 " rejected, %" PRIu64
                    " wrapped, %" PRIu64 " QoS 0 lost to bus errors",
-                   in->received, in->stored, in->rejected, in->wrapped, in->lost);
+                   in->received, (uint64_t)atomic_load(&gust_publisher_counts(in->pub)->stored), in->rejected,
+                   in->wrapped, in->lost);
     return NULL;
 }
 
@@ -234,13 +237,6 @@ void mqtt_in_stop(void *ctx)
     }
     pthread_join(in->thread, NULL);
     in->running = 0;
-    /* The bus calls on_stored for every publish (stored, refused, or timed out after
-     * publish_timeout); the entries must live until then. */
-    pthread_mutex_lock(&in->lock);
-    while (in->outstanding > 0) {
-        pthread_cond_wait(&in->idle, &in->lock);
-    }
-    pthread_mutex_unlock(&in->lock);
 }
 
 void mqtt_in_destroy(void *ctx)
@@ -251,20 +247,21 @@ void mqtt_in_destroy(void *ctx)
         return;
     }
     mqtt_in_stop(in);
+    /* Waits for the outcome of every publish (stored, refused, or timed out after
+     * publish_timeout): on_stored writes into the entries and the eventfd. */
+    gust_publisher_destroy(in->pub);
     for (size_t i = 0; in->ring && i < in->cap; i++) {
         free(in->ring[i].buf);
     }
     free(in->ring);
     free(in->cq);
     free(in->cq_local);
-    free(in->filters);
     mqtt_link_free(&in->link);
     gust_tls_destroy(in->tls);
     mqtt_conf_free(&in->conf);
     if (in->wake_fd >= 0) {
         close(in->wake_fd);
     }
-    pthread_cond_destroy(&in->idle);
     pthread_mutex_destroy(&in->lock);
     free(in);
 }

@@ -7,12 +7,16 @@
  * at that moment loses it. So mqtt_in speaks MQTT 3.1.1 itself (mqtt_wire.c) and sends
  * each PUBACK only after the bus's PubAck for that message.
  *
+ * Publishing goes through the SDK's publisher (gust/source.h), which hands each message to
+ * the bus, counts the outcomes and logs a streak of failures; what is MQTT's stays here:
+ * the order of the PUBACKs, the packet ids, retrying a message the broker still holds.
+ *
  * Threads: one network thread owns the socket, the ring and the connection. Bus threads
- * run on_stored (the publish callback): it only records the outcome in a queue under
- * `lock` and wakes the network thread through an eventfd. On the edge path (and for a
- * publish the host refuses at once) on_stored runs inside publish, on the network thread
- * itself: then it only sets `self_woken`, and the loop goes round again instead of
- * polling, which spares an eventfd write, a poll and a read per socket read.
+ * run on_stored (the publisher's per-message callback): it only records the outcome in a
+ * queue under `lock` and wakes the network thread through an eventfd. On the edge path
+ * (and for a publish the host refuses at once) on_stored runs inside the send, on the
+ * network thread itself: then it only sets `self_woken`, and the loop goes round again
+ * instead of polling, which spares an eventfd write, a poll and a read per socket read.
  *
  * The ring holds every message from when it is read off the socket until its PUBACK is
  * queued, in the order the broker sent them, so PUBACKs go out in that order (MQTT 3.1.1
@@ -24,11 +28,24 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "gust/source.h"
 #include "mqtt.h"
 #include "mqtt_link.h"
 
 enum { E_FREE, E_INFLIGHT, E_RETRY, E_DONE };   /* entry states */
 enum { NJ_REJECT, NJ_WRAP, NJ_PASS };           /* non_json */
+
+/* The keys of an mqtt_in block, bound by mqtt_in_schema. */
+struct mqtt_in_keys {
+    struct mqtt_keys common;
+    struct gust_list topic;
+    const char *subject;
+    const char *subject_prefix;
+    const char *non_json;
+    int64_t max_payload;
+    int64_t max_inflight;
+    int64_t reconnect_max;
+};
 
 struct in_entry {
     struct mqtt_in *in; /* for on_stored, which only gets the entry */
@@ -43,7 +60,6 @@ struct in_entry {
     uint8_t ack;        /* E_DONE: PUBACK (QoS 2: PUBREC) it (stored, or rejected on purpose) */
     int state;          /* E_*; network thread only */
     int status;         /* outcome from on_stored (read after dequeuing) */
-    char why[120];
     int64_t retry_at;
     int delay_ms;
 };
@@ -51,15 +67,17 @@ struct in_entry {
 struct mqtt_in {
     struct gust_instance *inst;
     const struct gust_cfg *cfg;
+    struct mqtt_in_keys k;
     struct mqtt_conf conf;
     char client_id[160];
     const char *subject, *prefix; /* exactly one set */
     int non_json;                 /* NJ_* */
     size_t max_payload;
     int64_t reconnect_max_ms;
-    const char **filters;         /* borrowed items of the cfg */
+    const char *const *filters;   /* k.topic's items */
     size_t nfilters;
     struct gust_tls *tls;
+    struct gust_publisher *pub;   /* the bus side: sends, outcomes, their counts */
 
     pthread_t thread;
     int running;
@@ -76,16 +94,13 @@ struct mqtt_in {
     int64_t reconnect_at;
     uint16_t next_id;
     uint16_t sub_id; /* of the SUBSCRIBE awaiting its SUBACK, or 0 */
-    int bus_failing;
-    uint64_t received, stored, rejected, wrapped, lost;
+    uint64_t received, rejected, wrapped, lost;
 
     /* Shared with bus threads, under lock. */
     pthread_mutex_t lock;
-    pthread_cond_t idle;
     size_t *cq; /* indexes of entries whose publish completed */
     size_t cq_len;
-    size_t outstanding; /* publishes whose callback has not run yet */
-    int self_woken;     /* a completion was queued on the network thread (which alone sets and reads it) */
+    int self_woken; /* a completion was queued on the network thread (which alone sets and reads it) */
 };
 
 /* The instance whose network thread this is (NULL on other threads). */
@@ -99,7 +114,6 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p, size_t payl
 void in_ring_progress(struct mqtt_in *in);
 /* The bus callback. */
 void in_on_stored(void *ud, int status, uint64_t seq, const char *error);
-size_t in_outstanding(struct mqtt_in *in);
 
 /* mqtt_in_conn.c */
 void in_conn_connect(struct mqtt_in *in);

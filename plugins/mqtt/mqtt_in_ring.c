@@ -1,6 +1,7 @@
 /* mqtt_in's in-flight ring: from a PUBLISH read off the wire to its PUBACK.
  *
- *   accept:   the message becomes an entry at the tail and is published to the bus
+ *   accept:   the message becomes an entry at the tail and is sent to the bus through
+ *             the SDK's publisher
  *   on_stored (bus thread): queues the entry's index with the outcome
  *   progress: stored -> E_DONE; failed -> E_RETRY with backoff (the broker still holds
  *             the message, so retrying is safe); then the head is released while it is
@@ -29,42 +30,24 @@ void in_on_stored(void *ud, int status, uint64_t seq, const char *error)
     uint64_t one = 1;
 
     (void)seq;
+    (void)error; /* the publisher logs the first failure of a streak */
     pthread_mutex_lock(&in->lock);
     e->status = status;
-    if (status != 0) {
-        snprintf(e->why, sizeof(e->why), "%s", error ? error : "unknown");
-    }
     in->cq[in->cq_len++] = (size_t)(e - in->ring);
-    /* Wake the network thread once per batch of completions. Done under the lock: once
-     * outstanding reaches 0 the instance may be freed, so nothing is touched after. */
+    /* Wake the network thread once per batch of completions. The instance outlives this
+     * call: the publisher counts the outcome only after it, and destroy waits for that. */
     if (in_network_thread == in) {
         in->self_woken = 1;
     } else if (in->cq_len == 1 && write(in->wake_fd, &one, sizeof(one)) < 0) {
         /* an eventfd write only fails on overflow, and then it is readable anyway */
     }
-    if (--in->outstanding == 0) {
-        pthread_cond_broadcast(&in->idle);
-    }
     pthread_mutex_unlock(&in->lock);
 }
 
-size_t in_outstanding(struct mqtt_in *in)
+/* The bus did not take or store e: it is sent again from the ring after a backoff, 50 ms
+ * doubling to 2 s (a QoS 1 message stays the broker's too until its PUBACK). */
+static void schedule_retry(struct mqtt_in *in, struct in_entry *e)
 {
-    pthread_mutex_lock(&in->lock);
-    size_t n = in->outstanding;
-    pthread_mutex_unlock(&in->lock);
-    return n;
-}
-
-static void schedule_retry(struct mqtt_in *in, struct in_entry *e, const char *why)
-{
-    if (!in->bus_failing) {
-        in->bus_failing = 1;
-        mqtt_host->log(in->inst, GUST_LOG_WARN,
-                       "bus publish to %s failed (%s): retrying with backoff; the broker keeps "
-                       "the message (QoS 1) until it is stored",
-                       e->subject, why);
-    }
     e->delay_ms = e->delay_ms ? (e->delay_ms * 2 > 2000 ? 2000 : e->delay_ms * 2) : 50;
     e->retry_at = gust_now_ms() + e->delay_ms;
     e->state = E_RETRY;
@@ -73,20 +56,11 @@ static void schedule_retry(struct mqtt_in *in, struct in_entry *e, const char *w
 
 static void publish(struct mqtt_in *in, struct in_entry *e)
 {
-    pthread_mutex_lock(&in->lock);
-    in->outstanding++; /* before the call: on_stored may run inside it */
-    pthread_mutex_unlock(&in->lock);
     e->state = E_INFLIGHT;
-    int rc = mqtt_host->publish(in->inst, e->subject, e->data, e->len, in_on_stored, e);
-    if (rc != 0) {
-        /* Refused before sending (bus down or too many pending): on_stored will not run. */
-        pthread_mutex_lock(&in->lock);
-        if (--in->outstanding == 0) {
-            pthread_cond_broadcast(&in->idle);
-        }
-        pthread_mutex_unlock(&in->lock);
-        schedule_retry(in, e, rc == GUST_EAGAIN ? "bus disconnected or too many publishes pending"
-                                                : "refused by the host");
+    /* One try, no wait: this is the network thread's loop, and a ring entry keeps the
+     * message meanwhile. Refused (the bus down or busy), it gets no on_stored. */
+    if (gust_publisher_send_cb(in->pub, e->subject, e->data, e->len, 0, in_on_stored, e) != 0) {
+        schedule_retry(in, e);
     }
 }
 
@@ -174,16 +148,11 @@ static void complete(struct mqtt_in *in, struct in_entry *e)
     if (e->status == 0) {
         e->state = E_DONE;
         e->ack = 1;
-        in->stored++;
-        if (in->bus_failing) {
-            in->bus_failing = 0;
-            mqtt_host->log(in->inst, GUST_LOG_INFO, "bus publishes succeed again");
-        }
     } else if ((e->qos > 0 && e->epoch != in->epoch) || atomic_load(&in->stopping)) {
         e->state = E_DONE; /* QoS 1 and 2: the broker redelivers; QoS 0: gone, and counted */
         in->lost += e->qos == 0;
     } else {
-        schedule_retry(in, e, e->why);
+        schedule_retry(in, e);
     }
 }
 

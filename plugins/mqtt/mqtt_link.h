@@ -1,5 +1,5 @@
 /* One MQTT 3.1.1 client connection: what mqtt_in and mqtt_out share. The socket (TCP or
- * TLS, gust_sock), the output buffer, the input buffer, CONNECT and its CONNACK,
+ * TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and its CONNACK,
  * keepalive (PINGREQ, and a connection dropped when its PINGRESP does not come), and the
  * backoff between attempts. It has no thread: mqtt_in's network thread drives it from
  * its poll loop, mqtt_out's keeper and unit threads with mqtt_link_pump.
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gust_sock.h"
+#include "gust/sock.h"
 #include "mqtt.h"
 #include "mqtt_wire.h"
 

@@ -32,31 +32,31 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 
+#define KEY(f, T, def, flags, help) GUST_KEY(struct mqtt_out_keys, f, T, def, flags, help)
 const struct gust_schema_key mqtt_out_schema[] = {
-    MQTT_COMMON_KEYS,
-    {"topic", GUST_T_STR, NULL, 0,
-     "publish every message to this topic; \"{subject}\" and \"{payload.FIELD}\" in it (quote the value) "
-     "are replaced per message, e.g. \"dev/{payload.device}/cmd\""},
-    {"topic_from_subject", GUST_T_BOOL, "off", 0,
-     "or derive the topic from the subject: topic_strip removed, tokens as levels, %XX decoded"},
-    {"topic_strip", GUST_T_SUBJECT, NULL, 0, "subject prefix removed before mapping (whole tokens)"},
-    {"topic_prefix", GUST_T_STR, NULL, 0, "text put before the mapped topic, e.g. gust/"},
-    {"max_inflight", GUST_T_INT, "1024", 0, "QoS 1 messages awaiting their PUBACK at once"},
-    {NULL, 0, NULL, 0, NULL},
+    MQTT_COMMON_KEYS(struct mqtt_out_keys),
+    KEY(topic, STR, NULL, 0,
+        "publish every message to this topic; \"{subject}\" and \"{payload.FIELD}\" in it (quote the value) "
+        "are replaced per message, e.g. \"dev/{payload.device}/cmd\""),
+    KEY(topic_from_subject, BOOL, "off", 0,
+        "or derive the topic from the subject: topic_strip removed, tokens as levels, %XX decoded"),
+    KEY(topic_strip, SUBJECT, NULL, 0, "subject prefix removed before mapping (whole tokens)"),
+    KEY(topic_prefix, STR, NULL, 0, "text put before the mapped topic, e.g. gust/"),
+    KEY(max_inflight, INT, "1024", 0, "QoS 1 messages awaiting their PUBACK at once"),
+    GUST_KEY_END,
 };
 
 static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err *err)
 {
     const struct gust_host_api *h = mqtt_host;
-    int from_subject = (int)h->cfg_int(cfg, "topic_from_subject");
-    int64_t v;
+    const struct mqtt_out_keys *k = &o->k;
 
-    o->topic = h->cfg_str(cfg, "topic");
-    o->topic_strip = h->cfg_str(cfg, "topic_strip");
-    o->topic_prefix = h->cfg_str(cfg, "topic_prefix");
-    if (!o->topic == !from_subject) {
+    o->topic = k->topic;
+    o->topic_strip = k->topic_strip;
+    o->topic_prefix = k->topic_prefix;
+    if (!o->topic == !k->topic_from_subject) {
         return gust_err_set(err, GUST_ECONFIG, "%s: set exactly one of topic and topic_from_subject on",
-                        h->cfg_where(cfg, o->topic ? "topic_from_subject" : "broker"));
+                            h->cfg_where(cfg, o->topic ? "topic_from_subject" : "broker"));
     }
     if (o->topic && strchr(o->topic, '{')) {
         char why[200];
@@ -68,12 +68,11 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
         return gust_err_set(err, GUST_ECONFIG, "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
                         h->cfg_where(cfg, "topic"), o->topic);
     }
-    v = h->cfg_int(cfg, "max_inflight");
-    if (v < 1 || v > 65535) {
+    if (k->max_inflight < 1 || k->max_inflight > 65535) {
         return gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
-                        h->cfg_where(cfg, "max_inflight"), (long long)v);
+                            h->cfg_where(cfg, "max_inflight"), (long long)k->max_inflight);
     }
-    o->max_inflight = (int)v;
+    o->max_inflight = (int)k->max_inflight;
     return 0;
 }
 
@@ -89,8 +88,9 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     o->cfg = cfg;
     pthread_mutex_init(&o->lock, NULL);
     pthread_cond_init(&o->cond, NULL);
-    if ((rc = mqtt_conf_load(&o->conf, cfg, mqtt_host->instance_name(inst), o->client_id, sizeof(o->client_id),
-                             err)) != 0 ||
+    if ((rc = gust_sdk_bind(mqtt_host, cfg, mqtt_out_schema, &o->k, err)) != 0 ||
+        (rc = mqtt_conf_load(&o->conf, &o->k.common, cfg, mqtt_host->instance_name(inst), o->client_id,
+                             sizeof(o->client_id), err)) != 0 ||
         (rc = load(o, cfg, err)) != 0) {
         mqtt_out_destroy(o);
         return rc;

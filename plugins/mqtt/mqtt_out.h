@@ -23,9 +23,20 @@
 #include "mqtt.h"
 #include "mqtt_link.h"
 
+/* The keys of an mqtt_out block, bound by mqtt_out_schema. */
+struct mqtt_out_keys {
+    struct mqtt_keys common;
+    const char *topic;
+    int topic_from_subject;
+    const char *topic_strip;
+    const char *topic_prefix;
+    int64_t max_inflight;
+};
+
 struct mqtt_out {
     struct gust_instance *inst;
     const struct gust_cfg *cfg;
+    struct mqtt_out_keys k;
     struct mqtt_conf conf;
     char client_id[160];
     const char *topic;        /* fixed topic, or NULL: from the subject or a template */

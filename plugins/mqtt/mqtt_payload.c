@@ -1,10 +1,7 @@
 /* The non-JSON policy of mqtt_in. Flows take one JSON object per event (the host
  * dead-letters anything else), so that is what "JSON" means here too; `non_json wrap`
- * turns anything else into an object that carries the bytes in base64. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+ * turns anything else into an object that carries the bytes in base64 (written with the
+ * SDK's JSON output). */
 #include "mqtt.h"
 
 int mqtt_is_json_object(const void *data, size_t len)
@@ -13,58 +10,22 @@ int mqtt_is_json_object(const void *data, size_t len)
     return mqtt_json_scan(data, len, NULL, 0, &root) == 0 && root == MQTT_JSON_OBJECT;
 }
 
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static size_t b64(const unsigned char *in, size_t len, char *out)
-{
-    size_t o = 0, i = 0;
-
-    for (; i + 2 < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = B64[v >> 18];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = B64[(v >> 6) & 63];
-        out[o++] = B64[v & 63];
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
-        out[o++] = B64[v >> 18];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? B64[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    return o;
-}
-
 char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen)
 {
-    static const char head[] = "{\"payload_base64\":\"", mid[] = "\",\"topic\":\"", tail[] = "\"}";
+    struct gust_buf b = {0};
     /* A topic byte takes at most 6 (\u00XX). */
-    size_t cap = sizeof(head) + (len + 2) / 3 * 4 + sizeof(mid) + topic_len * 6 + sizeof(tail);
-    char *out = malloc(cap), *o;
+    int rc = gust_buf_reserve(&b, 40 + (len + 2) / 3 * 4 + topic_len * 6);
 
-    if (!out) {
+    rc = rc ? rc : gust_buf_append(&b, "{\"payload_base64\":", 18);
+    rc = rc ? rc : gust_json_append_base64(&b, data, len);
+    rc = rc ? rc : gust_buf_append(&b, ",\"topic\":", 9);
+    /* MQTT topics are UTF-8 (the broker checks): valid JSON text once escaped. */
+    rc = rc ? rc : gust_json_append_string(&b, topic, topic_len);
+    rc = rc ? rc : gust_buf_append(&b, "}", 1);
+    if (rc != 0) {
+        gust_buf_free(&b);
         return NULL;
     }
-    o = out;
-    memcpy(o, head, sizeof(head) - 1);
-    o += sizeof(head) - 1;
-    o += b64(data, len, o);
-    memcpy(o, mid, sizeof(mid) - 1);
-    o += sizeof(mid) - 1;
-    for (size_t i = 0; i < topic_len; i++) {
-        unsigned char c = (unsigned char)topic[i];
-        if (c == '"' || c == '\\') {
-            *o++ = '\\';
-            *o++ = (char)c;
-        } else if (c < 0x20) {
-            o += sprintf(o, "\\u%04x", c);
-        } else {
-            *o++ = (char)c; /* MQTT topics are UTF-8 (the broker checks): valid JSON text */
-        }
-    }
-    memcpy(o, tail, sizeof(tail) - 1);
-    o += sizeof(tail) - 1;
-    *outlen = (size_t)(o - out);
-    return out;
+    *outlen = b.len;
+    return b.data;
 }

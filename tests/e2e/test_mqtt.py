@@ -1,10 +1,11 @@
 """The mqtt plugin against a real mosquitto and nats-server: QoS 1 in -> Lua flow -> QoS 1
-out with every message checked at a subscriber; kill -9 of gust mid-stream and a broker
-restart mid-stream lose nothing; non-JSON payloads and awkward topics get their
+out with every message checked at a subscriber; kill -9 of gust mid-stream, a broker
+restart mid-stream and the bus going away under mqtt_in lose nothing; non-JSON payloads and awkward topics get their
 configured treatment; wrong credentials give a clear error and never show the secret;
 bad settings are refused with file:line."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -312,6 +313,44 @@ sink kw { use mqtt_out; source ev.kw; broker %(broker)s; topic kw/out; qos 1; ke
             print(g.log()[-3000:])
 
 
+BUS_CONF = """
+plugin_dir %(plugins)s;
+plugin mqtt;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; publish_timeout 1s; }
+source bus { use mqtt_in; broker %(broker)s; topic bus/#; subject ev.mqtt.bus; qos 1; max_inflight 64;
+             competing on; }
+"""
+
+
+def test_bus_outage(t, tmp, nats, broker):
+    """The bus goes away under mqtt_in (competing on: no lease, so the same instance lives
+    through it): its publishes fail and are sent again from the ring, the broker keeps what
+    has no PUBACK yet, the failure and the recovery are logged, and once the bus is back
+    every message is in the stream."""
+    def stored():
+        return {json.loads(d)["id"] for _, s, d in nats.read_stream() if s == "ev.mqtt.bus"}
+
+    g = Gust(tmp, BUS_CONF % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "broker": broker.addr})
+    try:
+        wait_for(lambda: "[source:bus] subscribed to bus/#" in g.log(), 10, "mqtt_in subscribed")
+        pub(broker, "bus/a", 200, start=500000)
+        wait_for(lambda: len(stored()) >= 200, 20, "the first 200 stored")
+        nats.stop()
+        pub(broker, "bus/a", 300, start=500200)  # the broker takes them; gust cannot store them
+        wait_for(lambda: "[source:bus] publish failed:" in g.log(), 20, "the failure logged")
+        nats.start()
+        wait_for(lambda: "[source:bus] publishing again" in g.log(), 30, "the recovery logged")
+        wait_for(lambda: len(stored()) >= 500, 30, "all stored after the outage")
+        t.eq(stored(), set(range(500000, 500500)), "every message stored, none missing")
+        t.check(re.search(r"\[warn\] \[source:bus\] publish failed", g.log()), "the failure at warn level")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+    t.check(re.search(r"\[source:bus\] stopped: \d+ received, \d+ stored, 0 rejected", g.log()), "counters at stop")
+
+
 def test_config_errors(t, tmp, nats):
     """Values only the plugin understands are checked when the unit is created (`gust -t`
     stops at the schema), so these run gust itself: it must exit 1 naming file:line."""
@@ -352,6 +391,7 @@ def main():
         test_pipeline(t, tmp, nats, broker, conf)
         test_credentials(t, tmp, nats)
         test_tls(t, tmp, nats)
+        test_bus_outage(t, tmp, nats, broker)
     finally:
         broker.stop()
         nats.stop()

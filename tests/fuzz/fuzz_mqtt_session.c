@@ -1,11 +1,11 @@
 /* libFuzzer target: mqtt_in's session (plugins/mqtt: mqtt_link.c, mqtt_in_conn.c,
- * mqtt_in_ring.c, mqtt_wire.c) on any bytes a broker could send: CONNACK, SUBACK,
- * PUBLISH at every QoS, PUBREL, PINGRESP, and whatever else. The first bytes choose the
- * settings (QoS, non_json, chunk size, whether the bus stores or refuses); the rest is
- * the broker's stream, over as many connections as it lasts (each drop reconnects
- * and reads on). The input buffer stays within max_packet and what a turn reads; every
- * packet gust writes is well formed, and every PUBACK, PUBREC or PUBCOMP it writes
- * names a packet id. */
+ * mqtt_in_ring.c, mqtt_wire.c, with the SDK's publisher) on any bytes a broker could
+ * send: CONNACK, SUBACK, PUBLISH at every QoS, PUBREL, PINGRESP, and whatever else. The
+ * first bytes choose the settings (QoS, non_json, chunk size, whether the bus stores or
+ * refuses); the rest is the broker's stream, over as many connections as it lasts (each
+ * drop reconnects and reads on). The input buffer stays within max_packet and what a
+ * turn reads; every packet gust writes is well formed, and every PUBACK, PUBREC or
+ * PUBCOMP it writes names a packet id. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,7 +101,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in->cq_local = calloc(in->cap, sizeof(*in->cq_local));
     in->wake_fd = -1;
     pthread_mutex_init(&in->lock, NULL);
-    pthread_cond_init(&in->idle, NULL);
+    if (gust_publisher_create(&in->pub, &(struct gust_publisher_conf){.api = &api}, NULL) != 0) {
+        abort();
+    }
     mqtt_backoff_init(&in->backoff, 100, in->reconnect_max_ms);
     in_network_thread = in;
     stub_sock_feed(data + 3, size - 3, 1 + (data[1] & 31) * 7);
@@ -136,10 +138,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(in->ring[i].buf);
     }
     mqtt_link_free(&in->link);
+    gust_publisher_destroy(in->pub);
     free(in->ring);
     free(in->cq);
     free(in->cq_local);
-    pthread_cond_destroy(&in->idle);
     pthread_mutex_destroy(&in->lock);
     free(in);
     return 0;

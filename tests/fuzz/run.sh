@@ -57,8 +57,8 @@ proxy)
 mqtt_session)
     m=$root/plugins/mqtt
     src="$here/stub_sock.c $m/mqtt_link.c $m/mqtt_in_conn.c $m/mqtt_in_ring.c $m/mqtt_wire.c $m/mqtt_payload.c
-         $m/mqtt_subject.c $m/mqtt_json.c $m/mqtt_conf.c $h/common/err.c $h/common/time.c"
-    inc="$inc -I$m -I$root/plugins/common"
+         $m/mqtt_subject.c $m/mqtt_json.c $m/mqtt_conf.c $h/common/source.c $common"
+    inc="$inc -I$m"
     libs="-lpthread"
     # settings, then CONNACK, SUBACK (QoS 1, 0), a QoS 1 PUBLISH, a QoS 2 one and its PUBREL, a PINGRESP
     seed session '\011\040\003\040\002\000\000\220\004\000\001\001\000\062\015\000\003a/b\000\007{"x":1}\064\010\000\001b\000\010{}\142\002\000\010\320\000'
@@ -67,7 +67,7 @@ mqtt_session)
     ;;
 exec_lines)
     src="$root/plugins/exec/exec_lines.c $h/common/json_text.c $h/common/json_check.c"
-    inc="$inc -I$root/plugins/exec -I$root/plugins/common"
+    inc="$inc -I$root/plugins/exec"
     libs="$(pkg-config --libs yajl)"
     seed lines '\010\003{"a":1}\nnot json\n\n{"b":"\\u00e9"}\n0123456789012345678\nlast'
     seed long '\202\007a very long line with no newline at all, longer than anything'

@@ -1,10 +1,10 @@
-/* plugins/common/gust_sock.c for the fuzz targets of network code: no socket, the
+/* gust/sock.h (libgust-sdk's sock.c) for the fuzz targets of network code: no socket, the
  * peer's bytes come from the fuzz input (stub_sock_feed), read in chunks of a size the
  * input picks; what is written is kept for the target to look at. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "gust_sock.h"
+#include "gust/sock.h"
 #include "stub_sock.h"
 
 struct gust_sock {

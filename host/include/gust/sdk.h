@@ -2,7 +2,7 @@
  * `pkg-config --cflags --libs gust-plugin` gives the flags; docs/PLUGINS.md the guide.
  *
  *   gust/sdk.h     errors (gust/err.h), buffers, JSON output and checks, clocks and
- *                  RFC 3339 time, binding an instance's config
+ *                  RFC 3339 time, HTTP header lines, binding an instance's config
  *   gust/source.h  the source runner: a schedule thread and publishing with back-pressure
  *   gust/sock.h    a TCP client connection, optionally TLS */
 #ifndef GUST_SDK_H
@@ -69,6 +69,17 @@ int64_t gust_clock_mono_ms(void);
 #define GUST_RFC3339_SIZE 32
 /* Writes epoch_ms into out (NUL-terminated); returns the length (24). */
 size_t gust_rfc3339_ms(int64_t epoch_ms, char out[GUST_RFC3339_SIZE]);
+
+/* --- HTTP header lines --- */
+
+/* NULL when line is a usable "Name: value" header as a user writes it in host.conf (a
+ * name of visible characters, a colon, no line break anywhere), else what is wrong with
+ * it ("is not \"Name: value\"", ...), for an error that names the key, not the value
+ * (it may hold a secret). */
+const char *gust_http_header_problem(const char *line);
+/* 1 when line's name (up to its colon) is name, in any case: "content-type: x" is
+ * "Content-Type". */
+int gust_http_header_is(const char *line, const char *name);
 
 /* --- configuration --- */
 

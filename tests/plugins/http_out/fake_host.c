@@ -15,6 +15,8 @@ struct gust_cfg {
     const char *val[MAX_PAIRS];
     size_t n;
     char where[64];
+    const char **lists[MAX_PAIRS]; /* what cfg_bind gave LIST fields; freed with the cfg */
+    size_t nlists;
 };
 
 struct gust_instance {
@@ -41,8 +43,9 @@ static const struct gust_schema_key *schema_key(const struct gust_cfg *cfg, cons
             return k;
         }
     }
-    /* A real host refuses unknown keys before the plugin runs; asking for one is a bug. */
-    fatal("the plugin reads key \"%s\", which its schema does not declare", key);
+    /* A real host refuses unknown keys before the plugin runs: writing one in a test, or
+     * asking where one is, is a bug. */
+    fatal("key \"%s\" is not in the plugin's schema", key);
 }
 
 /* The value as written: the pair's, else the schema default, else NULL. */
@@ -57,48 +60,91 @@ static const char *raw(const struct gust_cfg *cfg, const char *key)
     return k->def;
 }
 
-static const char *cfg_str(const struct gust_cfg *cfg, const char *key)
+/* The number as the host normalises it: DURATION in ms, SIZE in bytes. */
+static int64_t number(const struct gust_schema_key *k, const char *v)
 {
-    return raw(cfg, key);
-}
-
-static int64_t cfg_int(const struct gust_cfg *cfg, const char *key)
-{
-    const char *v = raw(cfg, key);
     char *end;
-
-    if (!v) {
-        return 0;
-    }
     long long n = strtoll(v, &end, 10);
-    switch (schema_key(cfg, key)->type) {
+
+    switch (k->type) {
     case GUST_T_INT:
         return n;
-    case GUST_T_DURATION: /* normalised to milliseconds, like the host */
-        return strcmp(end, "s") == 0 ? n * 1000 : strcmp(end, "m") == 0 ? n * 60000 : n;
+    case GUST_T_DURATION:
+        return strcmp(end, "s") == 0   ? n * 1000
+               : strcmp(end, "m") == 0 ? n * 60000
+               : strcmp(end, "h") == 0 ? n * 3600000
+                                       : n;
+    case GUST_T_SIZE:
+        return *end == 'k' ? n << 10 : *end == 'm' ? n << 20 : *end == 'g' ? n << 30 : n;
     default:
-        fatal("key \"%s\": cfg_int on a type the fake host does not parse", key);
+        fatal("key \"%s\": not a number type", k->key);
     }
 }
 
-static size_t cfg_count(const struct gust_cfg *cfg, const char *key)
+/* A LIST key's values in order (the default as its one item when none is written), kept
+ * until the cfg is destroyed. */
+static struct gust_list list(struct gust_cfg *cfg, const struct gust_schema_key *k)
 {
-    size_t c = 0;
-    schema_key(cfg, key);
-    for (size_t i = 0; i < cfg->n; i++) {
-        c += strcmp(cfg->key[i], key) == 0;
-    }
-    return c;
-}
+    const char **items = calloc(MAX_PAIRS + 1, sizeof(*items));
+    size_t n = 0;
 
-static const char *cfg_item(const struct gust_cfg *cfg, const char *key, size_t idx)
-{
+    if (!items || cfg->nlists == MAX_PAIRS) {
+        fatal("out of memory for lists");
+    }
+    cfg->lists[cfg->nlists++] = items;
     for (size_t i = 0; i < cfg->n; i++) {
-        if (strcmp(cfg->key[i], key) == 0 && idx-- == 0) {
-            return cfg->val[i];
+        if (strcmp(cfg->key[i], k->key) == 0) {
+            items[n++] = cfg->val[i];
         }
     }
-    return NULL;
+    if (n == 0 && k->def) {
+        items[n++] = k->def;
+    }
+    return (struct gust_list){items, n};
+}
+
+/* The host's binder, on the pairs: each GUST_K_BOUND key written at its offset. */
+static int cfg_bind(const struct gust_cfg *ccfg, const struct gust_schema_key *schema, size_t key_size,
+                    void *out, struct gust_err *err)
+{
+    struct gust_cfg *cfg = (struct gust_cfg *)ccfg;
+
+    (void)err;
+    if (schema != cfg->schema) {
+        fatal("binding a schema other than the one the cfg was made for");
+    }
+    for (const char *p = (const char *)schema;; p += key_size) {
+        const struct gust_schema_key *k = (const struct gust_schema_key *)p;
+        if (!k->key) {
+            return 0;
+        }
+        if (!(k->flags & GUST_K_BOUND)) {
+            fatal("key \"%s\" is not bound to a field", k->key);
+        }
+        char *field = (char *)out + k->offset;
+        const char *v = raw(cfg, k->key);
+        switch (k->type) {
+        case GUST_T_INT:
+        case GUST_T_SIZE:
+        case GUST_T_DURATION: {
+            int64_t n = v ? number(k, v) : 0;
+            memcpy(field, &n, sizeof(n));
+            break;
+        }
+        case GUST_T_BOOL: {
+            int b = v && (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0);
+            memcpy(field, &b, sizeof(b));
+            break;
+        }
+        case GUST_T_LIST: {
+            struct gust_list l = list(cfg, k);
+            memcpy(field, &l, sizeof(l));
+            break;
+        }
+        default:
+            memcpy(field, &v, sizeof(v));
+        }
+    }
 }
 
 /* Pair i stands on line i + 2 of a made-up host.conf (line 1 opens the block). */
@@ -106,6 +152,8 @@ static const char *cfg_where(const struct gust_cfg *cfg, const char *key)
 {
     struct gust_cfg *c = (struct gust_cfg *)cfg;
     size_t line = 1;
+
+    schema_key(cfg, key);
     for (size_t i = 0; i < cfg->n; i++) {
         if (strcmp(cfg->key[i], key) == 0) {
             line = i + 2;
@@ -145,12 +193,9 @@ static const struct gust_host_api api = {
     .abi_minor = GUST_ABI_MINOR,
     .log = host_log,
     .instance_name = instance_name,
-    .cfg_str = cfg_str,
-    .cfg_int = cfg_int,
-    .cfg_count = cfg_count,
-    .cfg_item = cfg_item,
     .cfg_where = cfg_where,
     .publish = publish,
+    .cfg_bind = cfg_bind,
 };
 
 void fake_plugin_load(struct fake_plugin *p, const char *path)
@@ -207,12 +252,13 @@ struct gust_cfg *fake_cfg_create(const struct gust_schema_key *schema, ...)
         if (cfg->n == MAX_PAIRS) {
             fatal("more than %d config pairs", MAX_PAIRS);
         }
+        schema_key(cfg, key);
         cfg->key[cfg->n] = key;
         cfg->val[cfg->n++] = va_arg(ap, const char *);
     }
     va_end(ap);
     for (const struct gust_schema_key *k = schema; k->key; k++) {
-        if ((k->flags & GUST_K_REQUIRED) && cfg_count(cfg, k->key) == 0) {
+        if ((k->flags & GUST_K_REQUIRED) && !raw(cfg, k->key)) {
             fatal("required key \"%s\" missing (the host would refuse the block)", k->key);
         }
     }
@@ -221,6 +267,9 @@ struct gust_cfg *fake_cfg_create(const struct gust_schema_key *schema, ...)
 
 void fake_cfg_destroy(struct gust_cfg *cfg)
 {
+    for (size_t i = 0; i < cfg->nlists; i++) {
+        free(cfg->lists[i]);
+    }
     free(cfg);
 }
 

@@ -1,6 +1,6 @@
 /* Just enough of a host to drive a sink plugin from a test: its API table, a config made
- * of key/value pairs (the schema's defaults filling in, as the real host does), and the
- * loading of the .so. */
+ * of key/value pairs (the schema's defaults filling in, as the real host does) that the
+ * plugin binds with gust_sdk_bind, and the loading of the .so. */
 #ifndef GUST_TEST_FAKE_HOST_H
 #define GUST_TEST_FAKE_HOST_H
 

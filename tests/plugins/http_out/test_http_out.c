@@ -126,6 +126,7 @@ static void test_descriptor(void)
 
     CHECK(type->kind == GUST_PLUGIN_SINK, "kind %d", type->kind);
     for (const struct gust_schema_key *k = type->schema; k->key; k++) {
+        CHECK(k->flags & GUST_K_BOUND, "%s is bound to a field", k->key);
         if (strcmp(k->key, "url") == 0) {
             saw_url = (k->flags & GUST_K_REQUIRED) != 0;
         } else if (strcmp(k->key, "header") == 0) {
@@ -172,6 +173,7 @@ static void test_bad_config(void)
     check_refused("url", "http://[::1/", "url");
     check_refused("url", "http://host/a b", "url");
     check_refused("header", "Transfer-Encoding: chunked", "owns");
+    check_refused("header", "content-length: 3", "owns");
     check_refused("timeout", "0", "timeout");
 }
 
