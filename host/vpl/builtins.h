@@ -1,5 +1,5 @@
-/* Scalar functions callable from expressions (SPEC §1.6 table). A missing argument
- * arrives as null; a function that cannot compute returns missing ("none"). */
+/* Scalar functions callable from expressions (docs/VPL.md, "Expressions"). A missing
+ * argument arrives as null; a function that cannot compute returns missing ("none"). */
 #ifndef VPL_BUILTINS_H
 #define VPL_BUILTINS_H
 

@@ -1,8 +1,8 @@
-/* VPL tokens (SPEC §1.1). The lexer turns the whole source into a token array up
- * front: the parser needs several tokens of lookahead (`IDENT . from (`, the end of a
- * step filter at `.ident(`) and field lines of `event X:` blocks are recognised by
- * their position, so each token records its line, column and whether it starts a
- * line instead of the lexer emitting INDENT/DEDENT. */
+/* VPL tokens (docs/VPL.md, "Lexical rules"). The lexer turns the whole source into a
+ * token array up front: the parser needs several tokens of lookahead (`IDENT . from (`,
+ * the end of a step filter at `.ident(`) and field lines of `event X:` blocks are
+ * recognised by their position, so each token records its line, column and whether it
+ * starts a line instead of the lexer emitting INDENT/DEDENT. */
 #ifndef VPL_LEXER_H
 #define VPL_LEXER_H
 

@@ -1,4 +1,4 @@
-/* Recursive-descent parser for the VPL subset (SPEC §1.2). Nesting is bounded by
+/* Recursive-descent parser for the VPL subset (docs/VPL.md). Nesting is bounded by
  * VPL_MAX_DEPTH so no input can exhaust the stack. */
 #ifndef VPL_PARSER_H
 #define VPL_PARSER_H

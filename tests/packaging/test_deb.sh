@@ -73,6 +73,7 @@ if command -v systemd-analyze >/dev/null; then
     check "systemd-analyze verify gust.service" systemd-analyze verify /lib/systemd/system/gust.service
 fi
 check "man gust-host.conf" sh -c 'man -w gust-host.conf | grep -q gust-host.conf.5'
+check "the VPL reference gust(8) names" test -f /usr/share/doc/gust/VPL.md.gz
 check "gust-host.conf(5) lists the installed gust's keys" \
     python3 tests/packaging/test_manpage.py /usr/sbin/gust <(zcat /usr/share/man/man5/gust-host.conf.5.gz)
 

@@ -3,8 +3,8 @@
 
 usage: run_cases.py GUST_VPL CASES_DIR...
 
-Each case is a folder with program.vpl, events.jsonl and expected.jsonl (see
-shared/vpl/README.md). Alerts are compared in order, key by key: every expected key
+Each case is a folder with program.vpl, events.jsonl and expected.jsonl (the format is
+in tests/vpl/README.md). Alerts are compared in order, key by key: every expected key
 must be present with an equal value, the actual alert may carry no other key except
 "timestamp", numbers compare by value (an int/float mismatch is a warning). An optional
 stderr.txt holds the exact expected standard error (default: empty).

@@ -494,9 +494,9 @@ static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int
 }
 
 /* Routes the queued derived events, and those they cause, in FIFO order: breadth-
- * first, as Varpulis does (SPEC §1.5). Depth-first, a stream that reads both a type
- * and a stream derived from it would see the derived copy of an input before the
- * input itself, and a sequence could match an input with itself. */
+ * first, as Varpulis does (docs/VPL.md, "Streams"). Depth-first, a stream that reads
+ * both a type and a stream derived from it would see the derived copy of an input
+ * before the input itself, and a sequence could match an input with itself. */
 static void drain(struct vpl_engine *e)
 {
     while (e->qhead < e->nqueue) {
@@ -524,8 +524,8 @@ static int advance(struct vpl_engine *e, uint32_t type, int64_t now)
 static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
 {
     const struct stream *s = &e->prog->streams[si];
-    /* A sequence follows its fastest type (SPEC §1.11); a window waits for the
-     * slowest type feeding it (§1.12). */
+    /* A sequence follows its fastest type, a window waits for the slowest type feeding
+     * it (docs/VPL.md, "Time"). */
     int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
     for (uint32_t k = 0; k < s->nroots; k++) {
         int64_t c = e->clock[s->roots[k]];
@@ -546,12 +546,11 @@ static int reads_directly(const struct route *r, uint32_t si)
     return 0;
 }
 
-/* Runs an input through the streams that read its type, in declaration order (SPEC
- * §1.8, order of alerts), each timed one closing what its clock has passed just
- * before it takes the input (§1.9 step 1). Then what they derived, breadth-first;
- * the timed streams further down close after what was derived so far has reached
- * them, upstream first, so a window's result is counted below before those close
- * (§1.12). */
+/* Runs an input through the streams that read its type, in declaration order, each
+ * timed one closing what its clock has passed just before it takes the input
+ * (docs/VPL.md, "Alerts", order). Then what they derived, breadth-first; the timed
+ * streams further down close after what was derived so far has reached them, upstream
+ * first, so a window's result is counted below before those close. */
 static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int moved)
 {
     const struct vpl_program *p = e->prog;

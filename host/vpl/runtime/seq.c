@@ -1,4 +1,5 @@
-/* Sequences (SPEC §1.9-1.11, §2.1): SASE+ runs kept per partition.
+/* Sequences (docs/VPL.md: "Sequences", "Cancellation and absence", "Kleene closures"):
+ * SASE+ runs kept per partition.
  *
  * A partition holds one list of runs per step they wait for, so an event visits only
  * the runs whose next step (or Kleene closure, NOT constraint, absence) names its
@@ -468,9 +469,9 @@ void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
         heap_remove(&ss->due, top);
         if (pat->nabsent > 0 && run_step(r) == pat->nsteps && run_linked(r)) {
             /* The absence is confirmed. Any other run that expires is only dropped
-             * (SPEC §1.9): a final .longest() closure emits at its break, never on
-             * the clock. An absence follows a plain step, so the last capture is
-             * the event the match is built from. */
+             * (docs/VPL.md, "Kleene closures"): a final .longest() closure emits at its
+             * break, never on the clock. An absence follows a plain step, so the last
+             * capture is the event the match is built from. */
             unlink_run(r);
             rt_pend(e, r, r->cap[pat->nsteps - 1].ev, -1, 0, 1);
         } else {

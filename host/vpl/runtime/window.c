@@ -1,4 +1,4 @@
-/* Windows and aggregates (SPEC §1.12). A window buffers references to its events and
+/* Windows and aggregates (docs/VPL.md). A window buffers references to its events and
  * aggregates them when it closes; partitioned windows live in a hash map and are
  * freed once closed and empty. Time and session windows sit in a heap keyed by the
  * clock value that closes them, so the clock closes what is due without a sweep. */

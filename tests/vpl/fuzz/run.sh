@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the VPL fuzz targets with clang (libFuzzer + ASan + UBSan) into a temp dir and
-# runs each for SECONDS at most (default 20), seeded with the acceptance and own cases:
+# runs each for SECONDS at most (default 20), seeded with the cases of tests/vpl/cases:
 # the parser, the engine on event lines, and the event decoder against the yajl-based
 # decoder it replaced (fuzz_decoder_diff.c, ref_decoder.c).
 # The seed and the number of runs are fixed (FUZZ_SEED, FUZZ_RUNS) so that a CI run is
@@ -13,7 +13,6 @@ secs=${1:-20}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../../host/vpl" && pwd)
 cases="$here/../cases"
-shared="$here/../../../../shared/vpl/cases"
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 [ -n "${2:-}" ] || trap 'rm -rf "$work"' EXIT
@@ -30,13 +29,10 @@ for f in $lib; do
 done
 
 mkdir -p "$work/corpus_parser" "$work/corpus_event"
-for d in "$cases" "$shared"; do
-    [ -d "$d" ] || continue
-    for c in "$d"/*/; do
-        n=$(basename "$c")
-        [ -f "$c/program.vpl" ] && cp "$c/program.vpl" "$work/corpus_parser/$n.vpl"
-        [ -f "$c/events.jsonl" ] && cp "$c/events.jsonl" "$work/corpus_event/$n.jsonl"
-    done
+for c in "$cases"/*/; do
+    n=$(basename "$c")
+    [ -f "$c/program.vpl" ] && cp "$c/program.vpl" "$work/corpus_parser/$n.vpl"
+    [ -f "$c/events.jsonl" ] && cp "$c/events.jsonl" "$work/corpus_event/$n.jsonl"
 done
 cp "$here"/../errors/*.vpl "$work/corpus_parser/" 2>/dev/null || true
 
