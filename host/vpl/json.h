@@ -6,8 +6,9 @@
  * expression of the program reads are skipped while parsing, so unused parts of a
  * payload cost no memory. The decoder is a single pass of its own (no yajl: the
  * callbacks, the per-event handle and a symbol-table lookup for every key were over
- * half the engine's time); it accepts and rejects what yajl 2.1 does and decodes
- * strings as it does. It builds the event in the caller's scratch arena and keeps no
+ * half the engine's time); it accepts RFC 8259 JSON as the flow decoder does (well-formed
+ * UTF-8, white space only space, tab, CR and LF; a lone surrogate escape becomes U+FFFD:
+ * tests/vpl/SPEC_NOTES.md). It builds the event in the caller's scratch arena and keeps no
  * state between events. */
 #ifndef VPL_JSON_H
 #define VPL_JSON_H
