@@ -1,0 +1,12 @@
+/* The bus a host.conf asks for: its nats block as the bus's configuration, for the
+ * host process and for the tools that connect as it does (gust replay). */
+#ifndef GUST_CORE_BUS_CONF_H
+#define GUST_CORE_BUS_CONF_H
+
+#include "../bus/bus.h"
+#include "config.h"
+
+/* Strings borrowed from c. */
+struct gust_bus_conf gust_config_bus_conf(const struct gust_config *c);
+
+#endif
