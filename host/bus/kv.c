@@ -10,6 +10,7 @@
 #define WRITE_MAX_PENDING 4096
 
 struct gust_kv {
+    natsConnection *nc;
     jsCtx *js;
     kvStore *store;
     char stream[140]; /* "KV_<bucket>": the stream behind the bucket */
@@ -100,7 +101,8 @@ static int open_bucket(struct gust_bus *bus, const char *bucket, int create, int
     o.PublishAsync.AckHandlerClosure = kv;
     o.PublishAsync.MaxPending = WRITE_MAX_PENDING;
     o.PublishAsync.StallWait = wait_ms;
-    natsStatus s = natsConnection_JetStream(&kv->js, gust_bus__conn(bus), &o);
+    kv->nc = gust_bus__conn(bus);
+    natsStatus s = natsConnection_JetStream(&kv->js, kv->nc, &o);
     if (s == NATS_OK) {
         s = js_KeyValue(&kv->store, kv->js, bucket);
         if (s == NATS_NOT_FOUND && !create) {
@@ -290,6 +292,9 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
             natsMsg_Destroy(m);
         }
     }
+    /* Out now rather than when the library's flusher next runs; the PING's round trip
+     * overlaps the PubAcks waited for anyway (as the consumer core's barrier does). */
+    natsConnection_FlushTimeout(kv->nc, wait_ms);
     jsPubOptions co;
     jsPubOptions_Init(&co);
     co.MaxWait = wait_ms + 1000;

@@ -9,9 +9,10 @@ import json
 import os
 import random
 import signal
+import subprocess
 import time
 
-from gustlib import Checks, Gust, NatsServer, TempDir, free_port, nats_publish, wait_for
+from gustlib import STREAM_READ, Checks, Gust, NatsServer, TempDir, free_port, nats_publish, wait_for
 
 BUCKET = "GUST_FLOW_STATE"
 
@@ -62,12 +63,20 @@ class Monitor:
 
 
 def state_of(nats, unit):
-    """{kv key suffix: envelope} of a unit, read back from the bucket's stream."""
-    out = {}
+    """{kv key suffix: envelope} of a unit: the last value of each of its keys."""
     prefix = "$KV.%s.%s." % (BUCKET, unit)
-    for _, subject, data in nats.read_stream("KV_" + BUCKET):
-        if subject.startswith(prefix):
-            out[subject[len(prefix):]] = json.loads(data)
+    p = subprocess.run([STREAM_READ, nats.url, "KV_" + BUCKET, "--last", prefix + ">"], capture_output=True)
+    if p.returncode != 0:
+        if b"not found" in p.stderr.lower():
+            return {}  # no bucket yet
+        raise AssertionError(p.stderr.decode())
+    out, i, raw = {}, 0, p.stdout
+    while i < len(raw):
+        nl = raw.index(b"\n", i)
+        _, subject, n = raw[i:nl].split(b" ")
+        n = int(n)
+        out[subject.decode()[len(prefix):]] = json.loads(raw[nl + 1:nl + 1 + n])
+        i = nl + 1 + n + 1
     return out
 
 

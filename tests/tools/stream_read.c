@@ -1,8 +1,11 @@
-/* gust-stream-read URL STREAM [--count]: reads a JetStream stream back with nats.c.
+/* gust-stream-read URL STREAM [--count | --last FILTER]: reads a JetStream stream back
+ * with nats.c.
  *
- * Without --count, prints every message as a header line "SEQ SUBJECT LEN", then LEN
+ * Without options, prints every message as a header line "SEQ SUBJECT LEN", then LEN
  * bytes of payload, then a newline: binary-safe and easy to parse from a test.
- * With --count, prints the stream's message count. */
+ * With --count, prints the stream's message count. With --last FILTER, prints the last
+ * message of each subject matching FILTER, the same way (a KV bucket's values: one
+ * request per key instead of one per sequence of the bucket's history). */
 #include <inttypes.h>
 #include <nats/nats.h>
 #include <stdio.h>
@@ -18,15 +21,33 @@ int main(int argc, char **argv)
     jsCtx *js = NULL;
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
+    const char *last = argc > 4 && strcmp(argv[3], "--last") == 0 ? argv[4] : NULL;
+    jsOptions so;
+    jsOptions_Init(&so);
+    so.Stream.Info.SubjectsFilter = last;
     natsStatus s = natsConnection_ConnectTo(&nc, argv[1]);
     if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, NULL);
-    if (s == NATS_OK) s = js_GetStreamInfo(&si, js, argv[2], NULL, &jerr);
+    if (s == NATS_OK) s = js_GetStreamInfo(&si, js, argv[2], last != NULL ? &so : NULL, &jerr);
     if (s != NATS_OK) {
         fprintf(stderr, "gust-stream-read: %s (jetstream error %d)\n", natsStatus_GetText(s), (int)jerr);
         return 1;
     }
     if (argc > 3 && strcmp(argv[3], "--count") == 0) {
         printf("%" PRIu64 "\n", si->State.Msgs);
+    } else if (last != NULL) {
+        for (int i = 0; si->State.Subjects != NULL && i < si->State.Subjects->Count; i++) {
+            natsMsg *m = NULL;
+            s = js_GetLastMsg(&m, js, argv[2], si->State.Subjects->List[i].Subject, NULL, &jerr);
+            if (s != NATS_OK) {
+                fprintf(stderr, "gust-stream-read: %s: %s (jetstream error %d)\n", si->State.Subjects->List[i].Subject,
+                        natsStatus_GetText(s), (int)jerr);
+                return 1;
+            }
+            printf("%" PRIu64 " %s %d\n", natsMsg_GetSequence(m), natsMsg_GetSubject(m), natsMsg_GetDataLength(m));
+            fwrite(natsMsg_GetData(m), 1, (size_t)natsMsg_GetDataLength(m), stdout);
+            putchar('\n');
+            natsMsg_Destroy(m);
+        }
     } else {
         for (uint64_t seq = si->State.FirstSeq; seq <= si->State.LastSeq && si->State.Msgs > 0; seq++) {
             natsMsg *m = NULL;
