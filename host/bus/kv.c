@@ -278,7 +278,6 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
         if (s == NATS_OK) {
             jsPubOptions po;
             jsPubOptions_Init(&po);
-            po.MaxWait = wait_ms; /* each write's own timeout: its callback then says so */
             if (w[i].cas && w[i].expected == 0) {
                 po.ExpectNoMessage = true;
             } else if (w[i].cas) {
@@ -297,14 +296,18 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
     natsConnection_FlushTimeout(kv->nc, wait_ms);
     jsPubOptions co;
     jsPubOptions_Init(&co);
-    co.MaxWait = wait_ms + 1000;
+    co.MaxWait = wait_ms;
     if (js_PublishAsyncComplete(kv->js, &co) != NATS_OK) {
-        /* Every write times out by itself first; should one still be pending, take it
-         * back so that no late answer reaches a batch that is over. */
+        /* What is still pending is taken back (its rc stays "no answer"), so that no
+         * late answer reaches a batch that is over. (A timeout per write would cost
+         * the library a timer entry for each.) */
         natsMsgList pending = {0};
         if (js_PublishAsyncGetPendingList(&pending, kv->js) == NATS_OK) {
             natsMsgList_Destroy(&pending);
         }
+        /* An answer being handled as they were taken back still counts: wait for it. */
+        co.MaxWait = 1000;
+        js_PublishAsyncComplete(kv->js, &co);
     }
     kv->nbatch = 0;
     size_t failed = 0;
