@@ -59,8 +59,11 @@ def monitor(mport, name):
         for st in acc.get("stream_detail", []):
             for con in st.get("consumer_detail", []) or []:
                 if con["name"] == name:
-                    return {k: con[k] for k in ("delivered", "ack_floor", "num_pending", "num_ack_pending",
-                                                "num_redelivered")}
+                    pos = {k: con[k] for k in ("delivered", "ack_floor", "num_pending", "num_ack_pending",
+                                               "num_redelivered")}
+                    for k in ("delivered", "ack_floor"):
+                        pos[k] = {"consumer_seq": pos[k]["consumer_seq"], "stream_seq": pos[k]["stream_seq"]}
+                    return pos
     return None
 
 
@@ -109,6 +112,9 @@ def main():
         wait_for(lambda: (monitor(mport, "flow_orders") or {}).get("num_pending") == 0 and
                  monitor(mport, "flow_orders")["num_ack_pending"] == 0, 30, "the unit handled every event")
         order_seqs = {json.loads(m[2])["i"]: m[0] for m in nats.read_stream() if m[1] == "ev.orders"}
+        # The consumer has also looked past the unit's own emits (other subjects) by then.
+        wait_for(lambda: monitor(mport, "flow_orders")["delivered"]["stream_seq"] >= nats.count(), 10,
+                 "the consumer's position settled")
         before = monitor(mport, "flow_orders")
         stream_before = nats.count()
         state_before = read_stream(nats.url, "KV_GUST_FLOW_STATE")
