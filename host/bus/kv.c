@@ -10,8 +10,10 @@
 #define WRITE_MAX_PENDING 4096
 
 struct gust_kv {
+    struct gust_bus *bus;
     natsConnection *nc;
     jsCtx *js;
+    int64_t wait_ms;
     kvStore *store;
     char stream[140]; /* "KV_<bucket>": the stream behind the bucket */
     char prefix[140]; /* "$KV.<bucket>.": a key's subject is prefix + key */
@@ -101,6 +103,8 @@ static int open_bucket(struct gust_bus *bus, const char *bucket, int create, int
     o.PublishAsync.AckHandlerClosure = kv;
     o.PublishAsync.MaxPending = WRITE_MAX_PENDING;
     o.PublishAsync.StallWait = wait_ms;
+    kv->bus = bus;
+    kv->wait_ms = wait_ms;
     kv->nc = gust_bus__conn(bus);
     natsStatus s = natsConnection_JetStream(&kv->js, kv->nc, &o);
     if (s == NATS_OK) {
@@ -208,9 +212,14 @@ int gust_kv_read(struct gust_kv *kv, const char *key, char **value, size_t *len,
         snprintf(why, why_size, "key too long");
         return GUST_EINVAL;
     }
+    /* On the connection that writes at once: on the buffered one a request would wait
+     * for the flusher first. */
     natsMsg *m = NULL;
     jsErrCode jerr = 0;
-    natsStatus s = js_GetLastMsg(&m, kv->js, kv->stream, subject, NULL, &jerr);
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = kv->wait_ms;
+    natsStatus s = js_GetLastMsg(&m, gust_bus__js(kv->bus), kv->stream, subject, &o, &jerr);
     if (s == NATS_NOT_FOUND) {
         return 0;
     }

@@ -122,7 +122,7 @@ static void flow_render_json(void *impl, struct gust_buf *out)
     struct gust_kv_state_stats st;
     gust_kv_state_stats(u->state, &st);
     const char *bucket = gust_kv_state_bucket(u->state);
-    gust_buf_append(out, ",\"state\":{\"bucket\":", 19);
+    gust_buf_append(out, ",\"flow_state\":{\"bucket\":", 24);
     gust_json_append_string(out, bucket, strlen(bucket));
     gust_buf_printf(out,
                     ",\"reads\":%" PRIu64 ",\"cache_hits\":%" PRIu64 ",\"writes\":%" PRIu64

@@ -150,7 +150,7 @@ def crash_and_restart(t, tmp):
         ids = emitted_ids(nats)
         t.eq(len(ids), len(msgs), "kill -9 twice: one emit per event stored")
         t.eq(len(set(ids)), len(msgs), "kill -9 twice: emits unique")
-        st = units(g)["count"]["state"]
+        st = units(g)["count"]["flow_state"]
         print("after the last restart: %s" % st)
         t.check(st["writes"] > 0 and st["errors"] == 0, "the state counters of the last process: %s" % st)
         # The envelopes: ranges ascending, pruned below the ack floor as values are written.
@@ -184,7 +184,7 @@ def cluster(t, tmp):
         wait_for(lambda: mon.acked("flow_count") >= 6000, 60, "6000 acked")
         wait_for(lambda: units(a)["count"]["events_ok"] > 0 and units(b)["count"]["events_ok"] > 0, 30,
                  "both processes take events")
-        conflicts_a = units(a)["count"]["state"]["conflicts"]
+        conflicts_a = units(a)["count"]["flow_state"]["conflicts"]
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait()
         print("node-a killed with %d acked" % mon.acked("flow_count"))
@@ -194,7 +194,7 @@ def cluster(t, tmp):
         t.eq(got, want, "cluster: every device's counter is exact")
         ids = emitted_ids(nats)
         t.eq(len(set(ids)), len(msgs), "cluster: every event emitted")
-        sb = units(b)["count"]["state"]
+        sb = units(b)["count"]["flow_state"]
         print("cluster: conflicts node-a %d (before the kill), node-b %s" % (conflicts_a, sb))
         t.check(conflicts_a + sb["conflicts"] > 0, "cluster: the processes conflicted on the few keys")
         t.eq(sb["cache_hits"], 0, "cluster on: no cache")
@@ -257,7 +257,7 @@ def edges(t, tmp):
         nats_publish(nats.port, [("$KV.%s.ops.c" % BUCKET, env)])
         wait_for(lambda: i in outputs(nats), 60, "the conflicting event done")
         t.eq(outputs(nats)[i]["got"], 42, "a conflict is retried on the new value (41 + 1)")
-        st = units(g)["ops"]["state"]
+        st = units(g)["ops"]["flow_state"]
         t.eq(st["conflicts"], 1, "the conflict is counted")
         ev = [e for e in json.loads(g.request("GET", "/events?unit=ops")[1])["units"][0]["events"]
               if e.get("error")]
