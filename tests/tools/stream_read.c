@@ -27,7 +27,13 @@ int main(int argc, char **argv)
     so.Stream.Info.SubjectsFilter = last;
     natsStatus s = natsConnection_ConnectTo(&nc, argv[1]);
     if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, NULL);
-    if (s == NATS_OK) s = js_GetStreamInfo(&si, js, argv[2], last != NULL ? &so : NULL, &jerr);
+    /* A timeout (a loaded machine, a cluster electing a leader) is asked again. */
+    for (int tries = 0; s == NATS_OK; tries++) {
+        s = js_GetStreamInfo(&si, js, argv[2], last != NULL ? &so : NULL, &jerr);
+        if (s != NATS_TIMEOUT || tries == 20) break;
+        nats_Sleep(100);
+        s = NATS_OK;
+    }
     if (s != NATS_OK) {
         fprintf(stderr, "gust-stream-read: %s (jetstream error %d)\n", natsStatus_GetText(s), (int)jerr);
         return 1;
@@ -37,7 +43,11 @@ int main(int argc, char **argv)
     } else if (last != NULL) {
         for (int i = 0; si->State.Subjects != NULL && i < si->State.Subjects->Count; i++) {
             natsMsg *m = NULL;
-            s = js_GetLastMsg(&m, js, argv[2], si->State.Subjects->List[i].Subject, NULL, &jerr);
+            for (int tries = 0;; tries++) {
+                s = js_GetLastMsg(&m, js, argv[2], si->State.Subjects->List[i].Subject, NULL, &jerr);
+                if (s != NATS_TIMEOUT || tries == 100) break;
+                nats_Sleep(100);
+            }
             if (s != NATS_OK) {
                 fprintf(stderr, "gust-stream-read: %s: %s (jetstream error %d)\n", si->State.Subjects->List[i].Subject,
                         natsStatus_GetText(s), (int)jerr);
