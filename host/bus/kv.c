@@ -295,7 +295,9 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
             s = js_PublishMsgAsync(kv->js, &m, &po);
         }
         if (s != NATS_OK) {
-            /* Not sent, or not known: the library gave the message back. */
+            /* Not sent (the library gave the message back): over the server's
+             * max_payload it never can be. */
+            w[i].rc = s == NATS_MAX_PAYLOAD ? GUST_EINVAL : GUST_EIO;
             snprintf(w[i].why, sizeof(w[i].why), "%s", gust_bus__reason(s));
             natsMsg_Destroy(m);
         }

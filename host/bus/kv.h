@@ -49,6 +49,7 @@ struct gust_kv_write {
     uint64_t expected;
     /* Filled by gust_kv_write_all: */
     int rc;            /* 0; GUST_EAGAIN: the revision was another (nothing written);
+                          GUST_EINVAL: over the server's max_payload (never sent);
                           GUST_EIO: not known to be written (it may have been) */
     uint64_t revision; /* the new revision, when rc is 0 */
     char why[160];

@@ -306,7 +306,36 @@ def edges(t, tmp):
         for k, want in (("a.b", "a=2Eb"), ("a=2Eb", "a=3D2Eb"), ("sp ace", "sp=20ace"), ("caf\u00e9", "caf=C3=A9"),
                         ("\u0001ctl", "=01ctl"), ("*>", "=2A=3E"), ("-_", "-_")):
             t.check(want in keys, "key %r is stored as %s (have %s)" % (k, want, sorted(keys)))
+        status, body, _ = g.request("GET", "/metrics")
+        text = body.decode()
+        t.check('gust_flow_state_conflicts_total{unit="ops"} 1' in text, "/metrics counts the conflict")
+        t.check('gust_flow_state_writes_total{unit="ops"}' in text, "/metrics counts the writes")
         t.eq(g.stop(), 0, "clean stop")
+    finally:
+        if t.failed:
+            print(g.log()[-3000:])
+        if g.proc.poll() is None:
+            g.proc.kill()
+            g.proc.wait()
+        nats.stop()
+
+
+def payload_limit(t, tmp):
+    """A value under the flow's limit but over the server's max_payload: the write is
+    refused before it is sent, the message retried, then dead-lettered with the reason."""
+    conf = tmp.file("small.conf", "max_payload: 2048\n")
+    nats = NatsServer(tmp, args=["-c", conf])
+    script = tmp.file("ops.lua", OPS.replace('string.rep("x", 70000)', 'string.rep("x", 4000)'))
+    g = Gust(SubDir(tmp, "small"), OPS_CONF % {"url": nats.url, "script": script})
+    try:
+        nats_publish(nats.port, [("ev.ops", json.dumps({"op": "big", "n": 1}).encode())])
+        dlq = []
+        wait_for(lambda: dlq.extend(m for m in nats.read_stream("GUST_DLQ") if m[1] == "dlq.ops") or dlq, 20,
+                 "dead-lettered")
+        letter = json.loads(dlq[0][2])
+        t.check("state: key 'big' not written: " in letter["error"] and "ayload" in letter["error"],
+                "over max_payload: %s" % letter["error"])
+        t.eq(letter["attempts"], 2, "over max_payload: retried, then dead-lettered")
     finally:
         if t.failed:
             print(g.log()[-3000:])
@@ -321,6 +350,7 @@ def main():
     tmp = TempDir()
     try:
         edges(t, tmp)
+        payload_limit(t, tmp)
         crash_and_restart(t, tmp)
         cluster(t, tmp)
     finally:
