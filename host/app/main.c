@@ -92,6 +92,15 @@ static void *signal_thread(void *arg)
     }
 }
 
+/* The keys of the listener and of the NATS connections, which their layers read and
+ * check themselves (files exist, keys match certificates, one way to authenticate). */
+static int check_connections(const struct gust_config *c, struct gust_nats_link_conf *link,
+                             struct gust_listen_conf *listen, struct gust_err *err)
+{
+    int rc = gust_nats_link_conf_load(c->nats_cfg, link, err);
+    return rc != 0 ? rc : gust_listen_conf_load(c->http_cfg, listen, err);
+}
+
 /* Kept reachable until exit: h2o's loop is never torn down (see gust_http_close). */
 static struct gust_http *http_server;
 static struct gust_units units;
@@ -103,6 +112,7 @@ static struct gust_http_settings http_settings(const struct gust_config *c)
     const struct gust_http_keys *h = &c->http;
     return (struct gust_http_settings){
         .max_body = (size_t)h->max_body,
+        .max_depth = (size_t)h->max_depth,
         .admin_token_file = h->admin_token_file,
         .admin_token_env = h->admin_token_env,
         .ingest_token_file = h->ingest_token_file,
@@ -171,7 +181,12 @@ static int run(const char *config_path)
     struct gust_bus_conf bc = gust_config_bus_conf(c);
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
-    rc = gust_bus_create(&bc, &bus, &err);
+    struct gust_listen_conf listen;
+    rc = check_connections(c, &bc.link, &listen, &err);
+    if (rc == 0 && bc.nurls > 0) {
+        rc = gust_nats_probe(bc.urls, bc.nurls, &bc.link, &err);
+    }
+    rc = rc != 0 ? rc : gust_bus_create(&bc, &bus, &err);
     if (rc == 0) {
         struct gust_lease_conf lc = {
             .bucket = nk->lease_bucket,
@@ -190,7 +205,7 @@ static int run(const char *config_path)
     }
     if (rc == 0) {
         struct gust_http_conf hc = {
-            .listen = c->http.listen,
+            .listen = listen,
             .base_path = c->http.base_path,
             .units = &units,
             .request_reload = gust_reloader_request,
@@ -254,6 +269,9 @@ static int test_config(const char *config_path)
     struct gust_err err = {{0}};
     struct gust_host host = {0};
     int rc = gust_host_prepare(&host, config_path, &err);
+    struct gust_nats_link_conf link;
+    struct gust_listen_conf listen;
+    rc = rc != 0 ? rc : check_connections(host.config, &link, &listen, &err);
     gust_host_release(&host);
     gust_plugins_shutdown();
     if (rc != 0) {

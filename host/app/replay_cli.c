@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../bus/bus.h"
+#include "../bus/link_conf.h"
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../core/bus_conf.h"
@@ -121,8 +122,10 @@ int gust_replay_main(int argc, char **argv)
         fprintf(stderr, "gust replay: cannot write %s\n", diff_path);
         goto done;
     }
+    /* Connected as the host is (TLS, credentials), and refused the same way. */
     struct gust_bus_conf bc = gust_config_bus_conf(config);
-    if (gust_bus_create(&bc, &bus, &err) != 0) {
+    if (gust_nats_link_conf_load(config->nats_cfg, &bc.link, &err) != 0 ||
+        gust_nats_probe(bc.urls, bc.nurls, &bc.link, &err) != 0 || gust_bus_create(&bc, &bus, &err) != 0) {
         fprintf(stderr, "gust replay: %s\n", err.msg);
         goto done;
     }

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* memmem */
 #include "bus.h"
 
 #include <inttypes.h>
@@ -13,7 +12,9 @@
 #include "../common/log.h"
 #include "bus_int.h"
 #include "embedded.h"
+#include "nats_opts.h"
 #include "nats_url.h"
+#include "puback.h"
 #include "streams.h"
 
 /* A connection and the subscription its PubAcks come back on. */
@@ -36,7 +37,7 @@ struct gust_bus {
      * to 1 ms), which is what units and sources want, and takes their PubAcks; `now`
      * writes each message at once, for the units' pull requests (one per batch), which
      * the next message waits for. (Ingest has a connection of its own on the event
-     * loop: http/nats_loop.c.) */
+     * loop: ingest_link.c.) */
     struct link main;
     struct link now;
     /* JetStream's API (streams, consumers, account info, the DLQ routes) on `now`: each
@@ -65,38 +66,6 @@ int64_t gust_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A PubAck is {"stream":"GUST","seq":12[,"duplicate":true]} or
- * {"error":{"code":503,"err_code":10077,"description":"..."}}. Both shapes are fixed
- * by the server, so a scan is enough and keeps the ack path allocation-free. */
-int gust_puback_parse(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size)
-{
-    const char *end = data + len;
-    const char *e = memmem(data, len, "\"error\"", 7);
-    if (e != NULL) {
-        const char *d = memmem(e, (size_t)(end - e), "\"description\":\"", 15);
-        if (d != NULL) {
-            d += 15;
-            const char *q = memchr(d, '"', (size_t)(end - d));
-            size_t n = q != NULL ? (size_t)(q - d) : 0;
-            snprintf(why, why_size, "jetstream: %.*s", (int)n, d);
-        } else {
-            snprintf(why, why_size, "jetstream error: %.*s", (int)(len > 200 ? 200 : len), data);
-        }
-        return GUST_EIO;
-    }
-    const char *s = memmem(data, len, "\"seq\":", 6);
-    if (s == NULL) {
-        snprintf(why, why_size, "unexpected PubAck: %.*s", (int)(len > 200 ? 200 : len), data);
-        return GUST_EIO;
-    }
-    uint64_t v = 0;
-    for (s += 6; s < end && *s >= '0' && *s <= '9'; s++) {
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *seq = v;
-    return 0;
-}
-
 static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
     (void)nc;
@@ -105,17 +74,16 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
     const char *subj = natsMsg_GetSubject(msg);
     const char *dot = strrchr(subj, '.');
     uint64_t id = dot != NULL ? strtoull(dot + 1, NULL, 10) : 0;
-    uint64_t seq = 0;
+    struct gust_puback ack = {0};
     char why[256] = "";
     int status;
     if (natsMsg_IsNoResponders(msg)) {
         status = GUST_EIO;
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
-        status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &seq, why,
-                              sizeof(why));
+        status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &ack, why, sizeof(why));
     }
-    gust_pending_complete(&bus->pending, id, status, seq, why);
+    gust_pending_complete(&bus->pending, id, status, ack.seq, why);
     natsMsg_Destroy(msg);
 }
 
@@ -241,8 +209,6 @@ static int connect_link(struct gust_bus *bus, struct link *l, const char *name, 
     if (s == NATS_OK) s = natsOptions_SetServers(opts, urls, (int)n);
     if (s == NATS_OK) s = natsOptions_SetName(opts, name);
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
-    if (s == NATS_OK) s = natsOptions_SetReconnectJitter(opts, 100, 1000);
     if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_reconnected, bus);
     if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, bus);
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_reconnected, bus);
@@ -250,6 +216,11 @@ static int connect_link(struct gust_bus *bus, struct link *l, const char *name, 
     if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, bus);
     if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 1 << 20);
     if (s == NATS_OK) s = natsOptions_SetSendAsap(opts, send_asap != 0);
+    int rc = s == NATS_OK ? gust_nats_opts_fill(opts, &bus->conf.link, name, err) : 0;
+    if (rc != 0) {
+        natsOptions_Destroy(opts);
+        return rc;
+    }
     if (s == NATS_OK) {
         s = natsConnection_Connect(&l->nc, opts);
         if (s == NATS_NOT_YET_CONNECTED) {
@@ -306,7 +277,12 @@ static const char *own(struct gust_bus *bus, const char *s, int *oom)
 static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
 {
     bus->conf = *conf;
-    bus->owned = calloc(conf->nurls + 8, sizeof(*bus->owned));
+    struct gust_nats_link_conf *link = &bus->conf.link;
+    const char **link_strings[] = {&link->tls_ca,    &link->tls_cert,   &link->tls_key,
+                                   &link->creds,     &link->nkey_seed,  &link->token_file,
+                                   &link->user,      &link->password_file, &link->password_env};
+    const size_t nlink = sizeof(link_strings) / sizeof(link_strings[0]);
+    bus->owned = calloc(conf->nurls + 8 + nlink, sizeof(*bus->owned));
     const char **urls = calloc(conf->nurls + 1, sizeof(*urls));
     if (bus->owned == NULL || urls == NULL) {
         free(urls);
@@ -325,6 +301,9 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
     bus->conf.dlq_subjects = own(bus, conf->dlq_subjects, &oom);
     bus->conf.state_stream = own(bus, conf->state_stream, &oom);
     bus->conf.state_subjects = own(bus, conf->state_subjects, &oom);
+    for (size_t i = 0; i < nlink; i++) {
+        *link_strings[i] = own(bus, *link_strings[i], &oom);
+    }
     return oom ? GUST_ENOMEM : 0;
 }
 

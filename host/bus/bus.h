@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "link_conf.h"
 #include "pending.h"
 #include "port.h"
 
@@ -33,6 +34,7 @@ struct gust_bus_conf {
     size_t max_pending; /* publishes awaiting their PubAck at once */
     int send_asap;      /* units and sources write each publish and ack at once */
     int replicas;       /* of each stream */
+    struct gust_nats_link_conf link; /* TLS, credentials, keepalive, reconnection */
 };
 
 struct gust_bus;
@@ -76,9 +78,5 @@ int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
 
 /* At exit, after every bus is destroyed: the NATS library's own threads and memory. */
 void gust_bus_library_close(void);
-
-/* JetStream's PubAck in data: 0 and its stream sequence in seq, or GUST_EIO and the
- * server's reason in why. */
-int gust_puback_parse(const char *data, size_t len, uint64_t *seq, char *why, size_t why_size);
 
 #endif

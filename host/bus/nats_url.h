@@ -1,5 +1,6 @@
-/* The NATS URLs of `nats { url ...; }`: [nats://][user:pass@|token@]host[:port]. Checked
- * with the configuration (gust -t), and taken apart for ingest's own connection. */
+/* The NATS URLs of `nats { url ...; }`: [nats://|tls://][user:pass@|token@]host[:port].
+ * Checked with the configuration (gust -t), and taken apart for the log (without the
+ * credentials) and for the name a server's certificate must carry. */
 #ifndef GUST_BUS_NATS_URL_H
 #define GUST_BUS_NATS_URL_H
 
@@ -7,6 +8,7 @@ struct gust_nats_url {
     char *host, *port;         /* port "4222" when the URL has none */
     char *user, *pass, *token; /* NULL when absent */
     char *text;                /* for the log: nats://host:port, without the credentials */
+    int tls;                   /* tls:// */
 };
 
 /* NULL when url is usable (and u, when given, filled: free it with gust_nats_url_free),

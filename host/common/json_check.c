@@ -5,6 +5,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "gust/sdk.h"
+#include "json_text.h"
 
 struct scan {
     int depth;
@@ -78,6 +79,14 @@ int gust_json_check(const char *data, size_t len, const char *const *keys, const
     st = yajl_parse(h, (const unsigned char *)data, len);
     if (st == yajl_status_ok) {
         st = yajl_complete_parse(h);
+    }
+    /* What yajl lets through and no flow decodes: \f or \v as white space, UTF-8 that
+     * is not well formed (host/common/json_text.h). */
+    struct gust_json_text t;
+    if (st == yajl_status_ok && gust_json_text_check(data, len, &t) < 0) {
+        snprintf(why, why_size, "%s at byte %zu", t.why, t.at);
+        yajl_free(h);
+        return 0;
     }
     if (st != yajl_status_ok) {
         unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)data, len);

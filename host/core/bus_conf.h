@@ -6,7 +6,8 @@
 #include "../bus/bus.h"
 #include "config.h"
 
-/* Strings borrowed from c. */
+/* Strings borrowed from c. The link (TLS, credentials) is left to
+ * gust_nats_link_conf_load (../bus/link_conf.h), which checks files and can fail. */
 struct gust_bus_conf gust_config_bus_conf(const struct gust_config *c);
 
 #endif

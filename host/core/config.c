@@ -12,6 +12,9 @@
 #define TOP(f, T, def, flags, help) GUST_KEY(struct gust_top_keys, f, T, def, flags, help)
 #define HTTP(f, T, def, flags, help) GUST_KEY(struct gust_http_keys, f, T, def, flags, help)
 #define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
+/* Keys the layer that uses them reads and checks from the block itself, naming file:line
+ * in its errors: the listener's (http/listen_conf.c) and the connections' (bus/nats_opts.c). */
+#define OWN(f, T, def, flags, help) {#f, GUST_T_##T, def, flags, help, 0}
 /* Units are rebuilt at every reload: all their keys are reloadable. */
 #define UNIT(f, T, def, flags, help) GUST_KEY(struct gust_unit_keys, f, T, def, (flags) | R, help)
 #define TABLE(f, T, def, flags, help) GUST_KEY(struct gust_table_keys, f, T, def, (flags) | R, help)
@@ -33,9 +36,14 @@ const struct gust_schema_key gust_top_schema[] = {
 };
 
 const struct gust_schema_key gust_http_schema[] = {
-    HTTP(listen, ADDR, "127.0.0.1:8787", 0, "address of the HTTP listener"),
+    OWN(listen, LIST, "127.0.0.1:8787", 0,
+         "address of the HTTP listener; `listen ADDR ssl;` for HTTPS, with ssl_certificate and ssl_certificate_key"),
+    OWN(ssl_certificate, PATH, NULL, 0, "PEM certificate chain of an HTTPS listener"),
+    OWN(ssl_certificate_key, PATH, NULL, GUST_K_SECRET, "PEM private key of ssl_certificate"),
     HTTP(base_path, STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"),
     HTTP(max_body, SIZE, "1m", R, "largest accepted request body"),
+    HTTP(max_depth, INT, "200", R,
+         "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"),
     HTTP(admin_token_file, PATH, NULL, GUST_K_SECRET | R, "file holding the admin bearer token (read again at reload)"),
     HTTP(admin_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the admin bearer token"),
     HTTP(ingest_token_file, PATH, NULL, GUST_K_SECRET | R,
@@ -52,7 +60,28 @@ const struct gust_schema_key gust_http_schema[] = {
 };
 
 const struct gust_schema_key gust_nats_schema[] = {
-    NATS(url, LIST, NULL, 0, "server URLs (several for a cluster); none: embedded nats-server"),
+    NATS(url, LIST, NULL, 0, "server URLs, nats:// or tls:// (several for a cluster); none: embedded nats-server"),
+    OWN(tls, BOOL, "off", 0, "on: TLS to every server whatever the URL scheme (tls://, tls_ca or tls_cert turn it on too)"),
+    OWN(tls_ca, PATH, NULL, 0, "PEM file of the CA(s) that sign the servers' certificates (default: the system's)"),
+    OWN(tls_cert, PATH, NULL, 0, "PEM client certificate, for servers that verify clients (with tls_key)"),
+    OWN(tls_key, PATH, NULL, GUST_K_SECRET, "PEM private key of tls_cert"),
+    OWN(tls_verify, BOOL, "on", 0, "off: accept any server certificate (for tests only)"),
+    OWN(tls_server_name, STR, NULL, 0,
+         "the name the servers' certificates must carry (default: the URLs' host when they share a DNS name; else the "
+         "chain alone is checked)"),
+    OWN(creds, PATH, NULL, GUST_K_SECRET, "user credentials file (user JWT and NKey seed, as nsc writes it)"),
+    OWN(nkey_seed, PATH, NULL, GUST_K_SECRET, "file holding a user NKey seed (SU...)"),
+    OWN(token_file, PATH, NULL, GUST_K_SECRET, "file holding the servers' authorization token"),
+    OWN(user, STR, NULL, 0, "user name, with password_file or password_env"),
+    OWN(password_file, PATH, NULL, GUST_K_SECRET, "file holding the user's password"),
+    OWN(password_env, STR, NULL, GUST_K_SECRET, "environment variable holding the user's password"),
+    OWN(ping_interval, DURATION, "2s", 0, "how often every connection PINGs its server"),
+    OWN(max_pings_out, INT, "2", 0,
+         "unanswered PINGs after which a connection is dropped and remade: a silent server is noticed within "
+         "ping_interval x (max_pings_out + 1)"),
+    OWN(reconnect_wait, DURATION, "250ms", 0,
+         "first wait before reconnecting; doubles while attempts fail or connections drop within 10 s"),
+    OWN(reconnect_max_wait, DURATION, "5s", 0, "longest wait between reconnection attempts"),
     NATS(server_bin, STR, "nats-server", 0, "embedded mode: the nats-server binary"),
     NATS(stream, STR, "GUST", 0, "the event stream"),
     NATS(subjects, FILTER, "ev.>", 0,
@@ -218,6 +247,16 @@ static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *e
                 return gust_err_set(err, GUST_ECONFIG, "%s:%d: url %s: %s", u->file, u->line, u->args[a], why);
             }
         }
+    }
+    return 0;
+}
+
+/* Values of the http block the schema's types cannot bound. */
+static int check_http(const struct gust_config *c, struct gust_err *err)
+{
+    if (c->http.max_depth < 1 || c->http.max_depth > 100000) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_depth: %lld is not within 1..100000",
+                            gust_cfg_where(c->http_cfg, "max_depth"), (long long)c->http.max_depth);
     }
     return 0;
 }
@@ -406,7 +445,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
         goto fail;
     }
     *out = c;

@@ -25,9 +25,9 @@ struct gust_top_keys {
 };
 
 struct gust_http_keys {
-    const char *listen;
     const char *base_path;
     int64_t max_body;
+    int64_t max_depth;
     const char *admin_token_file;
     const char *admin_token_env;
     const char *ingest_token_file;

@@ -64,14 +64,22 @@
  *     keys are exactly 1..n (n > 0) and as an object otherwise (so an untagged
  *     empty table is {}); integral number keys of an object become strings;
  *   - integers within +-2^53 are Lua numbers; larger integers, and numbers a double
- *     cannot hold (1e400), become a "bignum": an immutable userdata that keeps the
- *     original text, encodes back verbatim, converts with tostring() and `..`, and
- *     compares equal (==) to a bignum with the same text;
- *   - other numbers are doubles; an integral double within +-2^53 prints as an
- *     integer (347, 1000000000000000), any other as the shortest text that reads
+ *     cannot hold, overflowing to infinity (1e400) or underflowing to zero (1e-400),
+ *     become a "bignum": an immutable userdata that keeps the original text, encodes
+ *     back verbatim, converts with tostring() and `..`, and compares equal (==) to a
+ *     bignum with the same text;
+ *   - other numbers are doubles, rounded to the nearest (a subnormal such as 5e-324
+ *     included), and -0 stays -0; an integral double within +-2^53 prints as an
+ *     integer (347, 1000000000000000, -0), any other as the shortest text that reads
  *     back as the same double (70.7, 4.5, 1764400000000.123, 1e+300);
- *   - strings must be valid UTF-8 (checked on input and on output) and pass through
- *     unchanged; object key order is not kept.
+ *   - input must be JSON as RFC 8259 has it: UTF-8 that is well formed (no overlong
+ *     form, no surrogate, nothing above U+10FFFF), white space only space, tab, CR and
+ *     LF, nothing after the value (a string still open there included); anything else
+ *     is refused as invalid JSON. A \u escape of a lone surrogate (valid JSON, but no
+ *     character) becomes U+FFFD, the replacement character, and nothing around it is
+ *     lost; the VPL decoder follows the same rule;
+ *   - strings pass through unchanged otherwise, and are checked on output too: what a
+ *     flow emits is always well-formed UTF-8; object key order is not kept.
  *
  * Threads: a flow belongs to one thread at a time; different flows share nothing
  * but their (immutable) lookup tables and may run on different threads at once. */

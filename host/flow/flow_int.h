@@ -49,7 +49,9 @@ struct gust_json_dec {
     int count[GUST_JSON_MAX_DEPTH];
     /* Per depth, [0] object, [1] array: the size of the last one closed. */
     int size_hint[GUST_JSON_MAX_DEPTH][2];
-    char msg[160];
+    char *fixed; /* a copy of the text with lone surrogate escapes replaced; owned */
+    size_t fixed_cap;
+    char msg[200];
 };
 
 /* Decodes `len` bytes of JSON into a Lua value pushed on d->L, tagging tables and

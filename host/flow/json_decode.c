@@ -11,6 +11,7 @@
 
 #include <lauxlib.h>
 
+#include "../common/json_text.h"
 #include "flow_int.h"
 
 /* 2^53: every integer up to this magnitude is exact in a double. */
@@ -89,9 +90,23 @@ static int is_integer_text(const char *s, size_t len)
     return 1;
 }
 
+/* Whether the mantissa of a number's text (before any exponent) has a non-zero digit. */
+static int mantissa_nonzero(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] >= '1' && s[i] <= '9') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Integers (the common case: ids, counts, cents) are accumulated by hand; anything
- * with a fraction or exponent goes through strtod_l in the C locale. A number a
- * double cannot hold exactly as an integer, or at all, keeps its text in a bignum. */
+ * with a fraction or exponent goes through strtod_l in the C locale. A number keeps
+ * its value (-0 included) whenever a double holds it: exactly for an integer, to the
+ * nearest double otherwise. One a double cannot hold keeps its text in a bignum: an
+ * integer beyond 2^53, and a number that overflows to infinity (1e400) or underflows
+ * to zero (1e-400; a subnormal such as 5e-324 is a value and stays one). */
 static int on_number(void *ctx, const char *s, size_t len)
 {
     struct gust_json_dec *d = ctx;
@@ -107,7 +122,8 @@ static int on_number(void *ctx, const char *s, size_t len)
             v = v * 10 + (s[i] - '0');
         }
         if (v <= EXACT_INT_MAX) {
-            lua_pushnumber(d->L, (double)(s[0] == '-' ? -v : v));
+            double x = (double)v;
+            lua_pushnumber(d->L, s[0] == '-' ? -x : x); /* -0 stays -0 */
         } else {
             push_bignum(d->L, s, len);
         }
@@ -120,7 +136,7 @@ static int on_number(void *ctx, const char *s, size_t len)
         tmp[len] = '\0';
         x = strtod_l(tmp, NULL, d->c_locale);
     }
-    if (integral || !isfinite(x)) {
+    if (integral || !isfinite(x) || (x == 0 && mantissa_nonzero(s, len))) {
         push_bignum(d->L, s, len);
     } else {
         lua_pushnumber(d->L, x);
@@ -205,6 +221,36 @@ void gust_json_dec_release(struct gust_json_dec *d)
         d->h = NULL;
     }
     d->reusable = 0;
+    free(d->fixed);
+    d->fixed = NULL;
+    d->fixed_cap = 0;
+}
+
+/* What yajl would let through (json_text.h): refused like any invalid JSON, except lone
+ * surrogate escapes, which the text is valid JSON with (RFC 8259 leaves their meaning
+ * open, and JavaScript or Python write them): they become U+FFFD, in a copy of the
+ * text. Returns the text to parse, or NULL with d->msg set. */
+static const char *checked_text(struct gust_json_dec *d, const char *s, size_t len)
+{
+    struct gust_json_text t;
+    int rc = gust_json_text_check(s, len, &t);
+    if (rc == 0) {
+        return s;
+    }
+    if (rc < 0) {
+        snprintf(d->msg, sizeof(d->msg), "invalid JSON: %s at byte %zu", t.why, t.at);
+        return NULL;
+    }
+    if (d->fixed_cap < len) {
+        char *p = realloc(d->fixed, len);
+        if (p == NULL) {
+            luaL_error(d->L, "not enough memory");
+        }
+        d->fixed = p;
+        d->fixed_cap = len;
+    }
+    gust_json_text_fix_lone(s, len, d->fixed);
+    return d->fixed;
 }
 
 /* One handle serves every decode that succeeds: yajl_alloc and yajl_free cost 2.5%
@@ -220,6 +266,11 @@ int gust_json_decode(struct gust_json_dec *d, const char *s, size_t len, int wan
         }
         yajl_config(d->h, yajl_allow_multiple_values, 1);
     }
+    const char *text = checked_text(d, s, len);
+    if (text == NULL) {
+        return GUST_EINVAL; /* the handle is untouched: it stays reusable */
+    }
+    s = text;
     d->reusable = 0;
     d->depth = 0;
     d->done = 0;

@@ -106,7 +106,7 @@ size_t gust_json_fmt_number(double x, char *out, locale_t c_locale)
     if (x >= -9007199254740992.0 && x <= 9007199254740992.0) {
         int64_t v = (int64_t)x;
         if ((double)v == x) {
-            if (v < 0) {
+            if (v < 0 || (v == 0 && signbit(x))) { /* -0 is a value of its own */
                 out[0] = '-';
                 return 1 + fmt_uint((uint64_t)0 - (uint64_t)v, out + 1);
             }
@@ -155,15 +155,27 @@ static const unsigned char byte_class[256] = {
 };
 /* clang-format on */
 
-/* Length of the UTF-8 sequence at s, or 0 if malformed. The same structural check
- * yajl applies to its input, so every string that came in can go out again. */
+/* Length of the well-formed UTF-8 sequence at s, or 0: no overlong form, no
+ * surrogate, nothing above U+10FFFF (Unicode's table 3-7), the rule the decoder
+ * applies to its input, so what goes out is always UTF-8 and what came in can go out
+ * again. Only non-ASCII bytes get here. */
 static size_t utf8_seq_len(const unsigned char *s, size_t avail)
 {
-    size_t n = (s[0] >> 5) == 0x6 ? 2 : (s[0] >> 4) == 0xe ? 3 : (s[0] >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || n > avail) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (c == 0xe0) {
+        lo = 0xa0;
+    } else if (c == 0xed) {
+        hi = 0x9f;
+    } else if (c == 0xf0) {
+        lo = 0x90;
+    } else if (c == 0xf4) {
+        hi = 0x8f;
+    }
+    if (n == 0 || n > avail || s[1] < lo || s[1] > hi) {
         return 0;
     }
-    for (size_t i = 1; i < n; i++) {
+    for (size_t i = 2; i < n; i++) {
         if ((s[i] >> 6) != 0x2) {
             return 0;
         }

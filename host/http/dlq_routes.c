@@ -72,7 +72,7 @@ static void append_letter(struct gust_buf *out, const struct gust_http *http, co
     gust_buf_append(out, ",\"stored_at\":", 13);
     gust_json_append_string(out, l->time, strlen(l->time));
     char why[8];
-    if (gust_json_object_valid((const char *)l->data, l->len, why, sizeof(why))) {
+    if (gust_json_object_valid((const char *)l->data, l->len, 0, why, sizeof(why))) {
         gust_buf_append(out, ",\"envelope\":", 12);
         gust_buf_append(out, l->data, l->len);
     } else if (gust_utf8_valid((const char *)l->data, l->len)) {
@@ -272,106 +272,6 @@ static void run_purge(struct gust_admin_job *job)
     gust_buf_append(&job->body, "}\n", 2);
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    if (*s < '0' || *s > '9') {
-        return 0;
-    }
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0') {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-/* A unit name as it appears in a subject: one token, no wildcards. */
-static int unit_valid(const char *u)
-{
-    size_t len = strlen(u);
-    return len > 0 && memchr(u, '.', len) == NULL && gust_subject_valid(u, len, 0);
-}
-
-/* Reads seq, unit, all, limit and after_seq from the query string and, for a POST with
- * a body, from a JSON object (the body wins). Returns NULL or what is wrong. */
-static const char *parse_query(h2o_req_t *req, struct gust_dlq_query *q)
-{
-    char v[160];
-    if (gust_http_query(req, "unit", v, sizeof(v))) {
-        if (strlen(v) >= sizeof(q->unit)) {
-            return "unit: not a unit name";
-        }
-        memcpy(q->unit, v, strlen(v) + 1);
-    }
-    if (gust_http_query(req, "seq", v, sizeof(v)) && !parse_u64(v, &q->seq)) {
-        return "seq: expected a positive integer";
-    }
-    if (gust_http_query(req, "after_seq", v, sizeof(v)) && !parse_u64(v, &q->after_seq)) {
-        return "after_seq: expected an integer";
-    }
-    uint64_t limit = 0;
-    if (gust_http_query(req, "limit", v, sizeof(v))) {
-        if (!parse_u64(v, &limit) || limit == 0) {
-            return "limit: expected a positive integer";
-        }
-        q->limit = (size_t)limit;
-    }
-    if (gust_http_query(req, "all", v, sizeof(v))) {
-        q->all = strcmp(v, "0") != 0 && strcmp(v, "false") != 0;
-    }
-    if (req->entity.base != NULL && req->entity.len > 0) {
-        char *text = malloc(req->entity.len + 1);
-        if (text == NULL) {
-            return "out of memory";
-        }
-        memcpy(text, req->entity.base, req->entity.len);
-        text[req->entity.len] = '\0';
-        char perr[128];
-        yajl_val body = yajl_tree_parse(text, perr, sizeof(perr));
-        free(text);
-        if (body == NULL || !YAJL_IS_OBJECT(body)) {
-            yajl_tree_free(body);
-            return "body: expected a JSON object such as {\"seq\": 12}, {\"unit\": \"orders\"} or {\"all\": true}";
-        }
-        const char *p_seq[] = {"seq", NULL}, *p_unit[] = {"unit", NULL}, *p_all[] = {"all", NULL},
-                   *p_limit[] = {"limit", NULL};
-        yajl_val s = yajl_tree_get(body, p_seq, yajl_t_number);
-        yajl_val u = yajl_tree_get(body, p_unit, yajl_t_string);
-        yajl_val a = yajl_tree_get(body, p_all, yajl_t_any);
-        yajl_val l = yajl_tree_get(body, p_limit, yajl_t_number);
-        const char *bad = NULL;
-        if (s != NULL) {
-            if (!YAJL_IS_INTEGER(s) || YAJL_GET_INTEGER(s) <= 0) {
-                bad = "seq: expected a positive integer";
-            } else {
-                q->seq = (uint64_t)YAJL_GET_INTEGER(s);
-            }
-        }
-        if (u != NULL) {
-            snprintf(q->unit, sizeof(q->unit), "%s", YAJL_GET_STRING(u));
-        }
-        if (a != NULL) {
-            q->all = YAJL_IS_TRUE(a);
-        }
-        if (l != NULL) {
-            if (!YAJL_IS_INTEGER(l) || YAJL_GET_INTEGER(l) <= 0) {
-                bad = "limit: expected a positive integer";
-            } else {
-                q->limit = (size_t)YAJL_GET_INTEGER(l);
-            }
-        }
-        yajl_tree_free(body);
-        if (bad != NULL) {
-            return bad;
-        }
-    }
-    if (q->unit[0] != '\0' && !unit_valid(q->unit)) {
-        return "unit: not a unit name";
-    }
-    return NULL;
-}
-
 void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest)
 {
     int get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
@@ -390,7 +290,9 @@ void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest)
         return;
     }
     struct gust_dlq_query q = {.limit = list ? LIST_DEFAULT : REPLAY_DEFAULT};
-    const char *bad = parse_query(req, &q);
+    size_t qlen = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0;
+    const char *bad = gust_dlq_query_parse(qlen > 0 ? req->path.base + req->query_at + 1 : "", qlen,
+                                           req->entity.base, req->entity.base != NULL ? req->entity.len : 0, &q);
     if (bad != NULL) {
         gust_http_send_error(req, GUST_ROUTE_DLQ, 400, bad);
         return;

@@ -2,21 +2,26 @@
  * `subjects ev.>;`), answer 202 after the PubAck.
  *
  * The publish goes out on ingest's own NATS connection, which the event loop drives
- * (nats_loop.c), and its outcome comes back on the loop. The client may go away
- * meanwhile, so the request and the wait are linked through an anchor in the request's
- * pool: whichever side finishes first unlinks the other. */
+ * (host/bus/ingest_link.c), and its outcome comes back on the loop. The client may go
+ * away meanwhile, so the request and the wait are linked through an anchor in the
+ * request's pool: whichever side finishes first unlinks the other.
+ *
+ * An Idempotency-Key (or Nats-Msg-Id) header becomes the message's Nats-Msg-Id, so a
+ * client that retries after an unknown outcome stores the event once within the
+ * stream's duplicate window; the repeat is answered 202 with "duplicate": true. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../conf/subject.h"
+#include "ingest_subject.h"
 #include "json_check.h"
 #include "internal.h"
-#include "nats_loop.h"
+#include "../bus/ingest_link.h"
 
-#define MAX_SUBJECT 256
+#define MAX_SUBJECT GUST_INGEST_SUBJECT_MAX
+#define MAX_MSG_ID 200
 
 struct ingest_wait {
     struct gust_http *http;
@@ -46,14 +51,24 @@ static void on_req_dispose(void *p)
 static void respond(struct ingest_wait *w, int status, uint64_t seq, const char *error)
 {
     h2o_req_t *req = w->req;
-    if (status == 0) {
+    if (status == 0 || status == GUST_PUBLISH_DUPLICATE) {
         gust_metrics_observe_publish(now_us() - w->start_us);
-        char body[MAX_SUBJECT + 64];
-        int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "}\n", w->subject, seq);
+        char body[MAX_SUBJECT + 80];
+        int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "%s}\n", w->subject, seq,
+                         status == GUST_PUBLISH_DUPLICATE ? ",\"duplicate\":true" : "");
         gust_http_send(req, GUST_ROUTE_INGEST, 202, "application/json", body, (size_t)n);
     } else {
-        char msg[220];
-        snprintf(msg, sizeof(msg), "not stored: %s", error != NULL ? error : "publish failed");
+        char msg[400];
+        if (status == GUST_EIO) {
+            snprintf(msg, sizeof(msg), "not stored: %s", error != NULL ? error : "publish failed");
+        } else {
+            /* Sent, but its PubAck never came (or made no sense): JetStream may well
+             * have stored it. */
+            snprintf(msg, sizeof(msg),
+                     "outcome unknown: %s; the event may have been stored (retry with the same Idempotency-Key "
+                     "header to store it once)",
+                     error != NULL ? error : "no PubAck");
+        }
         gust_http_send_error(req, GUST_ROUTE_INGEST, 503, msg);
     }
 }
@@ -70,39 +85,37 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
     free(w);
 }
 
-static int hex_value(char c)
+/* The request's Idempotency-Key (or Nats-Msg-Id), quotes removed, into out; "" when it
+ * has none. 0, or -1 when it is unusable as a message id. */
+static int msg_id_of(h2o_req_t *req, char out[MAX_MSG_ID + 1])
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* The stream's prefix + the suffix with %XX decoded, so that an encoded space or control
- * character is judged as what it stands for. Returns 0 when empty, too long or badly
- * encoded. */
-static int subject_from_suffix(const char *prefix, size_t plen, h2o_iovec_t suffix, char out[MAX_SUBJECT])
-{
-    size_t n = plen;
-    if (n >= MAX_SUBJECT) {
-        return 0;
-    }
-    memcpy(out, prefix, n);
-    for (size_t i = 0; i < suffix.len; i++) {
-        char c = suffix.base[i];
-        if (c == '%') {
-            int hi = i + 2 < suffix.len ? hex_value(suffix.base[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(suffix.base[i + 2]) : -1;
-            if (lo < 0) {
-                return 0;
+    static const char *const names[] = {"idempotency-key", "nats-msg-id"};
+    out[0] = '\0';
+    for (size_t k = 0; k < 2; k++) {
+        ssize_t i = h2o_find_header_by_str(&req->headers, names[k], strlen(names[k]), -1);
+        if (i < 0) {
+            continue;
+        }
+        h2o_iovec_t v = req->headers.entries[i].value;
+        if (v.len >= 2 && v.base[0] == '"' && v.base[v.len - 1] == '"') {
+            v.base++;
+            v.len -= 2;
+        }
+        if (v.len == 0 || v.len > MAX_MSG_ID || h2o_find_header_by_str(&req->headers, names[k], strlen(names[k]), i) >= 0) {
+            return -1;
+        }
+        for (size_t j = 0; j < v.len; j++) {
+            if (v.base[j] < 0x21 || v.base[j] > 0x7e) {
+                return -1;
             }
-            c = (char)(hi * 16 + lo);
-            i += 2;
         }
-        if (n + 1 >= MAX_SUBJECT) {
-            return 0;
+        if (out[0] != '\0' && (strlen(out) != v.len || memcmp(out, v.base, v.len) != 0)) {
+            return -1; /* both headers, saying different things */
         }
-        out[n++] = c;
+        memcpy(out, v.base, v.len);
+        out[v.len] = '\0';
     }
-    out[n] = '\0';
-    return n > plen && memchr(out, '\0', n) == NULL;
+    return 0;
 }
 
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
@@ -113,9 +126,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char subject[MAX_SUBJECT];
-    size_t plen = strlen(http->subject_prefix);
-    if (!subject_from_suffix(http->subject_prefix, plen, suffix, subject) ||
-        !gust_subject_valid(subject + plen, strlen(subject) - plen, 0)) {
+    if (!gust_ingest_subject(http->subject_prefix, suffix.base, suffix.len, subject)) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");
@@ -133,31 +144,43 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         return;
     }
     char why[200];
-    if (!gust_json_object_valid(req->entity.base, req->entity.len, why, sizeof(why))) {
+    if (!gust_json_object_valid(req->entity.base, req->entity.len, gust_http_policy(http)->s.max_depth, why,
+                                sizeof(why))) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
+        return;
+    }
+    char msg_id[MAX_MSG_ID + 1];
+    if (msg_id_of(req, msg_id) != 0) {
+        gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
+                             "Idempotency-Key (or Nats-Msg-Id): one value of 1 to 200 visible ASCII characters");
         return;
     }
     struct ingest_wait *w = calloc(1, sizeof(*w));
     if (w == NULL) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "out of memory");
+        gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: out of memory");
         return;
     }
     w->http = http;
     w->req = req;
     w->start_us = now_us();
     memcpy(w->subject, subject, sizeof(subject));
-    int rc = nats_loop_publish(http->ingest_bus, w->subject, req->entity.base, req->entity.len, on_published, w);
-    if (rc != 0) {
-        free(w);
-        if (rc == GUST_EINVAL) {
-            gust_http_send_error(req, GUST_ROUTE_INGEST, 413, "body over the bus's max_payload");
-        } else {
-            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "bus unavailable");
-        }
-        return;
-    }
-    /* From here on_published owns w; it runs on a later turn of the loop. */
+    /* Linked before the publish: its outcome may come before it returns. */
     http->ingest_inflight++;
     w->anchor = h2o_mem_alloc_shared(&req->pool, sizeof(*w->anchor), on_req_dispose);
     *w->anchor = w;
+    int rc = gust_ingest_link_publish(http->ingest_bus, w->subject, req->entity.base, req->entity.len,
+                                      msg_id[0] != '\0' ? msg_id : NULL, on_published, w);
+    if (rc != 0) {
+        /* Not sent, and on_published will not run. */
+        http->ingest_inflight--;
+        *w->anchor = NULL;
+        free(w);
+        if (rc == GUST_EINVAL) {
+            gust_http_send_error(req, GUST_ROUTE_INGEST, 413, "body over the bus's max_payload");
+        } else if (rc == GUST_EIO) {
+            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: no stream takes this subject");
+        } else {
+            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: bus unavailable");
+        }
+    }
 }

@@ -9,19 +9,10 @@
 
 #include "../common/buf.h"
 #include "auth.h"
+#include "dlq_query.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "server.h"
-
-/* What a DLQ request asks for, parsed on the loop from the query string or the body. */
-struct gust_dlq_query {
-    char unit[128]; /* "" for every unit */
-    uint64_t seq;   /* replay: one dead letter; 0 when not given */
-    uint64_t after_seq;
-    size_t limit;
-    int all;
-    int force; /* POST /reload?force=1 */
-};
 
 /* A request handed to the admin worker: its blocking JetStream calls run there, and the
  * answer comes back to the loop as a multithread message. The client may go away
@@ -68,17 +59,18 @@ struct gust_http {
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t control;    /* stop requests from the signal thread */
     h2o_multithread_receiver_t admin_done; /* admin jobs finished on the worker */
+    h2o_timeout_t linger_timeout;          /* linger.c */
     atomic_int stop_requested;
     int stopping;
     struct gust_bus *bus;
-    struct nats_loop *ingest_bus; /* ingest's own connection, on this loop */
+    struct gust_ingest_link *ingest_bus; /* ingest's own connection, on this loop */
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     _Atomic(struct gust_http_policy *) policy; /* swapped by a reload, read on the loop */
     h2o_multithread_receiver_t retired;        /* frees replaced policies on the loop */
     size_t ingest_inflight;
     size_t admin_inflight;
-    size_t connections; /* open client connections */
+    size_t connections; /* open client connections, lingering ones included */
     struct gust_units *units;
     void (*request_reload)(void *ud);
     void *reload_ud;
@@ -104,6 +96,20 @@ void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const cha
 void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, const char *message);
 /* The value of query parameter name, %-decoded into out; 1 when present. */
 int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size);
+
+/* server.c: a client connection is gone (h2o's on_close of its socket; data is the http). */
+void gust_http_on_conn_close(void *data);
+
+/* h2o_errors.c: what h2o would answer itself, answered in JSON. The filter goes on each
+ * path configuration (the fallback one too); bad_request tells a request h2o could not
+ * parse (1, with the status and why) from a real one (0). */
+void gust_h2o_errors_register(struct gust_http *http, h2o_pathconf_t *pathconf);
+int gust_h2o_bad_request(h2o_req_t *req, int *status, char *why, size_t size);
+
+/* linger.c: once the answer to req is out and h2o closes the connection, read and drop
+ * what the client still sends for a while before closing (see there why). */
+void gust_linger_init(struct gust_http *http);
+void gust_linger_arm(struct gust_http *http, h2o_req_t *req);
 
 /* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);

@@ -114,6 +114,38 @@ static void copy_token(char *out, size_t size, const char *s, size_t len)
     out[len] = '\0';
 }
 
+int gust_forwarded_for(const struct gust_proxies *p, const char *base, size_t len, char *out, size_t size)
+{
+    /* Walk from the right: each trusted hop appended the address it saw. */
+    int found = 0;
+    size_t end = len;
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && base[start - 1] != ',') {
+            start--;
+        }
+        size_t a = start, b = end;
+        while (a < b && (base[a] == ' ' || base[a] == '\t')) {
+            a++;
+        }
+        while (b > a && (base[b - 1] == ' ' || base[b - 1] == '\t')) {
+            b--;
+        }
+        int family;
+        unsigned char addr[16];
+        if (!parse_addr(base + a, b - a, &family, addr)) {
+            break; /* garbage: stop at the last address we could vouch for */
+        }
+        inet_ntop(family, addr, out, (socklen_t)size);
+        found = 1;
+        if (!trusted(p, family, addr)) {
+            break;
+        }
+        end = start > 0 ? start - 1 : 0;
+    }
+    return found;
+}
+
 void gust_client_of(const struct gust_proxies *p, h2o_req_t *req, struct gust_client *out)
 {
     memset(out, 0, sizeof(*out));
@@ -133,34 +165,9 @@ void gust_client_of(const struct gust_proxies *p, h2o_req_t *req, struct gust_cl
         return;
     }
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_X_FORWARDED_FOR, -1);
-    if (i >= 0) {
-        /* Walk from the right: each trusted hop appended the address it saw. */
-        h2o_iovec_t v = req->headers.entries[i].value;
-        size_t end = v.len;
-        while (end > 0) {
-            size_t start = end;
-            while (start > 0 && v.base[start - 1] != ',') {
-                start--;
-            }
-            size_t a = start, b = end;
-            while (a < b && (v.base[a] == ' ' || v.base[a] == '\t')) {
-                a++;
-            }
-            while (b > a && (v.base[b - 1] == ' ' || v.base[b - 1] == '\t')) {
-                b--;
-            }
-            int family;
-            unsigned char addr[16];
-            if (!parse_addr(v.base + a, b - a, &family, addr)) {
-                break; /* garbage: stop at the last address we could vouch for */
-            }
-            inet_ntop(family, addr, out->addr, sizeof(out->addr));
-            out->via_proxy = 1;
-            if (!trusted(p, family, addr)) {
-                break;
-            }
-            end = start > 0 ? start - 1 : 0;
-        }
+    if (i >= 0 && gust_forwarded_for(p, req->headers.entries[i].value.base, req->headers.entries[i].value.len,
+                                     out->addr, sizeof(out->addr))) {
+        out->via_proxy = 1;
     }
     i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-forwarded-proto"), -1);
     if (i >= 0) {

@@ -37,6 +37,11 @@ struct gust_client {
 int gust_proxies_add(struct gust_proxies *p, const char *spec, struct gust_err *err);
 int gust_proxies_trusted(const struct gust_proxies *p, const struct sockaddr *sa);
 
+/* The client an X-Forwarded-For value base[0..len) names, written into out as text: its
+ * rightmost address that is not a trusted proxy (or the leftmost one, when all are).
+ * Returns 0, leaving out as it was, when its last entry is not an address. */
+int gust_forwarded_for(const struct gust_proxies *p, const char *base, size_t len, char *out, size_t size);
+
 struct st_h2o_req_t;
 void gust_client_of(const struct gust_proxies *p, struct st_h2o_req_t *req, struct gust_client *out);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../bus/bus.h"
+#include "../bus/ingest_link.h"
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
 #include "../common/buf.h"
@@ -18,7 +19,8 @@
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "internal.h"
-#include "nats_loop.h"
+#include "listen_conf.h"
+#include "query.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
@@ -42,6 +44,7 @@ static const char *reason_of(int status)
     case 301: return "Moved Permanently";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 502: return "Bad Gateway";
@@ -95,41 +98,12 @@ void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, con
     gust_buf_free(&body);
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size)
 {
     if (req->query_at == SIZE_MAX || size == 0) {
         return 0;
     }
-    const char *q = req->path.base + req->query_at + 1, *end = req->path.base + req->path.len;
-    size_t nlen = strlen(name);
-    while (q < end) {
-        const char *amp = memchr(q, '&', (size_t)(end - q));
-        const char *stop = amp != NULL ? amp : end;
-        const char *eq = memchr(q, '=', (size_t)(stop - q));
-        const char *kend = eq != NULL ? eq : stop;
-        if ((size_t)(kend - q) == nlen && memcmp(q, name, nlen) == 0) {
-            size_t n = 0;
-            for (const char *v = eq != NULL ? eq + 1 : stop; v < stop && n + 1 < size; v++) {
-                char c = *v;
-                if (c == '+') {
-                    c = ' ';
-                } else if (c == '%' && stop - v > 2 && hex_digit(v[1]) >= 0 && hex_digit(v[2]) >= 0) {
-                    c = (char)(hex_digit(v[1]) * 16 + hex_digit(v[2]));
-                    v += 2;
-                }
-                out[n++] = c;
-            }
-            out[n] = '\0';
-            return 1;
-        }
-        q = stop + 1;
-    }
-    return 0;
+    return gust_query_get(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1, name, out, size) >= 0;
 }
 
 static int method_is(h2o_req_t *req, const char *m)
@@ -149,13 +123,13 @@ static void handle_healthz(struct gust_http *http, h2o_req_t *req)
         send_method_not_allowed(req, GUST_ROUTE_HEALTHZ, "GET, HEAD");
         return;
     }
-    if (gust_bus_healthy(http->bus) && nats_loop_connected(http->ingest_bus)) {
+    if (gust_bus_healthy(http->bus) && gust_ingest_link_connected(http->ingest_bus)) {
         static const char ok[] = "{\"status\":\"ok\"}\n";
         gust_http_send(req, GUST_ROUTE_HEALTHZ, 200, "application/json", ok, sizeof(ok) - 1);
     } else {
         gust_http_send_error(req, GUST_ROUTE_HEALTHZ, 503,
                              !gust_bus_connected(http->bus)           ? "bus not connected"
-                             : !nats_loop_connected(http->ingest_bus) ? "ingest's bus connection not up"
+                             : !gust_ingest_link_connected(http->ingest_bus) ? "ingest's bus connection not up"
                                                                       : "jetstream not answering");
     }
 }
@@ -168,7 +142,7 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     }
     struct gust_buf out = {0};
     gust_metrics_render(&out, gust_bus_connected(http->bus), gust_bus_healthy(http->bus),
-                        nats_loop_connected(http->ingest_bus));
+                        gust_ingest_link_connected(http->ingest_bus));
     gust_units_render_metrics(http->units, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
     gust_buf_free(&out);
@@ -297,6 +271,12 @@ static int starts_with_segment(h2o_iovec_t path, const char *prefix, size_t plen
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gust_http *http = *(struct gust_http **)(self + 1);
+    int bad_status;
+    char bad_why[96];
+    if (gust_h2o_bad_request(req, &bad_status, bad_why, sizeof(bad_why))) {
+        gust_http_send_error(req, GUST_ROUTE_OTHER, bad_status, bad_why);
+        return 0;
+    }
     const struct gust_http_policy *policy = gust_http_policy(http);
     if (policy->s.max_header > 0 && header_bytes(req) > policy->s.max_header) {
         char msg[96];
@@ -361,8 +341,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return 0;
 }
 
-/* h2o calls this when it disposes of a client socket, whoever closed it. */
-static void on_conn_close(void *data)
+/* h2o calls this when it disposes of a client socket, whoever closed it (or linger.c,
+ * once it has done with the socket's copy). */
+void gust_http_on_conn_close(void *data)
 {
     struct gust_http *http = data;
     http->connections--;
@@ -391,7 +372,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
     }
     http->connections++;
     gust_metrics_set_connections(http->connections);
-    sock->on_close.cb = on_conn_close;
+    sock->on_close.cb = gust_http_on_conn_close;
     sock->on_close.data = http;
     int one = 1;
     setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -468,12 +449,13 @@ static int bind_listener(const char *listen_addr, int *port_out, struct gust_err
     return fd;
 }
 
-/* h2o refuses bodies over its own limit with a plain-text 413 before any handler runs.
- * Give it headroom so that the handler sees moderately oversized bodies and answers them
- * in JSON; only bodies far over max_body get h2o's text. */
+/* h2o refuses a body over this before any handler runs (and before reading it),
+ * answered in JSON by h2o_errors.c with a lingering close: so it needs no headroom and
+ * holds no more than max_body in memory. + 1 because h2o refuses a chunked body once it
+ * reaches the limit, a Content-Length only above it. */
 static size_t entity_limit(size_t max_body)
 {
-    return max_body + (max_body > 65536 ? max_body : 65536);
+    return max_body + 1;
 }
 
 int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http_policy **out, struct gust_err *err)
@@ -586,7 +568,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     while (http->base_len > 0 && http->base_path[http->base_len - 1] == '/') {
         http->base_path[--http->base_len] = '\0';
     }
-    fd = bind_listener(conf->listen, &http->port, err);
+    fd = bind_listener(conf->listen.addr, &http->port, err);
     if (fd < 0) {
         gust_http_policy_destroy(policy);
         free(http);
@@ -606,23 +588,35 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof(*handler) + sizeof(http));
     handler->on_req = on_req;
     *(struct gust_http **)(handler + 1) = http;
+    gust_h2o_errors_register(http, pathconf);
+    gust_h2o_errors_register(http, &host->fallback_path); /* errors before a path is chosen */
 
     h2o_context_init(&http->ctx, h2o_evloop_create(), &http->config);
+    gust_linger_init(http);
     http->accept_ctx.ctx = &http->ctx;
     http->accept_ctx.hosts = http->config.hosts;
+    if (conf->listen.ssl) {
+        /* h2o does the handshake of every accepted connection with it (HTTP/1.1: no ALPN). */
+        if ((http->accept_ctx.ssl_ctx = gust_listen_tls_context(&conf->listen, err)) == NULL) {
+            close(fd);
+            return GUST_ECONFIG; /* the loop and context are never torn down (see gust_http_close) */
+        }
+    }
     http->queue = h2o_multithread_create_queue(http->ctx.loop);
     h2o_multithread_register_receiver(http->queue, &http->control, on_control);
     h2o_multithread_register_receiver(http->queue, &http->admin_done, gust_admin_on_done);
     h2o_multithread_register_receiver(http->queue, &http->retired, on_retired);
     const char *urls[64];
     const struct gust_bus_conf *bc = gust_bus_config(bus);
-    struct nats_loop_conf nc = {
+    struct gust_ingest_link_conf nc = {
         .urls = urls,
         .nurls = gust_bus_urls(bus, urls, 64),
+        .link = &bc->link,
+        .stream_subjects = bc->subjects,
         .publish_timeout_ms = bc->publish_timeout_ms,
         .max_pending = bc->max_pending,
     };
-    if ((rc = nats_loop_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+    if ((rc = gust_ingest_link_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
@@ -634,7 +628,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     http->listener = h2o_evloop_socket_create(http->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     http->listener->data = http;
     h2o_socket_read_start(http->listener, on_accept);
-    gust_info("http: listening on %s (port %d)%s%s; admin routes %s, ingest %s", conf->listen, http->port,
+    gust_info("http: listening on %s (port %d%s)%s%s; admin routes %s, ingest %s", conf->listen.addr, http->port,
+              conf->listen.ssl ? ", HTTPS" : "",
               http->base_len > 0 ? ", base path " : "", http->base_path,
               policy->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
               policy->ingest_auth.enabled ? "needs the ingest token" : "open");
@@ -674,7 +669,7 @@ void gust_http_close(struct gust_http *http)
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
-    nats_loop_destroy(http->ingest_bus);
+    gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "listen_conf.h"
 
 struct gust_bus;
 struct gust_cfg;
@@ -16,6 +17,7 @@ struct gust_http;
  * section). Strings are borrowed for the call that takes them. */
 struct gust_http_settings {
     size_t max_body;               /* bytes */
+    size_t max_depth;              /* ingest: arrays and objects nested at most (0: no limit) */
     const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
     const char *admin_token_env;   /* NULL, or the environment variable holding it */
     const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */
@@ -42,7 +44,7 @@ void gust_http_policy_destroy(struct gust_http_policy *p);
 void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p);
 
 struct gust_http_conf {
-    const char *listen;    /* "127.0.0.1:8787" */
+    struct gust_listen_conf listen; /* checked by gust_listen_conf_load */
     const char *base_path; /* "/" or "/gust" */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
     /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the

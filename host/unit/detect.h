@@ -57,7 +57,7 @@ struct detect_view {
     int64_t checkpoint_mono;  /* when (monotonic ms), 0: none yet */
     struct vpl_stats total;   /* over the slices held here */
     uint64_t position;        /* the lowest position of the slices held here */
-    uint32_t owned;
+    uint64_t owned;           /* slices held here */
     char owned_list[256];
 };
 

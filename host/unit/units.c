@@ -242,29 +242,74 @@ static void render_edge_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
-/* Detect units: their state and checkpoints (detect.h). */
+/* Detect units: their state and checkpoints (detect.h). A series reads a counter of
+ * the unit's view, or is one of the three shaped otherwise (dropped by what, times). */
+enum detect_series { DS_VIEW, DS_DROPPED, DS_CHECKPOINT_AGE, DS_RESTORE_SECONDS };
+
+static const struct {
+    const char *name, *type, *help;
+    enum detect_series how;
+    size_t offset; /* DS_VIEW: of a uint64_t in struct detect_view */
+} detect_series[] = {
+    {"gust_detect_open_runs", "gauge", "Sequence runs open in the slices held here.", DS_VIEW,
+     offsetof(struct detect_view, total.open_runs)},
+    {"gust_detect_partitions", "gauge", "Partitions (sequences and windows) alive in the slices held here.", DS_VIEW,
+     offsetof(struct detect_view, total.partitions)},
+    {"gust_detect_window_events", "gauge", "Events held by windows in the slices held here.", DS_VIEW,
+     offsetof(struct detect_view, total.window_events)},
+    {"gust_detect_state_bytes", "gauge", "Heap bytes of the state of the slices held here.", DS_VIEW,
+     offsetof(struct detect_view, total.state_bytes)},
+    {"gust_detect_dropped_total", "counter", "What the engine's limits dropped (runs, partitions, window events).",
+     DS_DROPPED, 0},
+    {"gust_detect_slices_owned", "gauge", "Slices of the unit held by this process.", DS_VIEW,
+     offsetof(struct detect_view, owned)},
+    {"gust_detect_position", "gauge", "Stream sequence of the last input applied (the lowest of the slices held).",
+     DS_VIEW, offsetof(struct detect_view, position)},
+    {"gust_detect_checkpoint_seq", "gauge", "Position of the last checkpoint written here.", DS_VIEW,
+     offsetof(struct detect_view, checkpoint_seq)},
+    {"gust_detect_checkpoint_bytes", "gauge", "Size of the last checkpoint written here.", DS_VIEW,
+     offsetof(struct detect_view, checkpoint_bytes)},
+    {"gust_detect_checkpoint_age_seconds", "gauge", "Time since the last checkpoint written here (-1: none).",
+     DS_CHECKPOINT_AGE, 0},
+    {"gust_detect_checkpoints_total", "counter", "Checkpoints written here.", DS_VIEW,
+     offsetof(struct detect_view, checkpoints)},
+    {"gust_detect_checkpoint_failures_total", "counter", "Checkpoints not stored.", DS_VIEW,
+     offsetof(struct detect_view, checkpoint_failures)},
+    {"gust_detect_restores_total", "counter", "Slices taken over here (restored or started empty).", DS_VIEW,
+     offsetof(struct detect_view, restores)},
+    {"gust_detect_restore_seconds", "gauge", "Duration of the last take-over.", DS_RESTORE_SECONDS, 0},
+    {"gust_detect_replayed_total", "counter", "Inputs applied again after a take-over (their alerts were stored before).",
+     DS_VIEW, offsetof(struct detect_view, replayed)},
+};
+
+static void render_detect_series(size_t k, const char *unit, const struct detect_view *v, struct gust_buf *out)
+{
+    const char *name = detect_series[k].name;
+    switch (detect_series[k].how) {
+    case DS_VIEW:
+        gust_buf_printf(out, "%s{unit=\"%s\"} %" PRIu64 "\n", name, unit,
+                        *(const uint64_t *)((const char *)v + detect_series[k].offset));
+        break;
+    case DS_DROPPED:
+        gust_buf_printf(out, "%s{unit=\"%s\",what=\"runs\"} %" PRIu64 "\n", name, unit, v->total.runs_dropped);
+        gust_buf_printf(out, "%s{unit=\"%s\",what=\"partitions\"} %" PRIu64 "\n", name, unit,
+                        v->total.partitions_dropped);
+        gust_buf_printf(out, "%s{unit=\"%s\",what=\"window_events\"} %" PRIu64 "\n", name, unit,
+                        v->total.window_dropped);
+        break;
+    case DS_CHECKPOINT_AGE:
+        gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", name, unit,
+                        v->checkpoint_mono > 0 ? (double)(gust_now_ms() - v->checkpoint_mono) / 1e3 : -1.0);
+        break;
+    case DS_RESTORE_SECONDS:
+        gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", name, unit, (double)v->restore_ms / 1e3);
+        break;
+    }
+}
+
 static void render_detect_metrics(struct gust_units *u, struct gust_buf *out)
 {
-    static const struct {
-        const char *name, *type, *help;
-    } series[] = {
-        {"gust_detect_open_runs", "gauge", "Sequence runs open in the slices held here."},
-        {"gust_detect_partitions", "gauge", "Partitions (sequences and windows) alive in the slices held here."},
-        {"gust_detect_window_events", "gauge", "Events held by windows in the slices held here."},
-        {"gust_detect_state_bytes", "gauge", "Heap bytes of the state of the slices held here."},
-        {"gust_detect_dropped_total", "counter", "What the engine's limits dropped (runs, partitions, window events)."},
-        {"gust_detect_slices_owned", "gauge", "Slices of the unit held by this process."},
-        {"gust_detect_position", "gauge", "Stream sequence of the last input applied (the lowest of the slices held)."},
-        {"gust_detect_checkpoint_seq", "gauge", "Position of the last checkpoint written here."},
-        {"gust_detect_checkpoint_bytes", "gauge", "Size of the last checkpoint written here."},
-        {"gust_detect_checkpoint_age_seconds", "gauge", "Time since the last checkpoint written here (-1: none)."},
-        {"gust_detect_checkpoints_total", "counter", "Checkpoints written here."},
-        {"gust_detect_checkpoint_failures_total", "counter", "Checkpoints not stored."},
-        {"gust_detect_restores_total", "counter", "Slices taken over here (restored or started empty)."},
-        {"gust_detect_restore_seconds", "gauge", "Duration of the last take-over."},
-        {"gust_detect_replayed_total", "counter", "Inputs applied again after a take-over (their alerts were stored before)."},
-    };
-    for (size_t k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
+    for (size_t k = 0; k < sizeof(detect_series) / sizeof(detect_series[0]); k++) {
         int header = 0;
         for (size_t i = 0; i < u->n; i++) {
             const struct gust_handler *h = gust_consumer_handler(u->v[i]);
@@ -272,35 +317,13 @@ static void render_detect_metrics(struct gust_units *u, struct gust_buf *out)
                 continue;
             }
             if (!header) {
-                gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k].name, series[k].help, series[k].name,
-                                series[k].type);
+                gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", detect_series[k].name, detect_series[k].help,
+                                detect_series[k].name, detect_series[k].type);
                 header = 1;
             }
             struct detect_view v;
             gust_detect_view(h->impl, &v);
-            const char *unit = gust_consumer_name(u->v[i]);
-            double age = v.checkpoint_mono > 0 ? (double)(gust_now_ms() - v.checkpoint_mono) / 1e3 : -1;
-            switch (k) {
-            case 4:
-                gust_buf_printf(out, "%s{unit=\"%s\",what=\"runs\"} %" PRIu64 "\n", series[k].name, unit,
-                                v.total.runs_dropped);
-                gust_buf_printf(out, "%s{unit=\"%s\",what=\"partitions\"} %" PRIu64 "\n", series[k].name, unit,
-                                v.total.partitions_dropped);
-                gust_buf_printf(out, "%s{unit=\"%s\",what=\"window_events\"} %" PRIu64 "\n", series[k].name, unit,
-                                v.total.window_dropped);
-                continue;
-            case 9:
-                gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", series[k].name, unit, age);
-                continue;
-            case 13:
-                gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", series[k].name, unit, (double)v.restore_ms / 1e3);
-                continue;
-            }
-            const uint64_t values[] = {v.total.open_runs, v.total.partitions, v.total.window_events,
-                                       v.total.state_bytes, 0, v.owned, v.position, v.checkpoint_seq,
-                                       v.checkpoint_bytes, 0, v.checkpoints, v.checkpoint_failures, v.restores, 0,
-                                       v.replayed};
-            gust_buf_printf(out, "%s{unit=\"%s\"} %" PRIu64 "\n", series[k].name, unit, values[k]);
+            render_detect_series(k, gust_consumer_name(u->v[i]), &v, out);
         }
     }
 }

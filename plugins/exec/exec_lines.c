@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
 
+#include "../../host/common/json_text.h"
 #include "exec.h"
 
 #define CHUNK (64 * 1024)
@@ -110,5 +111,8 @@ int exec_is_json_object(const char *data, size_t len)
     ok = yajl_parse(y, (const unsigned char *)data, len) == yajl_status_ok &&
          yajl_complete_parse(y) == yajl_status_ok;
     yajl_free(y);
-    return ok;
+    /* What yajl lets through and no flow decodes: \f or \v as white space, UTF-8 that
+     * is not well formed (host/common/json_text.h). */
+    struct gust_json_text t;
+    return ok && gust_json_text_check(data, len, &t) >= 0;
 }

@@ -14,7 +14,14 @@
  * answer it closed on: they are sent again without counting as a resend. When it closed
  * after the first answer, it will after each: the rest of the call sends one request per
  * connection. (One closing after many, such as nginx at keepalive_requests, keeps the
- * pipeline.) */
+ * pipeline.)
+ *
+ * Answers are matched to requests by their order alone, so an answer the server sends
+ * unasked shifts every later one onto the wrong request. Such an answer shows itself
+ * only when one arrives with no request outstanding: then every outcome read on that
+ * connection in this call is in doubt, and each becomes a RETRY (the outstanding ones
+ * too), and the connection is closed. Before the call returns, the connections it used
+ * are looked at once more (without waiting) for such trailing answers. */
 #define _GNU_SOURCE /* strerror_r returning char * */
 #include <errno.h>
 #include <poll.h>
@@ -46,6 +53,7 @@ struct conn {
     struct http_out_resp resp; /* of q's oldest */
     int started;             /* a byte of the oldest's answer has come */
     size_t answered;         /* answers read since it was opened */
+    size_t answered_call;    /* answers read in this deliver call */
 };
 
 struct http_out_client {
@@ -60,6 +68,7 @@ struct http_out_client {
     size_t *todo;            /* ring of messages to write, capacity tcap */
     size_t thead, tlen, tcap;
     unsigned char *resent;   /* per message: already sent again after a lost connection */
+    uint32_t *answered_on;   /* per message: 1 + the connection its answer came on, or 0 */
     size_t inflight;         /* written and not answered, over every connection */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
@@ -88,14 +97,16 @@ static void todo_push(struct http_out_client *cl, size_t m)
     cl->todo[(cl->thead + cl->tlen++) % cl->tcap] = m;
 }
 
-/* The outcome of a complete answer: see the table at the top of http_out.c. */
-static void classify(struct http_out_client *cl, size_t m, struct http_out_resp *r)
+/* The outcome of a complete answer on c: see the table at the top of http_out.c. */
+static void classify(struct http_out_client *cl, struct conn *c, size_t m, struct http_out_resp *r)
 {
     struct gust_result *res = &cl->results[m];
     const char *url = cl->conf->url;
     int status = r->status;
 
     cl->undecided--;
+    cl->answered_on[m] = (uint32_t)(c - cl->conns) + 1;
+    c->answered_call++;
     if (status >= 200 && status < 300) {
         res->status = GUST_DELIVERED;
         res->error[0] = '\0';
@@ -175,6 +186,23 @@ static void conn_closing(struct http_out_client *cl, struct conn *c)
     conn_close(c);
 }
 
+/* An answer came that no request of c asked for: the answers read on c in this call may
+ * each belong to another request than the one they were taken for. */
+static void conn_desync(struct http_out_client *cl, struct conn *c)
+{
+    char why[200];
+    uint32_t id = (uint32_t)(c - cl->conns) + 1;
+    snprintf(why, sizeof(why), "an unasked-for answer from %.120s: answers cannot be matched to requests",
+             cl->conf->url);
+    for (size_t m = 0; m < cl->tcap && c->answered_call > 0; m++) {
+        if (cl->answered_on[m] == id) {
+            result_set(&cl->results[m], GUST_RETRY, "%s", why); /* decided already: undecided stays */
+            cl->answered_on[m] = 0;
+        }
+    }
+    conn_lost(cl, c, why, 1);
+}
+
 /* Parses what c has read; closes c when its stream ends or is not HTTP. */
 static void conn_parse(struct http_out_client *cl, struct conn *c)
 {
@@ -184,7 +212,7 @@ static void conn_parse(struct http_out_client *cl, struct conn *c)
         const char *why = NULL;
         int done;
         if (c->qlen == 0) {
-            conn_lost(cl, c, "an answer to no request", 1);
+            conn_desync(cl, c);
             return;
         }
         ssize_t used = http_out_resp_feed(&c->resp, c->rbuf + off, c->rlen - off, &done, &why);
@@ -199,7 +227,7 @@ static void conn_parse(struct http_out_client *cl, struct conn *c)
         if (!done) {
             break;
         }
-        classify(cl, oldest(cl, c)->msg, &c->resp);
+        classify(cl, c, oldest(cl, c)->msg, &c->resp);
         c->answered++;
         int keep = c->resp.keep_alive;
         pop(cl, c);
@@ -231,7 +259,7 @@ static void conn_read(struct http_out_client *cl, struct conn *c)
         if (n < 0) {
             if (n == GUST_SOCK_EOF && c->qlen > 0 && http_out_resp_ends_at_eof(&c->resp)) {
                 /* an answer without a length: the close is its end */
-                classify(cl, oldest(cl, c)->msg, &c->resp);
+                classify(cl, c, oldest(cl, c)->msg, &c->resp);
                 c->answered++;
                 pop(cl, c);
                 conn_closing(cl, c);
@@ -375,6 +403,36 @@ static void check_idle(struct http_out_client *cl)
     }
 }
 
+/* Before the outcomes go back: an answer that came after the last one asked for, on a
+ * connection this call used, puts them in doubt (conn_desync). One poll for all. */
+static void check_trailing(struct http_out_client *cl, size_t lanes)
+{
+    size_t np = 0;
+
+    for (size_t i = 0; i < lanes; i++) {
+        struct conn *c = &cl->conns[i];
+        cl->pfd[i] = (struct pollfd){.fd = c->sock && c->answered_call ? gust_sock_fd(c->sock) : -1,
+                                     .events = POLLIN};
+        np += c->sock && c->answered_call;
+    }
+    if (np == 0 || poll(cl->pfd, lanes, 0) <= 0) {
+        return;
+    }
+    for (size_t i = 0; i < lanes; i++) {
+        struct conn *c = &cl->conns[i];
+        if (!c->sock || !(cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
+            continue;
+        }
+        struct gust_err err;
+        ssize_t n = gust_sock_read(c->sock, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, &err);
+        if (n > 0) {
+            conn_desync(cl, c);
+        } else if (n < 0) {
+            conn_close(c); /* closed by the server: nothing more was said */
+        } /* 0: TLS bookkeeping (a session ticket) only */
+    }
+}
+
 /* Times out the connections whose oldest request is past its deadline; returns the
  * nearest deadline left (INT64_MAX: none). */
 static int64_t expire(struct http_out_client *cl, int64_t now)
@@ -411,16 +469,20 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     if (n > cl->tcap) {
         size_t *t = realloc(cl->todo, n * sizeof(*t));
         unsigned char *r = t ? realloc(cl->resent, n) : NULL;
+        uint32_t *a = r ? realloc(cl->answered_on, n * sizeof(*a)) : NULL;
         if (t) {
             cl->todo = t;
         }
-        if (!r) {
+        if (r) {
+            cl->resent = r;
+        }
+        if (!a) {
             for (size_t i = 0; i < n; i++) {
                 result_set(&results[i], GUST_RETRY, "http_out: out of memory");
             }
             return 0;
         }
-        cl->resent = r;
+        cl->answered_on = a;
         cl->tcap = n;
     }
     cl->msgs = msgs;
@@ -431,6 +493,10 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     cl->depth = conf->pipeline;
     cl->conn_err[0] = '\0';
     memset(cl->resent, 0, n);
+    memset(cl->answered_on, 0, cl->tcap * sizeof(*cl->answered_on));
+    for (size_t i = 0; i < cl->conf->connections; i++) {
+        cl->conns[i].answered_call = 0;
+    }
     for (size_t i = 0; i < n; i++) {
         todo_push(cl, i);
     }
@@ -485,6 +551,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
             }
         }
     }
+    check_trailing(cl, lanes);
     return 0;
 }
 
@@ -539,5 +606,6 @@ void http_out_client_destroy(struct http_out_client *cl)
     free(cl->pfd);
     free(cl->todo);
     free(cl->resent);
+    free(cl->answered_on);
     free(cl);
 }

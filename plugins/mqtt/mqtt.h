@@ -6,11 +6,13 @@
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
  *   mqtt_json.c     JSON read in place (validation, fields), no allocation
  *   mqtt_wire.c     MQTT 3.1.1 packets for the plugin's own clients (both types)
- *   mqtt_sock.c     TCP (+TLS) connection with non-blocking I/O (both types)
- *   mqtt_in.c       the source: network thread, in-flight ring, deferred PUBACKs
+ *   mqtt_link.c     one client connection (both types): socket (plugins/common/gust_sock),
+ *                   buffers, CONNECT/CONNACK, keepalive, reconnect backoff
+ *   mqtt_in.c       the source: network thread, in-flight ring (mqtt_in_ring.c), deferred
+ *                   PUBACKs; mqtt_in_conn.c its session (SUBSCRIBE, PUBLISH, QoS 2 acks)
  *   mqtt_out.c      the sink: a batch's PUBLISHes in one write, PUBACKs read on the
- *                   unit's thread; mqtt_out_conn.c its connection, mqtt_out_keeper.c
- *                   the thread that keeps it between batches
+ *                   unit's thread; mqtt_out_keeper.c the thread that keeps the
+ *                   connection between batches
  *   mqtt_topic_tpl.c  mqtt_out's topic templates ({subject}, {payload.FIELD}) */
 #ifndef GUST_MQTT_H
 #define GUST_MQTT_H

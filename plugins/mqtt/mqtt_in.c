@@ -113,12 +113,12 @@ static void drain(struct mqtt_in *in)
 {
     int64_t deadline = gust_now_ms() + in->conf.timeout_ms;
 
-    while (in->sock && gust_now_ms() < deadline) {
+    while (in->link.sock && gust_now_ms() < deadline) {
         in_ring_progress(in);
         if (in_conn_flush(in) != 0) {
             break;
         }
-        if (in_outstanding(in) == 0 && in->out.len == 0) {
+        if (in_outstanding(in) == 0 && in->link.out.len == 0) {
             break;
         }
         struct pollfd p = {.fd = in->wake_fd, .events = POLLIN};
@@ -127,13 +127,10 @@ static void drain(struct mqtt_in *in)
             /* nothing to do: the eventfd is only a wake-up */
         }
     }
-    if (in->sock && mqtt_wire_disconnect(&in->out) == 0) {
+    if (in->link.sock && mqtt_wire_disconnect(&in->link.out) == 0) {
         in_conn_flush(in);
     }
-    if (in->sock) {
-        gust_sock_close(in->sock);
-        in->sock = NULL;
-    }
+    mqtt_link_close(&in->link);
 }
 
 static void *run(void *arg)
@@ -145,15 +142,15 @@ static void *run(void *arg)
                    in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
     while (!atomic_load(&in->stopping)) {
         int64_t now = gust_now_ms(), wait;
-        if (!in->sock && now >= in->reconnect_at) {
+        if (!in->link.sock && now >= in->reconnect_at) {
             in_conn_connect(in);
         }
         in_ring_progress(in);
-        if (in->sock) {
+        if (in->link.sock) {
             in_conn_input(in);
         }
         wait = in_conn_timers(in, gust_now_ms());
-        if (in->sock) {
+        if (in->link.sock) {
             in_conn_flush(in);
         }
         if (in->nretry && wait > 50) {
@@ -164,13 +161,13 @@ static void *run(void *arg)
             continue;           /* completions queued by this thread: handle them before sleeping */
         }
 
-        int room = in->count < in->cap, sock = in->sock != NULL;
+        int room = in->count < in->cap, sock = in->link.sock != NULL;
         struct pollfd p[2] = {{.fd = in->wake_fd, .events = POLLIN}};
         if (sock) {
-            p[1].fd = gust_sock_fd(in->sock);
+            p[1].fd = gust_sock_fd(in->link.sock);
             p[1].events = (short)((room ? POLLIN : 0) |
-                                  (in->out.len || gust_sock_wants_write(in->sock) ? POLLOUT : 0));
-            if (room && gust_sock_buffered(in->sock)) {
+                                  (in->link.out.len || gust_sock_wants_write(in->link.sock) ? POLLOUT : 0));
+            if (room && gust_sock_buffered(in->link.sock)) {
                 wait = 0;
             }
         }
@@ -185,10 +182,10 @@ static void *run(void *arg)
                 /* spurious: the eventfd is non-blocking */
             }
         }
-        if (in->sock && room && ((n > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) ||
-                                 gust_sock_buffered(in->sock) || gust_sock_wants_write(in->sock))) {
+        if (in->link.sock && room && ((n > 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) ||
+                                      gust_sock_buffered(in->link.sock) || gust_sock_wants_write(in->link.sock))) {
             in_conn_read(in);
-        } else if (in->sock && n > 0 && (p[1].revents & (POLLERR | POLLHUP))) {
+        } else if (in->link.sock && n > 0 && (p[1].revents & (POLLERR | POLLHUP))) {
             /* Reported even though not asked for: with a full ring, polling again would spin.
              * What was not read is not PUBACKed, so the broker sends it again. */
             in_conn_drop(in, "connection closed while the ring was full");
@@ -215,7 +212,7 @@ int mqtt_in_start(void *ctx, struct gust_err *err)
     if ((in->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));
     }
-    in->backoff_ms = 100;
+    mqtt_backoff_init(&in->backoff, 100, in->reconnect_max_ms);
     if (pthread_create(&in->thread, NULL, run, in) != 0) {
         return gust_err_set(err, GUST_EIO, "cannot start the network thread");
     }
@@ -261,8 +258,7 @@ void mqtt_in_destroy(void *ctx)
     free(in->cq);
     free(in->cq_local);
     free(in->filters);
-    free(in->rbuf);
-    mqtt_wbuf_free(&in->out);
+    mqtt_link_free(&in->link);
     gust_tls_destroy(in->tls);
     mqtt_conf_free(&in->conf);
     if (in->wake_fd >= 0) {

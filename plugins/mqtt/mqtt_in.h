@@ -25,12 +25,10 @@
 #include <stdint.h>
 
 #include "mqtt.h"
-#include "gust_sock.h"
-#include "mqtt_wire.h"
+#include "mqtt_link.h"
 
 enum { E_FREE, E_INFLIGHT, E_RETRY, E_DONE };   /* entry states */
 enum { NJ_REJECT, NJ_WRAP, NJ_PASS };           /* non_json */
-enum { C_DOWN, C_CONNECTING, C_UP };            /* connection states */
 
 struct in_entry {
     struct mqtt_in *in; /* for on_stored, which only gets the entry */
@@ -40,9 +38,9 @@ struct in_entry {
     const char *data;
     size_t len;
     uint64_t epoch;     /* connection it arrived on: a PUBACK only goes back on that one */
-    uint16_t id;        /* MQTT packet id (QoS 1) */
-    uint8_t qos;
-    uint8_t ack;        /* E_DONE: PUBACK it (stored, or rejected on purpose) */
+    uint16_t id;        /* MQTT packet id (QoS 1 and 2) */
+    uint8_t qos;        /* 2 only from a broker that ignores the QoS gust subscribed with */
+    uint8_t ack;        /* E_DONE: PUBACK (QoS 2: PUBREC) it (stored, or rejected on purpose) */
     int state;          /* E_*; network thread only */
     int status;         /* outcome from on_stored (read after dequeuing) */
     char why[120];
@@ -72,14 +70,12 @@ struct mqtt_in {
     struct in_entry *ring;
     size_t cap, head, count, nretry;
     size_t *cq_local;
-    struct gust_sock *sock;
-    int cstate;
+    struct mqtt_link link; /* link.sock NULL: down; link.up: CONNACK'd */
+    struct mqtt_backoff backoff;
     uint64_t epoch;
-    struct mqtt_wbuf out;
-    unsigned char *rbuf;
-    size_t rlen, rcap;
-    int64_t last_send, last_recv, connect_deadline, reconnect_at, backoff_ms;
+    int64_t reconnect_at;
     uint16_t next_id;
+    uint16_t sub_id; /* of the SUBSCRIBE awaiting its SUBACK, or 0 */
     int bus_failing;
     uint64_t received, stored, rejected, wrapped, lost;
 
@@ -96,8 +92,9 @@ struct mqtt_in {
 extern __thread struct mqtt_in *in_network_thread;
 
 /* mqtt_in_ring.c */
-/* Takes one PUBLISH read off the wire (the ring has room); -1 when out of memory. */
-int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p);
+/* Takes one PUBLISH read off the wire (the ring has room); -1 when out of memory. A
+ * PUBLISH read past for its size (payload NULL, payload_len its length) is rejected. */
+int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p, size_t payload_len);
 /* Completions, due retries, and releasing the head (queuing PUBACKs). */
 void in_ring_progress(struct mqtt_in *in);
 /* The bus callback. */
@@ -113,5 +110,7 @@ int in_conn_read(struct mqtt_in *in);
 int in_conn_flush(struct mqtt_in *in);
 /* Keepalive and CONNACK deadline; returns ms until the next timer. */
 int64_t in_conn_timers(struct mqtt_in *in, int64_t now);
+/* The largest PUBLISH kept whole: max_payload and the biggest topic and id there can be. */
+size_t in_conn_max_packet(const struct mqtt_in *in);
 
 #endif

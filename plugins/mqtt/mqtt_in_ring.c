@@ -6,7 +6,8 @@
  *             the message, so retrying is safe); then the head is released while it is
  *             E_DONE, queueing PUBACKs in arrival order.
  * A QoS 1 entry from an earlier connection is never PUBACKed (its packet id means
- * nothing on the new connection): the broker redelivers it, at least once. */
+ * nothing on the new connection): the broker redelivers it, at least once. A QoS 2 one
+ * (from a broker that ignores the QoS granted) is answered with PUBREC instead. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static void reject(struct mqtt_in *in, const struct mqtt_publish *p, const char 
     }
 }
 
-int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p)
+int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p, size_t payload_len)
 {
     struct in_entry *e = &in->ring[(in->head + in->count) % in->cap];
     char *wrapped = NULL;
@@ -120,8 +121,10 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p)
     e->ack = 1; /* a rejected message is PUBACKed: redelivering it would not change it */
     in->received++;
 
-    if (len > in->max_payload) {
-        reject(in, p, "payload over max_payload");
+    if (payload_len > in->max_payload || data == NULL) {
+        char why[96];
+        snprintf(why, sizeof(why), "payload of %zu bytes over max_payload (%zu)", payload_len, in->max_payload);
+        reject(in, p, why);
         return 0;
     }
     if (in->non_json != NJ_PASS && !mqtt_is_json_object(data, len)) {
@@ -176,8 +179,8 @@ static void complete(struct mqtt_in *in, struct in_entry *e)
             in->bus_failing = 0;
             mqtt_host->log(in->inst, GUST_LOG_INFO, "bus publishes succeed again");
         }
-    } else if ((e->qos == 1 && e->epoch != in->epoch) || atomic_load(&in->stopping)) {
-        e->state = E_DONE; /* QoS 1: the broker redelivers; QoS 0: gone, and counted */
+    } else if ((e->qos > 0 && e->epoch != in->epoch) || atomic_load(&in->stopping)) {
+        e->state = E_DONE; /* QoS 1 and 2: the broker redelivers; QoS 0: gone, and counted */
         in->lost += e->qos == 0;
     } else {
         schedule_retry(in, e, e->why);
@@ -205,7 +208,7 @@ void in_ring_progress(struct mqtt_in *in)
                 continue;
             }
             in->nretry--;
-            if (e->qos == 1 && e->epoch != in->epoch) {
+            if (e->qos > 0 && e->epoch != in->epoch) {
                 e->state = E_DONE; /* the broker redelivers it on this connection */
             } else {
                 publish(in, e);
@@ -215,7 +218,8 @@ void in_ring_progress(struct mqtt_in *in)
 
     while (in->count && in->ring[in->head].state == E_DONE) {
         struct in_entry *e = &in->ring[in->head];
-        if (e->qos == 1 && e->ack && e->epoch == in->epoch && in->sock && mqtt_wire_puback(&in->out, e->id) != 0) {
+        if (e->qos > 0 && e->ack && e->epoch == in->epoch && in->link.sock &&
+            (e->qos == 1 ? mqtt_wire_puback(&in->link.out, e->id) : mqtt_wire_pubrec(&in->link.out, e->id)) != 0) {
             break; /* out of memory: try again on the next round */
         }
         if (e->buf_cap > KEEP_BUF) {

@@ -29,6 +29,8 @@
 #include "mqtt_out.h"
 
 #define NO_SLOT UINT32_MAX
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 10000
 
 const struct gust_schema_key mqtt_out_schema[] = {
     MQTT_COMMON_KEYS,
@@ -117,7 +119,8 @@ int mqtt_out_start(void *ctx, struct gust_err *err)
     mqtt_host->log(o->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", o->conf.host, o->conf.port,
                    o->conf.tls ? " (TLS)" : "", o->conf.client_id, o->conf.qos);
     /* A broker that is not up yet is not an error: the keeper keeps trying. */
-    o->backoff_ms = 100;
+    mqtt_backoff_init(&o->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+    o->conn.max_packet = 4; /* PUBACK, PINGRESP, CONNACK: anything bigger is a protocol error */
     if (pthread_create(&o->keeper, NULL, out_keeper_run, o) != 0) {
         return gust_err_set(err, GUST_EIO, "cannot start the connection thread");
     }
@@ -209,29 +212,30 @@ static int queue_one(struct mqtt_out *o, const struct gust_msg *m, size_t i, str
     if (o->conf.qos) {
         o->slot_of_mid[o->next_id] = (uint32_t)i;
     }
-    o->end[i] = out_conn_queued(&o->conn);
+    o->end[i] = mqtt_link_queued(&o->conn);
     return 0;
 }
 
-/* The PUBACKs read so far; returns how many matched this batch, or -1 on bad input. */
+/* The PUBACKs read so far; returns how many matched this batch, or -1 on bad input
+ * (o->conn.why). The broker sends mqtt_out nothing else. */
 static long take_acks(struct mqtt_out *o, size_t n)
 {
     struct mqtt_packet p;
     long acked = 0;
-    int got;
+    int got, oversized;
 
-    while ((got = out_conn_next(&o->conn, &p)) > 0) {
-        if (p.type == MQTT_PUBACK && p.body_len == 2) {
-            uint16_t id = (uint16_t)(p.body[0] << 8 | p.body[1]);
-            uint32_t i = o->slot_of_mid[id];
-            /* Anything else is a late PUBACK of a batch given up on: already retried. */
-            if (i != NO_SLOT && i < n && o->state[i] == 0) {
-                o->slot_of_mid[id] = NO_SLOT;
-                o->state[i] = 1;
-                acked++;
-            }
-        } else if (p.type == MQTT_PINGRESP) {
-            o->conn.ping_at = 0;
+    while ((got = mqtt_link_next(&o->conn, 1, &p, &oversized)) > 0) {
+        long id = oversized ? -1 : p.type == MQTT_PUBACK ? mqtt_wire_ack_id(&p) : -1;
+        if (id < 0) {
+            o->conn.why = "expected a PUBACK";
+            return -1;
+        }
+        uint32_t i = o->slot_of_mid[id];
+        /* Anything else is a late PUBACK of a batch given up on: already retried. */
+        if (i != NO_SLOT && i < n && o->state[i] == 0) {
+            o->slot_of_mid[id] = NO_SLOT;
+            o->state[i] = 1;
+            acked++;
         }
     }
     return got < 0 ? -1 : acked;
@@ -258,7 +262,8 @@ static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n
             snprintf(why, whysz, "out of memory");
             break; /* all done (why then unused), or all but what did not fit in memory */
         }
-        if (gust_now_ms() >= deadline) {
+        int64_t now = gust_now_ms(), unused;
+        if (now >= deadline) {
             snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
                      o->conf.host, o->conf.port);
             if (o->conn.out.len) {
@@ -266,11 +271,21 @@ static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n
             }
             break;
         }
-        long acked = 0;
-        if (out_conn_pump(&o->conn, qos && inflight, deadline, &err) != 0 || (acked = take_acks(o, n)) < 0) {
+        /* A batch that keeps the connection busy keeps the keeper out: its keepalive is
+         * checked here, so a broker that stops answering is noticed within it. */
+        if (mqtt_link_keepalive(&o->conn, o->conf.keepalive_s, now, 1, &unused) != 0) {
             snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
                      qos ? "PUBACK" : "write");
-            out_drop(o, acked < 0 ? "protocol error: bad packet length" : err.msg);
+            out_drop(o, o->conn.why);
+            break;
+        }
+        long acked = 0;
+        if (mqtt_link_pump(&o->conn, qos && inflight, deadline, &err) != 0 || (acked = take_acks(o, n)) < 0) {
+            char lost[160];
+            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
+                     qos ? "PUBACK" : "write");
+            snprintf(lost, sizeof(lost), "protocol error: %s", o->conn.why);
+            out_drop(o, acked < 0 ? lost : err.msg);
             break;
         }
         inflight -= (size_t)acked;
@@ -337,9 +352,9 @@ void mqtt_out_stop(void *ctx)
     pthread_join(o->keeper, NULL);
     o->keeper_started = 0;
     if (o->conn.sock && mqtt_wire_disconnect(&o->conn.out) == 0) {
-        out_conn_pump(&o->conn, 0, gust_now_ms() + 1000, &err);
+        mqtt_link_pump(&o->conn, 0, gust_now_ms() + 1000, &err);
     }
-    out_conn_close(&o->conn);
+    mqtt_link_close(&o->conn);
 }
 
 void mqtt_out_destroy(void *ctx)
@@ -350,7 +365,7 @@ void mqtt_out_destroy(void *ctx)
         return;
     }
     mqtt_out_stop(o);
-    out_conn_free(&o->conn);
+    mqtt_link_free(&o->conn);
     gust_tls_destroy(o->tls);
     mqtt_tpl_free(o->tpl);
     free(o->slot_of_mid);

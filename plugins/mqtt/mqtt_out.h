@@ -10,7 +10,9 @@
  * Threads: the unit's thread (deliver) and the keeper thread, which looks after the
  * connection between batches: connects with backoff, sends PINGREQs, notices the broker
  * closing it. Both hold `lock` while they touch the connection, so a batch has it to
- * itself; the keeper connects without the lock and installs the new socket under it. */
+ * itself; the keeper connects without the lock and installs the new socket under it.
+ * The connection itself (CONNECT/CONNACK, buffers, keepalive, backoff) is mqtt_link.c,
+ * which mqtt_in uses too. */
 #ifndef GUST_MQTT_OUT_H
 #define GUST_MQTT_OUT_H
 
@@ -19,39 +21,7 @@
 #include <time.h>
 
 #include "mqtt.h"
-#include "gust_sock.h"
-#include "mqtt_wire.h"
-
-/* One connection and its buffers (mqtt_out_conn.c). */
-struct out_conn {
-    struct gust_sock *sock; /* NULL: down */
-    struct mqtt_wbuf out;
-    unsigned char *rbuf;
-    size_t roff, rlen, rcap; /* bytes [roff, rlen) read and not parsed yet */
-    uint64_t written; /* bytes written since connecting */
-    int64_t last_send;
-    int64_t ping_at; /* when the PINGREQ that awaits its PINGRESP went out, or 0 */
-};
-
-/* Connects, sends CONNECT (clean session) and waits for the CONNACK, all within the
- * conf's timeout. -1 with err set on failure; *refused is the CONNACK code of a refusal
- * (0 for any other failure). c's buffers are reused across connections. */
-int out_conn_open(struct out_conn *c, const struct mqtt_conf *conf, struct gust_tls *tls, int *refused,
-                  struct gust_err *err);
-/* Closes the socket (a no-op when down); the buffers stay for the next connection. */
-void out_conn_close(struct out_conn *c);
-void out_conn_free(struct out_conn *c);
-/* Bytes put into `out` since connecting: a packet queued when this was q is on the wire
- * once `written` reaches q. */
-uint64_t out_conn_queued(const struct out_conn *c);
-/* One round of I/O: writes what is pending; then, when there is nothing left to write
- * and want_input is 0, returns. Otherwise waits until input arrives (read into the
- * buffer) or until deadline (gust_now_ms; at or before now: no waiting). 0, or -1 when
- * the connection failed (err says why; the caller closes it). */
-int out_conn_pump(struct out_conn *c, int want_input, int64_t deadline, struct gust_err *err);
-/* The next complete packet read: 1 (body valid until the next pump), 0 when none, -1
- * when the input is malformed. */
-int out_conn_next(struct out_conn *c, struct mqtt_packet *p);
+#include "mqtt_link.h"
 
 struct mqtt_out {
     struct gust_instance *inst;
@@ -72,8 +42,9 @@ struct mqtt_out {
     pthread_cond_t cond; /* the connection came up or went down; stopping */
     /* Under lock. */
     int stopping;
-    struct out_conn conn;
-    int64_t reconnect_at, backoff_ms;
+    struct mqtt_link conn;
+    struct mqtt_backoff backoff;
+    int64_t reconnect_at;
     char last_error[160];
     uint16_t next_id;
 
@@ -81,7 +52,7 @@ struct mqtt_out {
     uint32_t *slot_of_mid; /* 65536 entries: packet id -> index in the batch */
     uint8_t *state;        /* per message: 0 pending, 1 delivered, 2 settled here (rejected) */
     uint16_t *mid;         /* packet id per message (QoS 1) */
-    uint64_t *end;         /* out_conn_queued() after its packet was queued */
+    uint64_t *end;         /* mqtt_link_queued() after its packet was queued */
     size_t batch_cap;
 };
 

@@ -114,13 +114,28 @@ int mqtt_wire_subscribe(struct mqtt_wbuf *b, uint16_t id, const char *const *fil
     return 0;
 }
 
-int mqtt_wire_puback(struct mqtt_wbuf *b, uint16_t id)
+static int ack(struct mqtt_wbuf *b, int type, uint16_t id)
 {
-    if (header(b, MQTT_PUBACK, 0, 2) != 0) {
+    if (header(b, type, 0, 2) != 0) {
         return -1;
     }
     u16(b, id);
     return 0;
+}
+
+int mqtt_wire_puback(struct mqtt_wbuf *b, uint16_t id)
+{
+    return ack(b, MQTT_PUBACK, id);
+}
+
+int mqtt_wire_pubrec(struct mqtt_wbuf *b, uint16_t id)
+{
+    return ack(b, MQTT_PUBREC, id);
+}
+
+int mqtt_wire_pubcomp(struct mqtt_wbuf *b, uint16_t id)
+{
+    return ack(b, MQTT_PUBCOMP, id);
 }
 
 int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos)
@@ -156,15 +171,11 @@ int mqtt_wire_disconnect(struct mqtt_wbuf *b)
     return header(b, MQTT_DISCONNECT, 0, 0);
 }
 
-long mqtt_wire_next(const unsigned char *p, size_t len, size_t max_len, struct mqtt_packet *pkt)
+int mqtt_wire_header(const unsigned char *p, size_t len, size_t *head_len, size_t *remaining)
 {
-    size_t rem = 0, i = 1;
-    unsigned mult = 1;
+    size_t rem = 0, mult = 1;
 
-    if (len < 2) {
-        return 0;
-    }
-    for (;; i++) {
+    for (size_t i = 1;; i++) {
         if (i > 4) {
             return -1; /* at most four length bytes */
         }
@@ -174,20 +185,32 @@ long mqtt_wire_next(const unsigned char *p, size_t len, size_t max_len, struct m
         rem += (size_t)(p[i] & 0x7f) * mult;
         mult *= 128;
         if (!(p[i] & 0x80)) {
-            break;
+            *head_len = i + 1;
+            *remaining = rem;
+            return 1;
         }
+    }
+}
+
+long mqtt_wire_next(const unsigned char *p, size_t len, size_t max_len, struct mqtt_packet *pkt)
+{
+    size_t head, rem;
+    int h = mqtt_wire_header(p, len, &head, &rem);
+
+    if (h <= 0) {
+        return h;
     }
     if (rem > max_len) {
         return -1;
     }
-    if (len < i + 1 + rem) {
+    if (len < head + rem) {
         return 0;
     }
     pkt->type = p[0] >> 4;
     pkt->flags = p[0] & 0xf;
-    pkt->body = p + i + 1;
+    pkt->body = p + head;
     pkt->body_len = rem;
-    return (long)(i + 1 + rem);
+    return (long)(head + rem);
 }
 
 int mqtt_wire_publish_parse(const struct mqtt_packet *pkt, struct mqtt_publish *out)
@@ -214,8 +237,20 @@ int mqtt_wire_publish_parse(const struct mqtt_packet *pkt, struct mqtt_publish *
         }
         out->id = (uint16_t)(b[off] << 8 | b[off + 1]);
         off += 2;
+        if (out->id == 0) {
+            return -1; /* ids of QoS 1 and 2 packets are non-zero (§2.3.1) */
+        }
     }
     out->payload = b + off;
     out->payload_len = n - off;
     return 0;
+}
+
+long mqtt_wire_ack_id(const struct mqtt_packet *pkt)
+{
+    int want_flags = pkt->type == MQTT_PUBREL ? 0x2 : 0;
+    if (pkt->body_len != 2 || pkt->flags != want_flags) {
+        return -1;
+    }
+    return (long)(pkt->body[0] << 8 | pkt->body[1]);
 }

@@ -16,6 +16,19 @@ STREAM_READ = os.path.join(BUILD, "tests", "gust-stream-read")
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def _sanitized():
+    try:
+        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+            return "GUST_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+# An AddressSanitizer build: freed memory sits in ASan's quarantine (256 MB), so RSS
+# bounds are looser there.
+SANITIZED = _sanitized()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,12 +66,16 @@ class TempDir:
         return p
 
     def cleanup(self):
+        if os.environ.get("GUST_TEST_KEEP"):  # for a post-mortem: logs, stores, configs
+            print("kept %s" % self.path)
+            return
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def read_stream(url, stream="GUST"):
-    """[(seq, subject, bytes)] of a stream, read back with nats.c."""
-    out = subprocess.run([STREAM_READ, url, stream], check=True, capture_output=True).stdout
+def read_stream(url, stream="GUST", client_args=()):
+    """[(seq, subject, bytes)] of a stream, read back with nats.c. client_args are the
+    tool's connection options (--tls-ca FILE, --creds FILE, ...)."""
+    out = subprocess.run([STREAM_READ] + list(client_args) + [url, stream], check=True, capture_output=True).stdout
     msgs, i = [], 0
     while i < len(out):
         nl = out.index(b"\n", i)
@@ -72,21 +89,31 @@ def read_stream(url, stream="GUST"):
 class NatsServer:
     """A real nats-server with JetStream, its store in a temp dir."""
 
-    def __init__(self, tmp, port=None, args=()):
+    def __init__(self, tmp, port=None, args=(), conf=None, client_args=(), scheme="nats", host="127.0.0.1"):
         self.port = port or free_port()
         self.args = list(args)  # more nats-server options, e.g. ["--user", "u", "--pass", "p"]
         self.store = os.path.join(tmp.path, "nats-%d" % self.port)
-        self.log = open(os.path.join(tmp.path, "nats-%d.log" % self.port), "ab")
+        self.log_path = os.path.join(tmp.path, "nats-%d.log" % self.port)
+        self.log = open(self.log_path, "ab")
+        # conf: the text of a configuration file (tls { }, authorization { }, operator
+        # mode); client_args: how gust-stream-read connects to it; scheme and host: of url.
+        self.conf = None
+        if conf is not None:
+            self.conf = tmp.file("nats-%d.conf" % self.port, conf)
+        self.client_args = list(client_args)
+        self.scheme = scheme
+        self.host = host
         self.proc = None
         self.start()
 
     @property
     def url(self):
-        return "nats://127.0.0.1:%d" % self.port
+        return "%s://%s:%d" % (self.scheme, self.host, self.port)
 
     def start(self):
+        conf = ["-c", self.conf] if self.conf else []
         self.proc = subprocess.Popen(
-            ["nats-server", "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store] + self.args,
+            ["nats-server"] + conf + ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", self.store] + self.args,
             stdout=self.log, stderr=self.log)
         wait_for(lambda: port_open(self.port), 10, "nats-server on %d" % self.port)
 
@@ -103,10 +130,11 @@ class NatsServer:
         self.proc = None
 
     def read_stream(self, stream="GUST"):
-        return read_stream(self.url, stream)
+        return read_stream(self.url, stream, self.client_args)
 
     def count(self, stream="GUST"):
-        out = subprocess.run([STREAM_READ, self.url, stream, "--count"], check=True, capture_output=True)
+        out = subprocess.run([STREAM_READ] + self.client_args + [self.url, stream, "--count"], check=True,
+                             capture_output=True)
         return int(out.stdout)
 
 
@@ -383,3 +411,29 @@ class Mosquitto:
             self.proc.terminate()
             self.proc.wait(10)
         self.proc = None
+
+
+def make_certs(tmp, name="tls"):
+    """A test CA, a server certificate it signs (localhost and 127.0.0.1), a client
+    certificate it signs, and another CA that signed neither, made with openssl(1) in
+    tmp/<name>. Returns a dict of their paths: ca, cert, key, client_cert, client_key,
+    other_ca."""
+    d = os.path.join(tmp.path, name)
+    os.makedirs(d, exist_ok=True)
+
+    def ssl(*args):
+        subprocess.run(["openssl"] + list(args), check=True, capture_output=True, cwd=d)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=gust test CA")
+    for who, cn, ext in (("server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+                         ("client", "gust", "extendedKeyUsage=clientAuth")):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", who + ".key", "-out", who + ".csr",
+            "-subj", "/CN=" + cn, "-addext", ext)
+        ssl("x509", "-req", "-in", who + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", who + ".crt", "-days", "2", "-copy_extensions", "copy")
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other.key", "-out", "other.crt", "-days", "2",
+        "-subj", "/CN=another CA")
+    p = lambda f: os.path.join(d, f)  # noqa: E731
+    return {"ca": p("ca.crt"), "cert": p("server.crt"), "key": p("server.key"), "client_cert": p("client.crt"),
+            "client_key": p("client.key"), "other_ca": p("other.crt")}

@@ -77,7 +77,9 @@ include conf.d/*.conf;
         ("plugin no_such_plugin;\n", p + ":1:", "missing plugin file"),
         ("log_level loud;\n", p + ":1:", "bad log level"),
         ("nats {\n  url nats://127.0.0.1:4222\n      tls://127.0.0.1:4223;\n}\n",
-         p + ":2: url tls://127.0.0.1:4223: only nats:// URLs", "a tls:// bus URL"),
+         p + ":2: url: some URLs are tls:// and some nats://", "tls:// and nats:// bus URLs mixed"),
+        ("nats { url http://127.0.0.1:4222; }\n", p + ":1: url http://127.0.0.1:4222: only nats:// and tls://",
+         "an http:// bus URL"),
         ("nats { url nats://127.0.0.1:42x; }\n", p + ":1: url nats://127.0.0.1:42x: bad port", "bad port"),
     ]
     for conf, want, what in bad:

@@ -73,6 +73,16 @@ def main():
         units = json.loads(g.request("GET", "/units")[1])["units"]
         t.eq([(u["name"], u["kind"], u["source"]) for u in units], [("shop", "detect", "ev.shop.>")],
              "one consumer over both subjects")
+        d = units[0]["detect"]
+        t.eq((d["slices"], d["owned"], d["events"], d["open_runs"]), (1, [0], 4, 0),
+             "/units: one slice held here, 4 events applied (the broken one dead-lettered), no run open")
+        t.check(d["position"] >= 6 and d["started"].startswith("slice 0 empty: no checkpoint yet"),
+                "/units: the position, and how the slice was taken over: %r" % d)
+        metrics = g.request("GET", "/metrics")[1].decode()
+        for line in ('gust_detect_open_runs{unit="shop"} 0', 'gust_detect_slices_owned{unit="shop"} 1',
+                     'gust_detect_dropped_total{unit="shop",what="runs"} 0',
+                     'gust_detect_restores_total{unit="shop"} 1'):
+            t.check(line in metrics, "/metrics has " + line)
         t.eq(g.stop(), 0, "clean stop")
     finally:
         if g.proc.poll() is None:

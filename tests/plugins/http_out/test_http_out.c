@@ -569,6 +569,79 @@ static void test_malformed(void)
     server_proc_stop(&srv, NULL, 0);
 }
 
+/* extra_answers.py beside status_server.py, with its options. */
+static void start_extra(struct server_proc *srv, const char *extras)
+{
+    char path[512];
+    const char *slash = strrchr(status_py, '/');
+    snprintf(path, sizeof(path), "%.*sextra_answers.py", slash ? (int)(slash - status_py + 1) : 0, status_py);
+    char *argv[] = {(char *)python, path, "--extras", (char *)extras, NULL};
+    server_proc_start(srv, argv);
+}
+
+/* A server that sends an unasked-for "200 OK" before some answers (the first 4 of them
+ * here): the answers after it would be taken for other requests' ones. None of the
+ * messages it answered 503 may be DELIVERED, and those it answered 200 are, once the
+ * extras stop, after the RETRYs. With pipelining and without. */
+static void test_extra_answers(const char *pipeline)
+{
+    struct server_proc srv;
+    char url[64], bodies[12][64];
+    struct gust_msg msgs[12];
+    struct gust_result res[12];
+    int delivered[12] = {0};
+
+    start_extra(&srv, "4");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/in", srv.port);
+    struct gust_cfg *cfg = fake_cfg_create(type->schema, "url", url, "connections", "1", "pipeline", pipeline, NULL);
+    void *ctx = open_instance(cfg);
+    for (int i = 0; i < 12; i++) {
+        int n = snprintf(bodies[i], sizeof(bodies[i]), "{\"n\":%d,\"status\":%d,\"extra\":%s}", i,
+                         i % 3 == 1 ? 503 : 200, i % 2 == 0 ? "true" : "false");
+        msgs[i] = (struct gust_msg){.subject = "ev.out", .data = bodies[i], .len = (size_t)n,
+                                    .stream_seq = (uint64_t)i + 1, .attempt = 1};
+    }
+    int unasked = 0;
+    for (int round = 0; round < 6; round++) {
+        struct gust_msg todo[12];
+        int idx[12], k = 0;
+        for (int i = 0; i < 12; i++) {
+            if (!delivered[i] && i % 3 != 1) {
+                idx[k] = i;
+                todo[k++] = msgs[i];
+            }
+        }
+        if (round == 0) { /* the first round sends all, the 503 ones too */
+            k = 0;
+            for (int i = 0; i < 12; i++) {
+                idx[k] = i;
+                todo[k++] = msgs[i];
+            }
+        }
+        if (k == 0) {
+            break;
+        }
+        CHECK(type->deliver(ctx, todo, (size_t)k, res) == 0, "deliver failed");
+        for (int j = 0; j < k; j++) {
+            int i = idx[j];
+            if (res[j].status == GUST_DELIVERED) {
+                CHECK(i % 3 != 1, "pipeline %s: message %d was answered 503 and counted DELIVERED", pipeline, i);
+                delivered[i] = 1;
+            } else {
+                CHECK(res[j].status == GUST_RETRY, "message %d: %d %s", i, res[j].status, res[j].error);
+                unasked += strstr(res[j].error, "unasked-for answer") != NULL;
+            }
+        }
+    }
+    for (int i = 0; i < 12; i++) {
+        CHECK(delivered[i] == (i % 3 != 1), "pipeline %s: message %d delivered %d", pipeline, i, delivered[i]);
+    }
+    CHECK(unasked > 0, "pipeline %s: no RETRY names the unasked-for answer", pipeline);
+    close_instance(ctx);
+    fake_cfg_destroy(cfg);
+    server_proc_stop(&srv, NULL, 0);
+}
+
 static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void run(const char *fmt, ...)
 {
@@ -665,6 +738,8 @@ int main(int argc, char **argv)
     test_close_each();
     test_idle_close();
     test_malformed();
+    test_extra_answers("64");
+    test_extra_answers("1");
     test_https();
 
     fake_plugin_unload(&plugin);

@@ -24,7 +24,7 @@ static void test_number_text(void)
     CHECK_STR(fmt(347), "347");
     CHECK_STR(fmt(-12), "-12");
     CHECK_STR(fmt(0), "0");
-    CHECK_STR(fmt(-0.0), "0");
+    CHECK_STR(fmt(-0.0), "-0");
     CHECK_STR(fmt(70.7), "70.7");
     CHECK_STR(fmt(4.5), "4.5");
     CHECK_STR(fmt(0.1), "0.1");
@@ -167,7 +167,25 @@ static void test_round_trip(void)
     /* Equal values in another spelling come out canonical. */
     CHECK_STR(run_text(PASSTHROUGH, " { \"a\" : 1.0e3 } "), "{\"a\":1000}");
     CHECK_STR(run_text(PASSTHROUGH, "{\"a\":1E15}"), "{\"a\":1000000000000000}");
-    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-0}"), "{\"a\":0}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-0}"), "{\"a\":-0}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-0.0}"), "{\"a\":-0}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-0e5}"), "{\"a\":-0}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":0.000e-999}"), "{\"a\":0}");
+    /* A number a double cannot hold keeps its text: overflow and underflow alike. */
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":1e-400}"), "{\"a\":1e-400}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-2.5E-999}"), "{\"a\":-2.5E-999}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":-1e400}"), "{\"a\":-1e400}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":5e-324}"), "{\"a\":4.94065645841247e-324}"); /* subnormal */
+    CHECK_CONTAINS(run_text("return { on_event = function(ev) emit('ev.out', {v = 1 / ev.a}) end }", "{\"a\":-0}"),
+                   "cannot encode NaN or infinity"); /* 1 / -0 is -inf: the sign was kept */
+    /* Lone surrogate escapes are U+FFFD; nothing around them is lost. */
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"\\ud800abc\"}"), "{\"a\":\"\xef\xbf\xbd" "abc\"}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"\\ud800\\\\\"}"), "{\"a\":\"\xef\xbf\xbd\\\\\"}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"x\\udc00y\"}"), "{\"a\":\"x\xef\xbf\xbdy\"}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"\\ud800\\u0041\"}"), "{\"a\":\"\xef\xbf\xbd" "A\"}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"\\ud800\\ud800\\udc00\"}"),
+              "{\"a\":\"\xef\xbf\xbd\xf0\x90\x80\x80\"}");
+    CHECK_STR(run_text(PASSTHROUGH, "{\"\\udfff\":1}"), "{\"\xef\xbf\xbd\":1}");
     CHECK_STR(run_text(PASSTHROUGH, "{\"a\":4.50}"), "{\"a\":4.5}");
     CHECK_STR(run_text(PASSTHROUGH, "{\"a\":\"\\u00e9\\/\\ud83d\\ude00\"}"),
               "{\"a\":\"\xc3\xa9/\xf0\x9f\x98\x80\"}");
@@ -194,6 +212,12 @@ static void test_lua_tables(void)
     CHECK_STR(run_text(EMIT("450 / 100"), "{}"), "{\"v\":4.5}");
     CHECK_STR(run_text(EMIT("true"), "{}"), "{\"v\":true}");
     CHECK_STR(run_text(EMIT("'a\\0b'"), "{}"), "{\"v\":\"a\\u0000b\"}");
+    /* A string Lua built that is not UTF-8 never goes out: surrogates, overlong forms,
+     * beyond U+10FFFF. */
+    CHECK_CONTAINS(run_text(EMIT("'\\237\\160\\128'"), "{}"), "not valid UTF-8");
+    CHECK_CONTAINS(run_text(EMIT("'\\192\\175'"), "{}"), "not valid UTF-8");
+    CHECK_CONTAINS(run_text(EMIT("'\\244\\144\\128\\128'"), "{}"), "not valid UTF-8");
+    CHECK_STR(run_text(EMIT("'\\237\\159\\191'"), "{}"), "{\"v\":\"\xed\x9f\xbf\"}");
     CHECK_STR(run_text(EMIT("setmetatable({}, {__index = function() return 1 end})"), "{}"), "{\"v\":{}}");
     /* Decoded tables keep their kind when the script empties or fills them. */
     const char *emptied = run_text("return { on_event = function(ev) ev.o.x = nil; "
@@ -269,6 +293,15 @@ static void test_invalid_input(void)
         "{\"a\":\"\x01\"}",
         "{\"a\":01}",
         "{\"a\":NaN}",
+        /* RFC 8259 forbids these; yajl alone would take them. */
+        "{\"v\":[\f]}",
+        "{\f\"a\":1}",
+        "{\"a\":1}\v",
+        "{\"a\":\"\xed\xa0\x80\"}",
+        "{\"a\":\"\xc0\xaf\"}",
+        "{\"a\":\"\xf4\x90\x80\x80\"}",
+        "{\"\xe0\x80\x80\":1}",
+        "{\"?a\":[]}\"?]][[", /* yajl takes a value followed by an unterminated string */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *got = run_text(PASSTHROUGH, bad[i]);
@@ -280,6 +313,9 @@ static void test_invalid_input(void)
         }
     }
     CHECK_STR(run_text(PASSTHROUGH, "[]"), "error -1: invalid JSON: expected a JSON object");
+    CHECK_CONTAINS(run_text(PASSTHROUGH, "{\"a\":\"\xed\xa0\x80\"}"), "invalid UTF-8 (");
+    CHECK_CONTAINS(run_text(PASSTHROUGH, "{\"a\":\"\xed\xa0\x80\"}"), "at byte 6");
+    CHECK_CONTAINS(run_text(PASSTHROUGH, "{\"v\":[\f]}"), "form feed");
 
     /* Nesting: GUST_JSON_MAX_DEPTH containers decode, one more does not. */
     char deep[2 * GUST_JSON_MAX_DEPTH + 8];

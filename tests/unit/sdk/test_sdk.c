@@ -47,6 +47,11 @@ static void test_check(void)
     CHECK(check("{} {}", NULL, NULL, why) == 0, "two values");
     CHECK(check("<html>", NULL, NULL, why) == 0, "html");
     CHECK(check("{\"a\":\"\xff\"}", NULL, NULL, why) == 0, "invalid UTF-8");
+    /* What yajl takes and no flow decodes (found by tests/fuzz/fuzz_http_poll.c). */
+    CHECK(check("\f1 ", NULL, NULL, why) == 0 && strstr(why, "form feed"), "form feed: %s", why);
+    CHECK(check("[1,\v2]", NULL, NULL, why) == 0, "vertical tab");
+    CHECK(check("{\"a\":\"\xed\xa0\x80\"}", NULL, NULL, why) == 0, "an encoded surrogate");
+    CHECK(check("{\"a\":1} \"x", NULL, NULL, why) == 0 && strstr(why, "not closed"), "open string: %s", why);
     CHECK(check("{\"ts\":1}", keys, &clash, why) == GUST_JSON_OBJECT && clash && strcmp(clash, "ts") == 0,
           "clash ts");
     CHECK(check("{\"x\":{\"ts\":1},\"tsx\":2}", keys, &clash, why) == GUST_JSON_OBJECT && !clash,

@@ -1,12 +1,18 @@
 /* The event decoder as it was on yajl 2.1 (host/vpl/json.c before the decoder of its
  * own), kept as the reference of fuzz_decoder_diff.c: the new decoder must accept and
- * reject the same inputs and build the same events. Test-only. */
+ * reject the same inputs and build the same events. Test-only.
+ *
+ * Before yajl, the text goes through the flow decoder's check (host/common/json_text.c):
+ * what yajl lets through and RFC 8259 forbids (\f and \v as white space, UTF-8 that
+ * is not well formed) is refused, and lone surrogate escapes become \ufffd, the rule
+ * both decoders follow. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "../../../host/common/json_text.h"
 #include "json.h"
 #include "ref_decoder.h"
 #include "rfc3339.h"
@@ -371,6 +377,19 @@ int ref_decoder_run(struct ref_decoder *d, struct arena *a, const char *json, si
     d->truncated = 0;
     d->ev = NULL;
 
+    struct gust_json_text t;
+    int text = gust_json_text_check(json, len, &t);
+    if (text < 0) {
+        snprintf(err, errlen, "invalid JSON: %s at byte %zu", t.why, t.at);
+        return VPL_EJSON;
+    }
+    if (text > 0) {
+        char *fixed = arena_alloc(a, len + 1);
+        if (fixed == NULL)
+            return VPL_ENOMEM;
+        gust_json_text_fix_lone(json, len, fixed);
+        json = fixed;
+    }
     yajl_alloc_funcs af = {ya_malloc, ya_realloc, ya_free, a};
     yajl_handle h = yajl_alloc(&callbacks, &af, d);
     if (h == NULL)

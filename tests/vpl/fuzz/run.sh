@@ -57,7 +57,7 @@ cat "$work"/corpus_event/* | awk -v d="$work/corpus_decoder_diff" \
     '{ f = d "/l" NR; printf "%s", $0 > f; close(f) }'
 for t in parser event decoder_diff restore; do
     extra=""
-    [ "$t" = decoder_diff ] && extra="$here/ref_decoder.c"
+    [ "$t" = decoder_diff ] && extra="$here/ref_decoder.c $here/../../../host/common/json_text.c"
     $CC $flags "$here/fuzz_$t.c" $extra $objs -lyajl -lm -o "$work/fuzz_$t"
     echo "fuzz_$t: ${secs}s"
     if ! "$work/fuzz_$t" -max_total_time="$secs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-100000}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \

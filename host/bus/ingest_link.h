@@ -1,0 +1,67 @@
+/* Ingest's own connection to the bus: nats.c, driven by the h2o event loop.
+ *
+ * Ingest answers each POST only after JetStream's PubAck. Through nats.c's own threads
+ * that costs two thread hand-offs per request (its reader thread, a subscription's
+ * delivery thread, then h2o's queue back to the loop) and one write per publish. Here
+ * nats.c runs in its external-event-loop mode on the loop's thread: the loop tells it
+ * when the socket is readable, the publishes of one loop turn leave in one write at the
+ * end of the turn, and the PubAcks arrive on a synchronous subscription that the loop
+ * drains right after each read. No other thread touches a request.
+ *
+ * nats.c still has threads of its own: the PING timer and the reconnect thread call the
+ * event-loop callbacks (attach, stop polling, want to write) from there. Those only
+ * record what happened and wake the loop through an eventfd; the loop then adopts the
+ * new socket, drops the old one, or writes. Nothing on the loop ever waits for nats.c's
+ * threads (its blocking calls would deadlock there).
+ *
+ * TLS, credentials, keepalive and reconnection are the bus's (nats_opts.h). A lost
+ * connection fails what is in flight at once with an unknown outcome (the server may
+ * have stored it). */
+#ifndef GUST_BUS_INGEST_LINK_H
+#define GUST_BUS_INGEST_LINK_H
+
+#define H2O_USE_LIBUV 0
+#include <h2o.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gust/err.h"
+#include "gust/plugin.h" /* gust_publish_done_fn */
+
+struct gust_nats_link_conf; /* link_conf.h */
+
+/* The done callback's status, besides 0 (stored, seq given): */
+#define GUST_PUBLISH_DUPLICATE 1 /* stored before, under the same msg_id (seq: that copy's) */
+/* GUST_EIO: JetStream refused it: not stored.
+ * GUST_ETIMEOUT (no PubAck in time), GUST_EAGAIN (the connection was lost after it was
+ * sent), GUST_EINVAL (the answer was no PubAck): the outcome is unknown. */
+
+struct gust_ingest_link_conf {
+    const char *const *urls; /* borrowed for the call */
+    size_t nurls;
+    const struct gust_nats_link_conf *link; /* borrowed for the call */
+    const char *stream_subjects;            /* the stream's filter ("ev.>"): nothing else is sent */
+    int64_t publish_timeout_ms;             /* no PubAck within it: the publish fails */
+    size_t max_pending;                     /* publishes awaiting their PubAck at once */
+};
+
+struct gust_ingest_link;
+
+/* Connects (the server may be down: it is retried in the background). Call on the
+ * thread that runs loop. */
+int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf *conf,
+                            struct gust_ingest_link **out, struct gust_err *err);
+/* Fails what is pending (fn is called) and closes the connection. NULL is a no-op. */
+void gust_ingest_link_destroy(struct gust_ingest_link *l);
+
+/* On the loop: publishes data (copied) to subject, with a Nats-Msg-Id header when
+ * msg_id is not NULL (JetStream then stores it once within its duplicate window), and
+ * calls fn on the loop with the outcome, possibly before this returns. Returns
+ * GUST_EIO when the stream does not take subject, GUST_EAGAIN when not connected or too
+ * much is waiting to be written, GUST_EINVAL when the message is over the server's
+ * max_payload; fn is then not called. */
+int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, const void *data, size_t len,
+                             const char *msg_id, gust_publish_done_fn fn, void *ud);
+int gust_ingest_link_connected(const struct gust_ingest_link *l);
+
+#endif

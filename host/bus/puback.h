@@ -1,0 +1,26 @@
+/* JetStream's answer to a publish (the PubAck), read by the bus and by ingest.
+ *
+ * A PubAck is {"stream":"GUST","seq":12[,"duplicate":true]} or
+ * {"error":{"code":503,"err_code":10077,"description":"..."}}, from a server that may be
+ * broken or hostile. It is parsed here by hand rather than with yajl because it is on
+ * the path of every publish (no allocation, one pass), and strictly: a PubAck that is not
+ * exactly one JSON object with a stream name and a sequence in 1..2^64-1 is never taken
+ * for a stored message. tests/unit/bus/fuzz_puback.c checks it against yajl. */
+#ifndef GUST_BUS_PUBACK_H
+#define GUST_BUS_PUBACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gust_puback {
+    uint64_t seq;  /* the message's sequence in the stream */
+    int duplicate; /* JetStream had it already (the same Nats-Msg-Id in its window) */
+};
+
+/* 0 and ack filled when data (len bytes) is a PubAck of a stored message;
+ * GUST_EIO when JetStream refused the message (why: its description);
+ * GUST_EINVAL when data is no PubAck at all (why: what is wrong; the message may or may
+ * not be stored). why is always NUL-terminated, printable ASCII. */
+int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, char *why, size_t why_size);
+
+#endif
