@@ -13,13 +13,6 @@
 #include "../flow/jtree.h"
 #include "../flow/keyidx.h"
 
-/* The ack floor is asked again before a commit when it is older than this ... */
-#define FLOOR_REFRESH_MS 2000
-/* ... or than this when the last commit's ranges were many: a cluster's processes get
- * the consumer's messages interleaved, and a source sharing its stream with other
- * subjects has gaps, so each batch adds ranges that only the floor removes. */
-#define FLOOR_REFRESH_BUSY_MS 20
-#define FRAGMENTED_RANGES 8
 /* A KV key: the unit, '.', and up to three bytes per byte of the state key. */
 #define KV_KEY_MAX (80 + 2 + 3 * GUST_STATE_KEY_MAX)
 
@@ -50,9 +43,7 @@ struct gust_kv_state {
     size_t ncache, cap_cache, cache_used;
     struct gust_keyidx cache_index;
 
-    uint64_t floor;
-    int64_t floor_at_ms; /* monotonic; 0: never asked */
-    int fragmented;      /* the last commit wrote many ranges */
+    uint64_t floor; /* the durable consumer's ack floor, as last asked */
     int read_failed;
 
     /* A commit's scratch, kept between batches. */
@@ -67,6 +58,7 @@ struct gust_kv_state {
     size_t *merged_at, *nmerged;
     struct gust_buf keys, envelopes;
     size_t *key_at, *envelope_at;
+    size_t *sent; /* the writes sent, as indices of the batch's */
 
     atomic_uint_fast64_t reads, cache_hits, written, conflicts, errors, skipped;
 };
@@ -463,21 +455,34 @@ static size_t merge_ranges(const uint64_t *a, size_t na, const uint64_t *b, size
     return n;
 }
 
+/* The ack floor, asked before every commit, after every read of the batch. Besides
+ * pruning the ranges it finds a batch that outlived ack_wait: its messages were handed
+ * to another process meanwhile, and one that process has acked (at or below the floor)
+ * may have been dropped from a key's ranges before this batch read the key, so that
+ * its effect here would be its second. (Floors only rise: one that passed such a
+ * message before the read is seen now.) */
 static void refresh_floor(struct gust_kv_state *s)
 {
     if (s->durable[0] == '\0') {
-        return;
-    }
-    int64_t now = gust_now_ms();
-    int64_t age = now - s->floor_at_ms;
-    if (s->floor_at_ms != 0 && age < FLOOR_REFRESH_MS && !(s->fragmented && age >= FLOOR_REFRESH_BUSY_MS)) {
         return;
     }
     uint64_t floor = gust_durable_ack_floor(s->bus, s->stream, s->durable);
     if (floor > s->floor) { /* 0 is "not known now": keep the last */
         s->floor = floor;
     }
-    s->floor_at_ms = now;
+}
+
+/* Whether a message that touched the write's key was acked elsewhere meanwhile. */
+static int handled_elsewhere(const struct gust_kv_state *s, const struct gust_batch *b,
+                             const struct gust_state_write *w)
+{
+    for (size_t k = 0; k < w->nmsgs; k++) {
+        uint64_t seq = w->msgs[k] < b->n ? b->msgs[w->msgs[k]].stream_seq : 0;
+        if (seq != 0 && seq <= s->floor) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Every message that touched the write's key must be redelivered: not published, not
@@ -511,9 +516,11 @@ static int reserve(struct gust_kv_state *s, size_t n, size_t ranges)
     s->key_at = k != NULL ? k : s->key_at;
     size_t *e = realloc(s->envelope_at, cap * sizeof(*e));
     s->envelope_at = e != NULL ? e : s->envelope_at;
+    size_t *t = realloc(s->sent, cap * sizeof(*t));
+    s->sent = t != NULL ? t : s->sent;
     uint64_t *m = grow(s->merged, &s->cap_merged, 2 * ranges + 2, sizeof(*m));
     s->merged = m != NULL ? m : s->merged;
-    return a != NULL && c != NULL && k != NULL && e != NULL && m != NULL ? 0 : GUST_ENOMEM;
+    return a != NULL && c != NULL && k != NULL && e != NULL && t != NULL && m != NULL ? 0 : GUST_ENOMEM;
 }
 
 void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b)
@@ -550,12 +557,11 @@ void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struc
      * the buffers move while they grow). */
     s->keys.len = 0;
     s->envelopes.len = 0;
-    size_t at = 0, pieces = 0;
+    size_t at = 0;
     for (size_t j = 0; j < n && rc == 0; j++) {
         s->merged_at[j] = at;
         s->nmerged[j] = merge_ranges(w[j].applied, w[j].napplied, s->ranges, nbatch, s->floor, s->merged + 2 * at);
         at += s->nmerged[j];
-        pieces += s->nmerged[j];
         char kvkey[KV_KEY_MAX];
         size_t klen = gust_kv_state_key(s->unit, w[j].key, w[j].key_len, kvkey, sizeof(kvkey));
         s->key_at[j] = s->keys.len;
@@ -565,7 +571,6 @@ void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struc
             rc = write_envelope(&s->envelopes, &w[j], s->merged + 2 * s->merged_at[j], s->nmerged[j]);
         }
     }
-    s->fragmented = pieces > FRAGMENTED_RANGES * n;
     if (rc != 0) {
         for (size_t j = 0; j < n; j++) {
             printable_key(w[j].key, w[j].key_len, name, sizeof(name));
@@ -573,18 +578,27 @@ void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struc
         }
         return;
     }
+    size_t nsent = 0;
     for (size_t j = 0; j < n; j++) {
+        if (handled_elsewhere(s, b, &w[j])) {
+            printable_key(w[j].key, w[j].key_len, name, sizeof(name));
+            redeliver(b, &w[j], 1, "state: key '%s' not written: %s", name,
+                      "a message of it was acked by another process meanwhile (this batch outlived ack_wait)");
+            continue;
+        }
         size_t end = j + 1 < n ? s->envelope_at[j + 1] : s->envelopes.len;
-        s->writes[j] = (struct gust_kv_write){.key = s->keys.data + s->key_at[j],
-                                              .value = s->envelopes.data + s->envelope_at[j],
-                                              .len = end - s->envelope_at[j],
-                                              .cas = w[j].has_revision,
-                                              .expected = w[j].revision};
+        s->sent[nsent] = j;
+        s->writes[nsent++] = (struct gust_kv_write){.key = s->keys.data + s->key_at[j],
+                                                    .value = s->envelopes.data + s->envelope_at[j],
+                                                    .len = end - s->envelope_at[j],
+                                                    .cas = w[j].has_revision,
+                                                    .expected = w[j].revision};
     }
-    gust_kv_write_all(s->kv, s->writes, n, s->wait_ms);
+    gust_kv_write_all(s->kv, s->writes, nsent, s->wait_ms);
 
-    for (size_t j = 0; j < n; j++) {
-        const struct gust_kv_write *kw = &s->writes[j];
+    for (size_t k = 0; k < nsent; k++) {
+        const struct gust_kv_write *kw = &s->writes[k];
+        size_t j = s->sent[k];
         if (kw->rc == 0) {
             atomic_fetch_add(&s->written, 1);
             cache_put(s, w[j].key, w[j].key_len, w[j].json, w[j].len, w[j].json != NULL ? w[j].expires_ms : 0,
@@ -646,6 +660,7 @@ void gust_kv_state_destroy(struct gust_kv_state *s)
     free(s->nmerged);
     free(s->key_at);
     free(s->envelope_at);
+    free(s->sent);
     gust_buf_free(&s->keys);
     gust_buf_free(&s->envelopes);
     free(s);

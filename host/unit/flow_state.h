@@ -14,8 +14,10 @@
  * value includes. A message redelivered after its state was committed (a crash before
  * its ack, a conflict on another key, emits that were not stored) finds itself there,
  * and the flow library makes its operations on that key no-ops: each key takes each
- * message's effect once. The ranges below the durable consumer's ack floor are dropped
- * as values are written (nothing below it can be redelivered).
+ * message's effect once. The ranges at or below the durable consumer's ack floor, read
+ * before each commit, are dropped as values are written (nothing there can be
+ * redelivered); and a key touched by a message at or below it (acked by another process
+ * while this batch ran past ack_wait) is not written.
  *
  * The commit, after the batch ran and before its emits are published: one
  * compare-and-set per written key, all sent at once. The new "a" is the old plus every

@@ -345,12 +345,76 @@ def payload_limit(t, tmp):
         nats.stop()
 
 
+SLOW = """
+return { on_event = function(ev, meta)
+  if ev.slow and meta.attempt == 1 then
+    log.info("slow start")
+    local x = 0 for i = 1, 2e9 do x = x + i end
+    log.info("slow done")
+  end
+  if ev.k then state.incr(ev.k, 1) end
+  emit("ev.slow.out", { i = ev.i })
+end }
+"""
+
+SLOW_CONF = """
+node_name %(node)s;
+cluster on;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(url)s; ack_wait 1s; retry_delay 50ms; }
+flow slow { script %(script)s; source ev.slow; batch 8; timeout 120s; }
+"""
+
+
+def slow_batch(t, tmp):
+    """A batch that outlives ack_wait: its messages go to the other process, which
+    counts and acks them, and drops them from the key's ranges at its next write; the
+    slow process, reading the key only then, must not count them a second time."""
+    mport = free_port()
+    nats = NatsServer(tmp, args=["-m", str(mport)])
+    mon = Monitor(mport)
+    script = tmp.file("slow.lua", SLOW)
+    a = Gust(SubDir(tmp, "slow-a"), SLOW_CONF % {"node": "slow-a", "url": nats.url, "script": script})
+    procs = [a]
+    try:
+        first = [{"slow": True, "i": 0}] + [{"k": "K", "i": i} for i in range(1, 6)]
+        nats_publish(nats.port, [("ev.slow", json.dumps(e).encode()) for e in first])
+        wait_for(lambda: "slow start" in a.log(), 20, "node-a in the slow event")
+        b = Gust(SubDir(tmp, "slow-b"), SLOW_CONF % {"node": "slow-b", "url": nats.url, "script": script})
+        procs.append(b)
+        seqs = [m[0] for m in nats.read_stream() if m[1] == "ev.slow"]
+        wait_for(lambda: mon.consumer("flow_slow")["ack_floor"]["stream_seq"] >= seqs[-1], 60,
+                 "node-b handled the slow batch's messages")
+        more = [{"k": "K", "i": i} for i in range(6, 11)]
+        nats_publish(nats.port, [("ev.slow", json.dumps(e).encode()) for e in more])
+        wait_for(lambda: counters(nats, "slow").get("K") == 10, 60, "node-b counted the next ones")
+        t.check("slow done" not in a.log(), "node-a is still in the slow event (the test's premise)")
+        wait_for(lambda: "slow done" in a.log(), 120, "node-a done with the slow event")
+        wait_for(lambda: mon.settled("flow_slow") and units(a)["slow"]["events_ok"] + units(a)["slow"]
+                 ["events_failed"] > 0, 60, "node-a's batch settled")
+        wait_for(lambda: mon.settled("flow_slow"), 60, "everything acked")
+        t.eq(counters(nats, "slow").get("K"), 10, "a batch that outlived ack_wait counts nothing twice")
+        ev = json.loads(a.request("GET", "/events?unit=slow")[1])["units"][0]["events"]
+        t.check(any("acked by another process meanwhile" in (e.get("error") or "") for e in ev),
+                "node-a says why it did not write")
+    finally:
+        if t.failed:
+            for p in procs:
+                print(p.log()[-2000:])
+        for p in procs:
+            if p.proc.poll() is None:
+                p.proc.kill()
+                p.proc.wait()
+        nats.stop()
+
+
 def main():
     t = Checks()
     tmp = TempDir()
     try:
         edges(t, tmp)
         payload_limit(t, tmp)
+        slow_batch(t, tmp)
         crash_and_restart(t, tmp)
         cluster(t, tmp)
     finally:
