@@ -219,10 +219,11 @@ static int parse_u64(const struct gust_jnode *n, uint64_t *v)
     }
     uint64_t x = 0;
     for (size_t i = 0; i < n->len; i++) {
-        if (n->s[i] < '0' || n->s[i] > '9') {
+        uint64_t d = (uint64_t)(n->s[i] - '0');
+        if (n->s[i] < '0' || n->s[i] > '9' || x > (UINT64_MAX - d) / 10) {
             return -1;
         }
-        x = x * 10 + (uint64_t)(n->s[i] - '0');
+        x = x * 10 + d;
     }
     *v = x;
     return 0;
@@ -245,7 +246,8 @@ static int parse_envelope(const char *text, size_t len, struct gust_state_value 
     const struct gust_jnode *a = root->type == GUST_J_OBJECT ? gust_jtree_get(root, "a") : NULL;
     uint64_t expires = 0;
     rc = GUST_EINVAL;
-    if (v == NULL || (x != NULL && parse_u64(x, &expires) != 0) || (a != NULL && a->type != GUST_J_ARRAY)) {
+    if (v == NULL || (x != NULL && (parse_u64(x, &expires) != 0 || expires > INT64_MAX)) ||
+        (a != NULL && a->type != GUST_J_ARRAY)) {
         snprintf(why, why_size, "not a state envelope {\"v\", \"x\", \"a\"}");
         goto done;
     }
@@ -442,7 +444,7 @@ static size_t merge_ranges(const uint64_t *a, size_t na, const uint64_t *b, size
         if (lo <= floor) {
             lo = floor + 1;
         }
-        if (n > 0 && lo <= out[2 * n - 1] + 1) {
+        if (n > 0 && (out[2 * n - 1] == UINT64_MAX || lo <= out[2 * n - 1] + 1)) {
             if (hi > out[2 * n - 1]) {
                 out[2 * n - 1] = hi;
             }
