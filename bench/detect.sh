@@ -12,7 +12,7 @@
 # twice, alternated: with checkpoints as configured by default (every 5 s and every
 # 100 000 events, of up to LAG open runs) and with checkpoints off (only at the stop), so
 # their ratio is what checkpointing costs. Medians of ROUNDS rounds. Writes
-# bench/results/detect.json.
+# bench/results/detect.json (detect-lag-LAG.json with another LAG).
 #
 # Environment: LAG (1000) pairs between a pair's two events, HOSTS (500), ROUNDS (3),
 # PARTITION=0 deletes the .partition_by line (the expected alerts are the same),
@@ -125,7 +125,7 @@ eng_res=$(echo "$eng" | python3 -c "import json,sys; print(json.dumps(json.load(
 eng_rate=$(json_field '["rate_median"]' "$eng_res")
 [ "$(json_field '["events"]' "$eng_res")" = "$EVENTS" ] || { echo "engine ran other events: $eng_res" >&2; exit 1; }
 rate=$(median "${rates[@]}")
-emit_result detect <<JSON
+emit_result "$([ "$LAG" = 1000 ] && echo detect || echo "detect-lag-$LAG")" <<JSON
 {"scenario":"detect","pairs":$N,"events":$EVENTS,"lag":$LAG,"hosts":$HOSTS,"partition_by":$([ "$PARTITION" = 0 ] && echo false || echo true),"rounds":$ROUNDS,
  "alerts_equal_pairs":true,"alerts_last_round":$(cat "$WORK/count.json"),
  "detect_rate_median":$rate,"detect_rates":[$(IFS=,; echo "${rates[*]}")],

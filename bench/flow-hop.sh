@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # flow-hop.sh [N] [ROUNDS]: one flow hop, JetStream -> flow (bench_orders.lua) ->
 # JetStream, against the bare relay (the same consumer core forwarding unchanged) in
-# the same run. N events are stored first; each round starts a fresh durable consumer
-# on them and a counter checks every output id. Rounds alternate relay and flow;
-# medians are reported. Writes bench/results/flow-hop.json.
+# the same run, and the flow with durable state (flow_state.lua: the same plus one
+# state.incr per event over 1 000 keys, on NATS KV). N events are stored first; each
+# round starts a fresh durable consumer on them and a counter checks every output id;
+# the state round also checks that its 1 000 counters add up to N. Rounds take turns
+# (relay, flow, state); medians are reported. Writes bench/results/flow-hop.json.
 source "$(dirname "$0")/lib.sh"
 N=${1:-100000}
 ROUNDS=${2:-3}
@@ -17,6 +19,9 @@ one_round() { # one_round KIND ROUND: writes "rate rss_kb duplicates" to $WORK/r
     port=$(free_port)
     if [ "$kind" = flow ]; then
         unit="flow hop$round { script $ROOT/scripts/bench_orders.lua; source ev.orders; }"
+        out=ev.orders.out
+    elif [ "$kind" = state ]; then
+        unit="flow hop$round { script $BENCH_DIR/flow_state.lua; source ev.orders; lua_path $ROOT/scripts; }"
         out=ev.orders.out
     else
         unit="relay hop$round { source ev.orders; to ev.relay.out; }"
@@ -37,22 +42,45 @@ CONF
     local rss
     rss=$(rss_kb "$GUST_PID")
     stop_pid "$GUST_PID"
+    if [ "$kind" = state ]; then
+        check_counters "hop$round"
+    fi
     echo "$(json_field '["rate"]' "$(cat "$WORK/count.json")") $rss $(json_field '["duplicates"]' "$(cat "$WORK/count.json")")" >"$WORK/round"
 }
 
-flow_rates=() relay_rates=() flow_rss=() relay_rss=()
+# check_counters UNIT: the unit's state keys are the 1 000 counters and they add up to N.
+check_counters() {
+    "$BUILD/tests/gust-stream-read" "$NATS_URL" KV_GUST_FLOW_STATE --last "\$KV.GUST_FLOW_STATE.$1.>" >"$WORK/state.out"
+    python3 - "$WORK/state.out" "$N" <<'PY' || exit 1
+import json, sys
+raw, want, i, values = open(sys.argv[1], "rb").read(), int(sys.argv[2]), 0, []
+while i < len(raw):
+    nl = raw.index(b"\n", i)
+    n = int(raw[i:nl].split(b" ")[2])
+    values.append(json.loads(raw[nl + 1:nl + 1 + n])["v"])
+    i = nl + 1 + n + 1
+if len(values) != min(1000, want) or sum(values) != want:
+    sys.exit("state check failed: %d keys, sum %s, want %d" % (len(values), sum(values), want))
+PY
+}
+
+flow_rates=() relay_rates=() state_rates=() flow_rss=() relay_rss=() state_rss=()
 for r in $(seq 1 "$ROUNDS"); do
     # In this shell, not a subshell: the EXIT trap must see every PID it started.
     one_round relay "r$r"; read -r rate rss dup <"$WORK/round"; relay_rates+=("$rate"); relay_rss+=("$rss")
     one_round flow "f$r"; read -r rate rss dup <"$WORK/round"; flow_rates+=("$rate"); flow_rss+=("$rss")
+    one_round state "s$r"; read -r rate rss dup <"$WORK/round"; state_rates+=("$rate"); state_rss+=("$rss")
 done
 flow=$(median "${flow_rates[@]}")
 relay=$(median "${relay_rates[@]}")
+state=$(median "${state_rates[@]}")
 emit_result flow-hop <<JSON
 {"scenario":"flow-hop","events":$N,"rounds":$ROUNDS,
  "flow_rate_median":$flow,"relay_rate_median":$relay,
  "ratio_flow_to_relay":$(awk -v a="$flow" -v b="$relay" 'BEGIN{printf "%.2f", a/b}'),
  "flow_rates":[$(IFS=,; echo "${flow_rates[*]}")],"relay_rates":[$(IFS=,; echo "${relay_rates[*]}")],
  "flow_rss_kb":$(median "${flow_rss[@]}"),"relay_rss_kb":$(median "${relay_rss[@]}"),
+ "state_rate_median":$state,"ratio_state_to_flow":$(awk -v a="$state" -v b="$flow" 'BEGIN{printf "%.2f", a/b}'),
+ "state_rates":[$(IFS=,; echo "${state_rates[*]}")],"state_rss_kb":$(median "${state_rss[@]}"),
  "publisher":$(cat "$WORK/pub.json")}
 JSON

@@ -30,6 +30,10 @@ TARGETS = {
     "flow-hop": ("≥ 35k events/s and ≥ 0.8 of the relay", lambda f: f["rate"] >= 35000 and f["ratio"] >= 0.8),
     "multi-flow": ("50 flows < 25 MB settled", lambda f: f["rss_50_mb"] < 25),
     "detect": ("≥ 0.8 of the relay", lambda f: f["ratio"] >= 0.8),
+    "detect-checkpoints": ("checkpoints on ≥ 0.9 of off", lambda f: f["ratio"] >= 0.9),
+    "detect-restore": ("start, restore and replay of 20 000 events < 1 s at 100 000 open runs; checkpoint ≤ 250 B "
+                       "per open run", lambda f: f["lag"] >= 100000 and f["ms"] < 1000 and f["bytes"] <= 250),
+    "flow-state": ("≥ 0.7 of the flow hop", lambda f: f["ratio"] >= 0.7),
     "mqtt-loop": ("≥ 10k round trips/s", lambda f: f["rate"] >= 10000),
     "mqtt-ladder": ("≥ 0.7 of mosquitto", lambda f: min(f["ratios"]) >= 0.7),
     "cluster-work": ("0 lost", lambda f: f["lost"] == 0),
@@ -187,6 +191,11 @@ def read_flow_hop(d):
         "bare relay (same core, no script) %s" % rate(b), ratio(g, b),
         target("flow-hop", rate=g, ratio=ratio(g, b)))
     bars.append(("flow hop", g, b))
+    st = d.get("state_rate_median")
+    if st is not None:  # runs before the state variant have none
+        row(d, "flow hop with durable state: one state.incr per event, 1 000 keys on NATS KV", rate(st),
+            cmd(d, "bench/flow-hop.sh"), "the flow hop without state %s" % rate(g), ratio(st, g),
+            target("flow-state", ratio=ratio(st, g)))
 
 
 def read_multi_flow(d):
@@ -208,12 +217,26 @@ def read_detect(d):
     # the unit publishes one alert per pair); the engine alone is shown beside it.
     g, relay, eng = d.get("detect_rate_median"), d.get("relay_rate_median"), d.get("engine_rate_median")
     checked = ", alerts == pairs" if d.get("alerts_equal_pairs") else ""
-    row(d, "detect unit: JetStream → bench_sequence.vpl → JetStream",
+    lag = " at LAG %s" % d["lag"] if d.get("lag") not in (None, 1000) else ""
+    row(d, "detect unit: JetStream → bench_sequence.vpl → JetStream%s" % lag,
         "%s%s, RSS %.1f MB" % (rate(g), checked, mb(d.get("rss_kb_end_median")) or 0),
         cmd(d, "bench/detect.sh %s" % d.get("pairs", "")),
         "bare relay %s; the engine alone %s" % (rate(relay), rate(eng)), ratio(g, relay),
         target("detect", ratio=ratio(g, relay)))
-    bars.append(("detect", g, relay))
+    if not lag:
+        bars.append(("detect", g, relay))
+    off = d.get("checkpoints_off_rate_median")
+    if off is not None:  # runs before checkpoints have none
+        row(d, "detect unit's checkpoints%s: every 5 s and 100 000 events, against only at the stop" % lag,
+            "%s, checkpoints written %s" % (rate(g), d.get("checkpoints_each_round")), cmd(d, "bench/detect.sh"),
+            "checkpoints off %s" % rate(off), ratio(g, off), target("detect-checkpoints", ratio=ratio(g, off)))
+
+
+def read_replay(d):
+    g, b = d.get("replay_rate_median"), d.get("empty_replay_rate_median")
+    row(d, "shadow replay of the orders flow against itself, %s stored events" % d.get("events"), rate(g),
+        cmd(d, "bench/replay.sh"), "the replay of a script that emits nothing %s" % rate(b), ratio(g, b),
+        target("report"))
 
 
 def read_broker_mqtt(d):
@@ -272,7 +295,9 @@ def read_detect_failover(d):
         "; ".join("%s events replayed: restore %s ms, caught up %s ms after start%s" % (
             r["replayed_events"], r["restore_ms"], r["start_to_caught_up_ms"],
             ", %s" % rate(r["replay_rate"]) if r.get("replay_rate") else "") for r in rr) +
-        "; checkpoint %.0f B per open run" % rr[0]["bytes_per_open_run"], c, tgt=target("report"))
+        "; checkpoint %.0f B per open run" % rr[0]["bytes_per_open_run"], c,
+        tgt=target("detect-restore", lag=d.get("lag"), bytes=rr[0]["bytes_per_open_run"],
+                   ms=next(r["start_to_caught_up_ms"] for r in rr if r["replayed_events"] == 20000)))
     f = d["failover"]
     row(d, "detect failover, 3 processes, %s events/s" % f["events_per_s"],
         "gap %s ms after kill -9 (lease_ttl %s ms), %s ms after a clean stop" % (
@@ -357,6 +382,9 @@ READERS = {
     "flow-hop": ("bench/flow-hop.sh", read_flow_hop),
     "multi-flow": ("bench/multi-flow.sh", read_multi_flow),
     "detect": ("bench/detect.sh", read_detect),
+    "detect-lag-10000": ("LAG=10000 bench/detect.sh", read_detect),
+    "detect-lag-100000": ("LAG=100000 bench/detect.sh", read_detect),
+    "replay": ("bench/replay.sh", read_replay),
     "detect-failover": ("bench/detect-failover.sh", read_detect_failover),
     "vpl-engine": ("bench/vpl-engine.sh", read_vpl_engine),
     "broker-mqtt": ("bench/broker-mqtt.sh", read_broker_mqtt),
@@ -368,7 +396,7 @@ READERS = {
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.
-OPTIONAL = {"mqtt-cpu"}
+OPTIONAL = {"mqtt-cpu", "detect-lag-10000", "detect-lag-100000"}
 
 
 def load(path):

@@ -16,6 +16,7 @@
 #include "../cluster/nodes.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
+#include "../core/bus_conf.h"
 #include "../core/config.h"
 #include "../core/help.h"
 #include "../core/host.h"
@@ -26,6 +27,7 @@
 #include "../http/server.h"
 #include "../plugin/loader.h"
 #include "../vpl/vpl_cli.h"
+#include "replay_cli.h"
 #include "gust/version.h"
 
 static void usage(FILE *out)
@@ -37,6 +39,10 @@ static void usage(FILE *out)
             "       gust test-flow [-c FILE] [--lua-path DIR] SCRIPT CASE.json...\n"
             "                                    golden tests of a Lua flow (with -c: the modules\n"
             "                                    and tables of that host.conf)\n"
+            "       gust replay [-c FILE] --unit NAME --script NEW.lua [--last N | --since TIME |\n"
+            "                   --from-seq S] [--diff FILE]\n"
+            "                                    run a flow's script and NEW.lua over its stored\n"
+            "                                    events; exit 1 when an input differs\n"
             "\n"
             "options:\n"
             "  -c, --config FILE  host.conf to use (default: host.conf)\n"
@@ -172,24 +178,7 @@ static int run(const char *config_path)
     signal(SIGPIPE, SIG_IGN);
 
     const struct gust_nats_keys *nk = &c->nats;
-    struct gust_bus_conf bc = {
-        .urls = nk->url.items,
-        .nurls = nk->url.n,
-        .server_bin = nk->server_bin,
-        .state_dir = c->top.state_dir,
-        .stream = nk->stream,
-        .subjects = nk->subjects,
-        .dlq_stream = nk->dlq_stream,
-        .dlq_subjects = nk->dlq_subjects,
-        .dlq_max_msgs = nk->dlq_max_msgs,
-        .state_stream = nk->state_stream,
-        .state_subjects = nk->state_subjects,
-        .duplicate_window_ms = nk->duplicate_window,
-        .publish_timeout_ms = nk->publish_timeout,
-        .max_pending = (size_t)nk->max_pending,
-        .send_asap = nk->send_asap,
-        .replicas = (int)nk->replicas,
-    };
+    struct gust_bus_conf bc = gust_config_bus_conf(c);
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
     struct gust_listen_conf listen;
@@ -223,6 +212,7 @@ static int run(const char *config_path)
             .reload_ud = &reloader,
             .check_reload = gust_reloader_check,
             .settings = http_settings(c),
+            .config_path = config_path,
             .dlq_stream = nk->dlq_stream,
             .dlq_subjects = nk->dlq_subjects,
             .subject_prefix = c->subject_prefix,
@@ -359,6 +349,9 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && strcmp(argv[1], "test-flow") == 0) {
         return test_flow(argc - 1, argv + 1);
+    }
+    if (argc >= 2 && strcmp(argv[1], "replay") == 0) {
+        return gust_replay_main(argc - 1, argv + 1);
     }
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},

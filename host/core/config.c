@@ -100,6 +100,8 @@ const struct gust_schema_key gust_nats_schema[] = {
          "finish within it"),
     NATS(replicas, INT, "1", 0, "copies of the streams and the lease bucket (3 on a three-node NATS cluster)"),
     NATS(lease_bucket, STR, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"),
+    NATS(state_bucket, STR, "GUST_FLOW_STATE", 0,
+         "KV bucket of the flows' durable state (state.*): keys <unit>.<key>, made at a flow's first use"),
     NATS(lease_ttl, DURATION, "6s", 0,
          "a lease not renewed for this long passes to another process (renewed every third)"),
     NATS(lease_poll, DURATION, "250ms", 0, "how often a process without a lease looks whether it is free"),
@@ -122,6 +124,9 @@ const struct gust_schema_key gust_flow_schema[] = {
     UNIT(lua_path, PATH, NULL, 0, "where require finds modules (default: the top-level lua_path)"),
     UNIT(log_rate, INT, "100", 0,
          "log.* lines a second the script may write (bursts up to as many); the rest are dropped and counted"),
+    UNIT(state_cache, SIZE, "8m", 0,
+         "bytes of the flow's durable state kept in memory between batches (0: none; none with `cluster on;`, "
+         "where other processes write the same keys)"),
     GUST_EDGE_KEYS(UNIT),
     GUST_KEY_END,
 };

@@ -55,6 +55,7 @@ struct gust_nats_keys {
     int64_t ack_wait;
     int64_t replicas;
     const char *lease_bucket;
+    const char *state_bucket;
     int64_t lease_ttl;
     int64_t lease_poll;
     int64_t retry_delay;
@@ -82,6 +83,7 @@ struct gust_unit_keys {
     int competing;       /* source */
     const char *lua_path; /* flow: its own, else NULL (the top level's) */
     int64_t log_rate;     /* flow */
+    int64_t state_cache;  /* flow */
 };
 
 struct gust_unit_conf {

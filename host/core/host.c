@@ -18,6 +18,7 @@
 #include "../cluster/lease.h"
 #include "../cluster/nodes.h"
 #include "../unit/edge.h"
+#include "../unit/flow_state.h"
 #include "config_tables.h"
 #include "edges.h"
 
@@ -296,10 +297,24 @@ static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, co
 static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
                       struct gust_err *err)
 {
+    const struct gust_config *c = host->config;
     struct gust_flow_opts fo = flow_opts(host, u);
     struct gust_handler h;
     const char *script_source = NULL;
-    int rc = gust_flow_handler_create(u->name, &fo, (long)u->k.log_rate, &h, &script_source, err);
+    char durable[160];
+    snprintf(durable, sizeof(durable), "flow_%s", u->name); /* open_feed's name for it */
+    struct gust_kv_state_conf sc = {
+        .bus = bus,
+        .bucket = c->nats.state_bucket,
+        .replicas = (int)c->nats.replicas,
+        .unit = u->name,
+        .stream = c->nats.stream,
+        .durable = edge_of(u) == NULL ? durable : NULL,
+        /* In a cluster the other processes write the same keys: no cache there. */
+        .cache_bytes = c->top.cluster ? 0 : (size_t)u->k.state_cache,
+        .wait_ms = c->nats.publish_timeout,
+    };
+    int rc = gust_flow_handler_create(u->name, &fo, (long)u->k.log_rate, &sc, &h, &script_source, err);
     if (rc != 0) {
         return rc;
     }

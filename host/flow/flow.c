@@ -277,7 +277,15 @@ static int setup(lua_State *L)
     /* Text only, like load(): a precompiled script would skip the bytecode check. */
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback);
-    if (luaL_loadfilex(L, f->path, "t") != 0) {
+    int loaded;
+    if (f->text != NULL) {
+        lua_pushfstring(L, "@%s", f->path);
+        loaded = luaL_loadbufferx(L, f->text, f->text_len, lua_tostring(L, -1), "t");
+        lua_remove(L, -2);
+    } else {
+        loaded = luaL_loadfilex(L, f->path, "t");
+    }
+    if (loaded != 0) {
         /* Syntax errors start with the path already, a refused bytecode file not. */
         const char *msg = lua_tostring(L, -1);
         if (strstr(msg, f->path) == NULL) {
@@ -325,6 +333,8 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     }
     f->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
     f->path = strdup(opts->script_path);
+    f->text = opts->script_text;
+    f->text_len = opts->script_len;
     f->lua_path = opts->lua_path != NULL ? strdup(opts->lua_path) : NULL;
     f->tables = gust_tables_ref(opts->tables);
     if (opts->state != NULL) {
@@ -354,6 +364,7 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     }
     reset_hook(f);
     lua_settop(f->L, 0);
+    f->text = NULL;
     *out = f;
     return 0;
 
@@ -378,7 +389,7 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     lua_State *L = f->L;
     size_t first_emit = out->n;
     int rc = 0;
-    gust_flow_state_run_begin(&f->state, meta != NULL ? meta->time_ms : 0);
+    gust_flow_state_run_begin(&f->state, meta != NULL ? meta->time_ms : 0, meta != NULL ? meta->seq : 0);
     gust_flow_modules_reset(L, f);
 
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback); /* 1 */

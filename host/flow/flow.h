@@ -40,8 +40,10 @@
  *   state.set(k, v [, ttl])  stages v (any JSON value but nil; ttl: seconds after the
  *                         message's meta.time when it expires); state.incr(k [, n])
  *                         adds n (default 1) to a number (absent: 0) and returns the
- *                         sum, keeping the key's expiry; state.del(k). See state.h.
- *                         Without a store (opts.state NULL) these raise an error.
+ *                         sum, keeping the key's expiry; state.del(k). See state.h
+ *                         (a redelivered message the store says was applied to a key
+ *                         already changes nothing there). Without a store
+ *                         (opts.state NULL) these raise an error.
  *   require(name)         loads lua_path/name.lua (dots in name are directories;
  *                         names are letters, digits, '_' and '-'), text only, in this
  *                         same sandbox, once per flow; returns what the module returns
@@ -134,6 +136,9 @@ typedef void (*gust_flow_log_fn)(void *ud, int level, const char *text, size_t t
 
 struct gust_flow_opts {
     const char *script_path;              /* borrowed; copied by gust_flow_create */
+    const char *script_text;              /* NULL: read script_path; else the script itself
+                                             (script_len bytes, borrowed), named script_path */
+    size_t script_len;
     long timeout_ms;                      /* limit for one on_event call (and the script's load); 0: 1000 */
     const char *lua_path;                 /* require's directory (copied); NULL: require finds nothing */
     struct gust_tables *tables;           /* lookup tables (the flow takes a reference); NULL: none */
@@ -194,6 +199,10 @@ void gust_flow_state_begin(struct gust_flow *f);
 /* The writes the batch has staged, in the order their keys were first touched; *out
  * is owned by the flow (valid as state.h says). Returns their number. */
 size_t gust_flow_state_writes(struct gust_flow *f, const struct gust_state_write **out);
+
+/* State operations that were no-ops because their message had been applied to the key
+ * before (state.h), since the flow was made. */
+uint64_t gust_flow_state_skipped(const struct gust_flow *f);
 
 /* Closes the Lua state and frees the flow. NULL is a no-op. */
 void gust_flow_destroy(struct gust_flow *f);

@@ -101,6 +101,13 @@ struct state_entry {
     uint64_t revision;
     size_t *msgs; /* messages that touched it */
     size_t nmsgs, cap_msgs;
+    /* What the store said was applied to it already (state.h), and, when that is not
+     * empty, the value as stored, for the messages among them. */
+    uint64_t *applied;
+    size_t napplied;
+    char *stored_json; /* NULL: absent */
+    size_t stored_len;
+    int64_t stored_expires_ms;
 };
 
 /* How an entry was before the running message first touched it. */
@@ -124,6 +131,8 @@ struct gust_flow_state {
     size_t msg;     /* the running message's batch index */
     size_t run;     /* runs since the batch began */
     int64_t now_ms; /* the running message's stored time (0: unknown) */
+    uint64_t seq;   /* the running message's stream sequence (0: unknown) */
+    uint64_t skipped; /* operations that were no-ops: their message was applied already */
     struct gust_state_write *out;
     size_t cap_out;
 };
@@ -133,6 +142,8 @@ struct gust_flow_state {
 struct gust_flow {
     lua_State *L;
     char *path;
+    const char *text; /* the script given as text (borrowed, during gust_flow_create only) */
+    size_t text_len;
     char *source;
     char *lua_path;
     long timeout_ms;
@@ -193,9 +204,9 @@ int gust_flow_wants_meta(lua_State *L, int idx);
  * returns how many. Raises a Lua error naming the problem. */
 size_t gust_flow_emit_options(lua_State *L, int idx, struct gust_buf *headers);
 
-/* The state staging around each run: run_begin before on_event (message index and
- * stored time), run_end after it (ok 0: undo what the message did). */
-void gust_flow_state_run_begin(struct gust_flow_state *s, int64_t now_ms);
+/* The state staging around each run: run_begin before on_event (message index, stored
+ * time and stream sequence), run_end after it (ok 0: undo what the message did). */
+void gust_flow_state_run_begin(struct gust_flow_state *s, int64_t now_ms, uint64_t seq);
 void gust_flow_state_run_end(struct gust_flow_state *s, int ok);
 void gust_flow_state_free(struct gust_flow_state *s);
 

@@ -3,7 +3,8 @@
  * Each key a batch touches gets an entry: the value as the batch sees it now, the
  * revision the store gave when it was read, and the messages that touched it. A
  * message's first touch of an entry saves how the entry was (an undo record), so a
- * message whose run fails leaves the entries as they were before it. */
+ * message whose run fails leaves the entries as they were before it. A message the
+ * store says was applied to a key already (a redelivery) leaves the entry alone. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,19 +86,61 @@ static struct state_entry *entry(lua_State *L, struct gust_flow *f, const char *
         i = s->n++;
     }
     struct state_entry *e = &s->v[i];
-    if (need_value && !e->written && !e->has_revision) {
+    if ((need_value || s->store.read_first) && !e->written && !e->has_revision) {
         struct gust_state_value got = {0};
         struct gust_err err = {{0}};
         if (s->store.read(s->store.ud, key, len, s->now_ms, &got, &err) != 0) {
             luaL_error(L, "%s: the state store failed: %s", fn, err.msg);
+        }
+        char *stored = NULL;
+        if (got.napplied > 0 && got.json != NULL && (stored = malloc(got.len + 1)) == NULL) {
+            free(got.json);
+            free(got.applied);
+            luaL_error(L, "state: not enough memory");
+        }
+        if (stored != NULL) {
+            memcpy(stored, got.json, got.len + 1);
         }
         e->json = got.json;
         e->len = got.len;
         e->expires_ms = got.expires_ms;
         e->revision = got.revision;
         e->has_revision = 1;
+        e->applied = got.applied;
+        e->napplied = got.napplied;
+        e->stored_json = stored;
+        e->stored_len = got.len;
+        e->stored_expires_ms = got.expires_ms;
     }
     return e;
+}
+
+/* Whether the running message was applied to e before (state.h): a binary search of
+ * the ranges the store gave. */
+static int applied_before(const struct gust_flow_state *s, const struct state_entry *e)
+{
+    size_t lo = 0, hi = e->napplied;
+    while (s->seq != 0 && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->seq < e->applied[2 * mid]) {
+            hi = mid;
+        } else if (s->seq > e->applied[2 * mid + 1]) {
+            lo = mid + 1;
+        } else {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* An operation of a message applied before: counted, and it changes nothing. */
+static int skip(struct gust_flow_state *s, const struct state_entry *e)
+{
+    if (!applied_before(s, e)) {
+        return 0;
+    }
+    s->skipped++;
+    return 1;
 }
 
 /* Marks e touched by the running message, saving it first the first time. */
@@ -142,9 +185,23 @@ static void put_value(lua_State *L, struct state_entry *e, const char *json, siz
 
 /* Whether e's value can be seen by the running message: present, and not expired at
  * its stored time (when that is unknown, nothing expires). */
+static int visible_at(const struct gust_flow_state *s, const char *json, int64_t expires_ms)
+{
+    return json != NULL && (expires_ms == 0 || s->now_ms == 0 || s->now_ms < expires_ms);
+}
+
 static int visible(const struct gust_flow_state *s, const struct state_entry *e)
 {
-    return e->json != NULL && (e->expires_ms == 0 || s->now_ms == 0 || s->now_ms < e->expires_ms);
+    return visible_at(s, e->json, e->expires_ms);
+}
+
+/* Reads json[0..len) as a JSON number into *v: all the text, finite (strtod alone
+ * would also take "nan", " 1" or "0x10"). */
+static int json_number(const struct gust_flow *f, const char *json, size_t len, double *v)
+{
+    char *end;
+    *v = strtod_l(json, &end, f->enc.c_locale);
+    return end == json + len && isfinite(*v) && (json[0] == '-' || (json[0] >= '0' && json[0] <= '9'));
 }
 
 /* state.get(k); upvalues: the flow, then the tags (a decoder closure). */
@@ -155,13 +212,21 @@ static int l_get(lua_State *L)
     size_t len;
     const char *key = check_key(L, "state.get", &len);
     struct state_entry *e = entry(L, f, "state.get", key, len, 1);
-    touch(L, s, e);
-    if (!visible(s, e)) {
+    const char *json = e->json;
+    size_t json_len = e->len;
+    if (skip(s, e)) {
+        json = visible_at(s, e->stored_json, e->stored_expires_ms) ? e->stored_json : NULL;
+        json_len = e->stored_len;
+    } else {
+        touch(L, s, e);
+        json = visible(s, e) ? e->json : NULL;
+    }
+    if (json == NULL) {
         lua_pushnil(L);
         return 1;
     }
     lua_settop(L, 1);
-    if (gust_json_decode(&f->dec, e->json, e->len, 0) != 0) {
+    if (gust_json_decode(&f->dec, json, json_len, 0) != 0) {
         return luaL_error(L, "state.get: the stored value of '%s' is not JSON: %s", key, f->dec.msg);
     }
     return 1;
@@ -196,6 +261,9 @@ static int l_set(lua_State *L)
                           (int)f->enc.buf.len, GUST_STATE_VALUE_MAX);
     }
     struct state_entry *e = entry(L, f, "state.set", key, len, 0);
+    if (skip(s, e)) {
+        return 0;
+    }
     touch(L, s, e);
     put_value(L, e, f->enc.buf.data, f->enc.buf.len, expires_ms);
     return 0;
@@ -213,15 +281,19 @@ static int l_incr(lua_State *L)
         return luaL_error(L, "state.incr: the increment must be a finite number");
     }
     struct state_entry *e = entry(L, f, "state.incr", key, len, 1);
+    if (skip(s, e)) {
+        double stored;
+        int known = visible_at(s, e->stored_json, e->stored_expires_ms) &&
+                    json_number(f, e->stored_json, e->stored_len, &stored);
+        lua_pushnumber(L, known ? stored : n);
+        return 1;
+    }
     touch(L, s, e);
     lua_Number sum = n;
     int64_t expires_ms = 0;
     if (visible(s, e)) {
-        char *end;
-        double v = strtod_l(e->json, &end, f->enc.c_locale);
-        /* A JSON number is all the text; strtod would also take "nan", " 1" or "0x10". */
-        if (end != e->json + e->len || !isfinite(v) ||
-            !(e->json[0] == '-' || (e->json[0] >= '0' && e->json[0] <= '9'))) {
+        double v;
+        if (!json_number(f, e->json, e->len, &v)) {
             return luaL_error(L, "state.incr: the value of '%s' is not a number", key);
         }
         sum = v + n;
@@ -245,6 +317,9 @@ static int l_del(lua_State *L)
     size_t len;
     const char *key = check_key(L, "state.del", &len);
     struct state_entry *e = entry(L, f, "state.del", key, len, 0);
+    if (skip(s, e)) {
+        return 0;
+    }
     touch(L, s, e);
     put_value(L, e, NULL, 0, 0);
     return 0;
@@ -264,10 +339,11 @@ void gust_flow_open_state(lua_State *L, struct gust_flow *f)
     lua_setglobal(L, "state");
 }
 
-void gust_flow_state_run_begin(struct gust_flow_state *s, int64_t now_ms)
+void gust_flow_state_run_begin(struct gust_flow_state *s, int64_t now_ms, uint64_t seq)
 {
     s->msg = s->run++;
     s->now_ms = now_ms;
+    s->seq = seq;
     s->nundo = 0;
 }
 
@@ -301,6 +377,8 @@ static void clear_entries(struct gust_flow_state *s)
         free((char *)s->v[i].key.s);
         free(s->v[i].json);
         free(s->v[i].msgs);
+        free(s->v[i].applied);
+        free(s->v[i].stored_json);
     }
     s->n = 0;
     gust_keyidx_clear(&s->index);
@@ -329,11 +407,18 @@ size_t gust_flow_state_writes(struct gust_flow *f, const struct gust_state_write
                                                     .has_revision = e->has_revision,
                                                     .revision = e->revision,
                                                     .msgs = e->msgs,
-                                                    .nmsgs = e->nmsgs};
+                                                    .nmsgs = e->nmsgs,
+                                                    .applied = e->applied,
+                                                    .napplied = e->napplied};
         }
     }
     *out = s->out;
     return k;
+}
+
+uint64_t gust_flow_state_skipped(const struct gust_flow *f)
+{
+    return f->state.skipped;
 }
 
 void gust_flow_state_free(struct gust_flow_state *s)

@@ -27,19 +27,35 @@
  *      unconditionally. json NULL deletes the key.
  *   2. A write whose compare-and-set fails was computed from a stale value: none of the
  *      messages in its `msgs` may be acked, nor their emits published; they are retried
- *      (redelivered) and see the new value then. Because a message's other writes were
- *      computed together with the failed one, the committer must keep the batch's
- *      writes from being half applied for a retried message: either commit no write of
- *      a batch until every key's revision is confirmed current, or re-run the batch
- *      without the retried messages (gust_flow_state_begin, then the runs again, with
- *      the emits of the first runs dropped) and commit what that stages. A re-run is
- *      seen by the script's own Lua variables (a local counter counts twice); state,
- *      emits and meta are what the events get, as on a redelivery.
+ *      (redelivered) and see the new value then. Their other writes were computed
+ *      together with the failed one, so the batch must not stay half applied for them:
+ *      either
+ *        a. commit no write of a batch until every key's revision is confirmed current
+ *           (the in-memory store), or re-run the batch without the retried messages
+ *           (gust_flow_state_begin, the runs again, the first runs' emits dropped), or
+ *        b. record in each value which messages it includes (the NATS KV store, see
+ *           "Messages already applied" below): then each write may be committed on
+ *           its own, and a retried message is applied once to each key, the keys
+ *           committed before included. What stays is one message's writes committed
+ *           on some keys when they were derived from another key whose write failed
+ *           (a value read from b written to a): a is committed, and the retry, which
+ *           skips a, does not write a again from b's new value.
  *   3. Only then ack: the same barrier as the emits. A crash before the commit leaves
  *      neither acks nor state behind (the inputs are redelivered and recomputed).
  *   4. expires_ms, when not 0, is when the value stops being visible (ms since the
  *      epoch, computed from the stored time of the message that set it); the store
  *      hides an expired value from reads made at or after that time.
+ *
+ * Messages already applied. A store may give with a value the stream sequences of the
+ * messages whose effect it includes (`applied`: what the committer recorded with it).
+ * A message whose meta.seq is among the applied of a key it touches has been applied
+ * to that key before (it is a redelivery after its state was committed): its
+ * operations on that key are no-ops. state.get returns the value as stored (not the
+ * batch's staged value), state.incr returns the stored number (n when there is none)
+ * and writes nothing, state.set and state.del write nothing; the message is not
+ * listed in the key's msgs. Such a store sets read_first, so that every key is read
+ * at its first touch (a state.set first included): its applied must be known before a
+ * write, and is given back with the write for the committer to extend.
  * The library keeps nothing between batches: caching committed values (with their new
  * revisions) is the store's business, and safe only where nothing else writes. */
 #ifndef GUST_FLOW_STATE_H
@@ -59,6 +75,12 @@ struct gust_state_value {
     size_t len;
     uint64_t revision;  /* the store's revision of the key (0: never written or deleted) */
     int64_t expires_ms; /* 0: never */
+    /* Messages already applied to the key: napplied ranges of stream sequences,
+     * applied[2k] .. applied[2k + 1] inclusive, ascending and disjoint. malloc'd,
+     * ownership passes to the reader; NULL when none (a revision 0 key may have some:
+     * a deletion keeps them). */
+    uint64_t *applied;
+    size_t napplied;
 };
 
 struct gust_state_store {
@@ -69,6 +91,7 @@ struct gust_state_store {
     int (*read)(void *ud, const char *key, size_t key_len, int64_t now_ms, struct gust_state_value *out,
                 struct gust_err *err);
     void *ud;
+    int read_first; /* 1: read a key at its first touch even when that is a write */
 };
 
 /* One staged write of a batch. Every pointer is owned by the flow and valid until the
@@ -83,6 +106,8 @@ struct gust_state_write {
     uint64_t revision;
     const size_t *msgs; /* batch indices of the messages that touched the key, ascending */
     size_t nmsgs;
+    const uint64_t *applied; /* what the store's read gave (struct gust_state_value) */
+    size_t napplied;
 };
 
 /* An in-memory store, for `gust test-flow` and tests: one map, one revision counter

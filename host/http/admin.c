@@ -62,12 +62,16 @@ int gust_admin_start(struct gust_http *http, struct gust_err *err)
     return 0;
 }
 
-void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
-                       void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q)
+static void submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                   void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q, void *arg,
+                   void (*free_arg)(void *))
 {
     struct gust_admin_worker *w = &http->worker;
     struct gust_admin_job *job = calloc(1, sizeof(*job));
     if (job == NULL) {
+        if (free_arg != NULL) {
+            free_arg(arg);
+        }
         gust_http_send_error(req, route, 503, "out of memory");
         return;
     }
@@ -76,6 +80,8 @@ void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route r
     job->route = route;
     job->run = run;
     job->q = *q;
+    job->arg = arg;
+    job->free_arg = free_arg;
     pthread_mutex_lock(&w->lock);
     int full = w->queued >= MAX_QUEUED || w->stopping || !w->started;
     if (!full) {
@@ -94,9 +100,25 @@ void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route r
     }
     pthread_mutex_unlock(&w->lock);
     if (full) {
+        if (free_arg != NULL) {
+            free_arg(arg);
+        }
         free(job);
         gust_http_send_error(req, route, 503, "admin worker busy or stopping; try again");
     }
+}
+
+void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                       void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q)
+{
+    submit(http, req, route, run, q, NULL, NULL);
+}
+
+void gust_admin_submit_arg(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                           void (*run)(struct gust_admin_job *), void *arg, void (*free_arg)(void *))
+{
+    struct gust_dlq_query none = {0};
+    submit(http, req, route, run, &none, arg, free_arg);
 }
 
 void gust_admin_fail(struct gust_admin_job *job, int status, const char *why)
@@ -125,6 +147,9 @@ void gust_admin_on_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *me
             }
         }
         gust_buf_free(&job->body);
+        if (job->free_arg != NULL) {
+            job->free_arg(job->arg);
+        }
         free(job);
     }
 }

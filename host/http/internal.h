@@ -27,6 +27,8 @@ struct gust_admin_job {
     enum gust_route route;
     void (*run)(struct gust_admin_job *job); /* on the worker thread */
     struct gust_dlq_query q;
+    void *arg;                   /* what else run needs (POST /replay's request), or NULL */
+    void (*free_arg)(void *arg); /* frees it once the job is done */
     int status;           /* filled by run */
     struct gust_buf body; /* filled by run: the JSON answer */
 };
@@ -75,6 +77,7 @@ struct gust_http {
     int (*check_reload)(void *ud, int force, char *why, size_t size);
     struct gust_admin_worker worker;
     char subject_prefix[128]; /* "ev." */
+    char config_path[4096];   /* host.conf, for POST /replay ("" when not known) */
     char dlq_stream[128];
     char dlq_filter[256]; /* "dlq.>" */
     char dlq_prefix[256]; /* "dlq.": a unit's dead letters are on <prefix><unit> */
@@ -116,6 +119,10 @@ int gust_admin_start(struct gust_http *http, struct gust_err *err);
 /* Queues run for req (answers 503 itself when the queue is full). */
 void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                        void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q);
+/* The same with an argument of the caller's (owned from here on: freed with free_arg
+ * when the job is done or refused). */
+void gust_admin_submit_arg(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                           void (*run)(struct gust_admin_job *), void *arg, void (*free_arg)(void *));
 /* On the worker: the job's answer is {"error": why} with status. */
 void gust_admin_fail(struct gust_admin_job *job, int status, const char *why);
 /* Waits for the job running now, answers what is still queued with 503. */
@@ -127,6 +134,9 @@ void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest);
 
 /* events.c: GET /events[?unit=NAME]. */
 void gust_events_handle(struct gust_http *http, h2o_req_t *req);
+
+/* replay_route.c: POST /replay. */
+void gust_replay_handle(struct gust_http *http, h2o_req_t *req);
 
 /* status_page.c: GET / */
 void gust_status_page_handle(struct gust_http *http, h2o_req_t *req);

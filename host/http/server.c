@@ -27,7 +27,7 @@
  *   GET  /healthz               open (load balancers and probes)
  *   GET  /metrics               admin token, unless `metrics_public on`
  *   GET  /units, /events, /dlq  admin token
- *   POST /dlq/replay, /dlq/purge, /reload
+ *   POST /dlq/replay, /dlq/purge, /reload, /replay
  *   GET  /                      the status page: admin token
  * With no admin token configured the admin routes are open: the listener binds
  * loopback by default, so only local users (or a proxy in front) reach them. */
@@ -320,6 +320,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (admin_ok(http, req, GUST_ROUTE_DLQ)) {
             gust_dlq_handle(http, req, h2o_iovec_init(path.base + 4, path.len - 4));
         }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/replay"))) {
+        if (admin_ok(http, req, GUST_ROUTE_REPLAY)) {
+            gust_replay_handle(http, req);
+        }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/reload"))) {
         if (admin_ok(http, req, GUST_ROUTE_RELOAD)) {
             handle_reload(http, req);
@@ -547,6 +551,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     snprintf(http->subject_prefix, sizeof(http->subject_prefix), "%s",
              conf->subject_prefix != NULL ? conf->subject_prefix : "ev.");
     snprintf(http->dlq_stream, sizeof(http->dlq_stream), "%s", conf->dlq_stream != NULL ? conf->dlq_stream : "GUST_DLQ");
+    snprintf(http->config_path, sizeof(http->config_path), "%s", conf->config_path != NULL ? conf->config_path : "");
     snprintf(http->dlq_filter, sizeof(http->dlq_filter), "%s", conf->dlq_subjects != NULL ? conf->dlq_subjects : "dlq.>");
     /* "dlq.>" -> "dlq.": host.c has already checked that it ends with ".>". */
     snprintf(http->dlq_prefix, sizeof(http->dlq_prefix), "%s", http->dlq_filter);

@@ -60,6 +60,10 @@ struct gust_http_conf {
      * publishes POST /ingest/<suffix> to <prefix><suffix>. */
     const char *subject_prefix;
 
+    /* host.conf: POST /replay reads the unit's script and settings from it. NULL: no
+     * replay. */
+    const char *config_path;
+
     /* The dead-letter stream, for /dlq. */
     const char *dlq_stream;   /* "GUST_DLQ" */
     const char *dlq_subjects; /* "dlq.>" */

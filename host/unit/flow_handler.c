@@ -1,15 +1,19 @@
 /* A flow unit's handler: each message of a batch runs the script's on_event with its
  * meta; the script's log lines go to gust's log and /events, at most log_rate a second
  * (a token bucket: bursts of up to log_rate lines, then log_rate a second; what goes
- * over is counted and the log says how much, at most once a second). */
+ * over is counted and the log says how much, at most once a second). What the batch
+ * staged in its durable state is committed before its emits are published
+ * (flow_state.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../flow/flow.h"
+#include "flow_state.h"
 #include "handlers.h"
 #include "recent.h"
 
@@ -24,6 +28,9 @@ struct flow_unit {
     double rate, tokens;
     uint64_t refilled_ns;
     uint64_t unreported, reported_ns;
+    struct gust_kv_state *state; /* NULL: no durable state */
+    struct gust_state_store store;
+    uint64_t skipped; /* the flow's count at the last batch */
 };
 
 static uint64_t now_ns(void)
@@ -88,13 +95,49 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
         int rc = gust_flow_run(u->flow, m->data, m->len, &meta, &b->emits, &err);
         u->msg = NULL;
         if (rc != 0) {
-            /* Undecodable input can never succeed; a script failure may be transient. */
-            b->outcome[i] = rc == GUST_EINVAL ? GUST_OUTCOME_DEAD : GUST_OUTCOME_RETRY;
+            /* Undecodable input can never succeed; a script failure may be transient;
+             * a state bucket that did not answer is the bus's failure, not the
+             * message's. */
+            int bus = u->state != NULL && gust_kv_state_take_read_failure(u->state);
+            b->outcome[i] = rc == GUST_EINVAL ? GUST_OUTCOME_DEAD : bus ? GUST_OUTCOME_WAIT : GUST_OUTCOME_RETRY;
             snprintf(b->error[i], GUST_ERROR_MAX, "%s", err.msg);
         }
         b->emit_end[i] = b->emits.n;
     }
     report_drops(u);
+}
+
+static void flow_commit(void *impl, struct gust_batch *b)
+{
+    struct flow_unit *u = impl;
+    gust_kv_state_commit(u->state, u->flow, b);
+    uint64_t skipped = gust_flow_state_skipped(u->flow);
+    gust_kv_state_add_skipped(u->state, skipped - u->skipped);
+    u->skipped = skipped;
+}
+
+static void flow_render_json(void *impl, struct gust_buf *out)
+{
+    struct flow_unit *u = impl;
+    struct gust_kv_state_stats st;
+    gust_kv_state_stats(u->state, &st);
+    const char *bucket = gust_kv_state_bucket(u->state);
+    gust_buf_append(out, ",\"flow_state\":{\"bucket\":", 24);
+    gust_json_append_string(out, bucket, strlen(bucket));
+    gust_buf_printf(out,
+                    ",\"reads\":%" PRIu64 ",\"cache_hits\":%" PRIu64 ",\"writes\":%" PRIu64
+                    ",\"conflicts\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
+                    st.reads, st.cache_hits, st.writes, st.conflicts, st.skipped, st.errors);
+}
+
+int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out)
+{
+    struct flow_unit *u = impl;
+    if (u->state == NULL) {
+        return 0;
+    }
+    gust_kv_state_stats(u->state, out);
+    return 1;
 }
 
 static void flow_destroy(void *impl)
@@ -103,11 +146,13 @@ static void flow_destroy(void *impl)
     u->reported_ns = 0;
     report_drops(u);
     gust_flow_destroy(u->flow);
+    gust_kv_state_destroy(u->state);
     free(u);
 }
 
 int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts, long log_rate,
-                             struct gust_handler *out, const char **source, struct gust_err *err)
+                             const struct gust_kv_state_conf *state, struct gust_handler *out, const char **source,
+                             struct gust_err *err)
 {
     struct flow_unit *u = calloc(1, sizeof(*u));
     if (u == NULL) {
@@ -122,8 +167,16 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
     struct gust_flow_opts o = *opts;
     o.log = on_log;
     o.log_ud = u;
-    int rc = gust_flow_create(&o, &u->flow, err);
+    int rc = state != NULL ? gust_kv_state_create(state, &u->state, err) : 0;
+    if (u->state != NULL) {
+        u->store = gust_kv_state_store(u->state);
+        o.state = &u->store;
+    }
+    if (rc == 0) {
+        rc = gust_flow_create(&o, &u->flow, err);
+    }
     if (rc != 0) {
+        gust_kv_state_destroy(u->state);
         free(u);
         return rc;
     }
@@ -132,6 +185,8 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
                                  .impl = u,
                                  .wants_headers = gust_flow_uses_meta(u->flow), /* meta.headers */
                                  .run_batch = flow_run_batch,
+                                 .commit = u->state != NULL ? flow_commit : NULL,
+                                 .render_json = u->state != NULL ? flow_render_json : NULL,
                                  .destroy = flow_destroy};
     return 0;
 }

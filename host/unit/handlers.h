@@ -9,14 +9,22 @@
 #include "unit.h"
 
 struct gust_flow_opts;
+struct gust_kv_state_conf;
+struct gust_kv_state_stats;
 
 /* A Lua flow for `unit`, made from opts (borrowed; the log callback is the handler's):
  * each message runs on_event with its meta, its emits are published; the script's log
  * lines go to gust's log and /events, at most log_rate a second (the rest counted).
- * Fails as gust_flow_create does. *source is the script's `source` (or NULL), owned
- * by the handler. */
+ * With `state` (borrowed; NULL: none), its durable state is on NATS KV
+ * (flow_state.h), committed between the batch and its emits. Fails as
+ * gust_flow_create does. *source is the script's `source` (or NULL), owned by the
+ * handler. */
 int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts, long log_rate,
-                             struct gust_handler *out, const char **source, struct gust_err *err);
+                             const struct gust_kv_state_conf *state, struct gust_handler *out, const char **source,
+                             struct gust_err *err);
+/* A flow handler's state counters: 1 with *out filled, 0 when it has no state. Any
+ * thread. */
+int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 struct gust_bus;

@@ -9,6 +9,8 @@
 #include "../common/json_out.h"
 #include "detect.h"
 #include "edge.h"
+#include "flow_state.h"
+#include "handlers.h"
 #include "recent.h"
 
 void gust_units_init(struct gust_units *u)
@@ -347,6 +349,36 @@ static void render_log_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
+/* Flow units with durable state: what they asked of their bucket and what came of it. */
+static void render_state_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    static const char *const series[][2] = {
+        {"gust_flow_state_reads_total", "Keys a flow asked of its state store (once per key per batch)."},
+        {"gust_flow_state_cache_hits_total", "State reads answered from the flow's memory."},
+        {"gust_flow_state_writes_total", "State values committed to the bucket."},
+        {"gust_flow_state_conflicts_total", "State compare-and-sets that found a newer revision (messages retried)."},
+        {"gust_flow_state_skipped_total", "State operations of redelivered messages already applied to their key."},
+        {"gust_flow_state_errors_total", "State reads and writes the bucket did not answer."},
+    };
+    for (size_t k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
+        int header = 0;
+        for (size_t i = 0; i < u->n; i++) {
+            const struct gust_handler *h = gust_consumer_handler(u->v[i]);
+            struct gust_kv_state_stats st;
+            if (strcmp(h->kind, "flow") != 0 || !gust_flow_handler_state(h->impl, &st)) {
+                continue;
+            }
+            if (!header) {
+                gust_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", series[k][0], series[k][1], series[k][0]);
+                header = 1;
+            }
+            const uint64_t values[] = {st.reads, st.cache_hits, st.writes, st.conflicts, st.skipped, st.errors};
+            gust_buf_printf(out, "%s{unit=\"%s\"} %" PRIu64 "\n", series[k][0], gust_consumer_name(u->v[i]),
+                            values[k]);
+        }
+    }
+}
+
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -371,5 +403,6 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
     render_edge_metrics(u, out);
     render_detect_metrics(u, out);
     render_log_metrics(u, out);
+    render_state_metrics(u, out);
     pthread_mutex_unlock(&u->lock);
 }

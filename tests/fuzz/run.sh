@@ -5,7 +5,7 @@
 # repeatable: what passes here passes there. Longer exploration:
 #   FUZZ_RUNS=-1 tests/fuzz/run.sh mqtt_session 600
 # usage: tests/fuzz/run.sh TARGET [SECONDS] [KEEP_DIR]
-#   TARGET: ingest flow_json dlq_query proxy mqtt_session exec_lines http_poll
+#   TARGET: ingest flow_json dlq_query proxy mqtt_session exec_lines http_poll flow_state
 set -eu
 name=$1
 secs=${2:-10}
@@ -77,6 +77,13 @@ http_poll)
     libs="$(pkg-config --libs yajl)"
     seed array ' [ {"a":1} , "s\\"]" , [1,[2]], null ]\n'
     seed object '{"prices": [1.5, 2], "at": "2026-01-01"}'
+    ;;
+flow_state)
+    src="$flow $common"
+    inc="$inc -I$h/flow -I$h/unit $(pkg-config --cflags luajit)"
+    libs="$(pkg-config --libs luajit yajl) -lm"
+    seed env '{"v":{"n":12345678901234567890,"s":"a\\u0000b"},"x":1764400000000,"a":[[1,5],[9,9]]}\000{"v":null,"x":0,"a":[[3,12],[14,20]]}'
+    seed bad '{"v":1,"a":[[5,1]]}\000{"x":1}'
     ;;
 *)
     echo "unknown target $name" >&2

@@ -10,6 +10,8 @@ struct counting {
     struct gust_state_store inner;
     int reads;
     int fail;
+    const uint64_t *applied; /* given with every value read (ranges), when set */
+    size_t napplied;
 };
 
 static int counting_read(void *ud, const char *key, size_t key_len, int64_t now_ms,
@@ -20,7 +22,13 @@ static int counting_read(void *ud, const char *key, size_t key_len, int64_t now_
     if (c->fail) {
         return gust_err_set(err, GUST_EIO, "the bucket is unavailable");
     }
-    return c->inner.read(c->inner.ud, key, key_len, now_ms, out, err);
+    int rc = c->inner.read(c->inner.ud, key, key_len, now_ms, out, err);
+    if (rc == 0 && c->napplied > 0) {
+        out->applied = malloc(2 * c->napplied * sizeof(*out->applied));
+        memcpy(out->applied, c->applied, 2 * c->napplied * sizeof(*out->applied));
+        out->napplied = c->napplied;
+    }
+    return rc;
 }
 
 struct fixture {
@@ -31,12 +39,12 @@ struct fixture {
     struct gust_emits out;
 };
 
-static void setup(struct fixture *x, const char *script)
+static void setup_store(struct fixture *x, const char *script, int read_first)
 {
     memset(x, 0, sizeof(*x));
     CHECK(gust_state_mem_create(&x->mem) == 0);
     x->counting.inner = gust_state_mem_store(x->mem);
-    x->store = (struct gust_state_store){.read = counting_read, .ud = &x->counting};
+    x->store = (struct gust_state_store){.read = counting_read, .ud = &x->counting, .read_first = read_first};
     struct gust_err err;
     struct gust_flow_opts opts = {.state = &x->store};
     int rc = flow_from_text_opts(script, opts, &x->flow, &err);
@@ -45,6 +53,11 @@ static void setup(struct fixture *x, const char *script)
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
+}
+
+static void setup(struct fixture *x, const char *script)
+{
+    setup_store(x, script, 0);
 }
 
 static void teardown(struct fixture *x)
@@ -57,6 +70,12 @@ static void teardown(struct fixture *x)
 static int run_at(struct fixture *x, const char *json, int64_t time_ms, struct gust_err *err)
 {
     struct gust_flow_meta meta = {.time_ms = time_ms};
+    return gust_flow_run(x->flow, json, strlen(json), &meta, &x->out, err);
+}
+
+static int run_seq(struct fixture *x, const char *json, uint64_t seq, struct gust_err *err)
+{
+    struct gust_flow_meta meta = {.seq = seq};
     return gust_flow_run(x->flow, json, strlen(json), &meta, &x->out, err);
 }
 
@@ -293,8 +312,59 @@ static void test_many_keys(void)
     teardown(&x);
 }
 
+/* A store that records which messages each value includes: a message among them is a
+ * redelivery whose effect on the key is there already, and changes nothing. */
+static void test_applied(void)
+{
+    struct fixture x;
+    struct gust_err err;
+    setup_store(&x, OPS, 1);
+    static const uint64_t ranges[] = {10, 12, 20, 20};
+    x.counting.applied = ranges;
+    x.counting.napplied = 2;
+    CHECK(put(&x, "count", "5") == 0);
+    CHECK(put(&x, "name", "\"kept\"") == 0);
+
+    gust_flow_state_begin(x.flow);
+    /* 0 (seq 13): new, counts. 1 (seq 11): applied, returns the stored 5, not 6. */
+    CHECK(run_seq(&x, "{\"op\":\"incr\",\"k\":\"count\"}", 13, &err) == 0);
+    CHECK(run_seq(&x, "{\"op\":\"incr\",\"k\":\"count\"}", 11, &err) == 0);
+    CHECK(run_seq(&x, "{\"op\":\"get\",\"k\":\"count\"}", 20, &err) == 0); /* the value as stored */
+    CHECK(run_seq(&x, "{\"op\":\"get\",\"k\":\"count\"}", 21, &err) == 0); /* the batch's value */
+    CHECK_STR(x.out.v[0].payload, "{\"r\":6}");
+    CHECK_STR(x.out.v[1].payload, "{\"r\":5}");
+    CHECK_STR(x.out.v[2].payload, "{\"r\":5}");
+    CHECK_STR(x.out.v[3].payload, "{\"r\":6}");
+    /* 4, 5 (seq 10, 12): a set and a delete of applied messages write nothing; the set
+     * reads first (read_first), to know. */
+    CHECK(run_seq(&x, "{\"op\":\"set\",\"k\":\"name\",\"v\":\"new\"}", 10, &err) == 0);
+    CHECK(run_seq(&x, "{\"op\":\"del\",\"k\":\"count\"}", 12, &err) == 0);
+    CHECK(x.counting.reads == 2);
+    /* 6 (seq 20): an applied incr of an absent key returns its increment. */
+    CHECK(run_seq(&x, "{\"op\":\"incr\",\"k\":\"fresh\",\"n\":4}", 20, &err) == 0);
+    CHECK_STR(x.out.v[6].payload, "{\"r\":4}");
+    CHECK(gust_flow_state_skipped(x.flow) == 5);
+
+    const struct gust_state_write *w;
+    size_t n = gust_flow_state_writes(x.flow, &w);
+    CHECK(n == 1);
+    if (n == 1) {
+        CHECK_STR(w[0].key, "count");
+        CHECK_STR(w[0].json, "6");
+        CHECK(w[0].nmsgs == 2 && w[0].msgs[0] == 0 && w[0].msgs[1] == 3); /* not the applied ones */
+        CHECK(w[0].napplied == 2 && w[0].applied[0] == 10 && w[0].applied[3] == 20);
+        CHECK(w[0].has_revision && w[0].revision == 1);
+    }
+    /* A message without a sequence is never taken for one applied. */
+    gust_flow_state_begin(x.flow);
+    CHECK(run_seq(&x, "{\"op\":\"set\",\"k\":\"name\",\"v\":\"new\"}", 0, &err) == 0);
+    CHECK(gust_flow_state_writes(x.flow, &w) == 1 && w[0].has_revision);
+    teardown(&x);
+}
+
 int main(void)
 {
+    test_applied();
     test_batch_staging();
     test_conflict();
     test_expiry();
