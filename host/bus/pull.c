@@ -11,6 +11,12 @@
 /* How long past its expiry a request may still answer (its 408, or a last message)
  * before the next call sends a new one anyway. */
 #define EXPIRY_GRACE_MS 50
+/* A consumer the server no longer has (a restart forgot an ephemeral one, its inactive
+ * threshold passed while the unit could not pull) answers nothing at all: JetStream's
+ * API subscription takes every $JS.API subject, so not even a no-responders status
+ * comes. A live one ends every request with messages or its 408. This many expired
+ * requests in a row without a word mean the consumer is gone. */
+#define UNANSWERED_MAX 2
 
 struct gust_pull {
     natsConnection *nc;
@@ -22,6 +28,8 @@ struct gust_pull {
      * it ends. owed 0: none open. */
     size_t owed;
     int64_t deadline_ms;
+    int answered;          /* anything came since the open request was sent */
+    unsigned unanswered;   /* requests in a row that expired without a word */
 };
 
 int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
@@ -60,6 +68,7 @@ static void request(struct gust_pull *p, size_t batch)
     natsConnection_PublishRequest(p->nc, p->next_subject, p->inbox_subject, body, n);
     p->owed = batch;
     p->deadline_ms = gust_now_ms() + p->expires_ms;
+    p->answered = 0;
 }
 
 /* A status message ends the request it answers: 404/408 (nothing more for it), 409
@@ -80,8 +89,16 @@ static int status_of(natsMsg *m, char *why, size_t why_size)
 int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_out, char *why, size_t why_size)
 {
     *status_out = 0;
-    int64_t now = gust_now_ms();
-    if (p->owed == 0 || now >= p->deadline_ms + EXPIRY_GRACE_MS) {
+    if (p->owed > 0 && gust_now_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
+        p->unanswered += !p->answered;
+        p->owed = 0;
+        if (p->unanswered >= UNANSWERED_MAX) {
+            p->unanswered = 0;
+            snprintf(why, why_size, "pull requests to %s unanswered: the consumer is gone", p->next_subject);
+            return -1;
+        }
+    }
+    if (p->owed == 0) {
         request(p, max);
     }
     size_t n = 0;
@@ -105,6 +122,8 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
             snprintf(why, why_size, "pull request: %s", natsStatus_GetText(s));
             return -1;
         }
+        p->answered = 1;
+        p->unanswered = 0;
         int status = status_of(m, why, why_size);
         if (status == 0) {
             msgs[n++] = m;

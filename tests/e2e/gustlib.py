@@ -1,6 +1,7 @@
 """Helpers for the end-to-end tests: real servers on free loopback ports, temp dirs,
 waiting on conditions, cleanup by PID."""
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -232,6 +233,26 @@ def nats_publish(port, msgs):
             if not c:
                 raise AssertionError("nats closed: %r" % buf)
             buf += c
+
+
+def js_api(port, subject, request=None):
+    """One JetStream API request (subject after $JS.API.) with the raw NATS protocol:
+    its JSON answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        f = s.makefile("rb")
+        f.readline()  # INFO
+        body = json.dumps(request).encode() if request is not None else b""
+        s.sendall(b'CONNECT {"verbose":false}\r\nSUB _INBOX.js 1\r\nPUB $JS.API.%s _INBOX.js %d\r\n%s\r\n'
+                  % (subject.encode(), len(body), body))
+        while True:
+            line = f.readline()
+            if not line:
+                raise AssertionError("nats closed before answering $JS.API.%s" % subject)
+            if line.startswith(b"MSG"):
+                n = int(line.split()[-1])
+                return json.loads(f.read(n + 2)[:n])
+            if line.startswith(b"PING"):
+                s.sendall(b"PONG\r\n")
 
 
 class HttpSink:

@@ -6,6 +6,7 @@
     a changed program (which starts empty after the position the old one stopped at:
     the oracle is then the old program up to there and the new one after);
   - nats-server restarted mid-run;
+  - nats-server killed while the unit waits on a pull: its consumer is forgotten, silently;
   - gust frozen (SIGSTOP) for longer than ack_wait: no input is fed twice;
   - a corrupted and a truncated checkpoint: refused, the unit starts empty after the
     checkpoint's position, and what that costs is shown."""
@@ -19,7 +20,7 @@ import threading
 import time
 
 from detect_oracle import PROGRAM, alerts_of, compare, detect_of, events, inputs_of, vpl_run, wait_applied
-from gustlib import Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
+from gustlib import Checks, Gust, NatsServer, TempDir, js_api, nats_publish, wait_for
 
 CONF = """
 http { listen 127.0.0.1:@PORT@; }
@@ -140,6 +141,28 @@ def nats_restart(t):
     tmp.cleanup()
 
 
+def nats_killed(t):
+    """nats-server killed (-9) while the unit waits on a pull, then started again: no
+    409 "Server Shutdown" ends the request, the server has forgotten the unit's consumer
+    (ephemeral, in memory), and pull requests to it go unanswered (not refused:
+    JetStream's API takes every $JS.API subject). The unit must notice and read on from
+    its position."""
+    tmp = TempDir()
+    nats, conf, g = setup(tmp)
+    evs = events(6000, seed=17)
+    nats_publish(nats.port, evs[:3000])
+    wait_applied([g], "o", last_input_seq(nats))
+    nats.kill()
+    nats.start()
+    nats_publish(nats.port, evs[3000:])
+    wait_applied([g], "o", last_input_seq(nats), timeout=60)
+    check_oracle(t, nats, "nats-server killed while the unit waited", len(evs))
+    t.check("the consumer is gone" in g.log(), "the lost consumer was noticed and named in the log")
+    g.stop()
+    nats.stop()
+    tmp.cleanup()
+
+
 def frozen(t):
     """SIGSTOP for longer than ack_wait (1 s) while batches are in flight: with a durable
     consumer they would be redelivered and fed again."""
@@ -229,6 +252,7 @@ def main():
     t = Checks()
     which = os.environ.get("DETECT_STATE_ONLY")
     for name, fn in [("kill9", kill9), ("reload", reload_unchanged_then_changed), ("nats", nats_restart),
+                     ("nats_killed", nats_killed),
                      ("frozen", frozen), ("flipped", lambda t: corrupted(t, "flipped")),
                      ("truncated", lambda t: corrupted(t, "truncated"))]:
         if which in (None, "", name):

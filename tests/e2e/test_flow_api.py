@@ -9,11 +9,10 @@ import calendar
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 
-from gustlib import GUST, Checks, Gust, NatsServer, TempDir, wait_for
+from gustlib import GUST, Checks, Gust, NatsServer, TempDir, js_api, wait_for
 
 CONF = """
 http { listen 127.0.0.1:@PORT@; }
@@ -88,20 +87,7 @@ OWN = 'return { on_event = function(ev) emit("ev.o.out", { v = require("fmt").la
 
 def js_msg(port, stream, seq):
     """The stored message seq of stream, from JetStream's API: (subject, data, time in ns)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        f = s.makefile("rb")
-        f.readline()  # INFO
-        body = json.dumps({"seq": seq}).encode()
-        s.sendall(b'CONNECT {"verbose":false}\r\nSUB _INBOX.t 1\r\nPUB $JS.API.STREAM.MSG.GET.%s _INBOX.t %d\r\n%s\r\n'
-                  % (stream.encode(), len(body), body))
-        while True:
-            line = f.readline()
-            if line.startswith(b"MSG"):
-                n = int(line.split()[-1])
-                reply = json.loads(f.read(n + 2)[:n])
-                break
-            if line.startswith(b"PING"):
-                s.sendall(b"PONG\r\n")
+    reply = js_api(port, "STREAM.MSG.GET.%s" % stream, {"seq": seq})
     m = reply["message"]
     stamp, frac = m["time"].rstrip("Z").split(".")
     secs = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
