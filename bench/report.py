@@ -212,15 +212,29 @@ def read_multi_flow(d):
         bars.append(("%d flows" % runs[-1].get("flows", 0), get(runs[-1], "count", "rate"), None))
 
 
+def checkpoints_written(rounds):
+    """What the checkpointed rounds wrote: how many checkpoints a round, how many failed,
+    and the last round's last checkpoint (the one at the stop)."""
+    if not isinstance(rounds, list) or not rounds or not all(isinstance(r, dict) for r in rounds):
+        return "checkpoints written: %s" % rounds
+    counts = sorted(r.get("count", 0) for r in rounds)
+    last = rounds[-1]
+    return "%s checkpoints a round, %d failed; the last %s B, written in %s ms" % (
+        counts[0] if counts[0] == counts[-1] else "%d-%d" % (counts[0], counts[-1]),
+        sum(r.get("failures", 0) for r in rounds), last.get("bytes"), last.get("write_ms"))
+
+
 def read_detect(d):
     # The baseline: the bare relay over the same stored events (it publishes every event;
     # the unit publishes one alert per pair); the engine alone is shown beside it.
     g, relay, eng = d.get("detect_rate_median"), d.get("relay_rate_median"), d.get("engine_rate_median")
     checked = ", alerts == pairs" if d.get("alerts_equal_pairs") else ""
     lag = " at LAG %s" % d["lag"] if d.get("lag") not in (None, 1000) else ""
+    # LAG is an environment variable: the command as started does not show it.
+    command = ("LAG=%s " % d["lag"] if lag else "") + cmd(d, "bench/detect.sh %s" % d.get("pairs", ""))
     row(d, "detect unit: JetStream → bench_sequence.vpl → JetStream%s" % lag,
         "%s%s, RSS %.1f MB" % (rate(g), checked, mb(d.get("rss_kb_end_median")) or 0),
-        cmd(d, "bench/detect.sh %s" % d.get("pairs", "")),
+        command,
         "bare relay %s; the engine alone %s" % (rate(relay), rate(eng)), ratio(g, relay),
         target("detect", ratio=ratio(g, relay)))
     if not lag:
@@ -228,7 +242,7 @@ def read_detect(d):
     off = d.get("checkpoints_off_rate_median")
     if off is not None:  # runs before checkpoints have none
         row(d, "detect unit's checkpoints%s: every 5 s and 100 000 events, against only at the stop" % lag,
-            "%s, checkpoints written %s" % (rate(g), d.get("checkpoints_each_round")), cmd(d, "bench/detect.sh"),
+            "%s, %s" % (rate(g), checkpoints_written(d.get("checkpoints_each_round"))), command,
             "checkpoints off %s" % rate(off), ratio(g, off), target("detect-checkpoints", ratio=ratio(g, off)))
 
 
