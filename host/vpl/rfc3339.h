@@ -1,4 +1,6 @@
-/* RFC 3339 timestamps <-> epoch milliseconds (UTC, proleptic Gregorian). */
+/* RFC 3339 timestamps <-> epoch milliseconds (UTC, proleptic Gregorian). The VPL library
+ * stands alone (no host code below it), so it has its own; the host and the plugins write
+ * theirs with the SDK's gust_rfc3339_ms (host/common/time.c). */
 #ifndef VPL_RFC3339_H
 #define VPL_RFC3339_H
 
