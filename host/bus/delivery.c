@@ -4,9 +4,9 @@
 
 #include "gust/err.h"
 
-uint64_t gust_delivery_fill(struct gust_in *in, natsMsg *m, struct gust_headers_room *room, size_t slot,
-                            int with_headers)
+uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with_headers)
 {
+    natsMsg *m = room->msgs[slot];
     jsMsgMetaData *meta = NULL;
     uint64_t attempt = 1, seq = 0, cseq = 0;
     int64_t ts = 0;
@@ -23,8 +23,8 @@ uint64_t gust_delivery_fill(struct gust_in *in, natsMsg *m, struct gust_headers_
     in->ref = m;
     const char **keys = NULL;
     int nkeys = 0;
-    if (with_headers && slot < room->msgs && natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK) {
-        struct gust_header *h = room->v + slot * GUST_DELIVERY_HEADERS_MAX;
+    if (with_headers && slot < room->headers_cap && natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK) {
+        struct gust_header *h = room->headers + slot * GUST_DELIVERY_HEADERS_MAX;
         size_t n = 0;
         for (int k = 0; k < nkeys && n < GUST_DELIVERY_HEADERS_MAX; k++) {
             const char *value = NULL;
@@ -39,23 +39,30 @@ uint64_t gust_delivery_fill(struct gust_in *in, natsMsg *m, struct gust_headers_
     return cseq;
 }
 
-int gust_headers_room_reserve(struct gust_headers_room *room, size_t n)
+int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with_headers)
 {
-    if (n <= room->msgs) {
-        return 0;
+    if (max > room->cap) {
+        natsMsg **msgs = realloc(room->msgs, max * sizeof(*msgs));
+        if (msgs == NULL) {
+            return GUST_ENOMEM;
+        }
+        room->msgs = msgs;
+        room->cap = max;
     }
-    struct gust_header *v = realloc(room->v, n * GUST_DELIVERY_HEADERS_MAX * sizeof(*v));
-    if (v == NULL) {
-        return GUST_ENOMEM;
+    if (with_headers && max > room->headers_cap) {
+        struct gust_header *h = realloc(room->headers, max * GUST_DELIVERY_HEADERS_MAX * sizeof(*h));
+        if (h == NULL) {
+            return GUST_ENOMEM;
+        }
+        room->headers = h;
+        room->headers_cap = max;
     }
-    room->v = v;
-    room->msgs = n;
     return 0;
 }
 
-void gust_headers_room_free(struct gust_headers_room *room)
+void gust_batch_room_free(struct gust_batch_room *room)
 {
-    free(room->v);
-    room->v = NULL;
-    room->msgs = 0;
+    free(room->msgs);
+    free(room->headers);
+    *room = (struct gust_batch_room){0};
 }

@@ -10,19 +10,23 @@
 
 #define GUST_DELIVERY_HEADERS_MAX 32 /* headers kept per message; more are not shown */
 
-/* Room for the headers of a batch: GUST_DELIVERY_HEADERS_MAX per message. */
-struct gust_headers_room {
-    struct gust_header *v;
-    size_t msgs; /* messages it has room for */
+/* What a feed keeps for its batches: the messages of a pull, and room for their headers
+ * (GUST_DELIVERY_HEADERS_MAX each), which is only made for a handler that reads them: at
+ * a batch of 256 it is 128 KiB a unit. */
+struct gust_batch_room {
+    natsMsg **msgs;
+    size_t cap;            /* messages msgs has room for */
+    struct gust_header *headers;
+    size_t headers_cap;    /* messages headers has room for */
 };
 
-/* Fills in from m (which stays owned by the caller; in->ref = m). Headers go into
- * room's slot `slot` when with_headers. Returns the consumer sequence of the delivery
- * (0 when m carries no metadata). */
-uint64_t gust_delivery_fill(struct gust_in *in, natsMsg *m, struct gust_headers_room *room, size_t slot,
-                            int with_headers);
-/* Grows room to n messages: 0 or GUST_ENOMEM. */
-int gust_headers_room_reserve(struct gust_headers_room *room, size_t n);
-void gust_headers_room_free(struct gust_headers_room *room);
+/* Grows room to max messages (and their headers when with_headers): 0 or GUST_ENOMEM. */
+int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with_headers);
+void gust_batch_room_free(struct gust_batch_room *room);
+
+/* Fills in from room->msgs[slot] (which stays owned by the caller; in->ref = it), with
+ * its headers when with_headers (the room was reserved so). Returns the consumer
+ * sequence of the delivery (0 when the message carries no metadata). */
+uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with_headers);
 
 #endif

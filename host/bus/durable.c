@@ -14,9 +14,7 @@ struct durable {
     struct gust_feed feed;
     struct gust_bus *bus;
     struct gust_pull *pull;
-    natsMsg **batch;
-    size_t cap;
-    struct gust_headers_room headers;
+    struct gust_batch_room room;
     char filter[256];
 };
 
@@ -73,20 +71,14 @@ static int durable_next(struct gust_feed *f, struct gust_in *in, size_t max, int
                         size_t why_size)
 {
     struct durable *d = (struct durable *)f;
-    if (max > d->cap) {
-        natsMsg **b = realloc(d->batch, max * sizeof(*b));
-        if (b == NULL || gust_headers_room_reserve(&d->headers, max) != 0) {
-            d->batch = b != NULL ? b : d->batch;
-            snprintf(why, why_size, "out of memory");
-            return -1;
-        }
-        d->batch = b;
-        d->cap = max;
+    if (gust_batch_room_reserve(&d->room, max, with_headers) != 0) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
     }
     int status = 0;
-    int n = gust_pull_next(d->pull, d->batch, max, &status, why, why_size);
+    int n = gust_pull_next(d->pull, d->room.msgs, max, &status, why, why_size);
     for (int i = 0; i < n; i++) {
-        gust_delivery_fill(&in[i], d->batch[i], &d->headers, (size_t)i, with_headers);
+        gust_delivery_fill(&in[i], &d->room, (size_t)i, with_headers);
     }
     return n;
 }
@@ -122,8 +114,7 @@ static void durable_close(struct gust_feed *f)
 {
     struct durable *d = (struct durable *)f;
     gust_pull_destroy(d->pull);
-    free(d->batch);
-    gust_headers_room_free(&d->headers);
+    gust_batch_room_free(&d->room);
     free(d);
 }
 

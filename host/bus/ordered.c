@@ -41,9 +41,7 @@ struct ordered {
     char consumer[128];  /* the server's name for it; "" when there is none */
     uint64_t last_cseq;  /* consumer sequence of its last delivery */
     struct gust_pull *pull;
-    natsMsg **batch;
-    size_t cap;
-    struct gust_headers_room headers;
+    struct gust_batch_room room;
     int warned;
 };
 
@@ -95,21 +93,15 @@ static int ordered_next(struct gust_feed *f, struct gust_in *in, size_t max, int
                         size_t why_size)
 {
     struct ordered *o = (struct ordered *)f;
-    if (max > o->cap) {
-        natsMsg **b = realloc(o->batch, max * sizeof(*b));
-        if (b == NULL || gust_headers_room_reserve(&o->headers, max) != 0) {
-            o->batch = b != NULL ? b : o->batch;
-            snprintf(why, why_size, "out of memory");
-            return -1;
-        }
-        o->batch = b;
-        o->cap = max;
+    if (gust_batch_room_reserve(&o->room, max, with_headers) != 0) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
     }
     if (o->pull == NULL && make_consumer(o, why, why_size) != 0) {
         return -1;
     }
     int status = 0;
-    int n = gust_pull_next(o->pull, o->batch, max, &status, why, why_size);
+    int n = gust_pull_next(o->pull, o->room.msgs, max, &status, why, why_size);
     if (n < 0) {
         drop_consumer(o); /* made again at the position next time */
         return -1;
@@ -117,12 +109,12 @@ static int ordered_next(struct gust_feed *f, struct gust_in *in, size_t max, int
     size_t kept = 0;
     int gap = 0;
     for (int i = 0; i < n; i++) {
-        natsMsg *m = o->batch[i];
+        natsMsg *m = o->room.msgs[i];
         if (gap) {
             natsMsg_Destroy(m);
             continue;
         }
-        uint64_t cseq = gust_delivery_fill(&in[kept], m, &o->headers, kept, with_headers);
+        uint64_t cseq = gust_delivery_fill(&in[kept], &o->room, (size_t)i, with_headers);
         uint64_t seq = in[kept].msg.stream_seq;
         if (cseq != o->last_cseq + 1 || seq < o->next_seq) {
             /* A delivery went missing (or this one is not the next): start over at the
@@ -173,8 +165,7 @@ static void ordered_close(struct gust_feed *f)
 {
     struct ordered *o = (struct ordered *)f;
     drop_consumer(o);
-    free(o->batch);
-    gust_headers_room_free(&o->headers);
+    gust_batch_room_free(&o->room);
     free(o);
 }
 
