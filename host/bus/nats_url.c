@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/mem.h"
+
 void gust_nats_url_free(struct gust_nats_url *u)
 {
     free(u->host);
@@ -13,16 +15,6 @@ void gust_nats_url_free(struct gust_nats_url *u)
     free(u->token);
     free(u->text);
     memset(u, 0, sizeof(*u));
-}
-
-static char *dup_range(const char *s, size_t len)
-{
-    char *d = malloc(len + 1);
-    if (d != NULL) {
-        memcpy(d, s, len);
-        d[len] = '\0';
-    }
-    return d;
 }
 
 /* A host name or address: printable, and none of the characters that end or split one. */
@@ -102,15 +94,15 @@ const char *gust_nats_url_parse(const char *url, struct gust_nats_url *u)
     }
     memset(u, 0, sizeof(*u));
     u->tls = tls;
-    u->host = dup_range(host, (size_t)(host_end - host));
-    u->port = port != NULL ? dup_range(port, port_len) : strdup("4222");
+    u->host = gust_memdup(host, (size_t)(host_end - host));
+    u->port = port != NULL ? gust_memdup(port, port_len) : strdup("4222");
     if (at != NULL) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         if (colon != NULL) {
-            u->user = dup_range(p, (size_t)(colon - p));
-            u->pass = dup_range(colon + 1, (size_t)(at - colon - 1));
+            u->user = gust_memdup(p, (size_t)(colon - p));
+            u->pass = gust_memdup(colon + 1, (size_t)(at - colon - 1));
         } else {
-            u->token = dup_range(p, (size_t)(at - p));
+            u->token = gust_memdup(p, (size_t)(at - p));
         }
     }
     /* The log's form: scheme, host and port, nothing else (no credentials, no path). */

@@ -8,6 +8,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "../common/json_out.h"
+#include "../common/mem.h"
 #include "gust/err.h"
 
 #define MAX_DEPTH 200
@@ -38,16 +39,6 @@ void gust_jtree_free(struct gust_jnode *n)
     free(n->key_lens);
     free(n->s);
     free(n);
-}
-
-static char *dup_bytes(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p != NULL) {
-        memcpy(p, s, len);
-        p[len] = '\0';
-    }
-    return p;
 }
 
 /* Appends n to the open container (or makes it the root). Returns 1, or 0 to stop. */
@@ -95,7 +86,7 @@ static int add(struct parse *p, struct gust_jnode *n)
 static struct gust_jnode *node(struct parse *p, enum gust_jtype type, const char *s, size_t len)
 {
     struct gust_jnode *n = calloc(1, sizeof(*n));
-    if (n != NULL && s != NULL && (n->s = dup_bytes(s, len)) == NULL) {
+    if (n != NULL && s != NULL && (n->s = gust_memdup(s, len)) == NULL) {
         free(n);
         n = NULL;
     }
@@ -169,7 +160,7 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     struct parse *p = ctx;
     free(p->key);
-    p->key = dup_bytes((const char *)s, len);
+    p->key = gust_memdup((const char *)s, len);
     p->key_len = len;
     if (p->key == NULL) {
         p->fail = "out of memory";

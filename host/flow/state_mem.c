@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/mem.h"
 #include "keyidx.h"
 #include "state.h"
 
@@ -75,16 +76,6 @@ struct gust_state_store gust_state_mem_store(struct gust_state_mem *m)
     return (struct gust_state_store){.read = mem_read, .ud = m};
 }
 
-static char *dup_bytes(const char *s, size_t len)
-{
-    char *p = malloc(len + 1);
-    if (p != NULL) {
-        memcpy(p, s, len);
-        p[len] = '\0';
-    }
-    return p;
-}
-
 /* The entry of key, made (deleted, revision 0) when there is none. */
 static struct mem_entry *get_or_add(struct gust_state_mem *m, const char *key, size_t len)
 {
@@ -101,7 +92,7 @@ static struct mem_entry *get_or_add(struct gust_state_mem *m, const char *key, s
         m->v = v;
         m->cap = cap;
     }
-    char *copy = dup_bytes(key, len);
+    char *copy = gust_memdup(key, len);
     if (copy == NULL) {
         return NULL;
     }
@@ -117,7 +108,7 @@ int gust_state_mem_put(struct gust_state_mem *m, const char *key, size_t key_len
                        size_t len, int64_t expires_ms)
 {
     char *copy = NULL;
-    if (json != NULL && (copy = dup_bytes(json, len)) == NULL) {
+    if (json != NULL && (copy = gust_memdup(json, len)) == NULL) {
         return GUST_ENOMEM;
     }
     struct mem_entry *e = get_or_add(m, key, key_len);
@@ -152,7 +143,7 @@ int gust_state_mem_commit(struct gust_state_mem *m, const struct gust_state_writ
     int rc = copies != NULL ? 0 : GUST_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct gust_state_write *w = &writes[i];
-        if ((w->json != NULL && (copies[i] = dup_bytes(w->json, w->len)) == NULL) ||
+        if ((w->json != NULL && (copies[i] = gust_memdup(w->json, w->len)) == NULL) ||
             get_or_add(m, w->key, w->key_len) == NULL) {
             rc = GUST_ENOMEM;
         }

@@ -10,6 +10,7 @@
 #include "../bus/kv.h"
 #include "../common/buf.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../flow/jtree.h"
 #include "../flow/keyidx.h"
 
@@ -147,16 +148,6 @@ static void cache_forget(struct gust_kv_state *s, const char *key, size_t len)
     }
 }
 
-static char *dup_bytes(const char *p, size_t len)
-{
-    char *q = malloc(len + 1);
-    if (q != NULL) {
-        memcpy(q, p, len);
-        q[len] = '\0';
-    }
-    return q;
-}
-
 /* Remembers what the bucket holds for key now. Out of memory only leaves it out. */
 static void cache_put(struct gust_kv_state *s, const char *key, size_t len, const char *json, size_t json_len,
                       int64_t expires_ms, uint64_t revision, const uint64_t *applied, size_t napplied)
@@ -164,7 +155,7 @@ static void cache_put(struct gust_kv_state *s, const char *key, size_t len, cons
     if (s->cache_bytes == 0) {
         return;
     }
-    char *j = json != NULL ? dup_bytes(json, json_len) : NULL;
+    char *j = json != NULL ? gust_memdup(json, json_len) : NULL;
     uint64_t *a = napplied > 0 ? malloc(napplied * 2 * sizeof(*a)) : NULL;
     if ((json != NULL && j == NULL) || (napplied > 0 && a == NULL)) {
         free(j);
@@ -185,7 +176,7 @@ static void cache_put(struct gust_kv_state *s, const char *key, size_t len, cons
         if (s->cache_used + entry_bytes(&probe) > s->cache_bytes) {
             cache_clear(s); /* full: start again with what the next batches touch */
         }
-        char *k = dup_bytes(key, len);
+        char *k = gust_memdup(key, len);
         struct cache_entry *v = grow(s->cache, &s->cap_cache, s->ncache + 1, sizeof(*s->cache));
         if (v != NULL) {
             s->cache = v;
@@ -324,7 +315,7 @@ static int copy_out(const struct cache_entry *e, int64_t now_ms, int with_applie
     *out = (struct gust_state_value){.revision = e->revision};
     int expired = e->expires_ms != 0 && now_ms != 0 && now_ms >= e->expires_ms;
     if (e->json != NULL && !expired) {
-        if ((out->json = dup_bytes(e->json, e->len)) == NULL) {
+        if ((out->json = gust_memdup(e->json, e->len)) == NULL) {
             return GUST_ENOMEM;
         }
         out->len = e->len;

@@ -118,6 +118,15 @@ def emitted_ids(nats):
     return [json.loads(m[2])["i"] for m in nats.read_stream() if m[1] == "ev.counted"]
 
 
+def kill_all(procs, nats):
+    """The end of a test, passed or not: every gust still running killed, then nats-server."""
+    for p in procs:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+    nats.stop()
+
+
 def crash_and_restart(t, tmp):
     """Two kill -9 at random points of 20 000 events; each restart goes on."""
     mport = free_port()
@@ -160,11 +169,7 @@ def crash_and_restart(t, tmp):
     finally:
         if t.failed:
             print(g.log()[-3000:])
-        for p in procs:
-            if p.proc.poll() is None:
-                p.proc.kill()
-                p.proc.wait()
-        nats.stop()
+        kill_all(procs, nats)
 
 
 def cluster(t, tmp):
@@ -201,11 +206,7 @@ def cluster(t, tmp):
     finally:
         if t.failed:
             print(b.log()[-3000:])
-        for p in procs:
-            if p.proc.poll() is None:
-                p.proc.kill()
-                p.proc.wait()
-        nats.stop()
+        kill_all(procs, nats)
 
 
 OPS = """
@@ -401,11 +402,7 @@ def slow_batch(t, tmp):
         if t.failed:
             for p in procs:
                 print(p.log()[-2000:])
-        for p in procs:
-            if p.proc.poll() is None:
-                p.proc.kill()
-                p.proc.wait()
-        nats.stop()
+        kill_all(procs, nats)
 
 
 def main():
