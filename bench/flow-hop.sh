@@ -4,24 +4,29 @@
 # the same run, and the flow with durable state (flow_state.lua: the same plus one
 # state.incr per event over 1 000 keys, on NATS KV). N events are stored first; each
 # round starts a fresh durable consumer on them and a counter checks every output id;
-# the state round also checks that its 1 000 counters add up to N. Rounds take turns
-# (relay, flow, state); medians are reported. Writes bench/results/flow-hop.json.
+# the state round also checks that its 1 000 counters add up to N. Each batch writes each
+# key it touched once, and the order numbers are consecutive, so at the default batch of
+# 256 every event is a KV write; the state variant runs a second time with a batch of
+# STATE_BATCH (default 4096) that touches each key about four times. Rounds take turns
+# (relay, flow, state, state at STATE_BATCH); medians are reported. Writes
+# bench/results/flow-hop.json.
 source "$(dirname "$0")/lib.sh"
 N=${1:-100000}
 ROUNDS=${2:-3}
+STATE_BATCH=${STATE_BATCH:-4096}
 
 start_nats
 make_streams
 "$TOOLS/gust-bench-pub" "$NATS_URL" ev.orders "$N" >"$WORK/pub.json"
 
-one_round() { # one_round KIND ROUND: writes "rate rss_kb duplicates" to $WORK/round
-    local kind=$1 round=$2 port unit out
+one_round() { # one_round KIND ROUND [BATCH]: writes "rate rss_kb duplicates" to $WORK/round
+    local kind=$1 round=$2 batch=${3:-256} port unit out
     port=$(free_port)
     if [ "$kind" = flow ]; then
         unit="flow hop$round { script $ROOT/scripts/bench_orders.lua; source ev.orders; }"
         out=ev.orders.out
     elif [ "$kind" = state ]; then
-        unit="flow hop$round { script $BENCH_DIR/flow_state.lua; source ev.orders; lua_path $ROOT/scripts; }"
+        unit="flow hop$round { script $BENCH_DIR/flow_state.lua; source ev.orders; lua_path $ROOT/scripts; batch $batch; }"
         out=ev.orders.out
     else
         unit="relay hop$round { source ev.orders; to ev.relay.out; }"
@@ -64,16 +69,18 @@ if len(values) != min(1000, want) or sum(values) != want:
 PY
 }
 
-flow_rates=() relay_rates=() state_rates=() flow_rss=() relay_rss=() state_rss=()
+flow_rates=() relay_rates=() state_rates=() flow_rss=() relay_rss=() state_rss=() batched_rates=() batched_rss=()
 for r in $(seq 1 "$ROUNDS"); do
     # In this shell, not a subshell: the EXIT trap must see every PID it started.
     one_round relay "r$r"; read -r rate rss dup <"$WORK/round"; relay_rates+=("$rate"); relay_rss+=("$rss")
     one_round flow "f$r"; read -r rate rss dup <"$WORK/round"; flow_rates+=("$rate"); flow_rss+=("$rss")
     one_round state "s$r"; read -r rate rss dup <"$WORK/round"; state_rates+=("$rate"); state_rss+=("$rss")
+    one_round state "b$r" "$STATE_BATCH"; read -r rate rss dup <"$WORK/round"; batched_rates+=("$rate"); batched_rss+=("$rss")
 done
 flow=$(median "${flow_rates[@]}")
 relay=$(median "${relay_rates[@]}")
 state=$(median "${state_rates[@]}")
+batched=$(median "${batched_rates[@]}")
 emit_result flow-hop <<JSON
 {"scenario":"flow-hop","events":$N,"rounds":$ROUNDS,
  "flow_rate_median":$flow,"relay_rate_median":$relay,
@@ -82,5 +89,8 @@ emit_result flow-hop <<JSON
  "flow_rss_kb":$(median "${flow_rss[@]}"),"relay_rss_kb":$(median "${relay_rss[@]}"),
  "state_rate_median":$state,"ratio_state_to_flow":$(awk -v a="$state" -v b="$flow" 'BEGIN{printf "%.2f", a/b}'),
  "state_rates":[$(IFS=,; echo "${state_rates[*]}")],"state_rss_kb":$(median "${state_rss[@]}"),
+ "state_batch":$STATE_BATCH,"state_batched_rate_median":$batched,
+ "ratio_state_batched_to_flow":$(awk -v a="$batched" -v b="$flow" 'BEGIN{printf "%.2f", a/b}'),
+ "state_batched_rates":[$(IFS=,; echo "${batched_rates[*]}")],"state_batched_rss_kb":$(median "${batched_rss[@]}"),
  "publisher":$(cat "$WORK/pub.json")}
 JSON

@@ -113,6 +113,7 @@ static void release_msgs(struct gust_feed *f, struct gust_in *in, size_t n)
 static void durable_close(struct gust_feed *f)
 {
     struct durable *d = (struct durable *)f;
+    gust_pull_hand_back(d->pull);
     gust_pull_destroy(d->pull);
     gust_batch_room_free(&d->room);
     free(d);

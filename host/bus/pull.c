@@ -24,12 +24,12 @@ struct gust_pull {
     char inbox_subject[96];
     char next_subject[256]; /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable> */
     int64_t expires_ms;
-    /* The open request: how many messages the server may still send for it, and when
-     * it ends. owed 0: none open. */
+    /* The open requests: how many messages the server may still send for them, and
+     * when the newest ends. owed 0: none open. */
     size_t owed;
     int64_t deadline_ms;
-    int answered;          /* anything came since the open request was sent */
-    unsigned unanswered;   /* requests in a row that expired without a word */
+    int answered;        /* anything came since the newest request was sent */
+    unsigned unanswered; /* requests in a row that expired without a word */
 };
 
 int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
@@ -50,7 +50,8 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
         s = natsConnection_SubscribeSync(&p->inbox, nc, p->inbox_subject);
     }
     /* The server's max_ack_pending (or the request's batch) bounds what can wait here. */
-    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(p->inbox, -1, -1);
+    if (s == NATS_OK)
+        s = natsSubscription_SetPendingLimits(p->inbox, -1, -1);
     if (s != NATS_OK) {
         gust_pull_destroy(p);
         return gust_err_set(err, GUST_EIO, "%s: cannot subscribe: %s", consumer, natsStatus_GetText(s));
@@ -62,11 +63,12 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
 static void request(struct gust_pull *p, size_t batch)
 {
     char body[96];
-    int n = snprintf(body, sizeof(body), "{\"batch\":%zu,\"expires\":%" PRId64 "}", batch, p->expires_ms * 1000000);
+    int n = snprintf(body, sizeof(body), "{\"batch\":%zu,\"expires\":%" PRId64 "}", batch,
+                     p->expires_ms * 1000000);
     /* A request written while the connection is down waits in nats.c's reconnect
      * buffer; what it brings later is handled like any delivery. */
     natsConnection_PublishRequest(p->nc, p->next_subject, p->inbox_subject, body, n);
-    p->owed = batch;
+    p->owed += batch;
     p->deadline_ms = gust_now_ms() + p->expires_ms;
     p->answered = 0;
 }
@@ -86,7 +88,20 @@ static int status_of(natsMsg *m, char *why, size_t why_size)
     return atoi(code);
 }
 
-int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_out, char *why, size_t why_size)
+/* How many messages the request a status message ended will not bring: the server says
+ * so in Nats-Pending-Messages (408, 409); without it, take none of the owed as coming. */
+static size_t unfulfilled(natsMsg *m, size_t owed)
+{
+    const char *left = NULL;
+    if (natsMsgHeader_Get(m, "Nats-Pending-Messages", &left) != NATS_OK || left == NULL) {
+        return owed;
+    }
+    unsigned long long v = strtoull(left, NULL, 10);
+    return v < owed ? (size_t)v : owed;
+}
+
+int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_out, char *why,
+                   size_t why_size)
 {
     *status_out = 0;
     if (p->owed > 0 && gust_now_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
@@ -98,7 +113,10 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
             return -1;
         }
     }
-    if (p->owed == 0) {
+    /* Ask for the next batch while this one is taken: a unit busy with a batch then
+     * finds the next one here whole when it comes back, instead of the part of a single
+     * request that arrived meanwhile (at most two batches are owed). */
+    if (p->owed <= max) {
         request(p, max);
     }
     size_t n = 0;
@@ -130,11 +148,12 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
             p->owed -= p->owed > 0;
             continue;
         }
-        natsMsg_Destroy(m);
         if (status == 100) {
+            natsMsg_Destroy(m);
             continue;
         }
-        p->owed = 0;
+        p->owed -= unfulfilled(m, p->owed);
+        natsMsg_Destroy(m);
         if (n > 0 || status == 404 || status == 408) {
             break;
         }
@@ -142,6 +161,19 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
         return -1;
     }
     return (int)n;
+}
+
+void gust_pull_hand_back(struct gust_pull *p)
+{
+    natsMsg *m = NULL;
+    char why[128];
+    while (natsSubscription_NextMsg(&m, p->inbox, 0) == NATS_OK) {
+        const char *reply = natsMsg_GetReply(m);
+        if (reply != NULL && reply[0] != '\0' && status_of(m, why, sizeof(why)) == 0) {
+            natsConnection_PublishString(p->nc, reply, "-NAK");
+        }
+        natsMsg_Destroy(m);
+    }
 }
 
 void gust_pull_destroy(struct gust_pull *p)

@@ -6,9 +6,11 @@
  * reconnect flushes the pull requests queued while the server was away (a heap
  * overflow, fixed upstream in nats.c 3.9). So the requests are sent here, on a plain
  * inbox subscription: `$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` with
- * {"batch","expires"}. One request stays open until the server has delivered its batch
+ * {"batch","expires"}. A request stays open until the server has delivered its batch
  * or it expires; messages arriving meanwhile are pushed at once, so an idle unit gets
- * the next event without a request round trip. A message from a request that outlived
+ * the next event without a request round trip. Each call asks for the next batch
+ * before it takes this one (at most two batches owed), so a busy unit finds a whole
+ * batch waiting when it comes back. A message from a request that outlived
  * its wait (a stale one, after a reconnect) is an ordinary delivery. */
 #ifndef GUST_BUS_PULL_H
 #define GUST_BUS_PULL_H
@@ -30,6 +32,10 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
  * *status the JetStream status code, 0 when none: a lost connection, no responders).
  * The messages are the caller's to destroy. */
 int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status, char *why, size_t why_size);
+/* For a consumer that acks: NAKs the messages already delivered here and not taken
+ * (the next batch asked for ahead), so that another process, or the next generation,
+ * gets them at once rather than after ack_wait. */
+void gust_pull_hand_back(struct gust_pull *p);
 /* Unsubscribes. NULL is a no-op. */
 void gust_pull_destroy(struct gust_pull *p);
 
