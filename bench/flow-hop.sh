@@ -6,10 +6,10 @@
 # round starts a fresh durable consumer on them and a counter checks every output id;
 # the state round also checks that its 1 000 counters add up to N. Each batch writes each
 # key it touched once, and the order numbers are consecutive, so at the default batch of
-# 256 every event is a KV write; the state variant runs a second time with a batch of
-# STATE_BATCH (default 4096) that touches each key about four times. Rounds take turns
-# (relay, flow, state, state at STATE_BATCH); medians are reported. Writes
-# bench/results/flow-hop.json.
+# 256 every event is a KV write; the flow and the state variant run a second time with a
+# batch of STATE_BATCH (default 4096), where each key is touched about four times a
+# batch. Rounds take turns (relay, flow, state, flow and state at STATE_BATCH); medians
+# are reported. Writes bench/results/flow-hop.json.
 source "$(dirname "$0")/lib.sh"
 N=${1:-100000}
 ROUNDS=${2:-3}
@@ -23,7 +23,7 @@ one_round() { # one_round KIND ROUND [BATCH]: writes "rate rss_kb duplicates" to
     local kind=$1 round=$2 batch=${3:-256} port unit out
     port=$(free_port)
     if [ "$kind" = flow ]; then
-        unit="flow hop$round { script $ROOT/scripts/bench_orders.lua; source ev.orders; }"
+        unit="flow hop$round { script $ROOT/scripts/bench_orders.lua; source ev.orders; batch $batch; }"
         out=ev.orders.out
     elif [ "$kind" = state ]; then
         unit="flow hop$round { script $BENCH_DIR/flow_state.lua; source ev.orders; lua_path $ROOT/scripts; batch $batch; }"
@@ -69,18 +69,20 @@ if len(values) != min(1000, want) or sum(values) != want:
 PY
 }
 
-flow_rates=() relay_rates=() state_rates=() flow_rss=() relay_rss=() state_rss=() batched_rates=() batched_rss=()
+flow_rates=() relay_rates=() state_rates=() flow_rss=() relay_rss=() state_rss=() batched_rates=() batched_rss=() bigflow_rates=()
 for r in $(seq 1 "$ROUNDS"); do
     # In this shell, not a subshell: the EXIT trap must see every PID it started.
     one_round relay "r$r"; read -r rate rss dup <"$WORK/round"; relay_rates+=("$rate"); relay_rss+=("$rss")
     one_round flow "f$r"; read -r rate rss dup <"$WORK/round"; flow_rates+=("$rate"); flow_rss+=("$rss")
     one_round state "s$r"; read -r rate rss dup <"$WORK/round"; state_rates+=("$rate"); state_rss+=("$rss")
+    one_round flow "g$r" "$STATE_BATCH"; read -r rate rss dup <"$WORK/round"; bigflow_rates+=("$rate")
     one_round state "b$r" "$STATE_BATCH"; read -r rate rss dup <"$WORK/round"; batched_rates+=("$rate"); batched_rss+=("$rss")
 done
 flow=$(median "${flow_rates[@]}")
 relay=$(median "${relay_rates[@]}")
 state=$(median "${state_rates[@]}")
 batched=$(median "${batched_rates[@]}")
+bigflow=$(median "${bigflow_rates[@]}")
 emit_result flow-hop <<JSON
 {"scenario":"flow-hop","events":$N,"rounds":$ROUNDS,
  "flow_rate_median":$flow,"relay_rate_median":$relay,
@@ -89,8 +91,9 @@ emit_result flow-hop <<JSON
  "flow_rss_kb":$(median "${flow_rss[@]}"),"relay_rss_kb":$(median "${relay_rss[@]}"),
  "state_rate_median":$state,"ratio_state_to_flow":$(awk -v a="$state" -v b="$flow" 'BEGIN{printf "%.2f", a/b}'),
  "state_rates":[$(IFS=,; echo "${state_rates[*]}")],"state_rss_kb":$(median "${state_rss[@]}"),
- "state_batch":$STATE_BATCH,"state_batched_rate_median":$batched,
- "ratio_state_batched_to_flow":$(awk -v a="$batched" -v b="$flow" 'BEGIN{printf "%.2f", a/b}'),
+ "state_batch":$STATE_BATCH,"state_batched_rate_median":$batched,"flow_batched_rate_median":$bigflow,
+ "ratio_state_batched_to_flow_batched":$(awk -v a="$batched" -v b="$bigflow" 'BEGIN{printf "%.2f", a/b}'),
+ "flow_batched_rates":[$(IFS=,; echo "${bigflow_rates[*]}")],
  "state_batched_rates":[$(IFS=,; echo "${batched_rates[*]}")],"state_batched_rss_kb":$(median "${batched_rss[@]}"),
  "publisher":$(cat "$WORK/pub.json")}
 JSON

@@ -196,12 +196,13 @@ def read_flow_hop(d):
         row(d, "flow hop with durable state: one state.incr per event, 1 000 keys on NATS KV", rate(st),
             cmd(d, "bench/flow-hop.sh"), "the flow hop without state %s" % rate(g), ratio(st, g),
             target("flow-state", ratio=ratio(st, g)))
-    sb = d.get("state_batched_rate_median")
-    if sb is not None:
-        row(d, "the same with batch %s (%.0f events per key per batch)" % (d.get("state_batch"), (d.get("state_batch") or 0) / 1000),
-            "%s, RSS %.1f MB" % (rate(sb), mb(d.get("state_batched_rss_kb")) or 0),
-            cmd(d, "bench/flow-hop.sh"), "the flow hop without state (batch 256) %s" % rate(g), ratio(sb, g),
-            target("flow-state", ratio=ratio(sb, g)))
+    sb, gb = d.get("state_batched_rate_median"), d.get("flow_batched_rate_median")
+    if sb is not None and gb is not None:
+        row(d, "the same at batch %s (about %.0f events per key per batch)" % (d.get("state_batch"),
+                                                                           (d.get("state_batch") or 0) / 1000),
+            "%s, RSS %.1f MB" % (rate(sb), mb(d.get("state_batched_rss_kb")) or 0), cmd(d, "bench/flow-hop.sh"),
+            "the flow hop without state at batch %s %s" % (d.get("state_batch"), rate(gb)), ratio(sb, gb),
+            target("flow-state", ratio=ratio(sb, gb)))
 
 
 def read_multi_flow(d):
