@@ -15,8 +15,8 @@ static int mqtt_init(const struct gust_host_api *api, struct gust_err *err)
     if (rc != MOSQ_ERR_SUCCESS) {
         return gust_err_set(err, GUST_EIO, "mqtt: libmosquitto: %s", mosquitto_strerror(rc));
     }
-    /* TLS of both types' own clients; libmosquitto (only its topic and UTF-8 checks are
-     * used) initialises OpenSSL the same way, so this is a no-op after it, kept for clarity. */
+    /* TLS of mqtt_in's own client (gust/sock.h); libmosquitto (mqtt_out's client) has
+     * initialised OpenSSL the same way, so this is a no-op after it, kept for clarity. */
     OPENSSL_init_ssl(0, NULL);
     return 0;
 }

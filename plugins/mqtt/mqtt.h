@@ -5,14 +5,14 @@
  *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
  *   mqtt_json.c     JSON read in place (validation, fields), no allocation
- *   mqtt_wire.c     MQTT 3.1.1 packets for the plugin's own clients (both types)
- *   mqtt_link.c     one client connection (both types): socket (gust/sock.h), buffers,
- *                   CONNECT/CONNACK, keepalive, reconnect backoff
+ *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
+ *   mqtt_link.c     mqtt_in's client connection: socket (gust/sock.h), buffers,
+ *                   CONNECT/CONNACK, keepalive; the reconnect backoff (both types)
  *   mqtt_in.c       the source: network thread, PUBACK ring (mqtt_in_ring.c) on the SDK's
  *                   publisher; mqtt_in_conn.c its session (SUBSCRIBE, PUBLISH, QoS 2 acks)
- *   mqtt_out.c      the sink: a batch's PUBLISHes in one write, PUBACKs read on the
- *                   unit's thread; mqtt_out_keeper.c the thread that keeps the
- *                   connection between batches
+ *   mqtt_out.c      the sink, on libmosquitto: a batch published from the unit's thread;
+ *                   mqtt_out_net.c its client and the network thread that drives
+ *                   libmosquitto's loop and reconnects
  *   mqtt_topic_tpl.c  mqtt_out's topic templates ({subject}, {payload.FIELD}) */
 #ifndef GUST_MQTT_H
 #define GUST_MQTT_H
@@ -51,8 +51,9 @@ struct mqtt_keys {
     MQTT_KEY(S, tls_ca, PATH, NULL, 0, "CA certificate file: connect with TLS"),                    \
     MQTT_KEY(S, tls_cert, PATH, NULL, 0, "client certificate (with tls_key)"),                      \
     MQTT_KEY(S, tls_key, PATH, NULL, GUST_K_SECRET, "client private key"),                          \
-    MQTT_KEY(S, keepalive, DURATION, "30s", 0, "MQTT keepalive"),                                   \
-    MQTT_KEY(S, timeout, DURATION, "5s", 0, "connect timeout; mqtt_out: longest wait for PUBACKs")
+    MQTT_KEY(S, keepalive, DURATION, "30s", 0, "MQTT keepalive (mqtt_out: at least 5s)"),           \
+    MQTT_KEY(S, timeout, DURATION, "5s", 0,                                                         \
+             "connect timeout; mqtt_out: also the longest a batch waits for the connection and its PUBACKs")
 
 /* What both types make of those keys. Strings are borrowed from the cfg (which outlives
  * the instance) except password, which is owned (read from password_file). */

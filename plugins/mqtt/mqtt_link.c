@@ -1,8 +1,6 @@
-/* One MQTT 3.1.1 client connection, shared by mqtt_in and mqtt_out (see mqtt_link.h). */
+/* mqtt_in's MQTT 3.1.1 client connection, and the reconnect backoff (see mqtt_link.h). */
 #include "mqtt_link.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +12,6 @@ static void reset(struct mqtt_link *l)
 {
     l->out.off = l->out.len = 0;
     l->roff = l->rlen = 0;
-    l->written = 0;
     l->up = 0;
     l->ping_at = 0;
     l->skip_left = 0;
@@ -83,48 +80,6 @@ int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p)
     return 0;
 }
 
-int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls,
-                      int clean_session, int *refused, struct gust_err *err)
-{
-    struct mqtt_packet p;
-    int oversized;
-
-    *refused = 0;
-    if (mqtt_link_open(l, conf, tls, clean_session, err) != 0) {
-        return -1;
-    }
-    while (gust_now_ms() < l->connack_deadline) {
-        if (mqtt_link_pump(l, 1, l->connack_deadline, err) != 0) {
-            goto fail;
-        }
-        int got = mqtt_link_next(l, 1, &p, &oversized);
-        if (got == 0) {
-            continue;
-        }
-        int rc = got < 0 || oversized ? -1 : mqtt_link_connack(l, &p);
-        if (rc == 0) {
-            return 0;
-        }
-        if (rc > 0) {
-            *refused = rc;
-            gust_err_set(err, -1, "%s (CONNACK %d)", mqtt_connack_text(rc), rc);
-        } else {
-            gust_err_set(err, -1, "protocol error: %s", l->why ? l->why : "expected a CONNACK");
-        }
-        goto fail;
-    }
-    gust_err_set(err, -1, "no CONNACK in time");
-
-fail:
-    mqtt_link_close(l);
-    return -1;
-}
-
-uint64_t mqtt_link_queued(const struct mqtt_link *l)
-{
-    return l->written + (l->out.len - l->out.off);
-}
-
 int mqtt_link_flush(struct mqtt_link *l, struct gust_err *err)
 {
     while (l->sock && l->out.off < l->out.len) {
@@ -136,7 +91,6 @@ int mqtt_link_flush(struct mqtt_link *l, struct gust_err *err)
             break;
         }
         l->out.off += (size_t)n;
-        l->written += (uint64_t)n;
         l->last_send = gust_now_ms();
     }
     mqtt_wbuf_compact(&l->out);
@@ -331,38 +285,6 @@ int mqtt_link_keepalive(struct mqtt_link *l, int keepalive_s, int64_t now, int r
     }
     *next_ms = next > 0 ? next : 1;
     return 0;
-}
-
-int mqtt_link_pump(struct mqtt_link *l, int want_input, int64_t deadline, struct gust_err *err)
-{
-    for (;;) {
-        if (mqtt_link_flush(l, err) != 0) {
-            return -1;
-        }
-        int pending = l->out.len > 0;
-        if (!pending && !want_input) {
-            return 0;
-        }
-        if (want_input && gust_sock_buffered(l->sock)) {
-            return mqtt_link_read(l, 4 * READ_CHUNK, err);
-        }
-        int64_t left = deadline - gust_now_ms();
-        struct pollfd p = {.fd = gust_sock_fd(l->sock),
-                           .events =
-                               (short)(POLLIN | (pending || gust_sock_wants_write(l->sock) ? POLLOUT : 0))};
-        int n = poll(&p, 1, left > 0 ? (int)left : 0);
-        if (n < 0 && errno != EINTR) {
-            return gust_err_set(err, -1, "poll: %s", strerror(errno));
-        }
-        if (n > 0 && (p.revents & (POLLIN | POLLERR | POLLHUP))) {
-            /* Read even when only writing: a broker that closes the connection says why
-             * (or at least that it did) on the read side. */
-            return mqtt_link_read(l, 4 * READ_CHUNK, err);
-        }
-        if (n <= 0 && left <= 0) {
-            return 0;
-        }
-    }
 }
 
 void mqtt_backoff_init(struct mqtt_backoff *b, int64_t min_ms, int64_t max_ms)

@@ -1,8 +1,8 @@
-/* One MQTT 3.1.1 client connection: what mqtt_in and mqtt_out share. The socket (TCP or
- * TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and its CONNACK,
- * keepalive (PINGREQ, and a connection dropped when its PINGRESP does not come), and the
- * backoff between attempts. It has no thread: mqtt_in's network thread drives it from
- * its poll loop, mqtt_out's keeper and unit threads with mqtt_link_pump.
+/* mqtt_in's MQTT 3.1.1 client connection (mqtt_out is a libmosquitto client). The
+ * socket (TCP or TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and its
+ * CONNACK, keepalive (PINGREQ, and a connection dropped when its PINGRESP does not come).
+ * It has no thread: mqtt_in's network thread drives it from its poll loop. The backoff
+ * between connection attempts is here too; mqtt_out's network thread uses it as well.
  *
  * Input is bounded: a packet whose remaining length is over max_packet is never
  * buffered whole. A PUBLISH that big is read past without keeping its payload and handed
@@ -38,7 +38,6 @@ struct mqtt_oversized {
 struct mqtt_link {
     struct gust_sock *sock; /* NULL: down */
     struct mqtt_wbuf out;   /* bytes [off, len) still to write */
-    uint64_t written;       /* bytes written since connecting */
     unsigned char *rbuf;
     size_t roff, rlen, rcap; /* bytes [roff, rlen) read and not taken yet */
     size_t max_packet;       /* largest remaining length kept whole */
@@ -56,10 +55,6 @@ struct mqtt_link {
  * connection are reused. -1 with err set when the connection cannot be made. */
 int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls, int clean_session,
                    struct gust_err *err);
-/* mqtt_link_open, then waits for the CONNACK until the same deadline. *refused is the
- * code of a refusing CONNACK (0 for any other failure). The link is closed on failure. */
-int mqtt_link_connect(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls,
-                      int clean_session, int *refused, struct gust_err *err);
 /* The CONNACK p, read while connecting: 0 when it accepts (the link is up), its return
  * code when it refuses, -1 when it is malformed or not expected (l->why). */
 int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p);
@@ -85,13 +80,6 @@ int mqtt_link_next(struct mqtt_link *l, int take_publish, struct mqtt_packet *p,
  * reads the socket at all now (mqtt_in stops while its ring is full, and then no
  * PINGRESP can be seen). *next_ms: when to look again. */
 int mqtt_link_keepalive(struct mqtt_link *l, int keepalive_s, int64_t now, int reading, int64_t *next_ms);
-/* Writes what is pending; then, when nothing is left to write and want_input is 0,
- * returns. Otherwise waits until input arrives (read) or deadline passes. 0, or -1 when
- * the connection failed (err). */
-int mqtt_link_pump(struct mqtt_link *l, int want_input, int64_t deadline, struct gust_err *err);
-/* Bytes queued since connecting: a packet queued when this was q is on the wire once
- * `written` reaches q. */
-uint64_t mqtt_link_queued(const struct mqtt_link *l);
 
 /* Backoff between connection attempts: starts at min_ms, doubles up to max_ms. */
 void mqtt_backoff_init(struct mqtt_backoff *b, int64_t min_ms, int64_t max_ms);

@@ -1,4 +1,4 @@
-/* mqtt_out: a sink that publishes each message to an MQTT topic.
+/* mqtt_out: a sink that publishes each message to an MQTT topic, on libmosquitto.
  *
  *   sink lights { use mqtt_out; source ev.cmd.>; broker 127.0.0.1:1883;
  *                 topic_from_subject on; topic_strip ev.cmd; qos 1; }
@@ -11,16 +11,14 @@
  *   a topic or payload the protocol cannot carry, or a template field the payload lacks:
  *     REJECTED (max_deliver, then DLQ)
  *
- * deliver() encodes the batch's PUBLISH packets into one buffer (at most max_inflight
- * QoS 1 ones awaiting their PUBACK at a time), writes it, and reads the PUBACKs on the
- * unit's thread; mqtt_out.h says why this is not libmosquitto any more, and
- * mqtt_out_keeper.c who looks after the connection between batches. The session is
- * clean: what the broker has not PUBACKed when the connection goes is retried by the
- * host, in order. libmosquitto is still linked for its topic and UTF-8 checks, the
- * broker's own, so that a topic the broker would drop the connection for is REJECTED. */
+ * deliver() hands the batch to libmosquitto from the unit's thread (mosquitto_publish is
+ * thread-safe; libmosquitto keeps at most max_inflight QoS 1 messages awaiting their
+ * PUBACK and queues the rest) and waits on a condition variable that on_publish signals
+ * (for QoS 0 libmosquitto calls it once the packet is written). mqtt_out.h says what
+ * becomes of a connection's unacknowledged messages, mqtt_out_net.c who connects.
+ * libmosquitto refuses a keepalive under 5 s, and so does load(), naming file:line. */
 #include <errno.h>
-#include <mosquitto.h>
-#include <pthread.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +26,8 @@
 
 #include "mqtt_out.h"
 
-#define NO_SLOT UINT32_MAX
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 10000
+#define MIN_KEEPALIVE_S 5       /* mosquitto_connect refuses less (MOSQ_ERR_INVAL) */
+#define MAX_REMAINING 268435455 /* the protocol's largest packet after its fixed header */
 
 #define KEY(f, T, def, flags, help) GUST_KEY(struct mqtt_out_keys, f, T, def, flags, help)
 const struct gust_schema_key mqtt_out_schema[] = {
@@ -61,24 +58,32 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
     if (o->topic && strchr(o->topic, '{')) {
         char why[200];
         if (mqtt_tpl_compile(o->topic, &o->tpl, why, sizeof(why)) != 0) {
-            return gust_err_set(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"), o->topic, why);
+            return gust_err_set(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"),
+                                o->topic, why);
         }
         o->topic = NULL;
     } else if (o->topic && mosquitto_pub_topic_check(o->topic) != MOSQ_ERR_SUCCESS) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
-                        h->cfg_where(cfg, "topic"), o->topic);
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s: topic: \"%s\" is not a topic one can publish to (no + or #)",
+                            h->cfg_where(cfg, "topic"), o->topic);
     }
     if (k->max_inflight < 1 || k->max_inflight > 65535) {
         return gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..65535",
                             h->cfg_where(cfg, "max_inflight"), (long long)k->max_inflight);
     }
     o->max_inflight = (int)k->max_inflight;
+    if (o->conf.keepalive_s < MIN_KEEPALIVE_S) {
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s: keepalive: mqtt_out needs at least %ds (libmosquitto refuses a shorter one)",
+                            h->cfg_where(cfg, "keepalive"), MIN_KEEPALIVE_S);
+    }
     return 0;
 }
 
 int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
 {
     struct mqtt_out *o = calloc(1, sizeof(*o));
+    pthread_condattr_t ca;
     int rc;
 
     if (!o) {
@@ -87,7 +92,10 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     o->inst = inst;
     o->cfg = cfg;
     pthread_mutex_init(&o->lock, NULL);
-    pthread_cond_init(&o->cond, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gust_now_ms's clock */
+    pthread_cond_init(&o->cond, &ca);
+    pthread_condattr_destroy(&ca);
     if ((rc = gust_sdk_bind(mqtt_host, cfg, mqtt_out_schema, &o->k, err)) != 0 ||
         (rc = mqtt_conf_load(&o->conf, &o->k.common, cfg, mqtt_host->instance_name(inst), o->client_id,
                              sizeof(o->client_id), err)) != 0 ||
@@ -109,23 +117,20 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
 int mqtt_out_start(void *ctx, struct gust_err *err)
 {
     struct mqtt_out *o = ctx;
+    struct gust_tls *check = NULL;
     int rc;
 
+    /* libmosquitto reads the TLS files only when it connects: read them once now, so that
+     * a bad one fails the start with OpenSSL's reason, as it does for mqtt_in. */
     if ((rc = mqtt_conf_read_password(&o->conf, o->cfg, err)) != 0 ||
-        (o->conf.tls && (rc = gust_tls_create(&o->tls, o->conf.tls_ca, o->conf.tls_cert,
-                                             o->conf.tls_key, err)) != 0)) {
+        (o->conf.tls &&
+         (rc = gust_tls_create(&check, o->conf.tls_ca, o->conf.tls_cert, o->conf.tls_key, err)) != 0)) {
         return rc;
     }
+    gust_tls_destroy(check);
     mqtt_host->log(o->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", o->conf.host, o->conf.port,
                    o->conf.tls ? " (TLS)" : "", o->conf.client_id, o->conf.qos);
-    /* A broker that is not up yet is not an error: the keeper keeps trying. */
-    mqtt_backoff_init(&o->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-    o->conn.max_packet = 4; /* PUBACK, PINGRESP, CONNACK: anything bigger is a protocol error */
-    if (pthread_create(&o->keeper, NULL, out_keeper_run, o) != 0) {
-        return gust_err_set(err, GUST_EIO, "cannot start the connection thread");
-    }
-    o->keeper_started = 1;
-    return 0;
+    return out_net_start(o, err);
 }
 
 static void set(struct gust_result *r, int status, const char *why)
@@ -157,8 +162,7 @@ static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *
 static int grow(struct mqtt_out *o, size_t n)
 {
     uint8_t *st;
-    uint16_t *mid;
-    uint64_t *end;
+    int32_t *mid;
 
     if (n <= o->batch_cap) {
         return 0;
@@ -171,161 +175,125 @@ static int grow(struct mqtt_out *o, size_t n)
         return -1;
     }
     o->mid = mid;
-    if (!(end = realloc(o->end, n * sizeof(*end)))) {
-        return -1;
-    }
-    o->end = end;
     o->batch_cap = n;
     return 0;
 }
 
-/* Queues message i's PUBLISH: 0, 1 when it is settled as REJECTED instead, -1 when out
- * of memory (it and the rest are retried). */
-static int queue_one(struct mqtt_out *o, const struct gust_msg *m, size_t i, struct gust_result *r)
+/* Hands msgs[0..n) to libmosquitto while the connection of generation gen lasts, until
+ * one cannot be (then why says so); returns how many were (handed over or rejected). */
+static size_t publish_all(struct mqtt_out *o, const struct gust_msg *msgs, size_t n,
+                          struct gust_result *results, uint64_t gen, char *stop_why, size_t stop_whysz)
 {
-    char topic[1024], why[200];
-    const char *t = topic_of(o, m, topic, sizeof(topic), why, sizeof(why));
-    size_t tl = t ? strlen(t) : 0;
-    int rc = MOSQ_ERR_SUCCESS;
+    size_t i;
 
-    if (t && (rc = mosquitto_pub_topic_check2(t, tl)) == MOSQ_ERR_SUCCESS &&
-        (rc = mosquitto_validate_utf8(t, (int)tl)) == MOSQ_ERR_SUCCESS &&
-        !mqtt_wire_publish_fits(tl, m->len, o->conf.qos)) {
-        rc = MOSQ_ERR_PAYLOAD_SIZE;
-    }
-    if (t && rc != MOSQ_ERR_SUCCESS) {
-        snprintf(why, sizeof(why), "cannot publish to topic %.120s: %s", t, mosquitto_strerror(rc));
-        t = NULL;
-    }
-    if (!t) {
-        set(r, GUST_REJECTED, why);
-        o->state[i] = 2;
-        return 1;
-    }
-    if (o->conf.qos) {
-        o->next_id = (uint16_t)(o->next_id % 65535 + 1); /* 1..65535 */
-        o->mid[i] = o->next_id;
-    }
-    if (mqtt_wire_publish(&o->conn.out, t, tl, m->data, m->len, o->conf.qos, o->next_id) != 0) {
-        return -1;
-    }
-    if (o->conf.qos) {
-        o->slot_of_mid[o->next_id] = (uint32_t)i;
-    }
-    o->end[i] = mqtt_link_queued(&o->conn);
-    return 0;
-}
+    for (i = 0; i < n; i++) {
+        char topic[1024], why[200];
+        const char *t = topic_of(o, &msgs[i], topic, sizeof(topic), why, sizeof(why));
+        size_t tl = t ? strlen(t) : 0;
+        int mid = 0, rc = tl > 65535 ? MOSQ_ERR_INVAL : MOSQ_ERR_PAYLOAD_SIZE;
 
-/* The PUBACKs read so far; returns how many matched this batch, or -1 on bad input
- * (o->conn.why). The broker sends mqtt_out nothing else. */
-static long take_acks(struct mqtt_out *o, size_t n)
-{
-    struct mqtt_packet p;
-    long acked = 0;
-    int got, oversized;
-
-    while ((got = mqtt_link_next(&o->conn, 1, &p, &oversized)) > 0) {
-        long id = oversized ? -1 : p.type == MQTT_PUBACK ? mqtt_wire_ack_id(&p) : -1;
-        if (id < 0) {
-            o->conn.why = "expected a PUBACK";
-            return -1;
+        o->mid[i] = -1;
+        /* Checked here, not by libmosquitto, which takes the length as an int. */
+        if (t && tl <= 65535 && msgs[i].len <= MAX_REMAINING - 2 - tl - (o->conf.qos ? 2 : 0)) {
+            /* Under the lock: on_publish must not see the mid before it is recorded, and a
+             * client started afresh (the connection gone) must not get the message. */
+            pthread_mutex_lock(&o->lock);
+            rc = o->conn_gen != gen ? MOSQ_ERR_NO_CONN
+                                    : mosquitto_publish(o->mosq, &mid, t, (int)msgs[i].len, msgs[i].data,
+                                                        o->conf.qos, false);
+            if (rc == MOSQ_ERR_SUCCESS) {
+                o->slot_of_mid[(uint16_t)mid] = (uint32_t)i;
+                o->mid[i] = mid;
+                o->want++;
+            }
+            pthread_mutex_unlock(&o->lock);
         }
-        uint32_t i = o->slot_of_mid[id];
-        /* Anything else is a late PUBACK of a batch given up on: already retried. */
-        if (i != NO_SLOT && i < n && o->state[i] == 0) {
-            o->slot_of_mid[id] = NO_SLOT;
-            o->state[i] = 1;
-            acked++;
+        if (t && (rc == MOSQ_ERR_INVAL || rc == MOSQ_ERR_PAYLOAD_SIZE || rc == MOSQ_ERR_MALFORMED_UTF8 ||
+                  rc == MOSQ_ERR_OVERSIZE_PACKET)) {
+            snprintf(why, sizeof(why), "cannot publish to topic %.120s: %s", t, mosquitto_strerror(rc));
+            t = NULL;
         }
-    }
-    return got < 0 ? -1 : acked;
-}
-
-/* With the connection up and the lock held: sends msgs and waits for what they need
- * (PUBACKs, or being written out); fills why when it stops short. */
-static void send_batch(struct mqtt_out *o, const struct gust_msg *msgs, size_t n, struct gust_result *results,
-                       char *why, size_t whysz)
-{
-    struct gust_err err = {{0}};
-    int64_t deadline = gust_now_ms() + o->conf.timeout_ms;
-    size_t next = 0, inflight = 0;
-    int qos = o->conf.qos, nomem = 0;
-
-    for (;;) {
-        while (next < n && !nomem && (qos == 0 || inflight < (size_t)o->max_inflight)) {
-            int rc = queue_one(o, &msgs[next], next, &results[next]);
-            nomem = rc < 0;
-            inflight += rc == 0 && qos;
-            next += rc >= 0;
-        }
-        if ((next == n || nomem) && (qos ? inflight == 0 : o->conn.out.len == 0)) {
-            snprintf(why, whysz, "out of memory");
-            break; /* all done (why then unused), or all but what did not fit in memory */
-        }
-        int64_t now = gust_now_ms(), unused;
-        if (now >= deadline) {
-            snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
-                     o->conf.host, o->conf.port);
-            if (o->conn.out.len) {
-                out_drop(o, "writes stalled"); /* what is half written cannot be taken back */
+        if (!t) {
+            set(&results[i], GUST_REJECTED, why);
+            o->state[i] = 2;
+        } else if (rc != MOSQ_ERR_SUCCESS) {
+            /* The connection went, or out of memory: this one and the rest are retried. */
+            if (rc == MOSQ_ERR_NO_CONN) {
+                snprintf(stop_why, stop_whysz, "connection to %.60s:%d lost", o->conf.host, o->conf.port);
+            } else {
+                snprintf(stop_why, stop_whysz, "cannot publish: %s", mosquitto_strerror(rc));
             }
             break;
         }
-        /* A batch that keeps the connection busy keeps the keeper out: its keepalive is
-         * checked here, so a broker that stops answering is noticed within it. */
-        if (mqtt_link_keepalive(&o->conn, o->conf.keepalive_s, now, 1, &unused) != 0) {
-            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
-                     qos ? "PUBACK" : "write");
-            out_drop(o, o->conn.why);
-            break;
-        }
-        long acked = 0;
-        if (mqtt_link_pump(&o->conn, qos && inflight, deadline, &err) != 0 || (acked = take_acks(o, n)) < 0) {
-            char lost[160];
-            snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
-                     qos ? "PUBACK" : "write");
-            snprintf(lost, sizeof(lost), "protocol error: %s", o->conn.why);
-            out_drop(o, acked < 0 ? lost : err.msg);
-            break;
-        }
-        inflight -= (size_t)acked;
     }
-    for (size_t i = 0; i < next; i++) {
-        if (qos == 0 && o->state[i] == 0 && o->end[i] <= o->conn.written) {
-            o->state[i] = 1;
-        }
-        if (qos && o->state[i] == 0) {
-            o->slot_of_mid[o->mid[i]] = NO_SLOT; /* given up: a late PUBACK must not mark another */
+    return i;
+}
+
+/* After the wait, with the lock held: how many lead the batch settled. When that is
+ * short of what was handed over, why says what became of the rest, and a connection
+ * that is still up is given up on (see mqtt_out.h). */
+static size_t settle(struct mqtt_out *o, size_t sent, uint64_t gen, char *why, size_t whysz)
+{
+    size_t done;
+    int qos = o->conf.qos;
+
+    for (done = 0; done < sent && o->state[done]; done++) {
+    }
+    if (done < sent && o->conn_gen != gen) {
+        snprintf(why, whysz, "connection to %.60s:%d lost before the %s", o->conf.host, o->conf.port,
+                 qos ? "PUBACK" : "write");
+    } else if (done < sent) {
+        snprintf(why, whysz, qos ? "no PUBACK from %.60s:%d in time" : "could not write to %.60s:%d in time",
+                 o->conf.host, o->conf.port);
+        snprintf(o->drop_why, sizeof(o->drop_why),
+                 qos ? "no PUBACK within the timeout (%" PRId64 " ms)"
+                     : "could not write within the timeout (%" PRId64 " ms)",
+                 o->conf.timeout_ms);
+        o->connected = 0; /* no batch uses it until the network thread has dropped it */
+        o->conn_gen++;
+    }
+    /* A late PUBACK of what is given up must not mark a message of a later batch. */
+    for (size_t i = 0; i < sent; i++) {
+        if (o->mid[i] >= 0 && o->state[i] == 0) {
+            o->slot_of_mid[o->mid[i]] = NO_SLOT;
         }
     }
+    return done;
 }
 
 int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results)
 {
     struct mqtt_out *o = ctx;
-    struct timespec dl;
     char why[200];
-    size_t done;
+    size_t sent, done;
 
     if (grow(o, n) != 0) {
         return GUST_ENOMEM;
     }
     memset(o->state, 0, n);
 
-    out_deadline_in(&dl, o->conf.timeout_ms);
+    int64_t deadline = gust_now_ms() + o->conf.timeout_ms;
     pthread_mutex_lock(&o->lock);
-    while (!o->conn.sock && pthread_cond_timedwait(&o->cond, &o->lock, &dl) != ETIMEDOUT) {
+    while (!o->connected && !o->stopping && out_wait_until(o, deadline) != ETIMEDOUT) {
     }
-    if (o->conn.sock) {
-        send_batch(o, msgs, n, results, why, sizeof(why));
-    } else {
-        snprintf(why, sizeof(why), "not connected to %.60s:%d: %.110s", o->conf.host, o->conf.port,
-                 o->last_error[0] ? o->last_error : "connecting");
-    }
+    int connected = o->connected;
+    uint64_t gen = o->conn_gen;
+    o->nacked = o->want = 0;
+    snprintf(why, sizeof(why), "not connected to %.60s:%d: %.110s", o->conf.host, o->conf.port,
+             o->last_error[0] ? o->last_error : "connecting");
     pthread_mutex_unlock(&o->lock);
 
-    for (done = 0; done < n && o->state[done]; done++) {
+    sent = connected ? publish_all(o, msgs, n, results, gen, why, sizeof(why)) : 0;
+
+    /* The PUBACKs (QoS 1) or the writes (QoS 0) of what was handed over, while the
+     * connection they went out on lasts. */
+    deadline = gust_now_ms() + o->conf.timeout_ms;
+    pthread_mutex_lock(&o->lock);
+    while (o->nacked < o->want && o->conn_gen == gen && out_wait_until(o, deadline) != ETIMEDOUT) {
     }
+    done = settle(o, sent, gen, why, sizeof(why));
+    pthread_mutex_unlock(&o->lock);
+
     for (size_t i = 0; i < n; i++) {
         if (i >= done) {
             set(&results[i], GUST_RETRY, why);
@@ -339,22 +307,7 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
 
 void mqtt_out_stop(void *ctx)
 {
-    struct mqtt_out *o = ctx;
-    struct gust_err err = {{0}};
-
-    if (!o->keeper_started) {
-        return;
-    }
-    pthread_mutex_lock(&o->lock);
-    o->stopping = 1;
-    pthread_cond_broadcast(&o->cond);
-    pthread_mutex_unlock(&o->lock);
-    pthread_join(o->keeper, NULL);
-    o->keeper_started = 0;
-    if (o->conn.sock && mqtt_wire_disconnect(&o->conn.out) == 0) {
-        mqtt_link_pump(&o->conn, 0, gust_now_ms() + 1000, &err);
-    }
-    mqtt_link_close(&o->conn);
+    out_net_stop(ctx);
 }
 
 void mqtt_out_destroy(void *ctx)
@@ -365,13 +318,11 @@ void mqtt_out_destroy(void *ctx)
         return;
     }
     mqtt_out_stop(o);
-    mqtt_link_free(&o->conn);
-    gust_tls_destroy(o->tls);
+    mosquitto_destroy(o->mosq);
     mqtt_tpl_free(o->tpl);
     free(o->slot_of_mid);
     free(o->state);
     free(o->mid);
-    free(o->end);
     mqtt_conf_free(&o->conf);
     pthread_cond_destroy(&o->cond);
     pthread_mutex_destroy(&o->lock);

@@ -1,27 +1,28 @@
-/* mqtt_out internals: one instance, its connection and the thread that keeps it.
+/* mqtt_out internals: one instance, shared by the sink (mqtt_out.c: keys, deliver) and
+ * its libmosquitto client (mqtt_out_net.c: the network thread and libmosquitto's callbacks).
  *
- * Why not libmosquitto (which mqtt_out used before): it hands every publish to its own
- * network thread with a wake-up byte, and that thread writes each packet with its own
- * write(). On the edge path (QoS 0, batches of 1024) that was about 37% of gust's CPU,
- * on a machine where every cycle gust spends is one the broker does not get. Here the
- * unit's thread encodes a whole batch into one buffer, writes it at once, and reads the
- * PUBACKs itself: a few system calls per batch instead of several per message.
+ * Threads: the unit's thread (deliver) publishes through libmosquitto; the network thread
+ * drives mosquitto_loop() and gets libmosquitto's callbacks. Both hold `lock` for what
+ * they share: the connection's state and the batch's acks.
  *
- * Threads: the unit's thread (deliver) and the keeper thread, which looks after the
- * connection between batches: connects with backoff, sends PINGREQs, notices the broker
- * closing it. Both hold `lock` while they touch the connection, so a batch has it to
- * itself; the keeper connects without the lock and installs the new socket under it.
- * The connection itself (CONNECT/CONNACK, buffers, keepalive, backoff) is mqtt_link.c,
- * which mqtt_in uses too. */
+ * The session is clean, and each connection gets a client started afresh
+ * (mosquitto_reinitialise): what the broker has not PUBACKed when a connection goes is
+ * retried by the host, in order, and by no one else. libmosquitto would otherwise send
+ * its own copies again after reconnecting, and hold them (their memory, their
+ * max_inflight slots) until then. For the same reason a batch that gives up waiting on a
+ * connection that is still up drops it: MQTT 3.1.1 sends an unacknowledged PUBLISH again
+ * only on a new connection, so its slot would never come free on this one. */
 #ifndef GUST_MQTT_OUT_H
 #define GUST_MQTT_OUT_H
 
+#include <mosquitto.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "mqtt.h"
-#include "mqtt_link.h"
+#include "mqtt_link.h" /* the backoff */
+
+#define NO_SLOT UINT32_MAX
 
 /* The keys of an mqtt_out block, bound by mqtt_out_schema. */
 struct mqtt_out_keys {
@@ -44,33 +45,45 @@ struct mqtt_out {
     const char *topic_strip;  /* subject prefix removed first */
     const char *topic_prefix; /* prepended to the mapped topic */
     int max_inflight;
-    struct gust_tls *tls;
+    struct mosquitto *mosq;
+    pthread_t net;
+    int net_started;
 
-    pthread_t keeper;
-    int keeper_started;
+    /* The network thread's own (libmosquitto calls back on it). */
+    struct mqtt_backoff backoff;
+    int client_ok;       /* mosq is set up for the next attempt */
+    int open;            /* an attempt or a connection is under way on mosq */
+    int64_t attempt_at;  /* when it began */
+    int64_t retry_at;    /* when the next attempt may begin */
+    int64_t up_at;       /* when its CONNACK accepted it; 0: not (yet) */
+    int refused;         /* the return code of a refusing CONNACK, or 0 */
+    int lost_errno;      /* errno when libmosquitto reported the connection gone */
+    char lib_error[160]; /* libmosquitto's last warning or error while connecting */
 
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* the connection came up or went down; stopping */
+    pthread_cond_t cond; /* a connection came up or went, a batch is acked, stopping */
     /* Under lock. */
     int stopping;
-    struct mqtt_link conn;
-    struct mqtt_backoff backoff;
-    int64_t reconnect_at;
-    char last_error[160];
-    uint16_t next_id;
+    int64_t stop_by;
+    int connected;
+    uint64_t conn_gen;    /* bumped whenever a connection comes up or goes */
+    char drop_why[120];   /* a batch gave up on the connection, which is to be dropped */
+    char last_error[160]; /* why it is not connected, for the batches' RETRY reason */
 
-    /* The batch being delivered (unit's thread, under lock). */
-    uint32_t *slot_of_mid; /* 65536 entries: packet id -> index in the batch */
+    /* The batch being delivered (under lock once handed to libmosquitto). */
+    uint32_t *slot_of_mid; /* 65536 entries: packet id -> index in the batch, or NO_SLOT */
     uint8_t *state;        /* per message: 0 pending, 1 delivered, 2 settled here (rejected) */
-    uint16_t *mid;         /* packet id per message (QoS 1) */
-    uint64_t *end;         /* mqtt_link_queued() after its packet was queued */
-    size_t batch_cap;
+    int32_t *mid;          /* per message: its packet id, -1 when not handed over */
+    size_t batch_cap, want, nacked;
 };
 
-/* mqtt_out_keeper.c: the keeper thread, and dropping a connection (either thread, under lock). */
-void *out_keeper_run(void *arg);
-void out_drop(struct mqtt_out *o, const char *why);
-/* ms from now on the clock of pthread_cond_timedwait (CLOCK_REALTIME). */
-void out_deadline_in(struct timespec *ts, int64_t ms);
+/* Until at_ms (gust_now_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
+int out_wait_until(struct mqtt_out *o, int64_t at_ms);
+
+/* mqtt_out_net.c. Sets up the client (no I/O) and starts the network thread, which
+ * connects and keeps connecting; a broker that is not up yet is not an error. */
+int out_net_start(struct mqtt_out *o, struct gust_err *err);
+/* Says DISCONNECT when connected and ends the network thread, within a second. */
+void out_net_stop(struct mqtt_out *o);
 
 #endif

@@ -1,4 +1,4 @@
-/* MQTT 3.1.1 packet encoding and decoding for mqtt_in's and mqtt_out's clients. */
+/* MQTT 3.1.1 packet encoding and decoding for mqtt_in's client. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,29 +136,6 @@ int mqtt_wire_pubrec(struct mqtt_wbuf *b, uint16_t id)
 int mqtt_wire_pubcomp(struct mqtt_wbuf *b, uint16_t id)
 {
     return ack(b, MQTT_PUBCOMP, id);
-}
-
-int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos)
-{
-    return topic_len <= 65535 && len <= 268435455 - 2 - topic_len - (qos ? 2 : 0);
-}
-
-int mqtt_wire_publish(struct mqtt_wbuf *b, const char *topic, size_t topic_len, const void *payload, size_t len,
-                      int qos, uint16_t id)
-{
-    if (!mqtt_wire_publish_fits(topic_len, len, qos) ||
-        header(b, MQTT_PUBLISH, qos << 1, 2 + topic_len + (qos ? 2 : 0) + len) != 0) {
-        return -1;
-    }
-    u16(b, topic_len);
-    memcpy(b->p + b->len, topic, topic_len);
-    b->len += topic_len;
-    if (qos) {
-        u16(b, id);
-    }
-    memcpy(b->p + b->len, payload, len);
-    b->len += len;
-    return 0;
 }
 
 int mqtt_wire_pingreq(struct mqtt_wbuf *b)

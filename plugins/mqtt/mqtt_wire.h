@@ -1,4 +1,4 @@
-/* MQTT 3.1.1 packets, just what mqtt_in's and mqtt_out's clients send and read (OASIS MQTT 3.1.1,
+/* MQTT 3.1.1 packets, just what mqtt_in's client sends and reads (OASIS MQTT 3.1.1,
  * §2 and §3). Pure functions over byte buffers: no I/O, no state. */
 #ifndef GUST_MQTT_WIRE_H
 #define GUST_MQTT_WIRE_H
@@ -30,12 +30,6 @@ int mqtt_wire_puback(struct mqtt_wbuf *b, uint16_t id);
 /* PUBREC (the answer to a QoS 2 PUBLISH) and PUBCOMP (to the PUBREL that follows). */
 int mqtt_wire_pubrec(struct mqtt_wbuf *b, uint16_t id);
 int mqtt_wire_pubcomp(struct mqtt_wbuf *b, uint16_t id);
-/* id is ignored for QoS 0. The caller has checked the topic (mosquitto_pub_topic_check2)
- * and that the packet fits (mqtt_wire_publish_fits), so -1 only means out of memory. */
-int mqtt_wire_publish(struct mqtt_wbuf *b, const char *topic, size_t topic_len, const void *payload, size_t len,
-                      int qos, uint16_t id);
-/* 1 when a PUBLISH of that topic and payload is within the protocol's packet size. */
-int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos);
 int mqtt_wire_pingreq(struct mqtt_wbuf *b);
 int mqtt_wire_disconnect(struct mqtt_wbuf *b);
 

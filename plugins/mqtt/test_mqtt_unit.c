@@ -155,17 +155,6 @@ static void test_wire(void)
     unsigned char bad[] = {0x30, 0xff, 0xff, 0xff, 0xff, 0x01};
     CHECK(mqtt_wire_next(bad, sizeof(bad), 1u << 30, &p) == -1, "five length bytes");
 
-    /* mqtt_out's PUBLISH, read back. */
-    b.len = 0;
-    CHECK(mqtt_wire_publish(&b, "t/x", 3, "{}", 2, 1, 0xBEEF) == 0, "publish encode");
-    CHECK(mqtt_wire_next(b.p, b.len, 1 << 20, &p) == (long)b.len && p.type == MQTT_PUBLISH &&
-              mqtt_wire_publish_parse(&p, &pub) == 0 && pub.qos == 1 && pub.id == 0xBEEF && pub.topic_len == 3 &&
-              pub.payload_len == 2 && memcmp(pub.payload, "{}", 2) == 0,
-          "publish round trip");
-    b.len = 0;
-    CHECK(mqtt_wire_publish(&b, "t", 1, "", 0, 0, 7) == 0 && b.len == 5 && b.p[0] == 0x30, "QoS 0: no packet id");
-    CHECK(!mqtt_wire_publish_fits(1, 268435455, 0) && mqtt_wire_publish_fits(1, 268435455 - 3, 0),
-          "packet size limit");
     mqtt_wbuf_free(&b);
 }
 

@@ -215,8 +215,9 @@ def make_certs(tmp):
 
 
 def test_tls(t, tmp, nats):
-    """mqtt_in's and mqtt_out's own TLS clients against a TLS listener;
-    a CA that did not sign the broker's certificate is a clear error."""
+    """mqtt_in's own TLS client and mqtt_out's libmosquitto one against a TLS listener;
+    a CA that did not sign the broker's certificate is a clear error, for either, and
+    neither gives up on the broker over it."""
     ca, cert, key, other = make_certs(tmp)
     broker = Mosquitto(tmp, tls=(ca, cert, key))
     conf = """
@@ -227,6 +228,7 @@ nats { url %(nats)s; }
 source tin { use mqtt_in; broker %(broker)s; topic tls/in; subject ev.tls.in; tls_ca %(ca)s; }
 sink tout { use mqtt_out; source ev.tls.in; broker %(broker)s; topic tls/out; tls_ca %(ca)s; }
 source tbad { use mqtt_in; broker %(broker)s; topic tls/in; subject ev.tls.bad; tls_ca %(other)s; }
+sink toutbad { use mqtt_out; source ev.tls.never; broker %(broker)s; topic tls/never; tls_ca %(other)s; }
 """ % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "broker": broker.addr, "ca": ca, "other": other}
     g = Gust(tmp, conf)
     try:
@@ -238,6 +240,10 @@ source tbad { use mqtt_in; broker %(broker)s; topic tls/in; subject ev.tls.bad; 
         check_all(t, res, 300, "TLS both ways")
         wait_for(lambda: "[source:tbad] cannot connect to %s: TLS handshake with %s: certificate verify failed"
                  % (broker.addr, broker.addr) in g.log(), 10, "a clear TLS verification error")
+        # libmosquitto's own network thread would stop for good after this: mqtt_out's tries again.
+        bad_out = re.compile(r"\[sink:toutbad\] cannot connect to %s: TLS: .*certificate verify failed; retrying in"
+                             % re.escape(broker.addr))
+        wait_for(lambda: len(bad_out.findall(g.log())) >= 2, 20, "mqtt_out's TLS error, and a second attempt")
     except AssertionError:
         print(g.log()[-3000:])
         raise
@@ -284,21 +290,22 @@ sink tpl { use mqtt_out; source ev.tpl.>; broker %(broker)s; topic "dev/{payload
 
 
 def test_out_idle_and_window(t, tmp, nats, broker):
-    """mqtt_out's own client between batches and within one: idle for longer than 1.5
-    keepalive periods (the broker would drop a silent client), the connection stays up;
-    then a batch larger than max_inflight goes out in windows, every message in order."""
+    """mqtt_out between batches and within one: idle for longer than 1.5 keepalive periods
+    (the broker drops a client silent that long), the connection stays up (libmosquitto's
+    PINGREQs); then a batch larger than max_inflight goes out in windows, every message in
+    order."""
     conf = """
 plugin_dir %(plugins)s;
 plugin mqtt;
 http { listen 127.0.0.1:@PORT@; }
 nats { url %(nats)s; }
-sink kw { use mqtt_out; source ev.kw; broker %(broker)s; topic kw/out; qos 1; keepalive 1s; max_inflight 7; }
+sink kw { use mqtt_out; source ev.kw; broker %(broker)s; topic kw/out; qos 1; keepalive 5s; max_inflight 7; }
 """ % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "broker": broker.addr}
     g = Gust(tmp, conf)
     try:
         wait_for(lambda: "[sink:kw] connected to" in g.log(), 10, "mqtt_out connected")
-        time.sleep(3.5)
-        t.check("[sink:kw] disconnected" not in g.log(), "idle for 3.5 keepalive periods: PINGREQs kept it up")
+        time.sleep(8.5)
+        t.check("[sink:kw] disconnected" not in g.log(), "idle for 1.7 keepalive periods: PINGREQs kept it up")
         n, start = 500, 400000
         sub = Sub(broker, "kw/out", n, start, client_id="test-sub-kw")
         nats_publish(nats.port, [("ev.kw", b'{"id":%d}' % (start + i)) for i in range(n)])
@@ -352,8 +359,8 @@ def test_bus_outage(t, tmp, nats, broker):
 
 
 def test_config_errors(t, tmp, nats):
-    """Values only the plugin understands are checked when the unit is created (`gust -t`
-    stops at the schema), so these run gust itself: it must exit 1 naming file:line."""
+    """Values only the plugin understands are checked when the unit is created (at start,
+    and by `gust -t`): gust must exit non-zero naming file:line."""
     cases = [
         ("source s { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; subject_prefix ev.b; }",
          "set exactly one of subject and subject_prefix"),
@@ -367,6 +374,8 @@ def test_config_errors(t, tmp, nats):
          "unknown placeholder {device}: use {subject} or {payload.FIELD}"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; tls_cert c.pem; }",
          "tls_cert and tls_key go together"),
+        ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4500ms; }",
+         "keepalive: mqtt_out needs at least 5s (libmosquitto refuses a shorter one)"),
     ]
     for unit, want in cases:
         path = tmp.file("check.conf", "plugin_dir %s;\nplugin mqtt;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
@@ -374,6 +383,19 @@ def test_config_errors(t, tmp, nats):
         p = subprocess.run([GUST, "-c", path], capture_output=True, text=True, timeout=30)
         t.eq(p.returncode, 1, "refused: " + want)
         t.check(path + ":3: " in p.stderr and want in p.stderr, "%r names file:line in %r" % (want, p.stderr[-600:]))
+
+    # `gust -t` creates the units too: mqtt_out's keepalive floor is caught there, and it is
+    # mqtt_out's alone (mqtt_in has its own client, which takes 1s).
+    def check(units):
+        path = tmp.file("check.conf", "plugin_dir %s;\nplugin mqtt;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
+                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
+        return path, subprocess.run([GUST, "-t", "-c", path], capture_output=True, text=True, timeout=30)
+    path, p = check("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4s; }")
+    t.check(p.returncode != 0, "gust -t refuses mqtt_out's keepalive 4s")
+    t.check(path + ":3: keepalive: mqtt_out needs at least 5s" in p.stderr, "names file:line: %r" % p.stderr[-600:])
+    path, p = check("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 5s; } "
+                    "source i { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; keepalive 1s; }")
+    t.eq(p.returncode, 0, "gust -t takes mqtt_out's 5s and mqtt_in's 1s: %r" % p.stderr[-600:])
 
 
 def main():

@@ -3,14 +3,20 @@ fake broker (fake_mqtt.py) that gets the client to a point and then misbehaves, 
 real gust and a real nats-server: a malformed packet after every CONNACK (the reconnects
 back off), a QoS 2 PUBLISH (answered PUBREC, then PUBCOMP), SUBACKs that downgrade or
 carry an invalid code, a PUBLISH of 100 MB against max_payload 1m (read past, memory
-bounded, rejected and acknowledged, the next message stored), and a broker that goes
-silent under mqtt_out's retried batches (a PINGREQ goes out, the missing PINGRESP drops
-the connection). The process stays up throughout and nothing accepted is lost."""
+bounded, rejected and acknowledged, the next message stored); and for mqtt_out a malformed
+packet after every CONNACK (it reconnects, backing off, where libmosquitto's own network
+thread would stop for good), a broker that goes silent under a steady QoS 0 stream (what
+mqtt_out writes is no sign of life from the broker: a PINGREQ goes out while the stream
+goes on, the missing PINGRESP drops the connection, a new one is made), and one that reads
+QoS 1 PUBLISHes and never acknowledges them (the batch gives up after `timeout`, and the
+connection is dropped and made again). The process stays up throughout and nothing
+accepted is lost."""
 import os
 import re
 import struct
+import time
 
-from fake_mqtt import PINGREQ, PUBACK, PUBCOMP, PUBREC, PUBREL, FakeBroker, packet, publish, remaining
+from fake_mqtt import PINGREQ, PUBACK, PUBCOMP, PUBLISH, PUBREC, PUBREL, FakeBroker, packet, publish, remaining
 from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, wait_for
 
 CONF = """
@@ -23,8 +29,9 @@ source two { use mqtt_in; broker %(qos2)s; topic q/#; subject ev.qos2; qos 1; }
 source down { use mqtt_in; broker %(down)s; topic d/#; subject ev.down; qos 1; }
 source invalid { use mqtt_in; broker %(invalid)s; topic i/#; subject ev.invalid; qos 1; }
 source big { use mqtt_in; broker %(big)s; topic b/#; subject ev.big; qos 1; max_payload 1m; }
-sink silent { use mqtt_out; source ev.silent; broker %(silent)s; topic out/x; qos 1;
-              keepalive 4s; timeout 1s; }
+sink garbled { use mqtt_out; source ev.garbled; broker %(garbage_out)s; topic out/g; qos 1; }
+sink silent { use mqtt_out; source ev.silent; broker %(silent)s; topic out/x; qos 0; keepalive 5s; }
+sink mute { use mqtt_out; source ev.mute; broker %(mute)s; topic out/m; qos 1; timeout 1s; }
 """
 
 BIG = 100 << 20
@@ -42,7 +49,7 @@ def main():
     t = Checks()
     tmp = TempDir()
     nats = NatsServer(tmp)
-    state = {"pubrec": None, "pubcomp": None, "acks": [], "rss": [], "big_sent": False}
+    state = {"pubrec": None, "pubcomp": None, "acks": [], "rss": [], "big_sent": False, "silent": []}
 
     def garbage(c):
         c.accept_connect()
@@ -100,9 +107,15 @@ def main():
         while c.read(60) is not None:
             pass
 
+    def silent_recorded(c):  # silent, keeping each connection's packet types in order
+        c.accept_connect()
+        state["silent"].append(c.packets)
+        while c.read(60) is not None:
+            pass
+
     brokers = {name: FakeBroker(fn) for name, fn in
                [("garbage", garbage), ("qos2", qos2), ("down", down), ("invalid", invalid), ("big", big),
-                ("silent", silent)]}
+                ("garbage_out", garbage), ("silent", silent_recorded), ("mute", silent)]}
     conf = CONF % dict({k: b.addr for k, b in brokers.items()}, plugins=os.path.join(BUILD, "plugins"),
                        nats=nats.url)
     g = Gust(tmp, conf, wait_healthy=False)
@@ -144,13 +157,37 @@ def main():
         wait_for(lambda: [m[2] for m in nats.read_stream() if m[1] == "ev.big"] == [b'{"ok":1}'], 10,
                  "the next message stored, the big one not")
 
-        # mqtt_out and a silent broker: retried batches do not keep the connection "up".
-        status, _, _ = g.request("POST", "/ingest/silent", b'{"n":1}')
-        t.eq(status, 202, "event for the silent broker")
-        wait_for(lambda: "[sink:silent] disconnected from %s: no PINGRESP within the keepalive period"
-                 % brokers["silent"].addr in g.log(), 30, "the silent broker noticed")
-        t.check(PINGREQ in brokers["silent"].types_received(), "a PINGREQ went out")
+        # mqtt_out and a malformed packet after each CONNACK: dropped, reconnected, backing off.
+        def garbled_delays():
+            return [int(x) for x in re.findall(r"\[sink:garbled\] disconnected from [^\n]*protocol error[^\n]*"
+                                               r"reconnecting in (\d+) ms", g.log())]
+        delays = wait_for(lambda: len(garbled_delays()) >= 4 and garbled_delays(), 20, "mqtt_out reconnecting")
+        t.eq(delays[:4], [100, 200, 400, 800], "mqtt_out's backoff after connections that fail at once")
+        t.check(brokers["garbage_out"].connections >= 4, "a new connection each time")
+
+        # mqtt_out and a silent broker: its own steady writes do not keep the connection "up".
+        dropped = "[sink:silent] disconnected from %s: no PINGRESP within the keepalive period" % brokers["silent"].addr
+        statuses = []
+        for i in range(150):  # about 30 s of events, 5 a second, until the drop
+            if dropped in g.log():
+                break
+            statuses.append(g.request("POST", "/ingest/silent", b'{"n":%d}' % i)[0])
+            time.sleep(0.2)
+        t.eq(set(statuses), {202}, "events for the silent broker taken")
+        t.check(dropped in g.log(), "the silent broker noticed")
+        first = [p[0] for p in state["silent"][0]][1:]  # after the CONNECT
+        t.check(PINGREQ in first, "a PINGREQ went out")
+        pings = first.index(PINGREQ) if PINGREQ in first else len(first)
+        t.check(PUBLISH in first[:pings] and PUBLISH in first[pings + 1:],
+                "the stream went on before and after the PINGREQ: %s" % first)
         wait_for(lambda: brokers["silent"].connections >= 2, 10, "mqtt_out reconnects")
+
+        # A broker that never PUBACKs: the batch gives up on the connection, and a new one is made.
+        status, _, _ = g.request("POST", "/ingest/mute", b'{"n":2}')
+        t.eq(status, 202, "event for the mute broker")
+        wait_for(lambda: "[sink:mute] disconnected from %s: no PUBACK within the timeout (1000 ms)"
+                 % brokers["mute"].addr in g.log(), 20, "the missing PUBACK gives up on the connection")
+        wait_for(lambda: brokers["mute"].connections >= 2, 10, "mqtt_out reconnects to the mute broker")
 
         t.check(g.proc.poll() is None, "gust is alive")
         t.eq(g.request("GET", "/healthz")[0], 200, "and healthy")
