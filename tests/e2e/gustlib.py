@@ -217,6 +217,19 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
+def kill_all(procs, nats, failed=False):
+    """The end of a test, passed or not: every gust still running killed, then nats-server;
+    when the test failed, the tail of each gust's log."""
+    for g in procs:
+        if g.proc.poll() is None:
+            g.proc.kill()
+            g.proc.wait(10)
+    nats.stop()
+    if failed:
+        for g in procs:
+            print("--- gust %s log ---\n%s" % (g.conf, g.log()[-3000:]))
+
+
 def nats_publish(port, msgs):
     """Publishes [(subject, bytes)] with the raw NATS protocol (no PubAck wait), then
     waits for the server's PONG so every message has been read by the server."""

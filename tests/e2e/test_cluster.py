@@ -6,7 +6,7 @@ import json
 import os
 import signal
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
+from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, nats_publish, wait_for
 
 PLUGINS = os.path.join(BUILD, "test-plugins")
 
@@ -122,14 +122,7 @@ def main():
         ids = done_ids(nats)
         t.eq(sorted(set(ids)), list(range(8000)), "no event lost across kill -9 of one process")
     finally:
-        for g in procs:
-            if g.proc.poll() is None:
-                g.proc.kill()
-                g.proc.wait(10)
-        nats.stop()
-        if t.failed:
-            for g in procs:
-                print("--- gust %s log ---\n%s" % (g.conf, g.log()[-3000:]))
+        kill_all(procs, nats, t.failed)
         tmp.cleanup()
     t.done()
 

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from gustlib import STREAM_READ, Checks, Gust, NatsServer, TempDir, free_port, nats_publish, wait_for
+from gustlib import STREAM_READ, Checks, Gust, NatsServer, TempDir, free_port, kill_all, nats_publish, wait_for
 
 BUCKET = "GUST_FLOW_STATE"
 
@@ -116,15 +116,6 @@ def start(tmp, nats, node, script, batch=64, cluster=False):
 
 def emitted_ids(nats):
     return [json.loads(m[2])["i"] for m in nats.read_stream() if m[1] == "ev.counted"]
-
-
-def kill_all(procs, nats):
-    """The end of a test, passed or not: every gust still running killed, then nats-server."""
-    for p in procs:
-        if p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait()
-    nats.stop()
 
 
 def crash_and_restart(t, tmp):

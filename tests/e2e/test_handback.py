@@ -4,7 +4,7 @@ it NAKs them, and another process of the cluster takes them at once instead of a
 ack_wait (60 s here: the test would time out waiting for them)."""
 import json
 
-from gustlib import Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
+from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, nats_publish, wait_for
 
 # Slow enough per event that the asked-ahead batch is waiting when the stop comes.
 FLOW = """
@@ -55,14 +55,7 @@ def main():
         ids = done_ids(nats)
         t.eq(sorted(ids), list(range(EVENTS)), "every event done once")
     finally:
-        for g in procs:
-            if g.proc.poll() is None:
-                g.proc.kill()
-                g.proc.wait(10)
-        nats.stop()
-        if t.failed:
-            for g in procs:
-                print("--- gust %s log ---\n%s" % (g.conf, g.log()[-3000:]))
+        kill_all(procs, nats, t.failed)
         tmp.cleanup()
     t.done()
 
