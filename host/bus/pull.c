@@ -50,8 +50,9 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
         s = natsConnection_SubscribeSync(&p->inbox, nc, p->inbox_subject);
     }
     /* The server's max_ack_pending (or the request's batch) bounds what can wait here. */
-    if (s == NATS_OK)
+    if (s == NATS_OK) {
         s = natsSubscription_SetPendingLimits(p->inbox, -1, -1);
+    }
     if (s != NATS_OK) {
         gust_pull_destroy(p);
         return gust_err_set(err, GUST_EIO, "%s: cannot subscribe: %s", consumer, natsStatus_GetText(s));

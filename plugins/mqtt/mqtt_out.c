@@ -26,8 +26,7 @@
 
 #include "mqtt_out.h"
 
-#define MIN_KEEPALIVE_S 5       /* mosquitto_connect refuses less (MOSQ_ERR_INVAL) */
-#define MAX_REMAINING 268435455 /* the protocol's largest packet after its fixed header */
+#define MIN_KEEPALIVE_S 5 /* mosquitto_connect refuses less (MOSQ_ERR_INVAL) */
 
 #define KEY(f, T, def, flags, help) GUST_KEY(struct mqtt_out_keys, f, T, def, flags, help)
 const struct gust_schema_key mqtt_out_schema[] = {
@@ -194,7 +193,7 @@ static size_t publish_all(struct mqtt_out *o, const struct gust_msg *msgs, size_
 
         o->mid[i] = -1;
         /* Checked here, not by libmosquitto, which takes the length as an int. */
-        if (t && tl <= 65535 && msgs[i].len <= MAX_REMAINING - 2 - tl - (o->conf.qos ? 2 : 0)) {
+        if (t && mqtt_wire_publish_fits(tl, msgs[i].len, o->conf.qos)) {
             /* Under the lock: on_publish must not see the mid before it is recorded, and a
              * client started afresh (the connection gone) must not get the message. */
             pthread_mutex_lock(&o->lock);

@@ -42,7 +42,7 @@ static int reserve(struct mqtt_wbuf *b, size_t more)
 /* Fixed header: type/flags byte and the remaining length as a varint (§2.2.3). */
 static int header(struct mqtt_wbuf *b, int type, int flags, size_t remaining)
 {
-    if (remaining > 268435455 || reserve(b, 5 + remaining) != 0) {
+    if (remaining > MQTT_MAX_PACKET || reserve(b, 5 + remaining) != 0) {
         return -1;
     }
     b->p[b->len++] = (unsigned char)(type << 4 | flags);
@@ -136,6 +136,11 @@ int mqtt_wire_pubrec(struct mqtt_wbuf *b, uint16_t id)
 int mqtt_wire_pubcomp(struct mqtt_wbuf *b, uint16_t id)
 {
     return ack(b, MQTT_PUBCOMP, id);
+}
+
+int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos)
+{
+    return topic_len <= 65535 && len <= MQTT_MAX_PACKET - 2 - topic_len - (qos ? 2 : 0);
 }
 
 int mqtt_wire_pingreq(struct mqtt_wbuf *b)

@@ -1,5 +1,5 @@
-/* MQTT 3.1.1 packets, just what mqtt_in's client sends and reads (OASIS MQTT 3.1.1,
- * §2 and §3). Pure functions over byte buffers: no I/O, no state. */
+/* MQTT 3.1.1 packets, just what mqtt_in's client sends and reads, and mqtt_out's check
+ * that a PUBLISH fits (OASIS MQTT 3.1.1, §2 and §3). Pure functions over byte buffers: no I/O, no state. */
 #ifndef GUST_MQTT_WIRE_H
 #define GUST_MQTT_WIRE_H
 
@@ -30,6 +30,8 @@ int mqtt_wire_puback(struct mqtt_wbuf *b, uint16_t id);
 /* PUBREC (the answer to a QoS 2 PUBLISH) and PUBCOMP (to the PUBREL that follows). */
 int mqtt_wire_pubrec(struct mqtt_wbuf *b, uint16_t id);
 int mqtt_wire_pubcomp(struct mqtt_wbuf *b, uint16_t id);
+/* 1 when a PUBLISH of that topic and payload is within the protocol's packet size. */
+int mqtt_wire_publish_fits(size_t topic_len, size_t len, int qos);
 int mqtt_wire_pingreq(struct mqtt_wbuf *b);
 int mqtt_wire_disconnect(struct mqtt_wbuf *b);
 

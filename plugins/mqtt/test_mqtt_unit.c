@@ -151,6 +151,9 @@ static void test_wire(void)
     CHECK(mqtt_wire_publish_parse(&p, &pub) == 0 && pub.qos == 1 && pub.dup == 1 && pub.id == 5 &&
               pub.topic_len == 3 && memcmp(pub.topic, "a/b", 3) == 0 && pub.payload_len == 200,
           "publish parse");
+    CHECK(!mqtt_wire_publish_fits(1, MQTT_MAX_PACKET, 0) &&
+              mqtt_wire_publish_fits(1, MQTT_MAX_PACKET - 3, 0) && !mqtt_wire_publish_fits(65536, 0, 0),
+          "packet size limit");
     CHECK(mqtt_wire_next(pkt, 3 + rem, 100, &p) == -1, "over max_len");
     unsigned char bad[] = {0x30, 0xff, 0xff, 0xff, 0xff, 0x01};
     CHECK(mqtt_wire_next(bad, sizeof(bad), 1u << 30, &p) == -1, "five length bytes");

@@ -133,6 +133,10 @@ class NatsServer:
     def read_stream(self, stream="GUST"):
         return read_stream(self.url, stream, self.client_args)
 
+    def payloads(self, subject, stream="GUST"):
+        """The JSON payloads stored on subject, in stream order."""
+        return [json.loads(m[2]) for m in self.read_stream(stream) if m[1] == subject]
+
     def count(self, stream="GUST"):
         out = subprocess.run([STREAM_READ] + self.client_args + [self.url, stream, "--count"], check=True,
                              capture_output=True)

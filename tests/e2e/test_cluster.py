@@ -54,7 +54,7 @@ def hellos(nats):
 
 
 def done_ids(nats):
-    return [json.loads(m[2])["id"] for m in nats.read_stream() if m[1] == "ev.done"]
+    return [p["id"] for p in nats.payloads("ev.done")]
 
 
 def main():

@@ -115,7 +115,7 @@ def start(tmp, nats, node, script, batch=64, cluster=False):
 
 
 def emitted_ids(nats):
-    return [json.loads(m[2])["i"] for m in nats.read_stream() if m[1] == "ev.counted"]
+    return [p["i"] for p in nats.payloads("ev.counted")]
 
 
 def crash_and_restart(t, tmp):

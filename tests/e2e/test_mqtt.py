@@ -377,24 +377,23 @@ def test_config_errors(t, tmp, nats):
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4500ms; }",
          "keepalive: mqtt_out needs at least 5s (libmosquitto refuses a shorter one)"),
     ]
-    for unit, want in cases:
+    def run(units, *args):  # gust with units on line 3 of a fresh config: (its path, the process)
         path = tmp.file("check.conf", "plugin_dir %s;\nplugin mqtt;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (os.path.join(BUILD, "plugins"), unit, nats.url, free_port()))
-        p = subprocess.run([GUST, "-c", path], capture_output=True, text=True, timeout=30)
+                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
+        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
+
+    for unit, want in cases:
+        path, p = run(unit)
         t.eq(p.returncode, 1, "refused: " + want)
         t.check(path + ":3: " in p.stderr and want in p.stderr, "%r names file:line in %r" % (want, p.stderr[-600:]))
 
     # `gust -t` creates the units too: mqtt_out's keepalive floor is caught there, and it is
     # mqtt_out's alone (mqtt_in has its own client, which takes 1s).
-    def check(units):
-        path = tmp.file("check.conf", "plugin_dir %s;\nplugin mqtt;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
-        return path, subprocess.run([GUST, "-t", "-c", path], capture_output=True, text=True, timeout=30)
-    path, p = check("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4s; }")
+    path, p = run("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4s; }", "-t")
     t.check(p.returncode != 0, "gust -t refuses mqtt_out's keepalive 4s")
     t.check(path + ":3: keepalive: mqtt_out needs at least 5s" in p.stderr, "names file:line: %r" % p.stderr[-600:])
-    path, p = check("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 5s; } "
-                    "source i { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; keepalive 1s; }")
+    path, p = run("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 5s; } "
+                  "source i { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; keepalive 1s; }", "-t")
     t.eq(p.returncode, 0, "gust -t takes mqtt_out's 5s and mqtt_in's 1s: %r" % p.stderr[-600:])
 
 
