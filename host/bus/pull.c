@@ -166,15 +166,36 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
 
 void gust_pull_hand_back(struct gust_pull *p)
 {
-    natsMsg *m = NULL;
+    /* Taken first, NAKed once the inbox is gone: the requests still open on the server
+     * would otherwise bring the NAKed messages straight back to this inbox, just as it is
+     * destroyed (where nats.c 3.4.1 can touch a freed subscription). */
+    natsMsg **taken = NULL, *m = NULL;
+    size_t n = 0, cap = 0;
     char why[128];
     while (natsSubscription_NextMsg(&m, p->inbox, 0) == NATS_OK) {
         const char *reply = natsMsg_GetReply(m);
-        if (reply != NULL && reply[0] != '\0' && status_of(m, why, sizeof(why)) == 0) {
-            natsConnection_PublishString(p->nc, reply, "-NAK");
+        if (reply == NULL || reply[0] == '\0' || status_of(m, why, sizeof(why)) != 0) {
+            natsMsg_Destroy(m);
+            continue;
         }
-        natsMsg_Destroy(m);
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 64;
+            natsMsg **t = realloc(taken, c * sizeof(*t));
+            if (t == NULL) {
+                natsMsg_Destroy(m); /* it waits for ack_wait, as without a hand-back */
+                continue;
+            }
+            taken = t;
+            cap = c;
+        }
+        taken[n++] = m;
     }
+    natsSubscription_Unsubscribe(p->inbox);
+    for (size_t i = 0; i < n; i++) {
+        natsConnection_PublishString(p->nc, natsMsg_GetReply(taken[i]), "-NAK");
+        natsMsg_Destroy(taken[i]);
+    }
+    free(taken);
 }
 
 void gust_pull_destroy(struct gust_pull *p)

@@ -34,7 +34,8 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
 int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status, char *why, size_t why_size);
 /* For a consumer that acks: NAKs the messages already delivered here and not taken
  * (the next batch asked for ahead), so that another process, or the next generation,
- * gets them at once rather than after ack_wait. */
+ * gets them at once rather than after ack_wait. The inbox takes nothing more: destroy
+ * p next. */
 void gust_pull_hand_back(struct gust_pull *p);
 /* Unsubscribes. NULL is a no-op. */
 void gust_pull_destroy(struct gust_pull *p);
