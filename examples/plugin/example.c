@@ -32,7 +32,7 @@ struct counter_conf {
 
 static const struct gust_schema_key counter_schema[] = {
     GUST_KEY(struct counter_conf, subject, SUBJECT, NULL, GUST_K_REQUIRED, "where to publish"),
-    GUST_KEY(struct counter_conf, interval, DURATION, "1s", 0, "time between messages (at least 10ms)"),
+    GUST_KEY_RANGE(struct counter_conf, interval, DURATION, "1s", 0, 10, INT64_MAX, "time between messages"),
     GUST_KEY_END,
 };
 
@@ -71,9 +71,6 @@ static int counter_create(struct gust_instance *inst, const struct gust_cfg *cfg
     }
     c->inst = inst;
     int rc = gust_sdk_bind(host, cfg, counter_schema, &c->conf, err);
-    if (rc == 0 && c->conf.interval < 10) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: at least 10ms", host->cfg_where(cfg, "interval"));
-    }
     struct gust_source_conf sc = {
         .api = host, .inst = inst, .interval_ms = c->conf.interval, .run = counter_run, .ud = c};
     rc = rc ? rc : gust_source_create(&c->runner, &sc, err);

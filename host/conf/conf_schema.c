@@ -149,6 +149,34 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
     return *item ? 0 : GUST_ENOMEM;
 }
 
+/* 1 when word is one of the '|'-separated words of list. */
+static int word_in(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; *p != '\0';) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar != NULL ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, word, n) == 0) {
+            return 1;
+        }
+        p += len + (bar != NULL);
+    }
+    return 0;
+}
+
+/* 1 when a parsed value keeps to its key's declared bounds or choices. */
+static int within_bounds(const struct gust_schema_key *k, const char *text, int64_t num)
+{
+    int numeric = k->type == GUST_T_INT || k->type == GUST_T_SIZE || k->type == GUST_T_DURATION;
+    if ((k->flags & GUST_K_RANGE) && numeric) {
+        return (num == 0 && (k->flags & GUST_K_ZERO_OFF)) || (num >= k->min && num <= k->max);
+    }
+    if (k->choices != NULL && k->type == GUST_T_STR) {
+        return word_in(k->choices, text);
+    }
+    return 1;
+}
+
 static void clear_items(struct cfg_val *v)
 {
     for (size_t i = 0; i < v->nitems; i++) {
@@ -234,7 +262,7 @@ static int apply_defaults(struct gust_cfg *cfg, const struct gust_schema_key *sc
             }
             free(copy);
         }
-        if (rc == GUST_ECONFIG) {
+        if (rc == GUST_ECONFIG || (rc == 0 && !within_bounds(&schema[i], def, v->num))) {
             return gust_err_set(err, GUST_EINVAL,
                                 "schema of %s: default '%s' of key '%s' is not a valid %s", what,
                                 def, v->key, noun);
@@ -275,10 +303,12 @@ static int unknown_key(const struct gust_cfg *cfg, const struct gust_conf_node *
 }
 
 /* Takes one statement of the block. */
-static int apply_statement(struct gust_cfg *cfg, const struct gust_conf_node *st, const char *what,
-                           const char *const *ignore, struct gust_err *err)
+static int apply_statement(struct gust_cfg *cfg, const struct gust_schema_key *schema,
+                           const struct gust_conf_node *st, const char *what, const char *const *ignore,
+                           struct gust_err *err)
 {
     struct cfg_val *v;
+    const struct gust_schema_key *k;
     const char *noun = "value", *hint = "";
 
     if (in_list(ignore, st->name)) {
@@ -324,6 +354,15 @@ static int apply_statement(struct gust_cfg *cfg, const struct gust_conf_node *st
             return gust_err_set(err, rc, "out of memory");
         }
     }
+    k = &schema[v - cfg->vals]; /* the values are in schema order */
+    for (size_t i = 0; i < v->nitems; i++) {
+        if (!within_bounds(k, v->items[i], v->num)) {
+            char bounds[96];
+            return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s must be %s in %s, not '%s'", st->file, st->line,
+                                st->name, gust_schema_bounds_text(k, bounds, sizeof(bounds)), what,
+                                st->args[i < st->nargs ? i : 0]);
+        }
+    }
     return 0;
 }
 
@@ -356,7 +395,7 @@ int gust_cfg_check(const struct gust_conf_node *block, const char *what,
     }
     rc = apply_defaults(cfg, schema, block, what, err);
     for (size_t i = 0; i < block->nchildren && rc == 0; i++) {
-        rc = apply_statement(cfg, &block->children[i], what, ignore, err);
+        rc = apply_statement(cfg, schema, &block->children[i], what, ignore, err);
     }
     if (rc != 0) {
         goto fail;

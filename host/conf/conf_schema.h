@@ -43,6 +43,10 @@ void gust_schema_print_help(FILE *out, const char *title, const struct gust_sche
 const char *gust_schema_type_name(enum gust_type t);
 /* The default as shown: "-" for none, "(hidden)" for a secret key's. */
 const char *gust_schema_shown_default(const struct gust_schema_key *k);
+/* What a key's declared bounds accept, for messages and help: "within 1..1024",
+ * "at least 10ms", "0 (off) or at least 100ms", "one of text|json"; "" when it declares
+ * none. Returns buf. */
+const char *gust_schema_bounds_text(const struct gust_schema_key *k, char *buf, size_t size);
 /* "required,reloadable,secret" or "-"; buf holds at least 32 bytes. */
 const char *gust_schema_flag_names(unsigned flags, char *buf, size_t size);
 

@@ -10,13 +10,18 @@
 
 #define R GUST_K_RELOADABLE
 #define TOP(f, T, def, flags, help) GUST_KEY(struct gust_top_keys, f, T, def, flags, help)
+#define TOP_ENUM(f, def, flags, words, help) GUST_KEY_ENUM(struct gust_top_keys, f, def, flags, words, help)
 #define HTTP(f, T, def, flags, help) GUST_KEY(struct gust_http_keys, f, T, def, flags, help)
+#define HTTP_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct gust_http_keys, f, T, def, flags, lo, hi, help)
 #define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
 /* Keys the layer that uses them reads and checks from the block itself, naming file:line
  * in its errors: the listener's (http/listen_conf.c) and the connections' (bus/nats_opts.c). */
-#define OWN(f, T, def, flags, help) {#f, GUST_T_##T, def, flags, help, 0}
+#define OWN(f, T, def, flags, help) {#f, GUST_T_##T, def, flags, help, 0, 0, 0, NULL}
+#define OWN_RANGE(f, T, def, flags, lo, hi, help) {#f, GUST_T_##T, def, (flags) | GUST_K_RANGE, help, 0, lo, hi, NULL}
 /* Units are rebuilt at every reload: all their keys are reloadable. */
 #define UNIT(f, T, def, flags, help) GUST_KEY(struct gust_unit_keys, f, T, def, (flags) | R, help)
+#define UNIT_RANGE(f, T, def, flags, lo, hi, help) \
+    GUST_KEY_RANGE(struct gust_unit_keys, f, T, def, (flags) | R, lo, hi, help)
 #define TABLE(f, T, def, flags, help) GUST_KEY(struct gust_table_keys, f, T, def, (flags) | R, help)
 
 const struct gust_schema_key gust_top_schema[] = {
@@ -24,8 +29,8 @@ const struct gust_schema_key gust_top_schema[] = {
     TOP(plugin_dir, PATH, NULL, 0,
         "where `plugin NAME;` finds NAME.so (default: plugins/ beside a gust in a build tree, else the installed "
         "plugin directory)"),
-    TOP(log_level, STR, "info", R, "error, warn, info or debug"),
-    TOP(log_format, STR, "text", R,
+    TOP_ENUM(log_level, "info", R, "error|warn|info|debug", "least severe level logged"),
+    TOP_ENUM(log_format, "text", R, "text|json",
         "text: a line with a level (and a timestamp unless journald reads it); json: one JSON object a line"),
     TOP(node_name, STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
     TOP(cluster, BOOL, "off", 0,
@@ -42,7 +47,7 @@ const struct gust_schema_key gust_http_schema[] = {
     OWN(ssl_certificate_key, PATH, NULL, GUST_K_SECRET, "PEM private key of ssl_certificate"),
     HTTP(base_path, STR, "/", 0, "path prefix when mounted behind a proxy, e.g. /gust"),
     HTTP(max_body, SIZE, "1m", R, "largest accepted request body"),
-    HTTP(max_depth, INT, "200", R,
+    HTTP_RANGE(max_depth, INT, "200", R, 1, 100000,
          "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"),
     HTTP(admin_token_file, PATH, NULL, GUST_K_SECRET | R, "file holding the admin bearer token (read again at reload)"),
     HTTP(admin_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the admin bearer token"),
@@ -75,12 +80,13 @@ const struct gust_schema_key gust_nats_schema[] = {
     OWN(user, STR, NULL, 0, "user name, with password_file or password_env"),
     OWN(password_file, PATH, NULL, GUST_K_SECRET, "file holding the user's password"),
     OWN(password_env, STR, NULL, GUST_K_SECRET, "environment variable holding the user's password"),
-    OWN(ping_interval, DURATION, "2s", 0, "how often every connection PINGs its server"),
-    OWN(max_pings_out, INT, "2", 0,
+    OWN_RANGE(ping_interval, DURATION, "2s", 0, 100, INT64_MAX, "how often every connection PINGs its server"),
+    OWN_RANGE(max_pings_out, INT, "2", 0, 1, 100,
          "unanswered PINGs after which a connection is dropped and remade: a silent server is noticed within "
          "ping_interval x (max_pings_out + 1)"),
-    OWN(reconnect_wait, DURATION, "250ms", 0,
-         "first wait before reconnecting; doubles while attempts fail or connections drop within 10 s"),
+    OWN_RANGE(reconnect_wait, DURATION, "250ms", 0, 10, INT64_MAX,
+              "first wait before reconnecting (at most reconnect_max_wait); doubles while attempts fail or connections "
+              "drop within 10 s"),
     OWN(reconnect_max_wait, DURATION, "5s", 0, "longest wait between reconnection attempts"),
     NATS(server_bin, STR, "nats-server", 0, "embedded mode: the nats-server binary"),
     NATS(stream, STR, "GUST", 0, "the event stream"),
@@ -122,25 +128,25 @@ const struct gust_schema_key gust_flow_schema[] = {
     UNIT(timeout, DURATION, "1s", 0, "longest run of on_event for one event"),
     UNIT(batch, INT, "256", 0, "messages fetched at once"),
     UNIT(lua_path, PATH, NULL, 0, "where require finds modules (default: the top-level lua_path)"),
-    UNIT(log_rate, INT, "100", 0,
+    UNIT_RANGE(log_rate, INT, "100", 0, 1, INT64_MAX,
          "log.* lines a second the script may write (bursts up to as many); the rest are dropped and counted"),
     UNIT(state_cache, SIZE, "8m", 0,
          "bytes of the flow's durable state kept in memory between batches (0: none; none with `cluster on;`, "
          "where other processes write the same keys)"),
-    GUST_EDGE_KEYS(UNIT),
+    GUST_EDGE_KEYS(UNIT, UNIT_RANGE),
     GUST_KEY_END,
 };
 
 const struct gust_schema_key gust_detect_schema[] = {
     UNIT(rules, PATH, NULL, GUST_K_REQUIRED, "the VPL program"),
     UNIT(batch, INT, "256", 0, "messages fetched at once"),
-    UNIT(slices, INT, "1", 0,
+    UNIT_RANGE(slices, INT, "1", 0, 1, 1024,
          "the program's partitions are split into this many slices, each kept by one process of a cluster at a time "
          "(under a lease)"),
     UNIT(checkpoint_interval, DURATION, "5s", 0,
          "the engine's state is checkpointed at least this often once it changed (0: only at a clean stop)"),
     UNIT(checkpoint_events, INT, "100000", 0, "... and after this many events (0: no bound)"),
-    GUST_EDGE_KEYS(UNIT),
+    GUST_EDGE_KEYS(UNIT, UNIT_RANGE),
     GUST_KEY_END,
 };
 
@@ -251,16 +257,6 @@ static int check_nats_urls(const struct gust_conf_node *nats, struct gust_err *e
     return 0;
 }
 
-/* Values of the http block the schema's types cannot bound. */
-static int check_http(const struct gust_config *c, struct gust_err *err)
-{
-    if (c->http.max_depth < 1 || c->http.max_depth > 100000) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: max_depth: %lld is not within 1..100000",
-                            gust_cfg_where(c->http_cfg, "max_depth"), (long long)c->http.max_depth);
-    }
-    return 0;
-}
-
 /* Subjects are built under the stream's prefix (ingest, the detect defaults), so
  * `subjects` must be PREFIX.> (or > alone: no prefix). */
 static int check_subjects(struct gust_config *c, struct gust_err *err)
@@ -280,23 +276,14 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
     return 0;
 }
 
-static int check_log(struct gust_config *c, struct gust_err *err)
+/* The schema has checked both words; this turns them into what the log takes. */
+static void read_log(struct gust_config *c)
 {
     static const char *const levels[] = {"error", "warn", "info", "debug"};
-    c->log_level = -1;
     for (int i = 0; i < 4; i++) {
         c->log_level = strcmp(c->top.log_level, levels[i]) == 0 ? i : c->log_level;
     }
-    if (c->log_level < 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: log_level must be error, warn, info or debug",
-                            gust_cfg_where(c->top_cfg, "log_level"));
-    }
     c->log_json = strcmp(c->top.log_format, "json") == 0;
-    if (!c->log_json && strcmp(c->top.log_format, "text") != 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: log_format must be text or json",
-                            gust_cfg_where(c->top_cfg, "log_format"));
-    }
-    return 0;
 }
 
 static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum gust_unit_kind kind,
@@ -445,9 +432,10 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0) {
         goto fail;
     }
+    read_log(c);
     *out = c;
     return 0;
 fail:

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EDGE_QUEUE_MAX (1 << 24)
 
 int gust_edges_check(const struct gust_config *c, struct gust_err *err)
 {
@@ -20,11 +19,6 @@ int gust_edges_check(const struct gust_config *c, struct gust_err *err)
                                 "%s: %s '%s': `edge` and `source` exclude each other (edge: in memory from a source "
                                 "unit, at most once; source: from the bus)",
                                 gust_cfg_where(u->cfg, "edge"), kind, u->name);
-        }
-        int64_t q = u->k.edge_queue;
-        if (q < 1 || q > EDGE_QUEUE_MAX) {
-            return gust_err_set(err, GUST_ECONFIG, "%s: %s '%s': edge_queue must be within 1..%d messages",
-                                gust_cfg_where(u->cfg, "edge_queue"), kind, u->name, EDGE_QUEUE_MAX);
         }
         const struct gust_unit_conf *s = NULL;
         for (size_t k = 0; k < c->nunits && s == NULL; k++) {

@@ -7,13 +7,15 @@
 #include "config.h"
 
 /* The keys flow and detect units take for it, written with the caller's key macro. */
-#define GUST_EDGE_KEYS(KEY)                                                                               \
+#define GUST_EDGE_QUEUE_MAX (1 << 24)
+#define GUST_EDGE_KEYS(KEY, KEY_RANGE)                                                                        \
     KEY(edge, STR, NULL, 0,                                                                               \
         "take the input in memory from this source unit, not from the bus (at most once; excludes source)"), \
-    KEY(edge_queue, INT, "65536", 0, "edge: messages queued in memory; when full, new ones are dropped (counted)")
+    KEY_RANGE(edge_queue, INT, "65536", 0, 1, GUST_EDGE_QUEUE_MAX,                                       \
+              "edge: messages queued in memory; when full, new ones are dropped (counted)")
 
-/* `edge` names a `source` unit of the same file, and excludes `source`; edge_queue is
- * within bounds. Errors name file:line. */
+/* `edge` names a `source` unit of the same file, and excludes `source`. Errors name
+ * file:line. */
 int gust_edges_check(const struct gust_config *c, struct gust_err *err);
 
 /* Which queues each source feeds, for one generation. e is borrowed (its unit owns it). */

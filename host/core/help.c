@@ -59,6 +59,11 @@ static void roff_block(FILE *out, const char *title, const struct gust_schema_ke
             fputs(", ", out);
             roff_text(out, f);
         }
+        char bounds[96];
+        if (gust_schema_bounds_text(k, bounds, sizeof(bounds))[0] != '\0') {
+            fputs(", ", out);
+            roff_text(out, bounds);
+        }
         fputs("\n.br\n", out);
         roff_text(out, k->help != NULL ? k->help : "");
         fputc('\n', out);

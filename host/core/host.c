@@ -53,10 +53,6 @@ static struct gust_flow_opts flow_opts(const struct gust_host *host, const struc
 
 static int check_flow(const struct gust_host *host, const struct gust_unit_conf *u, struct gust_err *err)
 {
-    if (u->k.log_rate < 1) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: log_rate must be at least 1 (lines a second)",
-                            gust_cfg_where(u->cfg, "log_rate"));
-    }
     struct gust_flow_opts fo = flow_opts(host, u);
     struct gust_flow *flow = NULL;
     struct gust_err ferr = {{0}};
@@ -87,11 +83,6 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
                             u->name, path);
     }
     int64_t slices = u->k.slices;
-    if (slices < 1 || slices > 1024) {
-        gust_buf_free(&src);
-        return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': slices must be 1 to 1024",
-                            gust_cfg_where(u->cfg, "slices"), u->name);
-    }
     struct gust_detect_opts o = {
         .unit = u->name,
         .prefix = host->config->subject_prefix,

@@ -54,6 +54,7 @@ struct exec_keys {
 };
 
 #define EXEC_KEY(f, T, def, flags, help) GUST_KEY(struct exec_keys, f, T, def, flags, help)
+#define EXEC_KEY_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct exec_keys, f, T, def, flags, lo, hi, help)
 /* The keys every type has; expand inside a schema table. */
 #define EXEC_COMMON_KEYS                                                                                       \
     EXEC_KEY(command, LIST, NULL, GUST_K_REQUIRED,                                                             \

@@ -34,20 +34,22 @@
 
 #define READER_KEYS                                                                                      \
     EXEC_COMMON_KEYS, EXEC_KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "publish each JSON line of stdout here"), \
-        EXEC_KEY(max_line, SIZE, "1m", 0, "longer stdout lines are skipped (logged, counted)"),                  \
-        EXEC_KEY(max_inflight, INT, "1024", 0,                                                                   \
-                 "publishes without a PubAck yet; past it stdout is not read (the child blocks)")
+        EXEC_KEY_RANGE(max_line, SIZE, "1m", 0, 16, 1 << 30, "longer stdout lines are skipped (logged, counted)"), \
+        EXEC_KEY_RANGE(max_inflight, INT, "1024", 0, 1, 1000000,                                                 \
+                       "publishes without a PubAck yet; past it stdout is not read (the child blocks)")
 
 const struct gust_schema_key exec_source_schema[] = {
     READER_KEYS,
-    EXEC_KEY(interval, DURATION, "10s", 0, "from the start of one run to the start of the next"),
-    EXEC_KEY(timeout, DURATION, "30s", 0, "a run still going after this is killed (its process group)"),
+    EXEC_KEY_RANGE(interval, DURATION, "10s", 0, 10, INT64_MAX, "from the start of one run to the start of the next"),
+    EXEC_KEY_RANGE(timeout, DURATION, "30s", 0, 10, INT64_MAX,
+                   "a run still going after this is killed (its process group)"),
     GUST_KEY_END,
 };
 
 const struct gust_schema_key exec_stream_schema[] = {
     READER_KEYS,
-    EXEC_KEY(restart_min, DURATION, "1s", 0, "wait before restarting a child that exited"),
+    EXEC_KEY_RANGE(restart_min, DURATION, "1s", 0, 10, INT64_MAX,
+                   "wait before restarting a child that exited (at most restart_max)"),
     EXEC_KEY(restart_max, DURATION, "30s", 0,
              "the wait doubles up to this while the child keeps exiting; a child that ran this long restarts after "
              "restart_min again"),
@@ -83,7 +85,6 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
     const struct gust_host_api *h = exec_host;
     struct reader *r = calloc(1, sizeof(*r));
     int rc;
-    int64_t v;
 
     if (!r) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -98,36 +99,17 @@ static int reader_create(struct gust_instance *inst, const struct gust_cfg *cfg,
         goto fail;
     }
     r->subject = r->keys.subject;
-    v = r->keys.max_line;
-    if (v < 16 || v > (int64_t)1 << 30) {
-        rc =
-            gust_err_set(err, GUST_ECONFIG, "%s: max_line: must be within 16..1g", h->cfg_where(cfg, "max_line"));
-        goto fail;
-    }
-    r->max_line = (size_t)v;
-    v = r->keys.max_inflight;
-    if (v < 1 || v > 1000000) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..1000000",
-                      h->cfg_where(cfg, "max_inflight"), (long long)v);
-        goto fail;
-    }
-    r->max_inflight = (size_t)v;
+    /* The schema bounds every key; only the two restart waits are compared here. */
+    r->max_line = (size_t)r->keys.max_line;
+    r->max_inflight = (size_t)r->keys.max_inflight;
     if (mode == MODE_SOURCE) {
         r->interval_ms = r->keys.interval;
-        if (r->interval_ms < 10) {
-            rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: at least 10ms", h->cfg_where(cfg, "interval"));
-            goto fail;
-        }
-        if (r->cmd.timeout_ms < 10) {
-            rc = gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
-            goto fail;
-        }
     } else {
         r->restart_min_ms = r->keys.restart_min;
         r->restart_max_ms = r->keys.restart_max;
-        if (r->restart_min_ms < 10 || r->restart_max_ms < r->restart_min_ms) {
-            rc = gust_err_set(err, GUST_ECONFIG, "%s: restart_min must be at least 10ms and at most restart_max",
-                          h->cfg_where(cfg, "restart_min"));
+        if (r->restart_max_ms < r->restart_min_ms) {
+            rc = gust_err_set(err, GUST_ECONFIG, "%s: restart_min must be at most restart_max",
+                              h->cfg_where(cfg, "restart_min"));
             goto fail;
         }
     }

@@ -28,8 +28,9 @@
 
 const struct gust_schema_key exec_sink_schema[] = {
     EXEC_COMMON_KEYS,
-    EXEC_KEY(timeout, DURATION, "30s", 0, "a child still running after this is killed and the message retried"),
-    EXEC_KEY(max_inflight, INT, "1", 0, "messages of a batch run at once (1 keeps stream order), up to 64"),
+    EXEC_KEY_RANGE(timeout, DURATION, "30s", 0, 10, INT64_MAX,
+                   "a child still running after this is killed and the message retried"),
+    EXEC_KEY_RANGE(max_inflight, INT, "1", 0, 1, MAX_INFLIGHT, "messages of a batch run at once (1 keeps stream order)"),
     GUST_KEY_END,
 };
 
@@ -67,17 +68,7 @@ int exec_sink_create(struct gust_instance *inst, const struct gust_cfg *cfg, voi
         (rc = exec_cmd_load(&s->cmd, &s->keys, cfg, err)) != 0) {
         goto fail;
     }
-    if (s->cmd.timeout_ms < 10) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: timeout: at least 10ms", h->cfg_where(cfg, "timeout"));
-        goto fail;
-    }
-    int64_t v = s->keys.max_inflight;
-    if (v < 1 || v > MAX_INFLIGHT) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: max_inflight: %lld is not within 1..%d",
-                      h->cfg_where(cfg, "max_inflight"), (long long)v, MAX_INFLIGHT);
-        goto fail;
-    }
-    s->max_inflight = (int)v;
+    s->max_inflight = (int)s->keys.max_inflight;
     *ctx = s;
     return 0;
 fail:

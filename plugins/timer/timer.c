@@ -35,12 +35,14 @@ struct timer_conf {
 };
 
 #define KEY(f, T, def, flags, help) GUST_KEY(struct timer_conf, f, T, def, flags, help)
+#define KEY_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct timer_conf, f, T, def, flags, lo, hi, help)
 static const struct gust_schema_key schema[] = {
     KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "where to publish each tick"),
-    KEY(interval, DURATION, NULL, GUST_K_REQUIRED, "time between ticks (at least 10ms)"),
+    KEY_RANGE(interval, DURATION, NULL, GUST_K_REQUIRED, 10, INT64_MAX, "time between ticks"),
     KEY(payload, STR, "{}", 0, "a JSON object; each tick publishes it with \"ts\", \"ts_ms\" and \"tick\" added"),
     KEY(align, BOOL, "off", 0, "on: tick at multiples of the interval on the UTC clock (interval 1m: each full minute)"),
-    KEY(stats_interval, DURATION, "60s", 0, "log the counters this often (0: only when stopping)"),
+    KEY_RANGE(stats_interval, DURATION, "60s", GUST_K_ZERO_OFF, 100, INT64_MAX,
+              "log the counters this often (0: only when stopping)"),
     GUST_KEY_END,
 };
 
@@ -133,16 +135,6 @@ static int timer_create(struct gust_instance *inst, const struct gust_cfg *cfg, 
         goto fail;
     }
     int64_t stats_ms = t->conf.stats_interval;
-    if (t->conf.interval < 10) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: interval: %" PRId64 " ms is below the 10ms minimum",
-                        host->cfg_where(cfg, "interval"), t->conf.interval);
-        goto fail;
-    }
-    if (stats_ms != 0 && stats_ms < 100) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: stats_interval: 0 (off) or at least 100ms",
-                        host->cfg_where(cfg, "stats_interval"));
-        goto fail;
-    }
     if ((rc = load_payload(t, cfg, err)) != 0) {
         goto fail;
     }

@@ -151,7 +151,7 @@ def test_config_errors(t, tmp, nats):
         (src + flow % "source ev.a;" + "flow g { script %s/scripts/telemetry.lua; edge f; }\n" % ROOT, 7,
          "flow 'g': edge 'f' is a flow"),
         (src + "detect d { rules %s/rules/device_window.vpl; edge s; edge_queue 0; }\n" % ROOT, 6,
-         "detect 'd': edge_queue must be within 1..16777216 messages"),
+         "edge_queue must be within 1..16777216 in detect 'd', not '0'"),
         (src + "sink k { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic x; edge s; }\n", 6, "edge"),
     ]
     for body, line, want in cases:

@@ -342,11 +342,11 @@ def test_config_errors(t, tmp):
         ("source s { use exec_source; subject ev.a; command /bin/true;\nenv A=1; env_from A=HOME; }",
          3, "env_from: A is set twice"),
         ("source s { use exec_stream; subject ev.a; command /bin/true;\nrestart_min 5s; restart_max 1s; }",
-         3, "restart_min must be at least 10ms and at most restart_max"),
+         3, "restart_min must be at most restart_max"),
         ("sink s { use exec_sink; source ev.a; command /bin/true;\nmax_inflight 100; }",
-         3, "max_inflight: 100 is not within 1..64"),
+         3, "max_inflight must be within 1..64"),
         ("source s { use exec_source; subject ev.a; command /bin/true;\nmax_line 2; }",
-         3, "max_line: must be within 16..1g"),
+         3, "max_line must be within 16..1g"),
         ("source s { use exec_source;\ncommand /bin/true; }", 2, "missing required key 'subject'"),
     ]
     for unit, line, want in cases:

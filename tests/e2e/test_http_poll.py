@@ -108,9 +108,9 @@ def check_config(t, tmp):
     cases = [
         ("", 3, "url", "missing url"),
         ("    url ftp://127.0.0.1/x;\n", 6, "url: not an http:// or https:// URL", "ftp url"),
-        ("    url http://127.0.0.1/x;\n    interval 0;\n", 7, "interval: 0 ms is below the 10ms minimum", "interval 0"),
+        ("    url http://127.0.0.1/x;\n    interval 0;\n", 7, "interval must be at least 10ms", "interval 0"),
         ("    url http://127.0.0.1/x;\n    interval 2 s;\n", 7, "interval", "interval 2 s"),
-        ("    url http://127.0.0.1/x;\n    timeout 1;\n", 7, "timeout: at least 10ms", "timeout 1"),
+        ("    url http://127.0.0.1/x;\n    timeout 1;\n", 7, "timeout must be at least 10ms", "timeout 1"),
         ("    url http://127.0.0.1/x;\n    header \"X-Key CONFSECRET000\";\n", 7, "header #1 is not \"Name: value\"",
          "header without a colon"),
         ("    url http://127.0.0.1/x;\n    bearer_token_file t;\n    bearer_token_env T;\n", 8,

@@ -31,7 +31,7 @@ source slow { use timer; interval 1h; subject ev.tick.slow; }
 def check_config(t, tmp):
     base = "plugin_dir %s;\nplugin timer;\nsource tick {\n    use timer;\n    subject ev.tick;\n" % PLUGINS
     cases = [
-        ("    interval 0;\n", 6, "interval: 0 ms is below the 10ms minimum", "interval 0"),
+        ("    interval 0;\n", 6, "interval must be at least 10ms", "interval 0"),
         ("    interval 1.5s;\n", 6, "interval", "interval 1.5s"),
         ("    interval soon;\n", 6, "interval", "interval soon"),
         ("    interval 1s;\n    payload '{\"k\":';\n", 7, "payload: not valid JSON", "truncated JSON payload"),

@@ -37,6 +37,11 @@ enum {
     GUST_K_RELOADABLE = 1 << 1,
     GUST_K_SECRET = 1 << 2, /* never logged or shown */
     GUST_K_BOUND = 1 << 3,  /* ABI 1.1: `offset` says where the binder writes the value */
+    /* ABI 1.3: an INT, SIZE or DURATION value must lie within [min, max]; 0 is also
+     * accepted when GUST_K_ZERO_OFF is set too (0 meaning "off"). The host checks it,
+     * naming file:line, and --help and the man page show the bounds. */
+    GUST_K_RANGE = 1 << 4,
+    GUST_K_ZERO_OFF = 1 << 5,
 };
 
 /* Where a bound value goes, by type:
@@ -58,10 +63,13 @@ struct gust_schema_key {
     const char *help; /* one line for --help and gust-host.conf(5) */
     /* ABI 1.1 (a 1.0 table ends before it: the host honours the plugin's element size). */
     size_t offset; /* with GUST_K_BOUND: offsetof(owner struct, field) */
+    /* ABI 1.3 (older tables end before it and read as zero: no bounds, no choices). */
+    int64_t min, max;    /* with GUST_K_RANGE, in the normalised unit: bytes, ms */
+    const char *choices; /* a STR key: the words it accepts, '|'-separated ("text|json") */
 };
 
 /* A table ends with an entry whose key is NULL. */
-#define GUST_KEY_END {NULL, 0, NULL, 0, NULL, 0}
+#define GUST_KEY_END {NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL}
 
 /* The C type each gust_type binds to (used by GUST_KEY's compile-time check). */
 #define GUST__CTYPE_STR const char *
@@ -84,8 +92,16 @@ struct gust_schema_key {
  * T is the gust_type without its GUST_T_ prefix. GUST_KEY_AS names the key apart from
  * the field, for a key that is not a C identifier. */
 #define GUST_KEY_AS(S, field, name, T, def, flags, help) \
-    {name, GUST_T_##T, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, T)}
+    {name, GUST_T_##T, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, T), 0, 0, NULL}
 #define GUST_KEY(S, field, T, def, flags, help) GUST_KEY_AS(S, field, #field, T, def, flags, help)
+/* A bound INT, SIZE or DURATION key whose value must lie within [lo, hi] (bytes, ms):
+ *   GUST_KEY_RANGE(struct c, timeout, DURATION, "5s", 0, 10, INT64_MAX, "...")
+ * Add GUST_K_ZERO_OFF to flags to accept 0 as well. */
+#define GUST_KEY_RANGE(S, field, T, def, flags, lo, hi, help) \
+    {#field, GUST_T_##T, def, (flags) | GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, field, T), lo, hi, NULL}
+/* A bound STR key that accepts one of the '|'-separated words of `words`. */
+#define GUST_KEY_ENUM(S, field, def, flags, words, help) \
+    {#field, GUST_T_STR, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, STR), 0, 0, words}
 
 /* A checked set of values for one block. Values are read through these
  * accessors; a key that is absent and has no default reads as NULL / 0 / 0 items.

@@ -135,7 +135,7 @@ static void test_bind(void)
         GUST_KEY_END,
     };
     static const struct gust_schema_key unbound[] = {
-        {"name", GUST_T_STR, NULL, 0, "read by name only", 0},
+        {"name", GUST_T_STR, NULL, 0, "read by name only", 0, 0, 0, NULL},
         GUST_KEY_END,
     };
     struct gust_conf *conf;
@@ -272,11 +272,11 @@ static void test_missing_required(void)
 static void test_bad_default(void)
 {
     static const struct gust_schema_key bad[] = {
-        {"max_body", GUST_T_SIZE, "12q", 0, "largest body", 0},
+        {"max_body", GUST_T_SIZE, "12q", 0, "largest body", 0, 0, 0, NULL},
         GUST_KEY_END,
     };
     static const struct gust_schema_key bad_type[] = {
-        {"x", (enum gust_type)99, NULL, 0, "", 0},
+        {"x", (enum gust_type)99, NULL, 0, "", 0, 0, 0, NULL},
         GUST_KEY_END,
     };
     struct gust_conf *conf;
@@ -294,7 +294,7 @@ static void test_bad_default(void)
 static void test_top_level(void)
 {
     static const struct gust_schema_key top[] = {
-        {"state_dir", GUST_T_PATH, NULL, GUST_K_REQUIRED, "runtime files", 0},
+        {"state_dir", GUST_T_PATH, NULL, GUST_K_REQUIRED, "runtime files", 0, 0, 0, NULL},
         GUST_KEY_END,
     };
     static const char *const blocks[] = {"http", "flow", NULL};
@@ -320,6 +320,76 @@ static void test_top_level(void)
     CHECK_STR("top where", gust_cfg_where(cfg, "state_dir"), "etc/host.conf:1");
     gust_cfg_destroy(cfg);
     gust_conf_destroy(conf);
+}
+
+/* Bounds and choices declared in the table: checked with file:line, a default outside
+ * them is a bug in the table, and the help shows them. */
+struct bounded {
+    int64_t slices;
+    int64_t wait;
+    int64_t cache;
+    const char *format;
+};
+
+#define BKEY_RANGE(f, T, def, flags, lo, hi) GUST_KEY_RANGE(struct bounded, f, T, def, flags, lo, hi, #f)
+static const struct gust_schema_key bounded_schema[] = {
+    BKEY_RANGE(slices, INT, "1", 0, 1, 1024),
+    BKEY_RANGE(wait, DURATION, "250ms", 0, 10, INT64_MAX),
+    BKEY_RANGE(cache, SIZE, "8m", GUST_K_ZERO_OFF, 64 * 1024, 1 << 30),
+    GUST_KEY_ENUM(struct bounded, format, "text", 0, "text|json", "how lines look"),
+    GUST_KEY_END,
+};
+
+static void test_bounds(void)
+{
+    static const struct bad_case bad[] = {
+        {"slices 0;", "conf/t.conf:3: slices must be within 1..1024 in flow 'orders', not '0'"},
+        {"slices 1025;", "conf/t.conf:3: slices must be within 1..1024 in flow 'orders', not '1025'"},
+        {"wait 5ms;", "conf/t.conf:3: wait must be at least 10ms in flow 'orders', not '5ms'"},
+        {"cache 1k;", "conf/t.conf:3: cache must be 0 (off) or within 64k..1g in flow 'orders', not '1k'"},
+        {"format yaml;", "conf/t.conf:3: format must be one of text|json in flow 'orders', not 'yaml'"},
+        {"format tex;", "conf/t.conf:3: format must be one of text|json in flow 'orders', not 'tex'"},
+    };
+    static const char *const good[] = {"slices 1;", "slices 1024;", "wait 10ms;", "wait 2h;", "cache 0;",
+                                       "cache 64k;", "cache 1g;", "format json;", "format text;"};
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    char text[256];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), "flow orders {\n\n    %s\n}\n", bad[i].line);
+        CHECK_INT(bad[i].line, check_text(text, bounded_schema, &conf, &cfg, &err), GUST_ECONFIG);
+        CHECK_STR(bad[i].line, err.msg, bad[i].msg);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(text, sizeof(text), "flow orders {\n    %s\n}\n", good[i]);
+        CHECK_INT(good[i], check_text(text, bounded_schema, &conf, &cfg, &err), 0);
+        gust_cfg_destroy(cfg);
+    }
+
+    static const struct gust_schema_key bad_default[] = {
+        GUST_KEY_RANGE(struct bounded, slices, INT, "0", 0, 1, 1024, "slices"),
+        GUST_KEY_END,
+    };
+    CHECK_INT("default out of bounds", check_text("b { slices 2; }", bad_default, &conf, &cfg, &err), GUST_EINVAL);
+    CHECK_STR("default out of bounds", err.msg,
+              "schema of flow 'orders': default '0' of key 'slices' is not a valid integer");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    if (f == NULL) {
+        return;
+    }
+    gust_schema_print_help(f, "b:", bounded_schema);
+    fclose(f);
+    CHECK_CONTAINS("help range", buf, "slices (within 1..1024)");
+    CHECK_CONTAINS("help at least", buf, "wait (at least 10ms)");
+    CHECK_CONTAINS("help zero off", buf, "cache (0 (off) or within 64k..1g)");
+    CHECK_CONTAINS("help choices", buf, "how lines look (one of text|json)");
+    free(buf);
 }
 
 static void test_help(void)
@@ -354,5 +424,6 @@ int main(void)
     test_bad_default();
     test_top_level();
     test_help();
+    test_bounds();
     return check_result("test_conf_schema");
 }
