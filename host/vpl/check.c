@@ -50,8 +50,9 @@ void check_fini(struct checker *ck)
 
 int check_field(struct checker *ck, const char *name, uint32_t len, uint32_t *sym)
 {
-    if (symtab_intern(&ck->prog->syms, name, len, sym) != 0)
+    if (symtab_intern(&ck->prog->syms, name, len, sym) != 0) {
         return nomem(ck);
+    }
     ck->prog->syms.v[*sym]->field = 1;
     return 0;
 }
@@ -63,9 +64,11 @@ static int same(const char *a, uint32_t alen, const char *b, size_t blen)
 
 static int find_alias(const struct scope *sc, const char *name, uint32_t len)
 {
-    for (uint32_t i = 0; i < sc->nal; i++)
-        if (sc->al[i].name != NULL && same(name, len, sc->al[i].name, sc->al[i].len))
+    for (uint32_t i = 0; i < sc->nal; i++) {
+        if (sc->al[i].name != NULL && same(name, len, sc->al[i].name, sc->al[i].len)) {
             return (int)i;
+        }
+    }
     return -1;
 }
 
@@ -86,24 +89,27 @@ static int is_constant(const struct expr *e)
     case X_AGG:
         return 0;
     default:
-        for (uint16_t i = 0; i < e->n; i++)
-            if (!is_constant(e->kid[i]))
+        for (uint16_t i = 0; i < e->n; i++) {
+            if (!is_constant(e->kid[i])) {
                 return 0;
+            }
+        }
         return 1;
     }
 }
 
 /* 1 and *v when `name` is a constant that folds to a literal, 0 when it is not a
  * constant (or does not fold), < 0 on error. */
-static int constant(struct checker *ck, struct expr *at, const char *name, uint32_t len,
-                    struct vval *v)
+static int constant(struct checker *ck, struct expr *at, const char *name, uint32_t len, struct vval *v)
 {
     const struct ast_program *ast = ck->ast;
     uint32_t i = 0;
-    while (i < ast->nconsts && !same(name, len, ast->consts[i].name, ast->consts[i].nlen))
+    while (i < ast->nconsts && !same(name, len, ast->consts[i].name, ast->consts[i].nlen)) {
         i++;
-    if (i == ast->nconsts)
+    }
+    if (i == ast->nconsts) {
         return 0;
+    }
     switch (ck->const_state[i]) {
     case 1:
         return err_at(ck, at, "constant '%.*s' is defined in terms of itself", (int)len, name);
@@ -116,8 +122,9 @@ static int constant(struct checker *ck, struct expr *at, const char *name, uint3
     ck->const_state[i] = 1;
     struct scope sc = {.ctx = CX_EVENT};
     int rc = check_expr(ck, ast->consts[i].e, &sc);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
+    }
     if (!is_constant(ast->consts[i].e)) {
         ck->const_state[i] = 3;
         return 0;
@@ -125,8 +132,9 @@ static int constant(struct checker *ck, struct expr *at, const char *name, uint3
     int oom = 0;
     struct ectx c = {.arena = &ck->prog->arena, .oom = &oom, .view_slot = -1};
     struct vval r = eval(ast->consts[i].e, &c);
-    if (oom)
+    if (oom) {
         return nomem(ck);
+    }
     ck->const_val[i] = r;
     ck->const_state[i] = r.t == V_MISSING ? 3 : 2;
     *v = r;
@@ -136,9 +144,11 @@ static int constant(struct checker *ck, struct expr *at, const char *name, uint3
 /* 1 when the constant named by e was written as a duration (`const W = 5m`). */
 static int constant_is_duration(const struct checker *ck, const struct expr *e)
 {
-    for (uint32_t i = 0; i < ck->ast->nconsts; i++)
-        if (same(e->name, e->nlen, ck->ast->consts[i].name, ck->ast->consts[i].nlen))
+    for (uint32_t i = 0; i < ck->ast->nconsts; i++) {
+        if (same(e->name, e->nlen, ck->ast->consts[i].name, ck->ast->consts[i].nlen)) {
             return ck->ast->consts[i].e->kind == X_LIT && ck->ast->consts[i].e->op == 'd';
+        }
+    }
     return 0;
 }
 
@@ -146,18 +156,21 @@ static const struct {
     const char *name;
     uint8_t fn, nargs;
 } aggs[] = {
-    {"count", AGG_COUNT, 0},   {"count", AGG_COUNT, 1},   {"sum", AGG_SUM, 1},
-    {"avg", AGG_AVG, 1},       {"min", AGG_MIN, 1},       {"max", AGG_MAX, 1},
-    {"first", AGG_FIRST, 1},   {"last", AGG_LAST, 1},     {"stddev", AGG_STDDEV, 1},
-    {"count_distinct", AGG_COUNT_DISTINCT, 1}, {"ema", AGG_EMA, 2},
-    {"collect", AGG_COLLECT, 1},
+    {"count", AGG_COUNT, 0},   {"count", AGG_COUNT, 1},
+    {"sum", AGG_SUM, 1},       {"avg", AGG_AVG, 1},
+    {"min", AGG_MIN, 1},       {"max", AGG_MAX, 1},
+    {"first", AGG_FIRST, 1},   {"last", AGG_LAST, 1},
+    {"stddev", AGG_STDDEV, 1}, {"count_distinct", AGG_COUNT_DISTINCT, 1},
+    {"ema", AGG_EMA, 2},       {"collect", AGG_COLLECT, 1},
 };
 
 static int find_agg(const struct expr *e)
 {
-    for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++)
-        if (same(e->name, e->nlen, aggs[i].name, strlen(aggs[i].name)) && e->n == aggs[i].nargs)
+    for (size_t i = 0; i < sizeof(aggs) / sizeof(aggs[0]); i++) {
+        if (same(e->name, e->nlen, aggs[i].name, strlen(aggs[i].name)) && e->n == aggs[i].nargs) {
             return aggs[i].fn;
+        }
+    }
     return -1;
 }
 
@@ -173,8 +186,9 @@ static int check_window_agg(struct checker *ck, struct expr *e, const struct sco
     }
     for (uint16_t i = 0; i < e->n; i++) {
         int rc = check_expr(ck, e->kid[i], i == 0 ? &in : sc);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     e->kind = X_AGG;
     e->id = (uint32_t)fn;
@@ -185,8 +199,9 @@ static int check_window_agg(struct checker *ck, struct expr *e, const struct sco
 static int check_kleene_agg(struct checker *ck, struct expr *e, const struct scope *sc)
 {
     int fn = find_agg(e);
-    if (fn < 0 || e->n != 1 || fn == AGG_STDDEV || fn == AGG_EMA || fn == AGG_COUNT_DISTINCT)
+    if (fn < 0 || e->n != 1 || fn == AGG_STDDEV || fn == AGG_EMA || fn == AGG_COUNT_DISTINCT) {
         return 0;
+    }
     struct expr *a = e->kid[0];
     int slot = -1;
     uint32_t field = SYM_NONE;
@@ -194,14 +209,17 @@ static int check_kleene_agg(struct checker *ck, struct expr *e, const struct sco
         slot = find_alias(sc, a->name, a->nlen);
     } else if (a->kind == X_MEMBER && a->kid[0]->kind == X_NAME) {
         slot = find_alias(sc, a->kid[0]->name, a->kid[0]->nlen);
-        if (slot >= 0 && check_field(ck, a->name, a->nlen, &field) != 0)
+        if (slot >= 0 && check_field(ck, a->name, a->nlen, &field) != 0) {
             return VPL_ENOMEM;
+        }
     }
-    if (slot < 0 || !sc->al[slot].kleene)
+    if (slot < 0 || !sc->al[slot].kleene) {
         return 0;
-    if (field == SYM_NONE && fn != AGG_COUNT)
-        return err_at(ck, e, "%.*s() over a Kleene alias needs a field: %.*s(%.*s.field)",
-                      (int)e->nlen, e->name, (int)e->nlen, e->name, (int)a->nlen, a->name);
+    }
+    if (field == SYM_NONE && fn != AGG_COUNT) {
+        return err_at(ck, e, "%.*s() over a Kleene alias needs a field: %.*s(%.*s.field)", (int)e->nlen,
+                      e->name, (int)e->nlen, e->name, (int)a->nlen, a->name);
+    }
     e->kind = X_KLEENE_AGG;
     e->id = (uint32_t)fn;
     e->id2 = field;
@@ -214,47 +232,52 @@ static int check_call(struct checker *ck, struct expr *e, const struct scope *sc
 {
     if (sc->ctx == CX_WINDOW && !sc->in_agg) {
         int fn = find_agg(e);
-        if (fn >= 0)
+        if (fn >= 0) {
             return check_window_agg(ck, e, sc, fn);
+        }
     }
     if (sc->nal > 0) {
         int rc = check_kleene_agg(ck, e, sc);
-        if (rc != 0)
+        if (rc != 0) {
             return rc < 0 ? rc : 0;
+        }
     }
     int id = builtin_find(e->name, e->nlen);
     if (id < 0) {
-        if (find_agg(e) >= 0 || same(e->name, e->nlen, "count", 5))
-            return err_at(ck, e, "aggregate '%.*s()' needs a window: use it after .window(...)",
-                          (int)e->nlen, e->name);
+        if (find_agg(e) >= 0 || same(e->name, e->nlen, "count", 5)) {
+            return err_at(ck, e, "aggregate '%.*s()' needs a window: use it after .window(...)", (int)e->nlen,
+                          e->name);
+        }
         return err_at(ck, e, "unknown function '%.*s' (E050)", (int)e->nlen, e->name);
     }
     const struct builtin *b = &builtins[id];
     if (e->n < b->min || e->n > b->max) {
-        if (b->min == b->max)
+        if (b->min == b->max) {
             return err_at(ck, e, "%s() takes %u argument%s, found %u", b->name, b->min,
                           b->min == 1 ? "" : "s", e->n);
-        if (b->max == 255)
-            return err_at(ck, e, "%s() takes at least %u argument%s, found %u", b->name,
-                          b->min, b->min == 1 ? "" : "s", e->n);
-        return err_at(ck, e, "%s() takes %u to %u arguments, found %u", b->name, b->min,
-                      b->max, e->n);
+        }
+        if (b->max == 255) {
+            return err_at(ck, e, "%s() takes at least %u argument%s, found %u", b->name, b->min,
+                          b->min == 1 ? "" : "s", e->n);
+        }
+        return err_at(ck, e, "%s() takes %u to %u arguments, found %u", b->name, b->min, b->max, e->n);
     }
     for (uint16_t i = 0; i < e->n; i++) {
         int rc = check_expr(ck, e->kid[i], sc);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     e->kind = X_FUNC;
     e->id = (uint32_t)id;
-    if (same(e->name, e->nlen, "regex_match", 11) && e->kid[1]->kind == X_LIT &&
-        e->kid[1]->lit.t == V_STR) {
+    if (same(e->name, e->nlen, "regex_match", 11) && e->kid[1]->kind == X_LIT && e->kid[1]->lit.t == V_STR) {
         /* A literal pattern is compiled once, and a bad one is a program error. */
         char msg[128];
         struct vpl_program *p = ck->prog;
         void *re = regex_compile(e->kid[1]->lit.u.s, e->kid[1]->lit.n, msg, sizeof(msg));
-        if (re == NULL)
+        if (re == NULL) {
             return err_at(ck, e->kid[1], "bad regex: %s", msg);
+        }
         if (p->nregex == p->capregex) {
             uint32_t cap = p->capregex ? p->capregex * 2 : 8;
             void **v = realloc(p->regex, cap * sizeof(*v));
@@ -295,11 +318,13 @@ static int check_member(struct checker *ck, struct expr *e, const struct scope *
     if (o->kind == X_INDEX && o->kid[0]->kind == X_NAME) {
         int slot = find_alias(sc, o->kid[0]->name, o->kid[0]->nlen);
         if (slot >= 0) {
-            if (!sc->al[slot].kleene)
+            if (!sc->al[slot].kleene) {
                 return err_at(ck, o, "only a Kleene alias (-> all X as xs) can be indexed");
+            }
             int rc = check_expr(ck, o->kid[1], sc);
-            if (rc != 0)
+            if (rc != 0) {
                 return rc;
+            }
             e->kind = X_KLEENE_AT;
             e->slot = slot;
             e->kid[0] = o->kid[1];
@@ -315,14 +340,17 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
     case X_LIT:
         return 0;
     case X_NAME: {
-        if (find_alias(sc, e->name, e->nlen) >= 0 || is_self(sc, e->name, e->nlen))
-            return err_at(ck, e, "'%.*s' is an alias for a whole event: read one of its "
-                                 "fields (%.*s.field)",
+        if (find_alias(sc, e->name, e->nlen) >= 0 || is_self(sc, e->name, e->nlen)) {
+            return err_at(ck, e,
+                          "'%.*s' is an alias for a whole event: read one of its "
+                          "fields (%.*s.field)",
                           (int)e->nlen, e->name, (int)e->nlen, e->name);
+        }
         struct vval v;
         int rc = constant(ck, e, e->name, e->nlen, &v);
-        if (rc < 0)
+        if (rc < 0) {
             return rc;
+        }
         if (rc == 1) {
             e->op = constant_is_duration(ck, e) ? 'd' : 0;
             e->kind = X_LIT;
@@ -339,15 +367,17 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
     case X_MAP:
         for (uint16_t i = 1; i < e->n; i += 2) {
             int rc = check_expr(ck, e->kid[i], sc);
-            if (rc != 0)
+            if (rc != 0) {
                 return rc;
+            }
         }
         return 0;
     default:
         for (uint16_t i = 0; i < e->n; i++) {
             int rc = check_expr(ck, e->kid[i], sc);
-            if (rc != 0)
+            if (rc != 0) {
                 return rc;
+            }
         }
         return 0;
     }

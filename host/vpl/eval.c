@@ -12,8 +12,9 @@ static const struct vpl_event no_event;
 void *eval_alloc(const struct ectx *c, size_t n)
 {
     void *p = arena_alloc(c->arena, n ? n : 1);
-    if (p == NULL)
+    if (p == NULL) {
         *c->oom = 1;
+    }
     return p;
 }
 
@@ -26,11 +27,13 @@ static struct vval field_of(const struct vpl_event *ev, uint32_t key)
 /* Events of a Kleene slot as the current view sees them. */
 static uint32_t closure_len(const struct ectx *c, int32_t slot)
 {
-    if (c->caps == NULL || c->caps[slot].clo == NULL)
+    if (c->caps == NULL || c->caps[slot].clo == NULL) {
         return 0;
+    }
     uint32_t n = c->caps[slot].clo->n;
-    if (slot == c->view_slot && c->view_n < n)
+    if (slot == c->view_slot && c->view_n < n) {
         n = c->view_n;
+    }
     return n;
 }
 
@@ -40,11 +43,13 @@ static uint32_t closure_len(const struct ectx *c, int32_t slot)
 static const struct vpl_event *alias_event(const struct ectx *c, int32_t slot)
 {
     while (c->caps != NULL && slot >= 0) {
-        if (!c->pat->steps[slot].kleene)
+        if (!c->pat->steps[slot].kleene) {
             return c->caps[slot].ev;
+        }
         uint32_t n = closure_len(c, slot);
-        if (n > 0)
+        if (n > 0) {
             return c->caps[slot].clo->ev[n - 1];
+        }
         slot--;
     }
     return NULL;
@@ -54,51 +59,62 @@ static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct
 {
     if (op == T_PLUS && a.t == V_STR && b.t == V_STR) {
         char *p = eval_alloc(c, (size_t)a.n + b.n);
-        if (p == NULL || (uint64_t)a.n + b.n > UINT32_MAX)
+        if (p == NULL || (uint64_t)a.n + b.n > UINT32_MAX) {
             return v_missing();
+        }
         memcpy(p, a.u.s, a.n);
         memcpy(p + a.n, b.u.s, b.n);
         return v_str(p, a.n + b.n);
     }
-    if (!v_num(&a) || !v_num(&b))
+    if (!v_num(&a) || !v_num(&b)) {
         return v_missing();
+    }
     if (a.t == V_INT && b.t == V_INT) {
         int64_t x = a.u.i, y = b.u.i, r;
         switch (op) {
         case T_PLUS:
-            if (!__builtin_add_overflow(x, y, &r))
+            if (!__builtin_add_overflow(x, y, &r)) {
                 return v_int(r);
+            }
             break;
         case T_MINUS:
-            if (!__builtin_sub_overflow(x, y, &r))
+            if (!__builtin_sub_overflow(x, y, &r)) {
                 return v_int(r);
+            }
             break;
         case T_STAR:
-            if (!__builtin_mul_overflow(x, y, &r))
+            if (!__builtin_mul_overflow(x, y, &r)) {
                 return v_int(r);
+            }
             break;
         case T_SLASH:
-            if (y == 0)
+            if (y == 0) {
                 return v_missing();
-            if (!(x == INT64_MIN && y == -1))
+            }
+            if (!(x == INT64_MIN && y == -1)) {
                 return v_int(x / y);
+            }
             break;
         case T_PERCENT:
-            if (y == 0)
+            if (y == 0) {
                 return v_missing();
+            }
             return v_int(y == -1 ? 0 : x % y);
         case T_POW:
             if (y >= 0) {
                 int64_t acc = 1, base = x;
                 int ok = 1;
                 for (int64_t e = y; e > 0 && ok; e >>= 1) {
-                    if ((e & 1) && __builtin_mul_overflow(acc, base, &acc))
+                    if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) {
                         ok = 0;
-                    if (e > 1 && __builtin_mul_overflow(base, base, &base))
+                    }
+                    if (e > 1 && __builtin_mul_overflow(base, base, &base)) {
                         ok = 0;
+                    }
                 }
-                if (ok)
+                if (ok) {
                     return v_int(acc);
+                }
             }
             break;
         }
@@ -125,23 +141,29 @@ static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct
 /* `a in b`: 1, 0, or -1 when b is not something to search. */
 static int contains(struct vval a, struct vval b)
 {
-    if (a.t == V_MISSING)
+    if (a.t == V_MISSING) {
         return -1;
+    }
     if (b.t == V_ARR) {
-        for (uint32_t i = 0; i < b.n; i++)
-            if (value_eq(&a, &b.u.a[i]))
+        for (uint32_t i = 0; i < b.n; i++) {
+            if (value_eq(&a, &b.u.a[i])) {
                 return 1;
+            }
+        }
         return 0;
     }
     if (b.t == V_MAP && a.t == V_STR) {
-        for (uint32_t i = 0; i < b.n; i++)
-            if (b.u.m[i].klen == a.n && memcmp(b.u.m[i].k, a.u.s, a.n) == 0)
+        for (uint32_t i = 0; i < b.n; i++) {
+            if (b.u.m[i].klen == a.n && memcmp(b.u.m[i].k, a.u.s, a.n) == 0) {
                 return 1;
+            }
+        }
         return 0;
     }
     if (b.t == V_STR && a.t == V_STR) {
-        if (a.n == 0)
+        if (a.n == 0) {
             return 1;
+        }
         return a.n <= b.n && memmem(b.u.s, b.n, a.u.s, a.n) != NULL;
     }
     return -1;
@@ -150,17 +172,20 @@ static int contains(struct vval a, struct vval b)
 /* a == b */
 static inline int equals(struct vval a, struct vval b)
 {
-    if (a.t == V_STR && b.t == V_STR) /* the common case, a field against a literal */
+    if (a.t == V_STR && b.t == V_STR) { /* the common case, a field against a literal */
         return a.n == b.n && (a.n == 0 || memcmp(a.u.s, b.u.s, a.n) == 0);
+    }
     return value_eq(&a, &b);
 }
 
 static __attribute__((noinline)) struct vval binary(const struct expr *x, const struct ectx *c)
 {
-    if (x->op == 'a')
+    if (x->op == 'a') {
         return v_bool(eval_true(x->kid[0], c) && eval_true(x->kid[1], c));
-    if (x->op == 'o')
+    }
+    if (x->op == 'o') {
         return v_bool(eval_true(x->kid[0], c) || eval_true(x->kid[1], c));
+    }
     struct vval a = eval(x->kid[0], c);
     struct vval b = eval(x->kid[1], c);
     int ord;
@@ -230,8 +255,8 @@ static struct vval acc_result(const struct numacc *a, uint32_t fn)
 }
 
 /* Aggregate fn over the values vals[0..n) (missing ones already dropped or not). */
-static struct vval aggregate(const struct ectx *c, uint32_t fn, const struct vval *vals,
-                             uint32_t n, uint64_t total, double alpha)
+static struct vval aggregate(const struct ectx *c, uint32_t fn, const struct vval *vals, uint32_t n,
+                             uint64_t total, double alpha)
 {
     switch (fn) {
     case AGG_COUNT:
@@ -244,25 +269,29 @@ static struct vval aggregate(const struct ectx *c, uint32_t fn, const struct vva
         int64_t d = 0;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t j = 0;
-            while (j < i && !value_eq(&vals[i], &vals[j]))
+            while (j < i && !value_eq(&vals[i], &vals[j])) {
                 j++;
+            }
             d += j == i;
         }
         return v_int(d);
     }
     case AGG_COLLECT: {
         struct vval *a = eval_alloc(c, (size_t)n * sizeof(*a));
-        if (a == NULL)
+        if (a == NULL) {
             return v_missing();
+        }
         memcpy(a, vals, (size_t)n * sizeof(*a));
         struct vval v = {.t = V_ARR, .n = n, .u.a = a};
         return v;
     }
     default: {
         struct numacc acc = {0};
-        for (uint32_t i = 0; i < n; i++)
-            if (v_num(&vals[i]))
+        for (uint32_t i = 0; i < n; i++) {
+            if (v_num(&vals[i])) {
                 acc_add(&acc, v_as_f(&vals[i]), alpha);
+            }
+        }
         return acc_result(&acc, fn);
     }
     }
@@ -274,22 +303,26 @@ static struct vval window_agg(const struct expr *x, const struct ectx *c)
     double alpha = 0;
     if (x->id == AGG_EMA) {
         struct vval p = eval(x->kid[1], c);
-        if (!v_num(&p) || v_as_f(&p) <= 0)
+        if (!v_num(&p) || v_as_f(&p) <= 0) {
             return v_missing();
+        }
         alpha = 2.0 / (v_as_f(&p) + 1.0);
     }
-    if (x->id == AGG_COUNT && x->n == 0)
+    if (x->id == AGG_COUNT && x->n == 0) {
         return v_int(c->nwin);
+    }
     struct vval *vals = eval_alloc(c, (size_t)c->nwin * sizeof(*vals));
-    if (vals == NULL)
+    if (vals == NULL) {
         return v_missing();
+    }
     struct ectx sub = *c;
     uint32_t n = 0;
     for (uint32_t i = 0; i < c->nwin; i++) {
         sub.ev = c->win[i];
         struct vval v = eval(x->kid[0], &sub);
-        if (v.t != V_MISSING)
+        if (v.t != V_MISSING) {
             vals[n++] = v;
+        }
     }
     return aggregate(c, x->id, vals, n, n, alpha);
 }
@@ -298,16 +331,19 @@ static struct vval window_agg(const struct expr *x, const struct ectx *c)
 static struct vval kleene_agg(const struct expr *x, const struct ectx *c)
 {
     uint32_t len = closure_len(c, x->slot);
-    if (x->id2 == SYM_NONE)
+    if (x->id2 == SYM_NONE) {
         return x->id == AGG_COUNT ? v_int(len) : v_missing();
+    }
     struct vval *vals = eval_alloc(c, (size_t)len * sizeof(*vals));
-    if (vals == NULL)
+    if (vals == NULL) {
         return v_missing();
+    }
     uint32_t n = 0;
     for (uint32_t i = 0; i < len; i++) {
         struct vval v = field_of(c->caps[x->slot].clo->ev[i], x->id2);
-        if (v.t != V_MISSING)
+        if (v.t != V_MISSING) {
             vals[n++] = v;
+        }
     }
     return aggregate(c, x->id, vals, n, n, 0);
 }
@@ -316,23 +352,28 @@ static __attribute__((noinline)) struct vval call(const struct expr *x, const st
 {
     struct vval small[4];
     struct vval *args = x->n <= 4 ? small : eval_alloc(c, x->n * sizeof(*args));
-    if (args == NULL)
+    if (args == NULL) {
         return v_missing();
+    }
     for (uint16_t i = 0; i < x->n; i++) {
         args[i] = eval(x->kid[i], c);
-        if (args[i].t == V_MISSING)
+        if (args[i].t == V_MISSING) {
             args[i] = v_null(); /* a missing argument is null in its position */
+        }
     }
     return builtins[x->id].fn(c, args, x->n, x);
 }
 
 static struct vval member(struct vval o, const char *k, uint32_t klen)
 {
-    if (o.t != V_MAP)
+    if (o.t != V_MAP) {
         return v_missing();
-    for (uint32_t i = 0; i < o.n; i++)
-        if (o.u.m[i].klen == klen && memcmp(o.u.m[i].k, k, klen) == 0)
+    }
+    for (uint32_t i = 0; i < o.n; i++) {
+        if (o.u.m[i].klen == klen && memcmp(o.u.m[i].k, k, klen) == 0) {
             return o.u.m[i].v;
+        }
+    }
     return v_missing();
 }
 
@@ -352,8 +393,9 @@ static __attribute__((noinline)) struct vval cases(const struct expr *x, const s
 {
     struct vval s = eval(x->kid[0], c);
     uint16_t i = 1;
-    while (i + 1 < x->n && !equals(s, x->kid[i]->lit))
+    while (i + 1 < x->n && !equals(s, x->kid[i]->lit)) {
         i += 2;
+    }
     return eval(x->kid[i + 1 < x->n ? i + 1 : i], c);
 }
 
@@ -362,8 +404,9 @@ static __attribute__((noinline)) struct vval cases(const struct expr *x, const s
 static __attribute__((noinline)) struct vval memo(const struct expr *x, const struct ectx *c)
 {
     struct memo *m = c->memo;
-    if (m == NULL)
+    if (m == NULL) {
         return eval(x->kid[0], c);
+    }
     uint64_t bit = UINT64_C(1) << x->slot;
     if ((m->set & bit) == 0) {
         m->v[x->slot] = eval(x->kid[0], c);
@@ -383,8 +426,9 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
     case X_KLEENE_AT: {
         struct vval i = eval(x->kid[0], c);
         uint32_t n = closure_len(c, x->slot);
-        if (i.t != V_INT || i.u.i < 0 || (uint64_t)i.u.i >= n)
+        if (i.t != V_INT || i.u.i < 0 || (uint64_t)i.u.i >= n) {
             return v_missing();
+        }
         return field_of(c->caps[x->slot].clo->ev[i.u.i], x->id);
     }
     case X_KLEENE_AGG:
@@ -394,28 +438,34 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
     case X_INDEX: {
         struct vval o = eval(x->kid[0], c);
         struct vval i = eval(x->kid[1], c);
-        if (o.t == V_ARR && i.t == V_INT && i.u.i >= 0 && (uint64_t)i.u.i < o.n)
+        if (o.t == V_ARR && i.t == V_INT && i.u.i >= 0 && (uint64_t)i.u.i < o.n) {
             return o.u.a[i.u.i];
-        if (o.t == V_MAP && i.t == V_STR)
+        }
+        if (o.t == V_MAP && i.t == V_STR) {
             return member(o, i.u.s, i.n);
+        }
         return v_missing();
     }
     case X_UNARY: {
         struct vval v = eval(x->kid[0], c);
-        if (x->op == 'n')
+        if (x->op == 'n') {
             return v.t == V_BOOL ? v_bool(!v.u.i) : v_missing();
-        if (v.t == V_INT)
+        }
+        if (v.t == V_INT) {
             return v.u.i == INT64_MIN ? v_float(-(double)v.u.i) : v_int(-v.u.i);
+        }
         return v.t == V_FLOAT ? v_float(-v.u.f) : v_missing();
     }
     case X_ARRAY: {
         struct vval *a = eval_alloc(c, x->n * sizeof(*a));
-        if (a == NULL)
+        if (a == NULL) {
             return v_missing();
+        }
         for (uint16_t i = 0; i < x->n; i++) {
             a[i] = eval(x->kid[i], c);
-            if (a[i].t == V_MISSING)
+            if (a[i].t == V_MISSING) {
                 a[i] = v_null();
+            }
         }
         struct vval v = {.t = V_ARR, .n = x->n, .u.a = a};
         return v;
@@ -423,14 +473,16 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
     case X_MAP: {
         uint32_t n = x->n / 2;
         struct vkv *m = eval_alloc(c, n * sizeof(*m));
-        if (m == NULL)
+        if (m == NULL) {
             return v_missing();
+        }
         for (uint32_t i = 0; i < n; i++) {
             m[i].k = x->kid[2 * i]->lit.u.s;
             m[i].klen = x->kid[2 * i]->lit.n;
             m[i].v = eval(x->kid[2 * i + 1], c);
-            if (m[i].v.t == V_MISSING)
+            if (m[i].v.t == V_MISSING) {
                 m[i].v = v_null();
+            }
         }
         struct vval v = {.t = V_MAP, .n = n, .u.m = m};
         return v;

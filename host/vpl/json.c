@@ -41,7 +41,7 @@ struct item {
  * it is inside, on a byte stack of their own, so hostile nesting costs one byte a level
  * and no recursion. */
 struct frame {
-    uint32_t base;   /* first item of this container on the stack */
+    uint32_t base; /* first item of this container on the stack */
     uint8_t is_map;
     uint8_t drop;    /* top level: the pending key is not kept as a field */
     uint8_t special; /* top level: what the pending key means to the decoder */
@@ -101,8 +101,9 @@ static uint32_t name_hash(const char *s, size_t n)
     }
     if (n > 0) {
         uint64_t w = 0;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+        }
         h = (h ^ w) * 0xff51afd7ed558ccdull;
         h ^= h >> 32;
     }
@@ -124,10 +125,12 @@ static int names_add(struct decoder *d, const char *name, uint32_t len, const st
             return 0;
         }
         if (n->hash == h && n->len == len && memcmp(n->name, name, len) == 0) {
-            if (sym != NULL)
+            if (sym != NULL) {
                 n->sym = sym;
-            if (special != SP_NONE)
+            }
+            if (special != SP_NONE) {
                 n->special = special;
+            }
             return 0;
         }
     }
@@ -138,35 +141,41 @@ static const struct dname *names_get(const struct decoder *d, const char *s, siz
     uint32_t h = name_hash(s, n);
     for (uint32_t i = h & d->mask;; i = (i + 1) & d->mask) {
         const struct dname *e = &d->names[i];
-        if (e->name == NULL)
+        if (e->name == NULL) {
             return &unknown_name;
-        if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0)
+        }
+        if (e->hash == h && e->len == n && memcmp(e->name, s, n) == 0) {
             return e;
+        }
     }
 }
 
 struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limits *limits)
 {
     struct decoder *d = calloc(1, sizeof(*d));
-    if (d == NULL)
+    if (d == NULL) {
         return NULL;
+    }
     d->syms = syms;
     d->lim = *limits;
     d->fr = calloc(d->lim.max_depth + 1, sizeof(*d->fr));
     uint32_t cap = 16;
-    while (cap < 2 * (syms->n + 4))
+    while (cap < 2 * (syms->n + 4)) {
         cap *= 2;
+    }
     d->names = calloc(cap, sizeof(*d->names));
     d->mask = cap - 1;
     if (d->fr == NULL || d->names == NULL) {
         decoder_destroy(d);
         return NULL;
     }
-    for (uint32_t i = 0; i < SHAPE_KEYS; i++)
+    for (uint32_t i = 0; i < SHAPE_KEYS; i++) {
         d->shape[i].len = UINT32_MAX;
+    }
     d->type_memo.len = UINT32_MAX;
-    for (uint32_t i = 0; i < syms->n; i++)
+    for (uint32_t i = 0; i < syms->n; i++) {
         names_add(d, syms->v[i]->node.key, syms->v[i]->node.klen, syms->v[i], SP_NONE);
+    }
     names_add(d, "event_type", 10, NULL, SP_TYPE);
     names_add(d, "@timestamp", 10, NULL, SP_ATTS);
     names_add(d, "ts", 2, NULL, SP_TS);
@@ -181,8 +190,9 @@ struct decoder *decoder_create(const struct symtab *syms, const struct vpl_limit
 
 void decoder_destroy(struct decoder *d)
 {
-    if (d == NULL)
+    if (d == NULL) {
         return;
+    }
     free(d->st);
     free(d->fr);
     free(d->sk);
@@ -194,15 +204,18 @@ void decoder_destroy(struct decoder *d)
  * value after it), one or two 16-byte compares instead of a call to memcmp. */
 static inline int memo_hit(const struct name_memo *m, const char *s, size_t n, const char *end)
 {
-    if (m->len != n)
+    if (m->len != n) {
         return 0;
+    }
 #if defined(__SSE2__)
     if (end - s >= 32) {
         const __m128i *a = (const __m128i *)(const void *)s, *b = (const __m128i *)(const void *)m->text;
         uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a), _mm_loadu_si128(b)));
-        if (n <= 16) /* most keys */
+        if (n <= 16) { /* most keys */
             return (~eq & ((UINT32_C(1) << n) - 1)) == 0;
-        eq |= (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1))) << 16;
+        }
+        eq |= (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(a + 1), _mm_loadu_si128(b + 1)))
+              << 16;
         return (~eq & (n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1)) == 0;
     }
 #else
@@ -271,8 +284,9 @@ static int push(struct decoder *d, struct vval v)
 static int keep_value(struct decoder *d)
 {
     struct frame *f = &d->fr[d->depth - 1];
-    if (f->drop)
+    if (f->drop) {
         return 0;
+    }
     uint32_t max = d->depth == 1 ? d->lim.max_fields : d->lim.max_array;
     if (d->nst - f->base >= max) {
         d->truncated++;
@@ -284,8 +298,9 @@ static int keep_value(struct decoder *d)
 /* The top-level frame while its direct value is being read, or NULL. */
 static struct frame *top_special(struct decoder *d)
 {
-    if (d->depth == 1 && d->fr[0].special != SP_NONE)
+    if (d->depth == 1 && d->fr[0].special != SP_NONE) {
         return &d->fr[0];
+    }
     return NULL;
 }
 
@@ -294,10 +309,10 @@ static struct frame *top_special(struct decoder *d)
 /* Bytes a string can hold without a second look: printable ASCII but '"' and '\'. */
 static const uint8_t plain[256] = {
 #define R8(v) v, v, v, v, v, v, v, v
-    R8(0), R8(0), R8(0), R8(0),             /* 0x00-0x1f: control characters */
-    1, 1, 0, 1, 1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f, '"' at 0x22 */
-    R8(1), R8(1), R8(1), 1, 1, 1, 1, 0, 1, 1, 1, /* 0x40-0x5f, '\' at 0x5c */
-    R8(1), R8(1), R8(1), R8(1),             /* 0x60-0x7f */
+    R8(0), R8(0), R8(0), R8(0),                                  /* 0x00-0x1f: control characters */
+    1,     1,     0,     1,     1, 1, 1, 1, R8(1), R8(1), R8(1), /* 0x20-0x3f, '"' at 0x22 */
+    R8(1), R8(1), R8(1), 1,     1, 1, 1, 0, 1,     1,     1,     /* 0x40-0x5f, '\' at 0x5c */
+    R8(1), R8(1), R8(1), R8(1),                                  /* 0x60-0x7f */
 #undef R8
 };
 
@@ -311,15 +326,15 @@ static inline __attribute__((always_inline)) size_t plain_run(const unsigned cha
 #if defined(__SSE2__)
     /* Sixteen at a time: a signed compare flags bytes below 0x20 and, as negative, the
      * ones at or above 0x80. */
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  space = _mm_set1_epi8(0x20);
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
     for (; i + 16 <= n; i += 16) {
         __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
         __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, quote), _mm_cmpeq_epi8(w, bslash)),
                                    _mm_cmplt_epi8(w, space));
         unsigned mask = (unsigned)_mm_movemask_epi8(hit);
-        if (mask != 0)
+        if (mask != 0) {
             return i + (size_t)__builtin_ctz(mask);
+        }
     }
 #endif
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -332,14 +347,16 @@ static inline __attribute__((always_inline)) size_t plain_run(const unsigned cha
         uint64_t zq = (q - ones) & ~q;        /* no byte has its high bit set */
         uint64_t zb = (b - ones) & ~b;
         uint64_t hit = (lt | zq | zb | w) & high;
-        if (hit != 0) /* the lowest flag is exact (borrows only run upwards) */
+        if (hit != 0) { /* the lowest flag is exact (borrows only run upwards) */
             return i + (size_t)(__builtin_ctzll(hit) >> 3);
+        }
     }
 #else
     (void)ones, (void)high;
 #endif
-    while (i < n && plain[s[i]])
+    while (i < n && plain[s[i]]) {
         i++;
+    }
     return i;
 }
 
@@ -356,14 +373,17 @@ static inline long utf8_seq(const unsigned char *p, const unsigned char *e)
 {
     unsigned c = *p;
     long more = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
-    if (more == 0)
+    if (more == 0) {
         return -1;
+    }
     unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
     for (long i = 1; i <= more; i++) {
-        if (p + i >= e)
+        if (p + i >= e) {
             return 0;
-        if ((p[i] >> 6) != 0x2 || (i == 1 && (p[1] < lo || p[1] > hi)))
+        }
+        if ((p[i] >> 6) != 0x2 || (i == 1 && (p[1] < lo || p[1] > hi))) {
             return -1;
+        }
     }
     return more + 1;
 }
@@ -376,46 +396,52 @@ static inline long utf8_seq(const unsigned char *p, const unsigned char *e)
  * scan_string with this inlined into it, every string paid for the slow path's
  * registers (about 130 instructions an event on the orders program once the UTF-8
  * check grew; 730 fewer than before with the split, by callgrind). */
-static __attribute__((noinline)) int scan_string_full(struct decoder *d, const char **pp,
-                                                      const char *end, const char **body,
-                                                      size_t *blen, int *esc)
+static __attribute__((noinline)) int scan_string_full(struct decoder *d, const char **pp, const char *end,
+                                                      const char **body, size_t *blen, int *esc)
 {
     const unsigned char *p = (const unsigned char *)*pp + 1, *e = (const unsigned char *)end;
     const unsigned char *start = p;
     *esc = 0;
     for (;;) {
         p += plain_run(p, (size_t)(e - p));
-        if (p >= e)
+        if (p >= e) {
             return fail(d, (const char *)p, "unterminated string");
+        }
         unsigned c = *p;
-        if (c == '"')
+        if (c == '"') {
             break;
+        }
         if (c == '\\') {
             *esc = 1;
-            if (p + 1 >= e)
+            if (p + 1 >= e) {
                 return fail(d, (const char *)p, "unterminated string");
+            }
             unsigned x = p[1];
             if (x == 'u') {
                 for (int i = 2; i < 6; i++) {
-                    if (p + i >= e)
+                    if (p + i >= e) {
                         return fail(d, (const char *)p, "unterminated string");
-                    if (!is_hex(p[i]))
+                    }
+                    if (!is_hex(p[i])) {
                         return fail(d, (const char *)p + i, "a \\u escape needs four hex digits");
+                    }
                 }
                 p += 6;
-            } else if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' ||
-                       x == 'r' || x == 't') {
+            } else if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' || x == 'r' ||
+                       x == 't') {
                 p += 2;
             } else {
                 return fail(d, (const char *)p + 1, "invalid escape in string");
             }
             continue;
         }
-        if (c < 0x20)
+        if (c < 0x20) {
             return fail(d, (const char *)p, "control character in string");
+        }
         long n = utf8_seq(p, e);
-        if (n <= 0)
+        if (n <= 0) {
             return fail(d, (const char *)p, n == 0 ? "unterminated string" : "invalid UTF-8 in string");
+        }
         p += n;
     }
     *body = (const char *)start;
@@ -426,9 +452,8 @@ static __attribute__((noinline)) int scan_string_full(struct decoder *d, const c
 
 /* scan_string for the common case, inlined where tokens are read: printable ASCII up to
  * the closing quote. */
-static inline __attribute__((always_inline)) int scan_string(struct decoder *d, const char **pp,
-                                                             const char *end, const char **body,
-                                                             size_t *blen, int *esc)
+static inline __attribute__((always_inline)) int
+scan_string(struct decoder *d, const char **pp, const char *end, const char **body, size_t *blen, int *esc)
 {
     const char *p = *pp + 1;
     size_t n = plain_run((const unsigned char *)p, (size_t)(end - p));
@@ -452,8 +477,9 @@ static unsigned hex4(const unsigned char *s, const unsigned char *end)
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         unsigned char c = s + i < end ? s[i] : 0;
-        if (c >= 'A')
+        if (c >= 'A') {
             c = (unsigned char)((c & ~0x20) - 7);
+        }
         c = (unsigned char)(c - '0');
         v = (v << 4) | c;
     }
@@ -495,8 +521,7 @@ static size_t put_utf8(unsigned cp, char *o)
  * alone) becomes U+FFFD, the replacement character, and nothing after it is lost: the
  * rule of the flow decoder (gust_json_text_fix_lone), so both read the same text alike.
  * Only strings with a backslash come here: the hot path never does. */
-static char *decode_string(struct decoder *d, const char *body, size_t n, const char *end,
-                           size_t *outlen)
+static char *decode_string(struct decoder *d, const char *body, size_t n, const char *end, size_t *outlen)
 {
     char *out = arena_alloc(d->arena, n + 8);
     if (out == NULL) {
@@ -516,14 +541,30 @@ static char *decode_string(struct decoder *d, const char *body, size_t n, const 
         const char *rep = "?";
         size_t rlen = 1, used = 2; /* bytes of the escape */
         switch (s[i + 1]) {
-        case 'r': rep = "\r"; break;
-        case 'n': rep = "\n"; break;
-        case '\\': rep = "\\"; break;
-        case '/': rep = "/"; break;
-        case '"': rep = "\""; break;
-        case 'f': rep = "\f"; break;
-        case 'b': rep = "\b"; break;
-        case 't': rep = "\t"; break;
+        case 'r':
+            rep = "\r";
+            break;
+        case 'n':
+            rep = "\n";
+            break;
+        case '\\':
+            rep = "\\";
+            break;
+        case '/':
+            rep = "/";
+            break;
+        case '"':
+            rep = "\"";
+            break;
+        case 'f':
+            rep = "\f";
+            break;
+        case 'b':
+            rep = "\b";
+            break;
+        case 't':
+            rep = "\t";
+            break;
         case 'u': {
             unsigned cp = hex4(s + i + 2, e);
             used = 6;
@@ -559,20 +600,21 @@ static char *decode_string(struct decoder *d, const char *body, size_t n, const 
 
 /* ---- numbers ---- */
 
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* Clinger's fast path: a mantissa up to 2^53 and a power of ten up to 1e22 are both
  * exact doubles, so one multiplication or division rounds once, correctly: the very
  * double strtod returns. 1 and *out, or 0 when m * 10^exp10 needs strtod. */
 static inline int exact_decimal(uint64_t m, int exp10, int neg, double *out)
 {
-    if (m > (UINT64_C(1) << 53) || (m != 0 && (exp10 < -22 || exp10 > 22)))
+    if (m > (UINT64_C(1) << 53) || (m != 0 && (exp10 < -22 || exp10 > 22))) {
         return 0;
+    }
     double f = (double)m;
-    if (m != 0)
+    if (m != 0) {
         f = exp10 < 0 ? f / pow10_exact[-exp10] : f * pow10_exact[exp10];
+    }
     *out = neg ? -f : f;
     return 1;
 }
@@ -581,34 +623,42 @@ int decimal_to_double(const char *s, size_t n, double *out)
 {
     size_t i = 0;
     int neg = 0;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
+    if (i < n && (s[i] == '-' || s[i] == '+')) {
         neg = s[i++] == '-';
+    }
     /* Up to 19 digits, leading zeros included, fit m; more go to strtod. */
     uint64_t m = 0;
     size_t d0 = i;
-    for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+    for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++) {
         m = m * 10 + dg;
+    }
     size_t digits = i - d0;
     int exp10 = 0;
     if (i < n && s[i] == '.') {
         size_t f0 = ++i;
-        for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++)
+        for (unsigned dg; i < n && (dg = (unsigned)(unsigned char)s[i] - '0') < 10; i++) {
             m = m * 10 + dg;
+        }
         digits += i - f0;
         exp10 = -(int)(i - f0);
     }
-    if (digits == 0 || digits > 19)
+    if (digits == 0 || digits > 19) {
         return 0;
+    }
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i++;
         int eneg = 0, e = 0, edig = 0;
-        if (i < n && (s[i] == '-' || s[i] == '+'))
+        if (i < n && (s[i] == '-' || s[i] == '+')) {
             eneg = s[i++] == '-';
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edig++)
-            if (e < 10000)
+        }
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edig++) {
+            if (e < 10000) {
                 e = e * 10 + (s[i] - '0');
-        if (edig == 0)
+            }
+        }
+        if (edig == 0) {
             return 0;
+        }
         exp10 += eneg ? -e : e;
     }
     return i == n && exact_decimal(m, exp10, neg, out);
@@ -630,28 +680,34 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
     int exp10 = 0, is_float = 0;
     int neg = p < end && *p == '-';
     p += neg;
-    if (p >= end || *p < '0' || *p > '9')
+    if (p >= end || *p < '0' || *p > '9') {
         return fail(d, p, "a digit is required after the minus sign");
+    }
     if (*p == '0') {
         p++;
     } else {
         const char *d0 = p;
-        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
+        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++) {
             m = m * 10 + dg;
+        }
         digits = (size_t)(p - d0);
     }
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
-        if (p >= end || *p < '0' || *p > '9')
+        if (p >= end || *p < '0' || *p > '9') {
             return fail(d, p, "a digit is required after the decimal point");
+        }
         const char *f0 = p;
-        if (m == 0) /* leading zeros of the mantissa are not significant */
-            while (p < end && *p == '0')
+        if (m == 0) { /* leading zeros of the mantissa are not significant */
+            while (p < end && *p == '0') {
                 p++;
+            }
+        }
         const char *d0 = p;
-        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++)
+        for (unsigned dg; p < end && (dg = (unsigned)(unsigned char)*p - '0') < 10; p++) {
             m = m * 10 + dg;
+        }
         digits += (size_t)(p - d0);
         /* Bounded so a huge fraction cannot overflow it: past -1000 the number is 0 or
          * goes to strtod either way. */
@@ -662,16 +718,20 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
         is_float = 1;
         p++;
         int eneg = p < end && (*p == '+' || *p == '-') ? *p++ == '-' : 0, e = 0;
-        if (p >= end || *p < '0' || *p > '9')
+        if (p >= end || *p < '0' || *p > '9') {
             return fail(d, p, "a digit is required after the exponent");
-        for (; p < end && *p >= '0' && *p <= '9'; p++)
-            if (e < 10000)
+        }
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (e < 10000) {
                 e = e * 10 + (*p - '0');
+            }
+        }
         exp10 += eneg ? -e : e;
     }
     *pp = p;
-    if (v == NULL)
+    if (v == NULL) {
         return 0;
+    }
     if (digits <= 19 && !is_float && (neg ? m <= (UINT64_C(1) << 63) : m <= (uint64_t)INT64_MAX)) {
         *v = v_int(!neg ? (int64_t)m : m == (UINT64_C(1) << 63) ? INT64_MIN : -(int64_t)m);
         return 0;
@@ -700,13 +760,15 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
 static inline int on_number(struct decoder *d, const char **pp, const char *end, int keep, struct frame *f)
 {
     struct vval v;
-    if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0)
+    if (scan_number(d, pp, end, keep || f != NULL ? &v : NULL) != 0) {
         return -1;
+    }
     if (f != NULL && v.t == V_INT) {
-        if (f->special == SP_TS)
+        if (f->special == SP_TS) {
             d->t_ts = v.u.i, d->has_ts = 1;
-        else if (f->special == SP_TIMESTAMP)
+        } else if (f->special == SP_TIMESTAMP) {
             d->t_timestamp = v.u.i, d->has_timestamp = 1;
+        }
     }
     return keep ? push(d, v) : 0;
 }
@@ -715,13 +777,15 @@ static inline int on_number(struct decoder *d, const char **pp, const char *end,
 static int on_string(struct decoder *d, const char *body, size_t n, int esc, const char *end, int keep,
                      struct frame *f)
 {
-    if (!keep && (f == NULL || (f->special != SP_TYPE && f->special != SP_ATTS)))
+    if (!keep && (f == NULL || (f->special != SP_TYPE && f->special != SP_ATTS))) {
         return 0;
+    }
     const char *s = body;
     size_t len = n;
     if (esc) {
-        if ((s = decode_string(d, body, n, end, &len)) == NULL)
+        if ((s = decode_string(d, body, n, end, &len)) == NULL) {
             return -1;
+        }
     } else if (f != NULL && f->special == SP_TYPE) {
         if ((s = arena_strndup(d->arena, body, n)) == NULL) {
             d->oom = 1;
@@ -735,16 +799,19 @@ static int on_string(struct decoder *d, const char *body, size_t n, int esc, con
     }
     if (f != NULL && f->special == SP_ATTS) {
         int64_t ms;
-        if (rfc3339_parse(s, len, &ms) == 0)
+        if (rfc3339_parse(s, len, &ms) == 0) {
             d->t_at = ms, d->has_at = 1;
+        }
     }
-    if (!keep)
+    if (!keep) {
         return 0;
+    }
     if (len > d->lim.max_string) {
         /* Cut on a UTF-8 character boundary so the value stays valid text. */
         size_t cut = d->lim.max_string;
-        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) {
             cut--;
+        }
         len = cut;
         d->truncated++;
     }
@@ -755,14 +822,15 @@ static int on_string(struct decoder *d, const char *body, size_t n, int esc, con
 static inline int scan_literal(const char **pp, const char *end, struct vval *v)
 {
     const char *p = *pp;
-    if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0)
+    if (*p == 't' && end - p >= 4 && memcmp(p, "true", 4) == 0) {
         *pp = p + 4, *v = v_bool(1);
-    else if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0)
+    } else if (*p == 'f' && end - p >= 5 && memcmp(p, "false", 5) == 0) {
         *pp = p + 5, *v = v_bool(0);
-    else if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0)
+    } else if (*p == 'n' && end - p >= 4 && memcmp(p, "null", 4) == 0) {
         *pp = p + 4, *v = v_null();
-    else
+    } else {
         return 0;
+    }
     return 1;
 }
 
@@ -779,14 +847,16 @@ static const char *scalar(struct decoder *d, const char *p, const char *end, int
         size_t n;
         int esc;
         rc = scan_string(d, &p, end, &body, &n, &esc);
-        if (rc == 0)
+        if (rc == 0) {
             rc = on_string(d, body, n, esc, end, keep, f);
+        }
     } else if (c == '-' || (c >= '0' && c <= '9')) {
         rc = on_number(d, &p, end, keep, f);
     } else {
         struct vval v;
-        if (!scan_literal(&p, end, &v))
+        if (!scan_literal(&p, end, &v)) {
             return fail(d, p, "invalid character where a value was expected"), NULL;
+        }
         rc = keep ? push(d, v) : 0;
     }
     return rc == 0 ? p : NULL;
@@ -813,8 +883,9 @@ static int skip_push(struct decoder *d, size_t depth, int is_map)
 #define WS_BITS ((UINT64_C(1) << ' ') | (UINT64_C(1) << '\t') | (UINT64_C(1) << '\n') | (UINT64_C(1) << '\r'))
 static const char *skip_ws_run(const char *p, const char *end)
 {
-    while (p < end && (unsigned char)*p <= ' ' && ((WS_BITS >> (unsigned char)*p) & 1))
+    while (p < end && (unsigned char)*p <= ' ' && ((WS_BITS >> (unsigned char)*p) & 1)) {
         p++;
+    }
     return p;
 }
 
@@ -822,28 +893,32 @@ static const char *skip_ws_run(const char *p, const char *end)
  * loop above made a tenth of decoding. */
 static inline const char *skip_ws(const char *p, const char *end)
 {
-    if (p < end && (unsigned char)*p > ' ')
+    if (p < end && (unsigned char)*p > ' ') {
         return p;
+    }
     return skip_ws_run(p, end);
 }
 
 /* A key whose opening quote should be at *pp, the colon after it and the white space
  * before its value; *body, *n and *esc as scan_string sets them. */
-static inline int scan_key(struct decoder *d, const char **pp, const char *end, const char **body,
-                           size_t *n, int *esc)
+static inline int scan_key(struct decoder *d, const char **pp, const char *end, const char **body, size_t *n,
+                           int *esc)
 {
     const char *p = *pp;
     if (p >= end || *p != '"') { /* compact JSON has the key right there */
         p = skip_ws_run(p, end);
-        if (p >= end || *p != '"')
+        if (p >= end || *p != '"') {
             return fail(d, p, "expected a string key");
+        }
     }
-    if (scan_string(d, &p, end, body, n, esc) != 0)
+    if (scan_string(d, &p, end, body, n, esc) != 0) {
         return -1;
+    }
     if (p >= end || *p != ':') { /* compact JSON has the colon right after the key */
         p = skip_ws(p, end);
-        if (p >= end || *p != ':')
+        if (p >= end || *p != ':') {
             return fail(d, p, "expected ':' after a key");
+        }
     }
     *pp = skip_ws(p + 1, end);
     return 0;
@@ -851,21 +926,23 @@ static inline int scan_key(struct decoder *d, const char **pp, const char *end, 
 
 /* What follows a value in a container (a map when map): 0 after a ',' with *pp at the
  * next value (past its key in a map), 1 after the closing bracket, -1 on an error. */
-static inline int after_value(struct decoder *d, const char **pp, const char *end, int map,
-                              const char **key, size_t *klen, int *kesc)
+static inline int after_value(struct decoder *d, const char **pp, const char *end, int map, const char **key,
+                              size_t *klen, int *kesc)
 {
     const char *p = *pp;
     if (p >= end || *p != ',') { /* compact JSON has the comma right after the value */
         p = skip_ws(p, end);
-        if (p >= end)
+        if (p >= end) {
             return fail(d, p, "premature end of input");
+        }
     }
     if (*p == ',') { /* scan_key skips the white space before a key itself */
         *pp = map ? p + 1 : skip_ws(p + 1, end);
         return map && scan_key(d, pp, end, key, klen, kesc) != 0 ? -1 : 0;
     }
-    if (*p != (map ? '}' : ']'))
+    if (*p != (map ? '}' : ']')) {
         return fail(d, p, map ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
     *pp = p + 1;
     return 1;
 }
@@ -881,41 +958,50 @@ static const char *skip_value(struct decoder *d, const char *p, const char *end)
     int esc;
     for (;;) {
         /* a value at p */
-        if (p >= end)
+        if (p >= end) {
             return fail(d, p, "premature end of input"), NULL;
+        }
         char c = *p;
         if (c == '{' || c == '[') {
             int is_map = c == '{';
-            if (skip_push(d, depth, is_map) != 0)
+            if (skip_push(d, depth, is_map) != 0) {
                 return NULL;
+            }
             p = skip_ws(p + 1, end);
             if (p >= end || *p != (is_map ? '}' : ']')) {
                 depth++;
-                if (is_map && scan_key(d, &p, end, &body, &n, &esc) != 0)
+                if (is_map && scan_key(d, &p, end, &body, &n, &esc) != 0) {
                     return NULL;
+                }
                 continue;
             }
             p++;
         } else if (c == '"') {
-            if (scan_string(d, &p, end, &body, &n, &esc) != 0)
+            if (scan_string(d, &p, end, &body, &n, &esc) != 0) {
                 return NULL;
+            }
         } else if (c == '-' || (c >= '0' && c <= '9')) {
-            if (scan_number(d, &p, end, NULL) != 0)
+            if (scan_number(d, &p, end, NULL) != 0) {
                 return NULL;
+            }
         } else {
             struct vval v;
-            if (!scan_literal(&p, end, &v))
+            if (!scan_literal(&p, end, &v)) {
                 return fail(d, p, "invalid character where a value was expected"), NULL;
+            }
         }
         /* after a value: what follows it in its container, up to the next value */
         for (;;) {
-            if (depth == 0)
+            if (depth == 0) {
                 return p;
+            }
             int rc = after_value(d, &p, end, d->sk[depth - 1], &body, &n, &esc);
-            if (rc < 0)
+            if (rc < 0) {
                 return NULL;
-            if (rc == 0)
+            }
+            if (rc == 0) {
                 break;
+            }
             depth--;
         }
     }
@@ -938,8 +1024,8 @@ static inline void set_key(struct decoder *d, const char *k, size_t len, const c
         f->klen = (uint32_t)len;
         return;
     }
-    const struct dname *nm = d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, end)
-                                                  : names_get(d, k, len);
+    const struct dname *nm =
+        d->nkey < SHAPE_KEYS ? names_memo(d, &d->shape[d->nkey], k, len, end) : names_get(d, k, len);
     d->nkey++;
     f->special = nm->special;
     f->drop = nm->drop;
@@ -952,8 +1038,9 @@ static __attribute__((noinline)) int set_escaped_key(struct decoder *d, const ch
 {
     size_t len;
     const char *k = decode_string(d, body, n, end, &len);
-    if (k == NULL)
+    if (k == NULL) {
         return -1;
+    }
     set_key(d, k, len, k);
     return 0;
 }
@@ -961,8 +1048,9 @@ static __attribute__((noinline)) int set_escaped_key(struct decoder *d, const ch
 /* A key of the current map, scanned: body[0..n) raw, esc when it has escapes. */
 static inline int on_key(struct decoder *d, const char *body, size_t n, int esc, const char *end)
 {
-    if (esc)
+    if (esc) {
         return set_escaped_key(d, body, n, end);
+    }
     set_key(d, body, n, end);
     return 0;
 }
@@ -985,9 +1073,11 @@ static int close_container(struct decoder *d)
         for (uint32_t i = 0; i < n; i++) {
             uint32_t sym = items[i].sym, j = m;
             uint64_t bit = sym < 64 ? UINT64_C(1) << sym : 0;
-            if (bit == 0 || (seen & bit) != 0)
-                for (j = 0; j < m && keys[j] != sym;)
+            if (bit == 0 || (seen & bit) != 0) {
+                for (j = 0; j < m && keys[j] != sym;) {
                     j++;
+                }
+            }
             seen |= bit;
             keys[j] = sym;
             ev->vals[j] = items[i].v;
@@ -1018,8 +1108,9 @@ static int close_container(struct decoder *d)
             d->oom = 1;
             return -1;
         }
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
             a[i] = items[i].v;
+        }
         v.u.a = a;
     }
     d->nst = f->base;
@@ -1034,8 +1125,9 @@ static const char *parse_key(struct decoder *d, const char *p, const char *end)
     const char *body;
     size_t n;
     int esc;
-    if (scan_key(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0)
+    if (scan_key(d, &p, end, &body, &n, &esc) != 0 || on_key(d, body, n, esc, end) != 0) {
         return NULL;
+    }
     return p;
 }
 
@@ -1045,26 +1137,30 @@ static const char *parse_key(struct decoder *d, const char *p, const char *end)
 static int parse(struct decoder *d, const char *json, size_t len)
 {
     const char *p = skip_ws(json, json + len), *end = json + len;
-    if (p == end)
+    if (p == end) {
         return fail(d, p, "empty input");
+    }
     if (*p != '{') { /* not an object: checked, and an event without fields */
-        if ((p = skip_value(d, p, end)) == NULL)
+        if ((p = skip_value(d, p, end)) == NULL) {
             return -1;
+        }
     } else {
         open_container(d, 1);
         p = skip_ws(p + 1, end);
         if (p < end && *p == '}') {
             p++;
-            if (close_container(d) != 0)
+            if (close_container(d) != 0) {
                 return -1;
+            }
         } else if ((p = parse_key(d, p, end)) == NULL) {
             return -1;
         }
     }
     while (d->depth > 0) {
         /* a value at p */
-        if (p >= end)
+        if (p >= end) {
             return fail(d, p, "premature end of input");
+        }
         char c = *p;
         int keep = keep_value(d);
         if (c == '{' || c == '[') {
@@ -1074,19 +1170,22 @@ static int parse(struct decoder *d, const char *json, size_t len)
                 keep = 0;
             }
             if (!keep) {
-                if ((p = skip_value(d, p, end)) == NULL)
+                if ((p = skip_value(d, p, end)) == NULL) {
                     return -1;
+                }
             } else {
                 open_container(d, is_map);
                 p = skip_ws(p + 1, end);
                 if (p >= end || *p != (is_map ? '}' : ']')) {
-                    if (is_map && (p = parse_key(d, p, end)) == NULL)
+                    if (is_map && (p = parse_key(d, p, end)) == NULL) {
                         return -1;
+                    }
                     continue;
                 }
                 p++;
-                if (close_container(d) != 0)
+                if (close_container(d) != 0) {
                     return -1;
+                }
             }
         } else if ((p = scalar(d, p, end, keep, top_special(d))) == NULL) {
             return -1;
@@ -1097,25 +1196,29 @@ static int parse(struct decoder *d, const char *json, size_t len)
             size_t n;
             int esc, map = d->fr[d->depth - 1].is_map;
             int rc = after_value(d, &p, end, map, &body, &n, &esc);
-            if (rc < 0)
+            if (rc < 0) {
                 return -1;
+            }
             if (rc == 0) {
-                if (map && on_key(d, body, n, esc, end) != 0)
+                if (map && on_key(d, body, n, esc, end) != 0) {
                     return -1;
+                }
                 break;
             }
-            if (close_container(d) != 0)
+            if (close_container(d) != 0) {
                 return -1;
+            }
         }
     }
     p = skip_ws(p, end);
-    if (p != end)
+    if (p != end) {
         return fail(d, p, "trailing garbage after the value");
+    }
     return 0;
 }
 
-int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len,
-                struct decoded *out, char *err, size_t errlen)
+int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len, struct decoded *out,
+                char *err, size_t errlen)
 {
     d->arena = a;
     d->nst = d->depth = 0;
@@ -1128,8 +1231,9 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
     d->ev = NULL;
     d->err = NULL;
     int rc = parse(d, json, len);
-    if (d->oom)
+    if (d->oom) {
         return VPL_ENOMEM;
+    }
     if (rc != 0) {
         snprintf(err, errlen, "invalid JSON: %s at byte %zu", d->err ? d->err : "parse error",
                  (size_t)((const char *)d->errpos - json));
@@ -1138,22 +1242,24 @@ int decoder_run(struct decoder *d, struct arena *a, const char *json, size_t len
     if (d->ev == NULL) {
         /* Not an object: Varpulis decodes it to an event without fields. */
         d->ev = arena_alloc(a, sizeof(*d->ev));
-        if (d->ev == NULL)
+        if (d->ev == NULL) {
             return VPL_ENOMEM;
+        }
         memset(d->ev, 0, sizeof(*d->ev));
     }
     out->ev = d->ev;
     out->type = d->type;
     out->type_len = d->type_len;
     out->has_time = 1;
-    if (d->has_at)
+    if (d->has_at) {
         d->ev->time = d->t_at;
-    else if (d->has_ts)
+    } else if (d->has_ts) {
         d->ev->time = d->t_ts;
-    else if (d->has_timestamp)
+    } else if (d->has_timestamp) {
         d->ev->time = d->t_timestamp;
-    else
+    } else {
         out->has_time = 0;
+    }
     out->truncated = d->truncated;
     return 0;
 }
@@ -1166,26 +1272,31 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     unsigned c = s[0];
     size_t len;
     unsigned min;
-    if (c < 0x80)
+    if (c < 0x80) {
         return 1;
-    if ((c & 0xE0) == 0xC0)
+    }
+    if ((c & 0xE0) == 0xC0) {
         len = 2, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
+    } else if ((c & 0xF0) == 0xE0) {
         len = 3, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
+    } else if ((c & 0xF8) == 0xF0) {
         len = 4, min = 0x10000;
-    else
+    } else {
         return 0;
-    if (len > n)
+    }
+    if (len > n) {
         return 0;
+    }
     unsigned cp = c & (0x3F >> (len - 1));
     for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
+        if ((s[i] & 0xC0) != 0x80) {
             return 0;
+        }
         cp = (cp << 6) | (s[i] & 0x3F);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
         return 0;
+    }
     return len;
 }
 
@@ -1198,58 +1309,67 @@ static __attribute__((noinline)) int write_escaped(struct buf *b, const unsigned
     size_t i = 0;
     while (i < n) {
         i += plain_run(s + i, n - i);
-        if (i >= n)
+        if (i >= n) {
             break;
+        }
         unsigned c = s[i];
         size_t ulen = c >= 0x80 ? utf8_len(s + i, n - i) : 0;
         if (ulen > 0) {
             i += ulen;
             continue;
         }
-        if (buf_put(b, s + run, i - run) != 0)
+        if (buf_put(b, s + run, i - run) != 0) {
             return VPL_ENOMEM;
+        }
         char esc[8];
         const char *e = esc;
-        if (c == '"')
+        if (c == '"') {
             e = "\\\"";
-        else if (c == '\\')
+        } else if (c == '\\') {
             e = "\\\\";
-        else if (c == '\n')
+        } else if (c == '\n') {
             e = "\\n";
-        else if (c == '\r')
+        } else if (c == '\r') {
             e = "\\r";
-        else if (c == '\t')
+        } else if (c == '\t') {
             e = "\\t";
-        else if (c == '\b')
+        } else if (c == '\b') {
             e = "\\b";
-        else if (c == '\f')
+        } else if (c == '\f') {
             e = "\\f";
-        else if (c < 0x20)
+        } else if (c < 0x20) {
             snprintf(esc, sizeof(esc), "\\u%04x", c);
-        else
+        } else {
             e = "\xEF\xBF\xBD"; /* invalid UTF-8 byte: U+FFFD keeps the output valid */
-        if (buf_puts(b, e) != 0)
+        }
+        if (buf_puts(b, e) != 0) {
             return VPL_ENOMEM;
+        }
         run = ++i;
     }
-    if (buf_put(b, s + run, n - run) != 0)
+    if (buf_put(b, s + run, n - run) != 0) {
         return VPL_ENOMEM;
+    }
     return buf_putc(b, '"');
 }
 
 int json_write_string(struct buf *b, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
-    if (buf_reserve(b, n + 2) != 0)
+    if (buf_reserve(b, n + 2) != 0) {
         return VPL_ENOMEM;
+    }
     size_t i = 0;
-    if (n < 8) /* a byte at a time: plain_run's word constants cost more than it saves */
-        while (i < n && plain[s[i]])
+    if (n < 8) { /* a byte at a time: plain_run's word constants cost more than it saves */
+        while (i < n && plain[s[i]]) {
             i++;
-    else
+        }
+    } else {
         i = plain_run(s, n);
-    if (i != n)
+    }
+    if (i != n) {
         return write_escaped(b, s, n);
+    }
     char *o = b->p + b->len; /* most strings: nothing to escape, one copy */
     o[0] = '"';
     memcpy(o + 1, s, n);
@@ -1272,13 +1392,15 @@ int json_write_value(struct buf *b, const struct vval *v)
     case V_INT: {
         char *e = tmp + sizeof(tmp);
         char *q = u64_digits(v->u.i < 0 ? 0 - (uint64_t)v->u.i : (uint64_t)v->u.i, e, 1);
-        if (v->u.i < 0)
+        if (v->u.i < 0) {
             *--q = '-';
+        }
         return buf_put(b, q, (size_t)(e - q));
     }
     case V_FLOAT: /* straight into the buffer: format_double writes at most 32 bytes */
-        if (buf_reserve(b, 32) != 0)
+        if (buf_reserve(b, 32) != 0) {
             return VPL_ENOMEM;
+        }
         b->len += format_double(v->u.f, b->p + b->len, 1);
         return 0;
     case V_STR:
@@ -1286,16 +1408,18 @@ int json_write_value(struct buf *b, const struct vval *v)
     case V_ARR:
         rc |= buf_putc(b, '[');
         for (uint32_t i = 0; i < v->n && rc == 0; i++) {
-            if (i > 0)
+            if (i > 0) {
                 rc |= buf_putc(b, ',');
+            }
             rc |= json_write_value(b, &v->u.a[i]);
         }
         return rc | buf_putc(b, ']');
     case V_MAP:
         rc |= buf_putc(b, '{');
         for (uint32_t i = 0; i < v->n && rc == 0; i++) {
-            if (i > 0)
+            if (i > 0) {
                 rc |= buf_putc(b, ',');
+            }
             rc |= json_write_string(b, v->u.m[i].k, v->u.m[i].klen);
             rc |= buf_putc(b, ':');
             rc |= json_write_value(b, &v->u.m[i].v);

@@ -56,8 +56,9 @@ static struct token *emit(struct lexer *lx, enum tok t, uint32_t line, uint32_t 
     if (lx->out->n == lx->cap) {
         size_t cap = lx->cap ? lx->cap * 2 : 256;
         struct token *v = realloc(lx->out->v, cap * sizeof(*v));
-        if (v == NULL)
+        if (v == NULL) {
             return NULL;
+        }
         lx->out->v = v;
         lx->cap = cap;
     }
@@ -79,14 +80,16 @@ static int skip_space(struct lexer *lx)
         if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') {
             advance(lx, 1);
         } else if (c == '#') {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
+            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n') {
                 advance(lx, 1);
+            }
         } else if (c == '/' && peek(lx, 1) == '*') {
             uint32_t line = lx->line, col = lx->col;
             advance(lx, 2);
             while (!(peek(lx, 0) == '*' && peek(lx, 1) == '/')) {
-                if (peek(lx, 0) == -1)
+                if (peek(lx, 0) == -1) {
                     return fail(lx, line, col, "unterminated block comment: expected '*/'");
+                }
                 advance(lx, 1);
             }
             advance(lx, 2);
@@ -100,15 +103,16 @@ static const struct {
     const char *name;
     int64_t ms_num, ms_den; /* milliseconds per unit as a fraction */
 } units[] = {
-    {"ns", 1, 1000000}, {"us", 1, 1000}, {"ms", 1, 1},        {"s", 1000, 1},
+    {"ns", 1, 1000000}, {"us", 1, 1000},   {"ms", 1, 1},       {"s", 1000, 1},
     {"m", 60000, 1},    {"h", 3600000, 1}, {"d", 86400000, 1},
 };
 
 static int lex_number(struct lexer *lx, uint32_t line, uint32_t col)
 {
     size_t start = lx->pos;
-    while (is_digit(peek(lx, 0)))
+    while (is_digit(peek(lx, 0))) {
         advance(lx, 1);
+    }
     size_t ndig = lx->pos - start;
     /* A duration is tried before an int: `.window(5s)` is time, `.window(5)` count. */
     for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
@@ -117,16 +121,19 @@ static int lex_number(struct lexer *lx, uint32_t line, uint32_t col)
             !is_alpha(peek(lx, ul)) && !is_digit(peek(lx, ul))) {
             errno = 0;
             char tmp[32];
-            if (ndig >= sizeof(tmp))
+            if (ndig >= sizeof(tmp)) {
                 return fail(lx, line, col, "duration is too large");
+            }
             memcpy(tmp, lx->src + start, ndig);
             tmp[ndig] = '\0';
             unsigned long long v = strtoull(tmp, NULL, 10);
-            if (errno == ERANGE || v > (unsigned long long)INT64_MAX / (uint64_t)units[u].ms_num)
+            if (errno == ERANGE || v > (unsigned long long)INT64_MAX / (uint64_t)units[u].ms_num) {
                 return fail(lx, line, col, "duration is too large");
+            }
             struct token *tk = emit(lx, T_DURATION, line, col);
-            if (tk == NULL)
+            if (tk == NULL) {
                 return VPL_ENOMEM;
+            }
             tk->i = (int64_t)v * units[u].ms_num / units[u].ms_den;
             advance(lx, ul);
             return 0;
@@ -136,34 +143,41 @@ static int lex_number(struct lexer *lx, uint32_t line, uint32_t col)
     if (peek(lx, 0) == '.' && is_digit(peek(lx, 1))) {
         is_float = 1;
         advance(lx, 1);
-        while (is_digit(peek(lx, 0)))
+        while (is_digit(peek(lx, 0))) {
             advance(lx, 1);
+        }
         if (peek(lx, 0) == 'e' || peek(lx, 0) == 'E') {
             int k = (peek(lx, 1) == '+' || peek(lx, 1) == '-') ? 2 : 1;
             if (is_digit(peek(lx, k))) {
                 advance(lx, (size_t)k);
-                while (is_digit(peek(lx, 0)))
+                while (is_digit(peek(lx, 0))) {
                     advance(lx, 1);
+                }
             }
         }
     }
-    if (is_alpha(peek(lx, 0)))
-        return fail(lx, line, col, "bad number: expected a digit, a duration unit "
-                                   "(ns, us, ms, s, m, h, d) or a separator");
+    if (is_alpha(peek(lx, 0))) {
+        return fail(lx, line, col,
+                    "bad number: expected a digit, a duration unit "
+                    "(ns, us, ms, s, m, h, d) or a separator");
+    }
     size_t n = lx->pos - start;
     char *tmp = arena_strndup(lx->arena, lx->src + start, n);
-    if (tmp == NULL)
+    if (tmp == NULL) {
         return VPL_ENOMEM;
+    }
     struct token *tk = emit(lx, is_float ? T_FLOAT : T_INT, line, col);
-    if (tk == NULL)
+    if (tk == NULL) {
         return VPL_ENOMEM;
+    }
     errno = 0;
     if (is_float) {
         tk->f = strtod(tmp, NULL);
     } else {
         tk->i = strtoll(tmp, NULL, 10);
-        if (errno == ERANGE)
+        if (errno == ERANGE) {
             return fail(lx, line, col, "integer is too large for 64 bits");
+        }
     }
     return 0;
 }
@@ -178,9 +192,11 @@ static int lex_string(struct lexer *lx, uint32_t line, uint32_t col)
     int doubled = 0;
     for (;;) {
         int c = peek(lx, 0);
-        if (c == -1)
-            return fail(lx, line, col, q == '"' ? "unterminated string: expected '\"'"
-                                                : "unterminated string: expected \"'\"");
+        if (c == -1) {
+            return fail(lx, line, col,
+                        q == '"' ? "unterminated string: expected '\"'"
+                                 : "unterminated string: expected \"'\"");
+        }
         if (q == '"' && c == '\\' && peek(lx, 1) == '"') {
             advance(lx, 2);
         } else if (c == q) {
@@ -197,21 +213,24 @@ static int lex_string(struct lexer *lx, uint32_t line, uint32_t col)
     size_t n = lx->pos - start;
     advance(lx, 1);
     struct token *tk = emit(lx, T_STRING, line, col);
-    if (tk == NULL)
+    if (tk == NULL) {
         return VPL_ENOMEM;
+    }
     if (!doubled) {
         tk->s = lx->src + start;
         tk->len = (uint32_t)n;
         return 0;
     }
     char *p = arena_alloc(lx->arena, n + 1);
-    if (p == NULL)
+    if (p == NULL) {
         return VPL_ENOMEM;
+    }
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         p[o++] = lx->src[start + i];
-        if (lx->src[start + i] == '\'')
+        if (lx->src[start + i] == '\'') {
             i++;
+        }
     }
     tk->s = p;
     tk->len = (uint32_t)o;
@@ -224,56 +243,61 @@ static int lex_op(struct lexer *lx, uint32_t line, uint32_t col)
         const char *text;
         enum tok t;
     } ops[] = {
-        {"->", T_ARROW}, {"==", T_EQ},     {"!=", T_NE},     {"<=", T_LE},     {">=", T_GE},
-        {"**", T_POW},   {"?.", T_QDOT},   {"<", T_LT},      {">", T_GT},      {"+", T_PLUS},
-        {"-", T_MINUS},  {"*", T_STAR},    {"/", T_SLASH},   {"%", T_PERCENT}, {".", T_DOT},
-        {",", T_COMMA},  {":", T_COLON},   {"(", T_LPAREN},  {")", T_RPAREN},  {"[", T_LBRACK},
-        {"]", T_RBRACK}, {"{", T_LBRACE},  {"}", T_RBRACE},  {"=", T_ASSIGN},  {"?", T_QUESTION},
+        {"->", T_ARROW}, {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},     {">=", T_GE},
+        {"**", T_POW},   {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},      {"+", T_PLUS},
+        {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT}, {".", T_DOT},
+        {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},  {"[", T_LBRACK},
+        {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},  {"?", T_QUESTION},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
         size_t n = strlen(ops[i].text);
         if (lx->pos + n <= lx->len && memcmp(lx->src + lx->pos, ops[i].text, n) == 0) {
-            if (emit(lx, ops[i].t, line, col) == NULL)
+            if (emit(lx, ops[i].t, line, col) == NULL) {
                 return VPL_ENOMEM;
+            }
             advance(lx, n);
             return 0;
         }
     }
     int c = peek(lx, 0);
     char msg[80];
-    if (c >= 0x20 && c < 0x7f)
+    if (c >= 0x20 && c < 0x7f) {
         snprintf(msg, sizeof(msg), "unexpected character '%c'", c);
-    else
+    } else {
         snprintf(msg, sizeof(msg), "unexpected byte 0x%02x", (unsigned)c);
+    }
     return fail(lx, line, col, msg);
 }
 
-int lex(const char *src, size_t len, struct arena *arena, struct tokens *toks,
-        struct vpl_error *err)
+int lex(const char *src, size_t len, struct arena *arena, struct tokens *toks, struct vpl_error *err)
 {
     toks->v = NULL;
     toks->n = 0;
     /* Tokens point into a copy of the source that lives as long as the program. */
     src = arena_strndup(arena, src, len);
-    if (src == NULL)
+    if (src == NULL) {
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
-    struct lexer lx = {.src = src, .len = len, .line = 1, .col = 1, .arena = arena,
-                       .out = toks, .err = err};
+    }
+    struct lexer lx = {.src = src, .len = len, .line = 1, .col = 1, .arena = arena, .out = toks, .err = err};
     int rc;
     for (;;) {
-        if ((rc = skip_space(&lx)) != 0)
+        if ((rc = skip_space(&lx)) != 0) {
             return rc;
+        }
         uint32_t line = lx.line, col = lx.col;
         int c = peek(&lx, 0);
-        if (c == -1)
+        if (c == -1) {
             break;
+        }
         if (is_alpha(c)) {
             size_t start = lx.pos;
-            while (is_alpha(peek(&lx, 0)) || is_digit(peek(&lx, 0)))
+            while (is_alpha(peek(&lx, 0)) || is_digit(peek(&lx, 0))) {
                 advance(&lx, 1);
+            }
             struct token *tk = emit(&lx, T_IDENT, line, col);
-            if (tk == NULL)
+            if (tk == NULL) {
                 return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+            }
             tk->s = src + start;
             tk->len = (uint32_t)(lx.pos - start);
         } else if (is_digit(c)) {
@@ -284,15 +308,18 @@ int lex(const char *src, size_t len, struct arena *arena, struct tokens *toks,
             advance(&lx, 1);
             size_t start = lx.pos;
             while (peek(&lx, 0) != '`') {
-                if (peek(&lx, 0) == -1 || peek(&lx, 0) == '\n')
+                if (peek(&lx, 0) == -1 || peek(&lx, 0) == '\n') {
                     return fail(&lx, line, col, "unterminated field name: expected '`'");
+                }
                 advance(&lx, 1);
             }
-            if (lx.pos == start)
+            if (lx.pos == start) {
                 return fail(&lx, line, col, "empty field name in backticks");
+            }
             struct token *tk = emit(&lx, T_QIDENT, line, col);
-            if (tk == NULL)
+            if (tk == NULL) {
                 return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+            }
             tk->s = src + start;
             tk->len = (uint32_t)(lx.pos - start);
             advance(&lx, 1);
@@ -300,35 +327,42 @@ int lex(const char *src, size_t len, struct arena *arena, struct tokens *toks,
             advance(&lx, 1);
             size_t start = lx.pos;
             while (peek(&lx, 0) != -1 && (is_digit(peek(&lx, 0)) || is_alpha(peek(&lx, 0)) ||
-                                          strchr("-:.+", peek(&lx, 0)) != NULL))
+                                          strchr("-:.+", peek(&lx, 0)) != NULL)) {
                 advance(&lx, 1);
+            }
             int64_t ms;
-            if (rfc3339_parse(src + start, lx.pos - start, &ms) != 0)
+            if (rfc3339_parse(src + start, lx.pos - start, &ms) != 0) {
                 return fail(&lx, line, col, "bad timestamp: expected @YYYY-MM-DDTHH:MM:SSZ");
+            }
             struct token *tk = emit(&lx, T_TIMESTAMP, line, col);
-            if (tk == NULL)
+            if (tk == NULL) {
                 return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+            }
             tk->i = ms;
         } else {
             rc = lex_op(&lx, line, col);
         }
-        if (rc == VPL_ENOMEM)
+        if (rc == VPL_ENOMEM) {
             return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
-        if (rc != 0)
+        }
+        if (rc != 0) {
             return rc;
+        }
     }
-    if (emit(&lx, T_EOF, lx.line, lx.col) == NULL)
+    if (emit(&lx, T_EOF, lx.line, lx.col) == NULL) {
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+    }
     return 0;
 }
 
 const char *tok_name(enum tok t)
 {
     static const char *names[] = {
-        "end of input", "identifier", "field name", "integer", "float", "duration",
-        "string", "timestamp", "'->'", "'=='", "'!='", "'<='", "'>='", "'<'", "'>'",
-        "'+'", "'-'", "'*'", "'**'", "'/'", "'%'", "'.'", "'?.'", "','", "':'", "'('",
-        "')'", "'['", "']'", "'{'", "'}'", "'='", "'?'",
+        "end of input", "identifier", "field name", "integer", "float", "duration", "string",
+        "timestamp",    "'->'",       "'=='",       "'!='",    "'<='",  "'>='",     "'<'",
+        "'>'",          "'+'",        "'-'",        "'*'",     "'**'",  "'/'",      "'%'",
+        "'.'",          "'?.'",       "','",        "':'",     "'('",   "')'",      "'['",
+        "']'",          "'{'",        "'}'",        "'='",     "'?'",
     };
     return (size_t)t < sizeof(names) / sizeof(names[0]) ? names[t] : "token";
 }

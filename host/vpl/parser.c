@@ -21,15 +21,17 @@ static const struct token *cur(const struct parser *p)
 static const struct token *ahead(const struct parser *p, size_t k)
 {
     size_t i = p->pos;
-    while (k-- > 0 && p->t[i].t != T_EOF)
+    while (k-- > 0 && p->t[i].t != T_EOF) {
         i++;
+    }
     return &p->t[i];
 }
 
 static void next(struct parser *p)
 {
-    if (p->t[p->pos].t != T_EOF)
+    if (p->t[p->pos].t != T_EOF) {
         p->pos++;
+    }
 }
 
 static int is_word(const struct token *tk, const char *w)
@@ -40,30 +42,33 @@ static int is_word(const struct token *tk, const char *w)
 /* Words that cannot name a field inside an expression. */
 static int is_reserved(const struct token *tk)
 {
-    static const char *words[] = {"and", "or", "not", "in", "if", "then", "else",
-                                  "true", "false", "null"};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        if (is_word(tk, words[i]))
+    static const char *words[] = {"and", "or", "not", "in", "if", "then", "else", "true", "false", "null"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (is_word(tk, words[i])) {
             return 1;
+        }
+    }
     return 0;
 }
 
 static void describe(const struct token *tk, char *out, size_t n)
 {
-    if (tk->t == T_IDENT || tk->t == T_QIDENT)
+    if (tk->t == T_IDENT || tk->t == T_QIDENT) {
         snprintf(out, n, "'%.*s'", (int)(tk->len > 40 ? 40 : tk->len), tk->s);
-    else if (tk->t == T_STRING)
+    } else if (tk->t == T_STRING) {
         snprintf(out, n, "string \"%.*s\"", (int)(tk->len > 40 ? 40 : tk->len), tk->s);
-    else
+    } else {
         snprintf(out, n, "%s", tok_name((enum tok)tk->t));
+    }
 }
 
 static int fail_at(struct parser *p, const struct token *tk, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail_at(struct parser *p, const struct token *tk, const char *fmt, ...)
 {
-    if (p->failed)
+    if (p->failed) {
         return VPL_ESYNTAX;
+    }
     char msg[300];
     va_list ap;
     va_start(ap, fmt);
@@ -92,24 +97,27 @@ static int oom(struct parser *p)
 
 static int accept(struct parser *p, enum tok t)
 {
-    if (cur(p)->t != t)
+    if (cur(p)->t != t) {
         return 0;
+    }
     next(p);
     return 1;
 }
 
 static int accept_word(struct parser *p, const char *w)
 {
-    if (!is_word(cur(p), w))
+    if (!is_word(cur(p), w)) {
         return 0;
+    }
     next(p);
     return 1;
 }
 
 static int expect(struct parser *p, enum tok t, const char *what)
 {
-    if (accept(p, t))
+    if (accept(p, t)) {
         return 0;
+    }
     return expected(p, what);
 }
 
@@ -117,16 +125,18 @@ static int expect(struct parser *p, enum tok t, const char *what)
  * most doubles the memory of the (small) program. */
 static void *grow(struct parser *p, void *arr, uint32_t n, uint32_t *cap, size_t elem)
 {
-    if (n < *cap)
+    if (n < *cap) {
         return arr;
+    }
     uint32_t nc = *cap ? *cap * 2 : 4;
     void *v = arena_alloc(p->a, nc * elem);
     if (v == NULL) {
         oom(p);
         return NULL;
     }
-    if (n > 0)
+    if (n > 0) {
         memcpy(v, arr, n * elem);
+    }
     *cap = nc;
     return v;
 }
@@ -156,11 +166,14 @@ static struct expr *node(struct parser *p, enum expr_kind k, const struct token 
 /* Sets e's height from its kids; fails when the tree is too deep to evaluate. */
 static struct expr *sealed(struct parser *p, struct expr *e)
 {
-    if (e == NULL)
+    if (e == NULL) {
         return NULL;
-    for (uint16_t i = 0; i < e->n; i++)
-        if (e->kid[i] != NULL && e->kid[i]->height + 1 > e->height)
+    }
+    for (uint16_t i = 0; i < e->n; i++) {
+        if (e->kid[i] != NULL && e->kid[i]->height + 1 > e->height) {
             e->height = (uint16_t)(e->kid[i]->height + 1);
+        }
+    }
     if (e->height > VPL_MAX_DEPTH) {
         struct token at = {.line = e->line, .col = e->col};
         fail_at(p, &at, "expression nested deeper than %d levels", VPL_MAX_DEPTH);
@@ -178,14 +191,16 @@ static int enter(struct parser *p)
     return 1;
 }
 
-static struct expr *binary(struct parser *p, uint8_t op, const struct token *at,
-                           struct expr *l, struct expr *r)
+static struct expr *binary(struct parser *p, uint8_t op, const struct token *at, struct expr *l,
+                           struct expr *r)
 {
-    if (l == NULL || r == NULL)
+    if (l == NULL || r == NULL) {
         return NULL;
+    }
     struct expr *e = node(p, X_BINARY, at, 2);
-    if (e == NULL)
+    if (e == NULL) {
         return NULL;
+    }
     e->op = op;
     e->kid[0] = l;
     e->kid[1] = r;
@@ -198,8 +213,9 @@ static struct expr *parse_call(struct parser *p, const struct token *name, struc
     struct expr **args = NULL;
     uint32_t n = 0, cap = 0;
     if (first != NULL) {
-        if ((args = grow(p, args, n, &cap, sizeof(*args))) == NULL)
+        if ((args = grow(p, args, n, &cap, sizeof(*args))) == NULL) {
             return NULL;
+        }
         args[n++] = first;
     }
     next(p); /* ( */
@@ -210,27 +226,32 @@ static struct expr *parse_call(struct parser *p, const struct token *name, struc
                 return NULL;
             }
             if ((args = grow(p, args, n, &cap, sizeof(*args))) == NULL ||
-                (args[n++] = parse_expr(p)) == NULL)
+                (args[n++] = parse_expr(p)) == NULL) {
                 return NULL;
+            }
         } while (accept(p, T_COMMA));
-        if (expect(p, T_RPAREN, "',' or ')' after an argument") != 0)
+        if (expect(p, T_RPAREN, "',' or ')' after an argument") != 0) {
             return NULL;
+        }
     }
     struct expr *e = node(p, X_CALL, name, (uint16_t)n);
-    if (e == NULL)
+    if (e == NULL) {
         return NULL;
+    }
     e->name = name->s;
     e->nlen = name->len;
-    if (n > 0)
+    if (n > 0) {
         memcpy(e->kid, args, n * sizeof(*args));
+    }
     return sealed(p, e);
 }
 
 static struct expr *literal(struct parser *p, const struct token *tk, struct vval v)
 {
     struct expr *e = node(p, X_LIT, tk, 0);
-    if (e != NULL)
+    if (e != NULL) {
         e->lit = v;
+    }
     next(p);
     return e;
 }
@@ -240,20 +261,23 @@ static struct expr *parse_if(struct parser *p)
     const struct token *at = cur(p);
     next(p); /* if */
     struct expr *e = node(p, X_IF, at, 3);
-    if (e == NULL || (e->kid[0] = parse_expr(p)) == NULL)
+    if (e == NULL || (e->kid[0] = parse_expr(p)) == NULL) {
         return NULL;
+    }
     if (!accept_word(p, "then")) {
         expected(p, "'then'");
         return NULL;
     }
-    if ((e->kid[1] = parse_expr(p)) == NULL)
+    if ((e->kid[1] = parse_expr(p)) == NULL) {
         return NULL;
+    }
     if (!accept_word(p, "else")) {
         expected(p, "'else' (an if expression needs both branches)");
         return NULL;
     }
-    if ((e->kid[2] = parse_expr(p)) == NULL)
+    if ((e->kid[2] = parse_expr(p)) == NULL) {
         return NULL;
+    }
     return sealed(p, e);
 }
 
@@ -276,23 +300,29 @@ static struct expr *parse_list(struct parser *p, enum expr_kind kind, enum tok c
                     return NULL;
                 }
                 if ((items = grow(p, items, n, &cap, sizeof(*items))) == NULL ||
-                    (items[n++] = literal(p, k, v_str(k->s, k->len))) == NULL)
+                    (items[n++] = literal(p, k, v_str(k->s, k->len))) == NULL) {
                     return NULL;
-                if (expect(p, T_COLON, "':' after a map key") != 0)
+                }
+                if (expect(p, T_COLON, "':' after a map key") != 0) {
                     return NULL;
+                }
             }
             if ((items = grow(p, items, n, &cap, sizeof(*items))) == NULL ||
-                (items[n++] = parse_expr(p)) == NULL)
+                (items[n++] = parse_expr(p)) == NULL) {
                 return NULL;
+            }
         } while (accept(p, T_COMMA));
-        if (expect(p, close, close == T_RBRACK ? "',' or ']'" : "',' or '}'") != 0)
+        if (expect(p, close, close == T_RBRACK ? "',' or ']'" : "',' or '}'") != 0) {
             return NULL;
+        }
     }
     struct expr *e = node(p, kind, at, (uint16_t)n);
-    if (e == NULL)
+    if (e == NULL) {
         return NULL;
-    if (n > 0)
+    }
+    if (n > 0) {
         memcpy(e->kid, items, n * sizeof(*items));
+    }
     return sealed(p, e);
 }
 
@@ -305,8 +335,9 @@ static struct expr *parse_primary(struct parser *p)
         return literal(p, tk, v_int(tk->i));
     case T_DURATION: {
         struct expr *e = literal(p, tk, v_int(tk->i));
-        if (e != NULL)
+        if (e != NULL) {
             e->op = 'd'; /* milliseconds, written as a duration */
+        }
         return e;
     }
     case T_FLOAT:
@@ -316,8 +347,9 @@ static struct expr *parse_primary(struct parser *p)
     case T_LPAREN: {
         next(p);
         struct expr *e = parse_expr(p);
-        if (e == NULL || expect(p, T_RPAREN, "')'") != 0)
+        if (e == NULL || expect(p, T_RPAREN, "')'") != 0) {
             return NULL;
+        }
         return e;
     }
     case T_LBRACK:
@@ -334,16 +366,21 @@ static struct expr *parse_primary(struct parser *p)
         return e;
     }
     case T_IDENT:
-        if (is_word(tk, "true"))
+        if (is_word(tk, "true")) {
             return literal(p, tk, v_bool(1));
-        if (is_word(tk, "false"))
+        }
+        if (is_word(tk, "false")) {
             return literal(p, tk, v_bool(0));
-        if (is_word(tk, "null"))
+        }
+        if (is_word(tk, "null")) {
             return literal(p, tk, v_null());
-        if (is_word(tk, "if"))
+        }
+        if (is_word(tk, "if")) {
             return parse_if(p);
-        if (is_reserved(tk))
+        }
+        if (is_reserved(tk)) {
             break;
+        }
         if (ahead(p, 1)->t == T_LPAREN) {
             next(p);
             return parse_call(p, tk, NULL);
@@ -376,8 +413,9 @@ static struct expr *parse_postfix(struct parser *p)
                 return NULL;
             }
             if (at->t == T_DOT && f->t == T_IDENT && ahead(p, 2)->t == T_LPAREN) {
-                if (p->in_step)
+                if (p->in_step) {
                     break; /* `.ident(` starts the next stream operator */
+                }
                 next(p);
                 next(p);
                 e = parse_call(p, f, e);
@@ -386,8 +424,9 @@ static struct expr *parse_postfix(struct parser *p)
             next(p);
             next(p);
             struct expr *m = node(p, X_MEMBER, f, 1);
-            if (m == NULL)
+            if (m == NULL) {
                 return NULL;
+            }
             m->kid[0] = e;
             m->name = f->s;
             m->nlen = f->len;
@@ -395,11 +434,13 @@ static struct expr *parse_postfix(struct parser *p)
         } else if (at->t == T_LBRACK) {
             next(p);
             struct expr *ix = node(p, X_INDEX, at, 2);
-            if (ix == NULL)
+            if (ix == NULL) {
                 return NULL;
+            }
             ix->kid[0] = e;
-            if ((ix->kid[1] = parse_expr(p)) == NULL || expect(p, T_RBRACK, "']'") != 0)
+            if ((ix->kid[1] = parse_expr(p)) == NULL || expect(p, T_RBRACK, "']'") != 0) {
                 return NULL;
+            }
             e = sealed(p, ix);
         } else {
             break;
@@ -411,10 +452,12 @@ static struct expr *parse_postfix(struct parser *p)
 static struct expr *parse_unary(struct parser *p)
 {
     const struct token *at = cur(p);
-    if (at->t != T_MINUS)
+    if (at->t != T_MINUS) {
         return parse_postfix(p);
-    if (!enter(p))
+    }
+    if (!enter(p)) {
         return NULL;
+    }
     next(p);
     struct expr *e = node(p, X_UNARY, at, 1);
     if (e != NULL) {
@@ -429,12 +472,14 @@ static struct expr *parse_unary(struct parser *p)
 static struct expr *parse_pow(struct parser *p)
 {
     struct expr *l = parse_unary(p);
-    if (l == NULL || cur(p)->t != T_POW)
+    if (l == NULL || cur(p)->t != T_POW) {
         return l;
+    }
     const struct token *at = cur(p);
     next(p);
-    if (!enter(p))
+    if (!enter(p)) {
         return NULL;
+    }
     struct expr *r = parse_pow(p); /* right-associative */
     p->depth--;
     return binary(p, T_POW, at, l, r);
@@ -445,8 +490,9 @@ static struct expr *parse_mul(struct parser *p)
     struct expr *e = parse_pow(p);
     while (e != NULL) {
         const struct token *at = cur(p);
-        if (at->t != T_STAR && at->t != T_SLASH && at->t != T_PERCENT)
+        if (at->t != T_STAR && at->t != T_SLASH && at->t != T_PERCENT) {
             break;
+        }
         next(p);
         e = binary(p, at->t, at, e, parse_pow(p));
     }
@@ -458,8 +504,9 @@ static struct expr *parse_add(struct parser *p)
     struct expr *e = parse_mul(p);
     while (e != NULL) {
         const struct token *at = cur(p);
-        if (at->t != T_PLUS && at->t != T_MINUS)
+        if (at->t != T_PLUS && at->t != T_MINUS) {
             break;
+        }
         next(p);
         e = binary(p, at->t, at, e, parse_mul(p));
     }
@@ -469,8 +516,9 @@ static struct expr *parse_add(struct parser *p)
 static struct expr *parse_cmp(struct parser *p)
 {
     struct expr *l = parse_add(p);
-    if (l == NULL)
+    if (l == NULL) {
         return NULL;
+    }
     const struct token *at = cur(p);
     uint8_t op = 0;
     switch (at->t) {
@@ -493,12 +541,13 @@ static struct expr *parse_cmp(struct parser *p)
             next(p);
         }
     }
-    if (op == 0)
+    if (op == 0) {
         return l;
+    }
     struct expr *e = binary(p, op, at, l, parse_add(p));
     const struct token *again = cur(p);
-    if (e != NULL && (again->t == T_EQ || again->t == T_NE || again->t == T_LT ||
-                      again->t == T_LE || again->t == T_GT || again->t == T_GE)) {
+    if (e != NULL && (again->t == T_EQ || again->t == T_NE || again->t == T_LT || again->t == T_LE ||
+                      again->t == T_GT || again->t == T_GE)) {
         fail_at(p, again, "comparisons do not chain: use 'and' (a < b and b < c)");
         return NULL;
     }
@@ -508,10 +557,12 @@ static struct expr *parse_cmp(struct parser *p)
 static struct expr *parse_not(struct parser *p)
 {
     const struct token *at = cur(p);
-    if (!is_word(at, "not") || is_word(ahead(p, 1), "in"))
+    if (!is_word(at, "not") || is_word(ahead(p, 1), "in")) {
         return parse_cmp(p);
-    if (!enter(p))
+    }
+    if (!enter(p)) {
         return NULL;
+    }
     next(p);
     struct expr *e = node(p, X_UNARY, at, 1);
     if (e != NULL) {
@@ -547,8 +598,9 @@ static struct expr *parse_or(struct parser *p)
 
 static struct expr *parse_expr(struct parser *p)
 {
-    if (!enter(p))
+    if (!enter(p)) {
         return NULL;
+    }
     struct expr *e = is_word(cur(p), "if") ? parse_if(p) : parse_or(p);
     p->depth--;
     return e;
@@ -570,12 +622,14 @@ static int parse_name(struct parser *p, const char *what, const char **s, uint32
                       const struct token **at)
 {
     const struct token *tk = cur(p);
-    if (tk->t != T_IDENT && tk->t != T_QIDENT)
+    if (tk->t != T_IDENT && tk->t != T_QIDENT) {
         return expected(p, what);
+    }
     *s = tk->s;
     *len = tk->len;
-    if (at != NULL)
+    if (at != NULL) {
         *at = tk;
+    }
     next(p);
     return 0;
 }
@@ -583,21 +637,25 @@ static int parse_name(struct parser *p, const char *what, const char **s, uint32
 /* type_expr: a name, [type] or {type: type}. Types are not enforced at runtime. */
 static int parse_type(struct parser *p, int depth)
 {
-    if (depth > VPL_MAX_DEPTH)
+    if (depth > VPL_MAX_DEPTH) {
         return fail_at(p, cur(p), "type nested deeper than %d levels", VPL_MAX_DEPTH);
+    }
     if (accept(p, T_LBRACK)) {
-        if (parse_type(p, depth + 1) != 0)
+        if (parse_type(p, depth + 1) != 0) {
             return VPL_ESYNTAX;
+        }
         return expect(p, T_RBRACK, "']' to close the array type");
     }
     if (accept(p, T_LBRACE)) {
         if (parse_type(p, depth + 1) != 0 || expect(p, T_COLON, "':' in a map type") != 0 ||
-            parse_type(p, depth + 1) != 0)
+            parse_type(p, depth + 1) != 0) {
             return VPL_ESYNTAX;
+        }
         return expect(p, T_RBRACE, "'}' to close the map type");
     }
-    if (cur(p)->t != T_IDENT)
+    if (cur(p)->t != T_IDENT) {
         return expected(p, "a type (int, float, bool, str, timestamp, duration or a name)");
+    }
     next(p);
     return 0;
 }
@@ -608,15 +666,18 @@ static int parse_fields(struct parser *p, uint32_t decl_col)
     for (;;) {
         const struct token *tk = cur(p);
         if (!tk->bol || tk->col <= decl_col || (tk->t != T_IDENT && tk->t != T_QIDENT) ||
-            ahead(p, 1)->t != T_COLON)
+            ahead(p, 1)->t != T_COLON) {
             return 0;
+        }
         next(p);
         next(p);
-        if (parse_type(p, 0) != 0)
+        if (parse_type(p, 0) != 0) {
             return VPL_ESYNTAX;
+        }
         accept(p, T_QUESTION);
-        if (!cur(p)->bol && cur(p)->t != T_EOF)
+        if (!cur(p)->bol && cur(p)->t != T_EOF) {
             return expected(p, "the end of the field line");
+        }
     }
 }
 
@@ -627,24 +688,31 @@ static int parse_event(struct parser *p, struct ast_program *prog, uint32_t *cap
     const char *name = NULL;
     uint32_t len = 0;
     const struct token *at = NULL;
-    if (parse_name(p, is_event ? "an event name" : "a type name", &name, &len, &at) != 0)
+    if (parse_name(p, is_event ? "an event name" : "a type name", &name, &len, &at) != 0) {
         return VPL_ESYNTAX;
-    if (!is_event && accept(p, T_ASSIGN))
+    }
+    if (!is_event && accept(p, T_ASSIGN)) {
         return parse_type(p, 0);
+    }
     if (is_event && accept_word(p, "extends")) {
         const char *base = NULL;
         uint32_t blen = 0;
-        if (parse_name(p, "the name of the base event", &base, &blen, NULL) != 0)
+        if (parse_name(p, "the name of the base event", &base, &blen, NULL) != 0) {
             return VPL_ESYNTAX;
+        }
     }
-    if (expect(p, T_COLON, is_event ? "':' after the event name" : "':' or '=' after the type name") != 0)
+    if (expect(p, T_COLON, is_event ? "':' after the event name" : "':' or '=' after the type name") != 0) {
         return VPL_ESYNTAX;
-    if (parse_fields(p, kw->col) != 0)
+    }
+    if (parse_fields(p, kw->col) != 0) {
         return VPL_ESYNTAX;
-    if (!is_event)
+    }
+    if (!is_event) {
         return 0;
-    if ((prog->events = grow(p, prog->events, prog->nevents, cap, sizeof(*prog->events))) == NULL)
+    }
+    if ((prog->events = grow(p, prog->events, prog->nevents, cap, sizeof(*prog->events))) == NULL) {
         return VPL_ENOMEM;
+    }
     struct ast_event *ev = &prog->events[prog->nevents++];
     ev->name = name;
     ev->nlen = len;
@@ -660,21 +728,26 @@ static int parse_cparams(struct parser *p, int after_name, const char **topic, u
 {
     int first = 1;
     while (!accept(p, T_RPAREN)) {
-        if ((!first || after_name) && expect(p, T_COMMA, "',' or ')' after a parameter") != 0)
+        if ((!first || after_name) && expect(p, T_COMMA, "',' or ')' after a parameter") != 0) {
             return VPL_ESYNTAX;
+        }
         first = 0;
         const struct token *k = cur(p);
-        if (k->t != T_IDENT)
+        if (k->t != T_IDENT) {
             return expected(p, "a parameter name");
+        }
         next(p);
-        if (expect(p, T_COLON, "':' after the parameter name") != 0)
+        if (expect(p, T_COLON, "':' after the parameter name") != 0) {
             return VPL_ESYNTAX;
+        }
         const struct token *v = cur(p);
-        if (parse_expr(p) == NULL)
+        if (parse_expr(p) == NULL) {
             return VPL_ESYNTAX;
+        }
         if (topic != NULL && is_word(k, "topic")) {
-            if (v->t != T_STRING || cur(p) != v + 1)
+            if (v->t != T_STRING || cur(p) != v + 1) {
                 return fail_at(p, v, "expected a string after 'topic:'");
+            }
             *topic = v->s;
             *topic_len = v->len;
         }
@@ -690,8 +763,9 @@ static int parse_connector(struct parser *p)
     if (parse_name(p, "a connector name", &name, &len, NULL) != 0 ||
         expect(p, T_ASSIGN, "'=' after the connector name") != 0 ||
         parse_name(p, "a connector kind (nats, mqtt, ...)", &name, &len, NULL) != 0 ||
-        expect(p, T_LPAREN, "'(' after the connector kind") != 0)
+        expect(p, T_LPAREN, "'(' after the connector kind") != 0) {
         return VPL_ESYNTAX;
+    }
     return parse_cparams(p, 0, NULL, NULL);
 }
 
@@ -701,17 +775,22 @@ static int parse_const(struct parser *p, struct ast_program *prog, uint32_t *cap
     const char *name = NULL;
     uint32_t len = 0;
     const struct token *at = NULL;
-    if (parse_name(p, "a constant name", &name, &len, &at) != 0)
+    if (parse_name(p, "a constant name", &name, &len, &at) != 0) {
         return VPL_ESYNTAX;
-    if (accept(p, T_COLON) && parse_type(p, 0) != 0)
+    }
+    if (accept(p, T_COLON) && parse_type(p, 0) != 0) {
         return VPL_ESYNTAX;
-    if (expect(p, T_ASSIGN, "'=' after the constant name") != 0)
+    }
+    if (expect(p, T_ASSIGN, "'=' after the constant name") != 0) {
         return VPL_ESYNTAX;
+    }
     struct expr *e = parse_expr(p);
-    if (e == NULL)
+    if (e == NULL) {
         return VPL_ESYNTAX;
-    if ((prog->consts = grow(p, prog->consts, prog->nconsts, cap, sizeof(*prog->consts))) == NULL)
+    }
+    if ((prog->consts = grow(p, prog->consts, prog->nconsts, cap, sizeof(*prog->consts))) == NULL) {
         return VPL_ENOMEM;
+    }
     struct ast_const *c = &prog->consts[prog->nconsts++];
     c->name = name;
     c->nlen = len;
@@ -730,14 +809,17 @@ static int parse_step(struct parser *p, struct ast_step *st, int first)
         st->neg = (uint8_t)accept_word(p, "NOT");
     }
     const struct token *at = NULL;
-    if (parse_name(p, "an event type, stream or pattern name", &st->type, &st->tlen, &at) != 0)
+    if (parse_name(p, "an event type, stream or pattern name", &st->type, &st->tlen, &at) != 0) {
         return VPL_ESYNTAX;
+    }
     st->line = at->line;
     st->col = at->col;
-    if (accept_word(p, "where") && (st->pred = parse_step_expr(p)) == NULL)
+    if (accept_word(p, "where") && (st->pred = parse_step_expr(p)) == NULL) {
         return VPL_ESYNTAX;
-    if (accept_word(p, "as") && parse_name(p, "an alias after 'as'", &st->alias, &st->alen, NULL) != 0)
+    }
+    if (accept_word(p, "as") && parse_name(p, "an alias after 'as'", &st->alias, &st->alen, NULL) != 0) {
         return VPL_ESYNTAX;
+    }
     return 0;
 }
 
@@ -749,35 +831,42 @@ static int parse_pattern(struct parser *p, struct ast_program *prog, uint32_t *c
     pat.within = -1;
     const struct token *at = NULL;
     if (parse_name(p, "a pattern name", &pat.name, &pat.nlen, &at) != 0 ||
-        expect(p, T_ASSIGN, "'=' after the pattern name") != 0)
+        expect(p, T_ASSIGN, "'=' after the pattern name") != 0) {
         return VPL_ESYNTAX;
+    }
     pat.line = at->line;
     pat.col = at->col;
     uint32_t scap = 0;
     do {
-        if ((pat.steps = grow(p, pat.steps, pat.nsteps, &scap, sizeof(*pat.steps))) == NULL)
+        if ((pat.steps = grow(p, pat.steps, pat.nsteps, &scap, sizeof(*pat.steps))) == NULL) {
             return VPL_ENOMEM;
-        if (parse_step(p, &pat.steps[pat.nsteps], pat.nsteps == 0) != 0)
+        }
+        if (parse_step(p, &pat.steps[pat.nsteps], pat.nsteps == 0) != 0) {
             return VPL_ESYNTAX;
+        }
         pat.nsteps++;
     } while (accept(p, T_ARROW));
     if (is_word(cur(p), "within")) {
         pat.within_line = cur(p)->line;
         pat.within_col = cur(p)->col;
         next(p);
-        if (cur(p)->t != T_DURATION)
+        if (cur(p)->t != T_DURATION) {
             return expected(p, "a duration after 'within' (e.g. 5m)");
+        }
         pat.within = cur(p)->i;
         next(p);
     }
     if (accept_word(p, "partition")) {
-        if (!accept_word(p, "by"))
+        if (!accept_word(p, "by")) {
             return expected(p, "'by' after 'partition'");
-        if (parse_name(p, "a field name after 'partition by'", &pat.partition, &pat.plen, NULL) != 0)
+        }
+        if (parse_name(p, "a field name after 'partition by'", &pat.partition, &pat.plen, NULL) != 0) {
             return VPL_ESYNTAX;
+        }
     }
-    if ((prog->patterns = grow(p, prog->patterns, prog->npatterns, cap, sizeof(pat))) == NULL)
+    if ((prog->patterns = grow(p, prog->patterns, prog->npatterns, cap, sizeof(pat))) == NULL) {
         return VPL_ENOMEM;
+    }
     prog->patterns[prog->npatterns++] = pat;
     return 0;
 }
@@ -786,24 +875,40 @@ static const struct {
     const char *name;
     enum op_kind kind;
 } op_names[] = {
-    {"where", OP_WHERE},       {"emit", OP_EMIT},           {"select", OP_SELECT},
-    {"to", OP_TO},             {"within", OP_WITHIN},       {"partition_by", OP_PARTITION},
-    {"not", OP_NOT},           {"window", OP_WINDOW},       {"aggregate", OP_AGGREGATE},
-    {"having", OP_HAVING},     {"watermark", OP_WATERMARK}, {"stam", OP_MODE},
-    {"stnm", OP_MODE},         {"strict", OP_MODE},         {"each", OP_MODE},
-    {"longest", OP_MODE},      {"subsets", OP_MODE},        {"print", OP_NOOP},
-    {"log", OP_NOOP},          {"tap", OP_NOOP},            {"context", OP_NOOP},
+    {"where", OP_WHERE},
+    {"emit", OP_EMIT},
+    {"select", OP_SELECT},
+    {"to", OP_TO},
+    {"within", OP_WITHIN},
+    {"partition_by", OP_PARTITION},
+    {"not", OP_NOT},
+    {"window", OP_WINDOW},
+    {"aggregate", OP_AGGREGATE},
+    {"having", OP_HAVING},
+    {"watermark", OP_WATERMARK},
+    {"stam", OP_MODE},
+    {"stnm", OP_MODE},
+    {"strict", OP_MODE},
+    {"each", OP_MODE},
+    {"longest", OP_MODE},
+    {"subsets", OP_MODE},
+    {"print", OP_NOOP},
+    {"log", OP_NOOP},
+    {"tap", OP_NOOP},
+    {"context", OP_NOOP},
 };
 
 /* ( [ [name:] expr {, [name:] expr} ] ) */
 static int parse_args(struct parser *p, struct ast_op *op)
 {
     uint32_t cap = 0;
-    if (accept(p, T_RPAREN))
+    if (accept(p, T_RPAREN)) {
         return 0;
+    }
     do {
-        if ((op->args = grow(p, op->args, op->nargs, &cap, sizeof(*op->args))) == NULL)
+        if ((op->args = grow(p, op->args, op->nargs, &cap, sizeof(*op->args))) == NULL) {
             return VPL_ENOMEM;
+        }
         struct ast_arg *a = &op->args[op->nargs++];
         memset(a, 0, sizeof(*a));
         const struct token *tk = cur(p);
@@ -815,8 +920,9 @@ static int parse_args(struct parser *p, struct ast_op *op)
             next(p);
             next(p);
         }
-        if ((a->e = parse_expr(p)) == NULL)
+        if ((a->e = parse_expr(p)) == NULL) {
             return VPL_ESYNTAX;
+        }
     } while (accept(p, T_COMMA));
     return expect(p, T_RPAREN, "',' or ')' after an argument");
 }
@@ -830,14 +936,17 @@ static int parse_op(struct parser *p, struct ast_op *op)
     op->col = name->col;
     op->name = name->s;
     op->nlen = name->len;
-    if (name->t != T_IDENT)
+    if (name->t != T_IDENT) {
         return expected(p, "an operation name after '.'");
+    }
     size_t i = 0;
-    while (i < sizeof(op_names) / sizeof(op_names[0]) && !is_word(name, op_names[i].name))
+    while (i < sizeof(op_names) / sizeof(op_names[0]) && !is_word(name, op_names[i].name)) {
         i++;
+    }
     if (i == sizeof(op_names) / sizeof(op_names[0])) {
-        if (is_word(name, "from"))
+        if (is_word(name, "from")) {
             return fail_at(p, name, "'.from()' must follow the event type at the start of the stream");
+        }
         return fail_at(p, name,
                        "unknown operation '.%.*s()': expected where, emit, select, to, within, "
                        "partition_by, not, window, aggregate, having, watermark or a mode",
@@ -845,31 +954,37 @@ static int parse_op(struct parser *p, struct ast_op *op)
     }
     op->kind = (uint8_t)op_names[i].kind;
     next(p);
-    if (expect(p, T_LPAREN, "'(' after the operation name") != 0)
+    if (expect(p, T_LPAREN, "'(' after the operation name") != 0) {
         return VPL_ESYNTAX;
+    }
     switch (op->kind) {
     case OP_NOT: {
         const struct token *at = NULL;
-        if (parse_name(p, "the cancelling event type", &op->type, &op->tlen, &at) != 0)
+        if (parse_name(p, "the cancelling event type", &op->type, &op->tlen, &at) != 0) {
             return VPL_ESYNTAX;
+        }
         op->tline = at->line;
         op->tcol = at->col;
-        if (accept_word(p, "where") && (op->pred = parse_expr(p)) == NULL)
+        if (accept_word(p, "where") && (op->pred = parse_expr(p)) == NULL) {
             return VPL_ESYNTAX;
+        }
         return expect(p, T_RPAREN, "')' or 'where' after the cancelling type");
     }
     case OP_TO:
-        if (parse_name(p, "a connector name", &op->type, &op->tlen, NULL) != 0)
+        if (parse_name(p, "a connector name", &op->type, &op->tlen, NULL) != 0) {
             return VPL_ESYNTAX;
+        }
         {
             const char *topic = NULL;
             uint32_t tl = 0;
-            if (parse_cparams(p, 1, &topic, &tl) != 0)
+            if (parse_cparams(p, 1, &topic, &tl) != 0) {
                 return VPL_ESYNTAX;
+            }
             if (topic != NULL) {
                 op->args = arena_alloc(p->a, sizeof(*op->args));
-                if (op->args == NULL)
+                if (op->args == NULL) {
                     return oom(p);
+                }
                 memset(op->args, 0, sizeof(*op->args));
                 op->args[0].name = topic;
                 op->args[0].nlen = tl;
@@ -889,13 +1004,15 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
     memset(&s, 0, sizeof(s));
     const struct token *at = NULL;
     if (parse_name(p, "a stream name", &s.name, &s.nlen, &at) != 0 ||
-        expect(p, T_ASSIGN, "'=' after the stream name") != 0)
+        expect(p, T_ASSIGN, "'=' after the stream name") != 0) {
         return VPL_ESYNTAX;
+    }
     s.line = at->line;
     s.col = at->col;
     uint32_t scap = 0, ocap = 0;
-    if ((s.steps = grow(p, s.steps, 0, &scap, sizeof(*s.steps))) == NULL)
+    if ((s.steps = grow(p, s.steps, 0, &scap, sizeof(*s.steps))) == NULL) {
         return VPL_ENOMEM;
+    }
     if (cur(p)->t == T_IDENT && ahead(p, 1)->t == T_DOT && is_word(ahead(p, 2), "from") &&
         ahead(p, 3)->t == T_LPAREN) {
         memset(&s.steps[0], 0, sizeof(s.steps[0]));
@@ -905,8 +1022,9 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
         s.steps[0].col = cur(p)->col;
         p->pos += 4;
         if (parse_name(p, "a connector name", &s.from_conn, &s.from_conn_len, NULL) != 0 ||
-            parse_cparams(p, 1, &s.from_topic, &s.from_topic_len) != 0)
+            parse_cparams(p, 1, &s.from_topic, &s.from_topic_len) != 0) {
             return VPL_ESYNTAX;
+        }
         s.has_from = 1;
     } else if (parse_step(p, &s.steps[0], 1) != 0) {
         return VPL_ESYNTAX;
@@ -914,23 +1032,28 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
     s.nsteps = 1;
     for (;;) {
         if (accept(p, T_ARROW)) {
-            if ((s.steps = grow(p, s.steps, s.nsteps, &scap, sizeof(*s.steps))) == NULL)
+            if ((s.steps = grow(p, s.steps, s.nsteps, &scap, sizeof(*s.steps))) == NULL) {
                 return VPL_ENOMEM;
-            if (parse_step(p, &s.steps[s.nsteps], 0) != 0)
+            }
+            if (parse_step(p, &s.steps[s.nsteps], 0) != 0) {
                 return VPL_ESYNTAX;
+            }
             s.nsteps++;
         } else if (cur(p)->t == T_DOT) {
-            if ((s.ops = grow(p, s.ops, s.nops, &ocap, sizeof(*s.ops))) == NULL)
+            if ((s.ops = grow(p, s.ops, s.nops, &ocap, sizeof(*s.ops))) == NULL) {
                 return VPL_ENOMEM;
-            if (parse_op(p, &s.ops[s.nops]) != 0)
+            }
+            if (parse_op(p, &s.ops[s.nops]) != 0) {
                 return VPL_ESYNTAX;
+            }
             s.ops[s.nops++].steps_before = s.nsteps;
         } else {
             break;
         }
     }
-    if ((prog->streams = grow(p, prog->streams, prog->nstreams, cap, sizeof(s))) == NULL)
+    if ((prog->streams = grow(p, prog->streams, prog->nstreams, cap, sizeof(s))) == NULL) {
         return VPL_ENOMEM;
+    }
     prog->streams[prog->nstreams++] = s;
     return 0;
 }
@@ -944,27 +1067,28 @@ int parse_program(const struct tokens *toks, struct arena *arena, struct ast_pro
     while (cur(&p)->t != T_EOF) {
         const struct token *tk = cur(&p);
         int rc;
-        if (is_word(tk, "stream"))
+        if (is_word(tk, "stream")) {
             rc = parse_stream(&p, out, &scap);
-        else if (is_word(tk, "event"))
+        } else if (is_word(tk, "event")) {
             rc = parse_event(&p, out, &ecap, 1);
-        else if (is_word(tk, "type"))
+        } else if (is_word(tk, "type")) {
             rc = parse_event(&p, out, &ecap, 0);
-        else if (is_word(tk, "pattern"))
+        } else if (is_word(tk, "pattern")) {
             rc = parse_pattern(&p, out, &pcap);
-        else if (is_word(tk, "let") || is_word(tk, "const"))
+        } else if (is_word(tk, "let") || is_word(tk, "const")) {
             rc = parse_const(&p, out, &ccap);
-        else if (is_word(tk, "connector"))
+        } else if (is_word(tk, "connector")) {
             rc = parse_connector(&p);
-        else if (tk->t == T_IDENT && (is_word(tk, "fn") || is_word(tk, "var") ||
-                                      is_word(tk, "config") || is_word(tk, "context")))
-            rc = fail_at(&p, tk, "'%.*s' declarations are not supported by this engine",
-                         (int)tk->len, tk->s);
-        else
+        } else if (tk->t == T_IDENT && (is_word(tk, "fn") || is_word(tk, "var") || is_word(tk, "config") ||
+                                        is_word(tk, "context"))) {
+            rc = fail_at(&p, tk, "'%.*s' declarations are not supported by this engine", (int)tk->len, tk->s);
+        } else {
             rc = expected(&p, "a declaration (stream, event, type, pattern, let, const "
                               "or connector)");
-        if (rc != 0 || p.failed)
+        }
+        if (rc != 0 || p.failed) {
             return err != NULL && err->code == VPL_ENOMEM ? VPL_ENOMEM : VPL_ESYNTAX;
+        }
     }
     return 0;
 }

@@ -13,23 +13,26 @@ int symtab_intern(struct symtab *t, const char *name, size_t len, uint32_t *id)
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 64;
         struct sym **v = realloc(t->v, cap * sizeof(*v));
-        if (v == NULL)
+        if (v == NULL) {
             return VPL_ENOMEM;
+        }
         t->v = v;
         t->cap = cap;
     }
     struct sym *s = arena_alloc(t->arena, sizeof(*s));
     char *key = arena_strndup(t->arena, name, len);
-    if (s == NULL || key == NULL)
+    if (s == NULL || key == NULL) {
         return VPL_ENOMEM;
+    }
     s->node.hash = h;
     s->node.key = key;
     s->node.klen = (uint32_t)len;
     s->id = t->n;
     s->type = -1;
     s->field = 0;
-    if (hmap_put(&t->map, &s->node) != 0)
+    if (hmap_put(&t->map, &s->node) != 0) {
         return VPL_ENOMEM;
+    }
     t->v[t->n++] = s;
     *id = s->id;
     return 0;

@@ -22,8 +22,9 @@ void *arena_alloc_slow(struct arena *a, size_t size)
 {
     size_t want = size > a->chunk_size / 4 ? size : a->chunk_size;
     struct arena_chunk *c = malloc(sizeof(*c) + want);
-    if (c == NULL)
+    if (c == NULL) {
         return NULL;
+    }
     c->size = want;
     if (want == size && a->head != NULL) {
         /* A big one-off block goes behind the current chunk so the chunk's free
@@ -43,8 +44,9 @@ char *arena_strndup(struct arena *a, const char *s, size_t len)
 {
     char *p = arena_alloc(a, len + 1);
     if (p != NULL) {
-        if (len > 0)
+        if (len > 0) {
             memcpy(p, s, len);
+        }
         p[len] = '\0';
     }
     return p;
@@ -63,8 +65,9 @@ void arena_reset(struct arena *a)
         }
         c = next;
     }
-    if (keep != NULL)
+    if (keep != NULL) {
         keep->next = NULL;
+    }
     a->head = keep;
     a->cur = keep != NULL ? keep->data : NULL;
     a->lim = keep != NULL ? keep->data + keep->size : NULL;
@@ -84,17 +87,20 @@ void arena_free(struct arena *a)
 
 int buf_grow(struct buf *b, size_t extra)
 {
-    if (b->cap - b->len > extra)
+    if (b->cap - b->len > extra) {
         return 0;
+    }
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len <= extra) {
-        if (cap > SIZE_MAX / 2)
+        if (cap > SIZE_MAX / 2) {
             return VPL_ENOMEM;
+        }
         cap *= 2;
     }
     char *p = realloc(b->p, cap);
-    if (p == NULL)
+    if (p == NULL) {
         return VPL_ENOMEM;
+    }
     b->p = p;
     b->cap = cap;
     return 0;
@@ -123,11 +129,11 @@ uint64_t hash_bytes(const void *p, size_t n)
     return h;
 }
 
-int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
-               const char *fmt, ...)
+int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col, const char *fmt, ...)
 {
-    if (err == NULL)
+    if (err == NULL) {
         return code;
+    }
     err->code = code;
     err->line = line;
     err->col = col;
@@ -141,9 +147,10 @@ int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
 
 char *u64_digits(uint64_t u, char *end, int min_digits)
 {
-    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                "8081828384858687888990919293949596979899";
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char *q = end;
     while (u >= 10000) { /* four digits a step: one division by 10^4, then two pairs */
         uint32_t r = (uint32_t)(u % 10000);
@@ -163,7 +170,8 @@ char *u64_digits(uint64_t u, char *end, int min_digits)
     } else {
         *--q = (char)('0' + u);
     }
-    while (end - q < min_digits)
+    while (end - q < min_digits) {
         *--q = '0';
+    }
     return q;
 }

@@ -49,25 +49,28 @@ struct buf {
 
 /* Inline: alert JSON is written a few bytes at a time, and a call per piece was a
  * tenth of an alert's cost. buf_grow is the slow path. */
-int buf_grow(struct buf *b, size_t extra); /* 0 or VPL_ENOMEM */
+int buf_grow(struct buf *b, size_t extra);                 /* 0 or VPL_ENOMEM */
 static inline int buf_reserve(struct buf *b, size_t extra) /* 0 or VPL_ENOMEM */
 {
     return b->cap - b->len > extra ? 0 : buf_grow(b, extra);
 }
 static inline int buf_put(struct buf *b, const void *p, size_t n)
 {
-    if (buf_reserve(b, n) != 0)
+    if (buf_reserve(b, n) != 0) {
         return VPL_ENOMEM;
-    if (n > 0)
+    }
+    if (n > 0) {
         memcpy(b->p + b->len, p, n);
+    }
     b->len += n;
     b->p[b->len] = '\0';
     return 0;
 }
 static inline int buf_putc(struct buf *b, char c)
 {
-    if (buf_reserve(b, 1) != 0)
+    if (buf_reserve(b, 1) != 0) {
         return VPL_ENOMEM;
+    }
     b->p[b->len++] = c;
     b->p[b->len] = '\0';
     return 0;
@@ -81,7 +84,7 @@ void buf_free(struct buf *b);
 uint64_t hash_bytes(const void *p, size_t n);
 
 /* Fills err (may be NULL) with "line:col: message" and returns code. */
-int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col,
-               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int vpl_err_at(struct vpl_error *err, int code, uint32_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 #endif

@@ -26,8 +26,9 @@ static void deep_size(const struct vval *v, struct deep *d)
         break;
     case V_ARR:
         d->boxes += (size_t)v->n * sizeof(struct vval);
-        for (uint32_t i = 0; i < v->n; i++)
+        for (uint32_t i = 0; i < v->n; i++) {
             deep_size(&v->u.a[i], d);
+        }
         break;
     case V_MAP:
         d->boxes += (size_t)v->n * sizeof(struct vkv);
@@ -67,8 +68,9 @@ static struct vval deep_copy(const struct vval *v, struct cursor *cur)
     case V_ARR: {
         struct vval *a = (struct vval *)cur->box;
         cur->box += (size_t)v->n * sizeof(*a);
-        for (uint32_t i = 0; i < v->n; i++)
+        for (uint32_t i = 0; i < v->n; i++) {
             a[i] = deep_copy(&v->u.a[i], cur);
+        }
         out.u.a = a;
         break;
     }
@@ -97,15 +99,17 @@ static size_t event_head_size(uint32_t room)
 struct vpl_event *event_new(struct arena *a, uint32_t room)
 {
     struct vpl_event *ev = arena_alloc(a, event_head_size(room));
-    if (ev != NULL)
+    if (ev != NULL) {
         memset(ev, 0, sizeof(*ev));
+    }
     return ev;
 }
 
 void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n)
 {
-    if (n < room && n > 0)
+    if (n < room && n > 0) {
         memmove(ev->vals + n, event_keys_room(ev, room), (size_t)n * sizeof(uint32_t));
+    }
     ev->nf = n;
 }
 
@@ -113,14 +117,16 @@ void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n)
 struct vpl_event *event_freeze(const struct vpl_event *ev)
 {
     struct deep d = {0};
-    for (uint32_t i = 0; i < ev->nf; i++)
+    for (uint32_t i = 0; i < ev->nf; i++) {
         deep_size(&ev->vals[i], &d);
+    }
     size_t head = event_head_size(ev->nf);
     size_t boxes_at = d.boxes ? ALIGN8(head) : head;
     size_t size = boxes_at + d.boxes + d.bytes;
     char *blk = malloc(size);
-    if (blk == NULL)
+    if (blk == NULL) {
         return NULL;
+    }
     struct vpl_event *out = (struct vpl_event *)blk;
     out->refs = 1;
     out->nf = ev->nf;
@@ -142,8 +148,9 @@ int value_copy(struct arena *a, const struct vval *v, struct vval *out)
     deep_size(v, &d);
     size_t n = d.boxes + d.bytes;
     char *blk = n ? arena_alloc(a, n) : NULL;
-    if (n && blk == NULL)
+    if (n && blk == NULL) {
         return VPL_ENOMEM;
+    }
     struct cursor cur = {.box = blk, .byte = blk ? blk + d.boxes : NULL};
     *out = deep_copy(v, &cur);
     return 0;
@@ -151,15 +158,18 @@ int value_copy(struct arena *a, const struct vval *v, struct vval *out)
 
 int value_eq(const struct vval *a, const struct vval *b)
 {
-    if (a->t == V_MISSING || b->t == V_MISSING)
+    if (a->t == V_MISSING || b->t == V_MISSING) {
         return 0;
+    }
     if (v_num(a) && v_num(b)) {
-        if (a->t == V_INT && b->t == V_INT)
+        if (a->t == V_INT && b->t == V_INT) {
             return a->u.i == b->u.i;
+        }
         return v_as_f(a) == v_as_f(b);
     }
-    if (a->t != b->t)
+    if (a->t != b->t) {
         return 0;
+    }
     switch (a->t) {
     case V_NULL:
         return 1;
@@ -168,23 +178,28 @@ int value_eq(const struct vval *a, const struct vval *b)
     case V_STR:
         return a->n == b->n && (a->n == 0 || memcmp(a->u.s, b->u.s, a->n) == 0);
     case V_ARR:
-        if (a->n != b->n)
+        if (a->n != b->n) {
             return 0;
-        for (uint32_t i = 0; i < a->n; i++)
-            if (!value_eq(&a->u.a[i], &b->u.a[i]))
+        }
+        for (uint32_t i = 0; i < a->n; i++) {
+            if (!value_eq(&a->u.a[i], &b->u.a[i])) {
                 return 0;
+            }
+        }
         return 1;
     case V_MAP:
-        if (a->n != b->n)
+        if (a->n != b->n) {
             return 0;
+        }
         for (uint32_t i = 0; i < a->n; i++) {
             const struct vkv *x = &a->u.m[i];
             uint32_t j = 0;
-            while (j < b->n && !(b->u.m[j].klen == x->klen &&
-                                 memcmp(b->u.m[j].k, x->k, x->klen) == 0))
+            while (j < b->n && !(b->u.m[j].klen == x->klen && memcmp(b->u.m[j].k, x->k, x->klen) == 0)) {
                 j++;
-            if (j == b->n || !value_eq(&x->v, &b->u.m[j].v))
+            }
+            if (j == b->n || !value_eq(&x->v, &b->u.m[j].v)) {
                 return 0;
+            }
         }
         return 1;
     default:
@@ -200,16 +215,18 @@ int value_order(const struct vval *a, const struct vval *b, int *out)
             return 1;
         }
         double x = v_as_f(a), y = v_as_f(b);
-        if (isnan(x) || isnan(y))
+        if (isnan(x) || isnan(y)) {
             return 0;
+        }
         *out = (x > y) - (x < y);
         return 1;
     }
     if (a->t == V_STR && b->t == V_STR) {
         uint32_t n = a->n < b->n ? a->n : b->n;
         int c = n ? memcmp(a->u.s, b->u.s, n) : 0;
-        if (c == 0)
+        if (c == 0) {
             c = (a->n > b->n) - (a->n < b->n);
+        }
         *out = (c > 0) - (c < 0);
         return 1;
     }
@@ -227,11 +244,12 @@ int value_order(const struct vval *a, const struct vval *b, int *out)
  * and N = 16 or 17 rounds to the nearest, which is m. */
 static int short_fraction(double f, char out[32])
 {
-    static const double p10[18] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+    static const double p10[18] = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
                                    1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
     double a = fabs(f);
-    if (!(a >= 1e-4 && a < 1e15))
+    if (!(a >= 1e-4 && a < 1e15)) {
         return 0;
+    }
     for (int k = 1; k <= 17; k++) {
         /* Below 2^51 the doubles that read back as a, scaled by 10^k, span less than
          * half a unit (an ulp of a times 10^k is under twice an ulp of x, at most 1/4):
@@ -239,19 +257,22 @@ static int short_fraction(double f, char out[32])
          * is within 1/4 of it. r is that distance, exact (fma rounds once, and the
          * difference is small). */
         double x = a * p10[k];
-        if (x >= 2251799813685248.0)
+        if (x >= 2251799813685248.0) {
             return 0;
+        }
         double m = nearbyint(x);
         double r = fma(a, p10[k], -m);
-        if (fabs(r) > 0.25 || m / p10[k] != a)
+        if (fabs(r) > 0.25 || m / p10[k] != a) {
             continue;
+        }
         uint64_t u = (uint64_t)m, scale = (uint64_t)p10[k];
         uint64_t ip = u / scale, fp = u % scale;
         char tmp[40], *q = u64_digits(fp, tmp + sizeof(tmp), k);
         *--q = '.';
         q = u64_digits(ip, q, 1);
-        if (f < 0)
+        if (f < 0) {
             *--q = '-';
+        }
         int n = (int)(tmp + sizeof(tmp) - q);
         memcpy(out, q, (size_t)n);
         out[n] = '\0';
@@ -275,8 +296,9 @@ size_t format_double(double f, char out[32], int json)
         char tmp[24], *e = tmp + sizeof(tmp);
         int64_t i = (int64_t)f;
         char *q = u64_digits(i < 0 ? 0 - (uint64_t)i : (uint64_t)i, e, 1);
-        if (i < 0)
+        if (i < 0) {
             *--q = '-';
+        }
         n = (int)(e - q);
         memcpy(out, q, (size_t)n);
         if (json) {
@@ -286,12 +308,14 @@ size_t format_double(double f, char out[32], int json)
         out[n] = '\0';
         return (size_t)n;
     }
-    if ((n = short_fraction(f, out)) > 0)
+    if ((n = short_fraction(f, out)) > 0) {
         return (size_t)n;
+    }
     for (int prec = 15; prec <= 17; prec++) {
         n = snprintf(out, 32, "%.*g", prec, f);
-        if (strtod(out, NULL) == f)
+        if (strtod(out, NULL) == f) {
             break;
+        }
     }
     if (json && strpbrk(out, ".eE") == NULL) {
         out[n++] = '.';

@@ -51,8 +51,8 @@ struct vkv {
 struct vpl_event {
     int32_t refs; /* frozen: holders; transient: 0 */
     uint32_t nf;
-    int64_t time; /* event time, epoch ms */
-    union {       /* refs tells which: a held event carries no pointer it can derive */
+    int64_t time;                 /* event time, epoch ms */
+    union {                       /* refs tells which: a held event carries no pointer it can derive */
         size_t size;              /* frozen: bytes of the block */
         struct vpl_event *frozen; /* transient: the frozen copy made for holders, if any */
     };
@@ -110,9 +110,11 @@ static inline double v_as_f(const struct vval *v)
 static inline const struct vval *event_get(const struct vpl_event *ev, uint32_t key)
 {
     const uint32_t *keys = event_keys(ev);
-    for (uint32_t i = 0; i < ev->nf; i++)
-        if (keys[i] == key)
+    for (uint32_t i = 0; i < ev->nf; i++) {
+        if (keys[i] == key) {
             return &ev->vals[i];
+        }
+    }
     return NULL;
 }
 

@@ -20,14 +20,16 @@ static int usage(void)
 static int read_file(const char *path, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (f == NULL) {
         return -1;
+    }
     size_t cap = 4096, n = 0;
     char *p = malloc(cap);
     while (p != NULL) {
         n += fread(p + n, 1, cap - n, f);
-        if (n < cap)
+        if (n < cap) {
             break;
+        }
         char *q = realloc(p, cap * 2);
         if (q == NULL) {
             free(p);
@@ -69,21 +71,22 @@ static int load(const char *path, struct vpl_program **prog)
 
 static int cmd_check(int argc, char **argv)
 {
-    if (argc < 2)
+    if (argc < 2) {
         return usage();
+    }
     int status = 0;
     for (int i = 1; i < argc; i++) {
         struct vpl_program *prog = NULL;
         status |= load(argv[i], &prog);
         vpl_program_destroy(prog);
     }
-    if (status == 0)
+    if (status == 0) {
         printf("ok\n");
+    }
     return status;
 }
 
-static void print_alert(void *ud, const char *stream, const char *topic, const char *json,
-                        size_t len)
+static void print_alert(void *ud, const char *stream, const char *topic, const char *json, size_t len)
 {
     (void)stream;
     (void)topic;
@@ -93,19 +96,23 @@ static void print_alert(void *ud, const char *stream, const char *topic, const c
 
 static int blank(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') {
             return 0;
+        }
+    }
     return 1;
 }
 
 static int cmd_run(int argc, char **argv)
 {
-    if (argc != 3)
+    if (argc != 3) {
         return usage();
+    }
     struct vpl_program *prog = NULL;
-    if (load(argv[1], &prog) != 0)
+    if (load(argv[1], &prog) != 0) {
         return 1;
+    }
     FILE *in = fopen(argv[2], "rb");
     if (in == NULL) {
         fprintf(stderr, "%s: %s\n", argv[2], strerror(errno));
@@ -126,13 +133,15 @@ static int cmd_run(int argc, char **argv)
     unsigned long lineno = 0;
     while ((n = getline(&line, &cap, in)) >= 0) {
         lineno++;
-        if (blank(line, (size_t)n))
+        if (blank(line, (size_t)n)) {
             continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-        if (vpl_engine_feed_json(eng, line, (size_t)n, NULL, now, print_alert, stdout) != 0)
+        if (vpl_engine_feed_json(eng, line, (size_t)n, NULL, now, print_alert, stdout) != 0) {
             fprintf(stderr, "%s:%lu: %s\n", argv[2], lineno, vpl_engine_last_error(eng));
+        }
     }
     free(line);
     fclose(in);
@@ -143,11 +152,14 @@ static int cmd_run(int argc, char **argv)
 
 int gust_vpl_cli_main(int argc, char **argv)
 {
-    if (argc < 1)
+    if (argc < 1) {
         return usage();
-    if (strcmp(argv[0], "vpl-check") == 0)
+    }
+    if (strcmp(argv[0], "vpl-check") == 0) {
         return cmd_check(argc, argv);
-    if (strcmp(argv[0], "vpl-run") == 0)
+    }
+    if (strcmp(argv[0], "vpl-run") == 0) {
         return cmd_run(argc, argv);
+    }
     return usage();
 }

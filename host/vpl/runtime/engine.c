@@ -24,7 +24,9 @@ static void fill_limits(struct vpl_limits *l, const struct vpl_limits *in)
 {
     struct vpl_limits d = vpl_limits_default();
     *l = in ? *in : d;
-#define DEF(f) if (l->f == 0) l->f = d.f
+#define DEF(f)                                                                                               \
+    if (l->f == 0)                                                                                           \
+    l->f = d.f
     DEF(max_partitions);
     DEF(max_runs_per_partition);
     DEF(max_window_events);
@@ -33,19 +35,22 @@ static void fill_limits(struct vpl_limits *l, const struct vpl_limits *in)
     DEF(max_depth);
     DEF(max_array);
 #undef DEF
-    if (l->max_depth > 1000)
+    if (l->max_depth > 1000) {
         l->max_depth = 1000;
+    }
 }
 
 int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *limits,
                       struct vpl_engine **out, struct vpl_error *err)
 {
     *out = NULL;
-    if (prog == NULL)
+    if (prog == NULL) {
         return vpl_err_at(err, VPL_EINVAL, 0, 0, "no program");
+    }
     struct vpl_engine *e = calloc(1, sizeof(*e));
-    if (e == NULL)
+    if (e == NULL) {
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+    }
     e->prog = prog;
     e->nslices = 1;
     fill_limits(&e->lim, limits);
@@ -55,16 +60,18 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     e->ss = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->ss));
     e->keytext = calloc(prog->syms.n ? prog->syms.n : 1, sizeof(*e->keytext));
     e->headtext = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->headtext));
-    if (e->dec == NULL || e->clock == NULL || e->ss == NULL || e->keytext == NULL ||
-        e->headtext == NULL) {
+    if (e->dec == NULL || e->clock == NULL || e->ss == NULL || e->keytext == NULL || e->headtext == NULL) {
         vpl_engine_destroy(e);
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
     }
-    for (uint32_t t = 0; t < prog->ntypes; t++)
+    for (uint32_t t = 0; t < prog->ntypes; t++) {
         e->clock[t] = INT64_MIN;
-    for (uint32_t i = 0; i < prog->nstreams; i++)
-        if (prog->streams[i].pat)
+    }
+    for (uint32_t i = 0; i < prog->nstreams; i++) {
+        if (prog->streams[i].pat) {
             seq_init(e, i);
+        }
+    }
     const struct sym *s = symtab_find(&prog->syms, "timestamp", 9);
     e->sym_timestamp = s ? s->id : SYM_NONE;
     s = symtab_find(&prog->syms, "event_type", 10);
@@ -75,26 +82,32 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
 
 void vpl_engine_destroy(struct vpl_engine *e)
 {
-    if (e == NULL)
+    if (e == NULL) {
         return;
-    if (e->ss != NULL)
+    }
+    if (e->ss != NULL) {
         for (uint32_t i = 0; i < e->prog->nstreams; i++) {
-            if (e->prog->streams[i].pat)
+            if (e->prog->streams[i].pat) {
                 seq_destroy(e, i);
-            else if (e->prog->streams[i].win)
+            } else if (e->prog->streams[i].win) {
                 window_destroy(e, i);
+            }
         }
-    for (uint32_t i = 0; i < e->nheld; i++)
+    }
+    for (uint32_t i = 0; i < e->nheld; i++) {
         rt_drop(e, e->held[i]);
+    }
     free(e->held);
     free(e->pend);
     free(e->queue);
     free(e->ss);
     free(e->clock);
-    for (uint32_t i = 0; e->keytext != NULL && i < e->prog->syms.n; i++)
+    for (uint32_t i = 0; e->keytext != NULL && i < e->prog->syms.n; i++) {
         buf_free(&e->keytext[i]);
-    for (uint32_t i = 0; e->headtext != NULL && i < e->prog->nstreams; i++)
+    }
+    for (uint32_t i = 0; e->headtext != NULL && i < e->prog->nstreams; i++) {
         buf_free(&e->headtext[i]);
+    }
     free(e->keytext);
     free(e->headtext);
     decoder_destroy(e->dec);
@@ -127,38 +140,42 @@ static void state_derived(const struct vpl_program *p, uint8_t *derived, uint32_
     }
 }
 
-int vpl_engine_set_slice(struct vpl_engine *e, uint32_t slice, uint32_t nslices,
-                         struct vpl_error *err)
+int vpl_engine_set_slice(struct vpl_engine *e, uint32_t slice, uint32_t nslices, struct vpl_error *err)
 {
     const struct vpl_program *p = e->prog;
-    if (nslices == 0 || slice >= nslices)
+    if (nslices == 0 || slice >= nslices) {
         return vpl_err_at(err, VPL_EINVAL, 0, 0, "slice %u of %u", slice, nslices);
-    if (e->st.events != 0 || e->st.partitions != 0)
+    }
+    if (e->st.events != 0 || e->st.partitions != 0) {
         return vpl_err_at(err, VPL_EINVAL, 0, 0, "an engine's slice is set before it is fed");
+    }
     if (nslices > 1) {
         uint8_t *derived = calloc(p->ntypes ? p->ntypes : 1, 1);
         uint32_t *maker = calloc(p->ntypes ? p->ntypes : 1, sizeof(*maker));
         int rc = derived == NULL || maker == NULL ? vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory") : 0;
-        if (rc == 0)
+        if (rc == 0) {
             state_derived(p, derived, maker);
+        }
         for (uint32_t i = 0; rc == 0 && i < p->nstreams; i++) {
             const struct stream *s = &p->streams[i];
             const uint32_t *reads = s->pat ? s->pat->types : &s->src_type;
             uint32_t nreads = s->pat ? s->pat->ntypes : s->win ? 1 : 0;
             for (uint32_t k = 0; rc == 0 && k < nreads; k++) {
-                if (derived[reads[k]])
+                if (derived[reads[k]]) {
                     rc = vpl_err_at(err, VPL_EINVAL, 0, 0,
                                     "stream %s reads %s, which comes from the state of stream %s: with "
                                     "slices that state would have to move between processes; use one "
                                     "slice for this program",
                                     s->name, sym_name(p, p->type_sym[reads[k]]),
                                     p->streams[maker[reads[k]]].name);
+                }
             }
         }
         free(derived);
         free(maker);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     e->slice = slice;
     e->nslices = nslices;
@@ -175,10 +192,11 @@ void vpl_engine_stats(const struct vpl_engine *e, struct vpl_stats *out)
 void *rt_alloc(struct vpl_engine *e, size_t n)
 {
     void *p = malloc(n);
-    if (p == NULL)
+    if (p == NULL) {
         e->oom = 1;
-    else
+    } else {
         e->st.state_bytes += n;
+    }
     return p;
 }
 
@@ -204,8 +222,9 @@ void rt_free(struct vpl_engine *e, void *p, size_t n)
 /* Room for one more event in e->held, the references dropped when the input ends. */
 static int held_room(struct vpl_engine *e)
 {
-    if (e->nheld < e->capheld)
+    if (e->nheld < e->capheld) {
         return 0;
+    }
     uint32_t cap = e->capheld ? e->capheld * 2 : 16;
     struct vpl_event **v = realloc(e->held, cap * sizeof(*v));
     if (v == NULL) {
@@ -224,8 +243,9 @@ struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
         return ev;
     }
     if (ev->frozen == NULL) {
-        if (held_room(e) != 0)
+        if (held_room(e) != 0) {
             return NULL;
+        }
         struct vpl_event *f = event_freeze(ev);
         if (f == NULL) {
             e->oom = 1;
@@ -241,8 +261,9 @@ struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
 
 void rt_drop(struct vpl_engine *e, struct vpl_event *ev)
 {
-    if (ev == NULL || --ev->refs > 0)
+    if (ev == NULL || --ev->refs > 0) {
         return;
+    }
     if (e->nqueue > 0) {
         /* A queued derived event may still read its strings (an aggregate's last(),
          * an emit of an alias's field): it lives until the input ends. Without room
@@ -271,21 +292,22 @@ void rt_ectx(struct vpl_engine *e, struct ectx *c, const struct vpl_event *ev, i
     e->memo.set = 0;
 }
 
-void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field,
-                      uint64_t *hash)
+void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t field, uint64_t *hash)
 {
     e->key.len = 0;
     const struct vval *v = event_get(ev, field);
     /* A missing field is the empty key; int 1 and string "1" share a partition. */
-    if (v != NULL && value_text(&e->key, v) != 0)
+    if (v != NULL && value_text(&e->key, v) != 0) {
         e->oom = 1;
-    if (buf_reserve(&e->key, 1) != 0)
+    }
+    if (buf_reserve(&e->key, 1) != 0) {
         e->oom = 1;
+    }
     *hash = hash_bytes(e->key.p ? e->key.p : "", e->key.len);
 }
 
-int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int32_t slot,
-            uint32_t view, int done)
+int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int32_t slot, uint32_t view,
+            int done)
 {
     if (e->npend == e->cappend) {
         uint32_t cap = e->cappend ? e->cappend * 2 : 64;
@@ -314,8 +336,9 @@ static const struct buf *key_text(struct vpl_engine *e, uint32_t sym)
     struct buf *t = &e->keytext[sym];
     if (t->len == 0) {
         const char *k = sym_name(e->prog, sym);
-        if (buf_putc(t, ',') | json_write_string(t, k, strlen(k)) | buf_putc(t, ':'))
+        if (buf_putc(t, ',') | json_write_string(t, k, strlen(k)) | buf_putc(t, ':')) {
             t->len = 0;
+        }
     }
     return t;
 }
@@ -323,9 +346,9 @@ static const struct buf *key_text(struct vpl_engine *e, uint32_t sym)
 static const struct buf *head_text(struct vpl_engine *e, const struct stream *s)
 {
     struct buf *t = &e->headtext[s - e->prog->streams];
-    if (t->len == 0 &&
-        (buf_puts(t, "{\"event_type\":") | json_write_string(t, s->name, strlen(s->name))))
+    if (t->len == 0 && (buf_puts(t, "{\"event_type\":") | json_write_string(t, s->name, strlen(s->name)))) {
         t->len = 0;
+    }
     return t;
 }
 
@@ -344,8 +367,9 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
     }
     const uint32_t *keys = event_keys(ev);
     for (uint32_t i = 0; i < ev->nf && rc == 0; i++) {
-        if (keys[i] == e->sym_event_type)
+        if (keys[i] == e->sym_event_type) {
             continue; /* the stream's name is the type; never write the key twice */
+        }
         const struct buf *k = key_text(e, keys[i]);
         rc |= k->len ? buf_put(b, k->p, k->len) : VPL_ENOMEM;
         rc |= json_write_value(b, &ev->vals[i]);
@@ -356,8 +380,9 @@ static void deliver(struct vpl_engine *e, const struct stream *s, const struct v
         return;
     }
     e->st.alerts++;
-    if (e->cb != NULL)
+    if (e->cb != NULL) {
         e->cb(e->ud, s->name, s->topic, b->p, b->len);
+    }
 }
 
 /* A new transient event of the named values of a projection. */
@@ -372,8 +397,9 @@ static struct vpl_event *project(struct vpl_engine *e, const struct stage *st, s
     uint32_t n = 0;
     for (uint32_t i = 0; i < st->n; i++) {
         struct vval v = eval(st->e[i], c);
-        if (v.t == V_MISSING)
+        if (v.t == V_MISSING) {
             continue; /* an emit argument that evaluates to none is omitted */
+        }
         keys[n] = st->names[i];
         ev->vals[n++] = v;
     }
@@ -396,61 +422,70 @@ static void enqueue(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, i
         e->queue = v;
         e->capqueue = cap;
     }
-    if (ev->refs > 0)
+    if (ev->refs > 0) {
         ev->refs++;
+    }
     e->queue[e->nqueue].type = type;
     e->queue[e->nqueue].from_state = (uint8_t)from_state;
     e->queue[e->nqueue++].ev = ev;
 }
 
 /* The record of c after stages st[0..n): NULL when a filter drops it. */
-static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st, uint32_t n,
-                                    struct ectx *c)
+static struct vpl_event *run_stages(struct vpl_engine *e, const struct stage *st, uint32_t n, struct ectx *c)
 {
     struct vpl_event *cur = (struct vpl_event *)c->ev;
     for (uint32_t i = 0; i < n; i++) {
         if (st[i].kind == SG_FILTER) {
-            if (!eval_true(st[i].e[0], c))
+            if (!eval_true(st[i].e[0], c)) {
                 return NULL;
+            }
             continue;
         }
-        if ((cur = project(e, &st[i], c)) == NULL)
+        if ((cur = project(e, &st[i], c)) == NULL) {
             return NULL;
-        if (i + 1 < n) /* the stages after a projection read what it made */
+        }
+        if (i + 1 < n) { /* the stages after a projection read what it made */
             rt_ectx(e, c, cur, c->time);
+        }
     }
     return cur;
 }
 
-void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n,
-               struct ectx *c, int from_state)
+void rt_finish(struct vpl_engine *e, uint32_t si, const struct stage *st, uint32_t n, struct ectx *c,
+               int from_state)
 {
     const struct stream *s = &e->prog->streams[si];
     struct vpl_event *out = run_stages(e, st, n, c);
-    if (out == NULL || e->oom)
+    if (out == NULL || e->oom) {
         return;
-    if (s->emits && (from_state || e->slice == 0))
+    }
+    if (s->emits && (from_state || e->slice == 0)) {
         deliver(e, s, out);
-    if (e->prog->routes[s->type].n > 0)
+    }
+    if (e->prog->routes[s->type].n > 0) {
         enqueue(e, s->type, out, from_state);
+    }
 }
 
 int rt_owns(const struct vpl_engine *e, uint64_t key_hash, int partitioned)
 {
-    if (e->nslices <= 1)
+    if (e->nslices <= 1) {
         return 1;
-    if (!partitioned)
+    }
+    if (!partitioned) {
         return e->slice == 0;
+    }
     /* The high half: the tables index by the low bits of the same hash. */
     return (key_hash >> 32) % e->nslices == e->slice;
 }
 
-const char *rt_snap_part_key(struct snap_r *r, const struct vpl_engine *e, const char *stream, int partitioned,
-                             const char *what, uint32_t *klen, uint64_t *hash)
+const char *rt_snap_part_key(struct snap_r *r, const struct vpl_engine *e, const char *stream,
+                             int partitioned, const char *what, uint32_t *klen, uint64_t *hash)
 {
     const char *key = snap_get_bytes(r, klen, e->lim.max_string * 4 + 64);
-    if (r->bad)
+    if (r->bad) {
         return NULL;
+    }
     *hash = hash_bytes(key, *klen);
     if (!partitioned && *klen != 0) {
         snap_fail(r, "stream %s: a key for an unpartitioned %s", stream, what);
@@ -472,8 +507,9 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         return;
     }
     if (s->win == NULL) {
-        if (s->idle)
+        if (s->idle) {
             return;
+        }
         struct ectx c;
         rt_ectx(e, &c, ev, ev->time);
         rt_finish(e, si, s->pre, s->npre, &c, from_state);
@@ -482,15 +518,17 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
     struct ectx c;
     rt_ectx(e, &c, ev, ev->time);
     struct vpl_event *in = run_stages(e, s->pre, s->npre, &c);
-    if (in != NULL)
+    if (in != NULL) {
         window_input(e, si, in);
+    }
 }
 
 static void route(struct vpl_engine *e, uint32_t type, struct vpl_event *ev, int from_state)
 {
     const struct route *r = &e->prog->routes[type];
-    for (uint32_t i = 0; i < r->n && !e->oom; i++)
+    for (uint32_t i = 0; i < r->n && !e->oom; i++) {
         stream_input(e, r->s[i], type, ev, from_state);
+    }
 }
 
 /* Routes the queued derived events, and those they cause, in FIFO order: breadth-
@@ -501,10 +539,12 @@ static void drain(struct vpl_engine *e)
 {
     while (e->qhead < e->nqueue) {
         struct qitem q = e->queue[e->qhead++];
-        if (!e->oom)
+        if (!e->oom) {
             route(e, q.type, q.ev, q.from_state);
-        if (q.ev->refs > 0)
+        }
+        if (q.ev->refs > 0) {
             rt_drop(e, q.ev);
+        }
     }
     e->qhead = e->nqueue = 0;
 }
@@ -513,8 +553,9 @@ static void drain(struct vpl_engine *e)
 static int advance(struct vpl_engine *e, uint32_t type, int64_t now)
 {
     int64_t t = now - e->prog->lag[type];
-    if (t <= e->clock[type])
+    if (t <= e->clock[type]) {
         return 0;
+    }
     e->clock[type] = t;
     return 1;
 }
@@ -529,20 +570,24 @@ static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
     int64_t clock = s->pat ? INT64_MIN : INT64_MAX;
     for (uint32_t k = 0; k < s->nroots; k++) {
         int64_t c = e->clock[s->roots[k]];
-        if (s->pat ? c > clock : c < clock)
+        if (s->pat ? c > clock : c < clock) {
             clock = c;
+        }
     }
-    if (s->pat)
+    if (s->pat) {
         seq_clock(e, si, clock, now);
-    else
+    } else {
         window_clock(e, si, clock, now);
+    }
 }
 
 static int reads_directly(const struct route *r, uint32_t si)
 {
-    for (uint32_t j = 0; j < r->n; j++)
-        if (r->s[j] == si)
+    for (uint32_t j = 0; j < r->n; j++) {
+        if (r->s[j] == si) {
             return 1;
+        }
+    }
     return 0;
 }
 
@@ -556,36 +601,40 @@ static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *e
     const struct vpl_program *p = e->prog;
     const struct route *r = &p->routes[type];
     for (uint32_t j = 0; j < r->n && !e->oom; j++) {
-        if (moved && p->streams[r->s[j]].timed)
+        if (moved && p->streams[r->s[j]].timed) {
             clock_step(e, r->s[j], ev->time);
-        if (!e->oom)
+        }
+        if (!e->oom) {
             stream_input(e, r->s[j], type, ev, 0);
+        }
     }
     const struct route *tr = &p->timed[type];
     for (uint32_t i = 0; moved && i < tr->n && !e->oom; i++) {
-        if (reads_directly(r, tr->s[i]))
+        if (reads_directly(r, tr->s[i])) {
             continue;
+        }
         drain(e);
-        if (!e->oom)
+        if (!e->oom) {
             clock_step(e, tr->s[i], ev->time);
+        }
     }
     drain(e);
 }
 
-int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
-                         const char *default_event_type, int64_t arrival_ms, vpl_alert_fn cb,
-                         void *ud)
+int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type,
+                         int64_t arrival_ms, vpl_alert_fn cb, void *ud)
 {
-    if (e == NULL || (json == NULL && len > 0))
+    if (e == NULL || (json == NULL && len > 0)) {
         return VPL_EINVAL;
+    }
     const struct vpl_program *p = e->prog;
     struct decoded d;
     e->errmsg[0] = '\0';
-    int rc = decoder_run(e->dec, &e->scratch, json ? json : "", len, &d, e->errmsg,
-                         sizeof(e->errmsg));
+    int rc = decoder_run(e->dec, &e->scratch, json ? json : "", len, &d, e->errmsg, sizeof(e->errmsg));
     if (rc != 0) {
-        if (rc == VPL_ENOMEM)
+        if (rc == VPL_ENOMEM) {
             snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
+        }
         arena_reset(&e->scratch);
         return rc;
     }
@@ -593,8 +642,9 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
     e->ud = ud;
     e->st.input_truncated += d.truncated;
     struct vpl_event *ev = d.ev;
-    if (!d.has_time)
+    if (!d.has_time) {
         ev->time = arrival_ms;
+    }
     const char *tname = d.type ? d.type : default_event_type;
     size_t tlen = d.type ? d.type_len : (tname ? strlen(tname) : 0);
     const struct sym *sym = tname ? decoder_find(e->dec, tname, tlen) : NULL;
@@ -602,12 +652,14 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len,
         e->st.events_unrouted++;
     } else {
         uint32_t type = (uint32_t)sym->type;
-        if (p->routes[type].n == 0 && p->timed[type].n == 0)
+        if (p->routes[type].n == 0 && p->timed[type].n == 0) {
             e->st.events_unrouted++;
+        }
         route_input(e, type, ev, advance(e, type, ev->time));
     }
-    for (uint32_t i = 0; i < e->nheld; i++)
+    for (uint32_t i = 0; i < e->nheld; i++) {
         rt_drop(e, e->held[i]);
+    }
     e->nheld = 0;
     arena_reset(&e->scratch);
     e->cb = NULL;

@@ -38,10 +38,10 @@ static inline int run_linked(const struct run *r)
  * per host, say) the partition costs about as much as the run, so it holds only what
  * cannot be derived. Its size follows from the pattern and the key's length. */
 struct spart {
-    struct pkey key;      /* first: the partition table reads its length */
+    struct pkey key; /* first: the partition table reads its length */
     uint32_t nruns;
-    struct run *heads[];  /* runs waiting for step 1 .. nsteps (heads[k - 1]), in the
-                             order they arrived; the key's bytes follow (no NUL) */
+    struct run *heads[]; /* runs waiting for step 1 .. nsteps (heads[k - 1]), in the
+                            order they arrived; the key's bytes follow (no NUL) */
 };
 
 #define NO_DEADLINE INT64_MAX
@@ -85,27 +85,31 @@ static void link_run(struct spart *p, struct run *r, uint32_t step)
 
 static void unlink_run(struct run *r)
 {
-    if (!run_linked(r))
+    if (!run_linked(r)) {
         return;
+    }
     struct run **head = &r->part->heads[run_step(r) - 1];
-    if (r == *head)
+    if (r == *head) {
         *head = r->next;
-    else
+    } else {
         r->prev->next = r->next;
-    if (r->next != NULL)
+    }
+    if (r->next != NULL) {
         r->next->prev = r->prev; /* the new head inherits the tail when r was the head */
-    else if (*head != NULL)
+    } else if (*head != NULL) {
         (*head)->prev = r->prev; /* r was the tail */
+    }
     r->hi.aux &= ~RUN_LINKED;
 }
 
 static void part_free(struct vpl_engine *e, uint32_t si, struct spart *p)
 {
     struct sstate *ss = &e->ss[si];
-    if (ss->single != p)
+    if (ss->single != p) {
         ptab_del(&ss->runs, &p->key);
-    else
+    } else {
         ss->single = NULL;
+    }
     ss->nparts--;
     e->st.partitions--;
     rt_free(e, p, part_size(e->prog->streams[si].pat, p));
@@ -118,8 +122,9 @@ static void run_release(struct vpl_engine *e, const struct pattern *pat, struct 
         if (!pat->steps[k].kleene) {
             rt_drop(e, r->cap[k].ev);
         } else if (r->cap[k].clo != NULL) {
-            for (uint32_t i = 0; i < r->cap[k].clo->n; i++)
+            for (uint32_t i = 0; i < r->cap[k].clo->n; i++) {
                 rt_drop(e, r->cap[k].clo->ev[i]);
+            }
             rt_free(e, r->cap[k].clo, closure_size(r->cap[k].clo->cap));
         }
     }
@@ -131,28 +136,31 @@ static void run_free(struct vpl_engine *e, uint32_t si, struct run *r)
 {
     struct sstate *ss = &e->ss[si];
     unlink_run(r);
-    if (r->hi.idx != HEAP_NONE)
+    if (r->hi.idx != HEAP_NONE) {
         heap_remove(&ss->due, &r->hi);
+    }
     struct spart *p = r->part;
     run_release(e, e->prog->streams[si].pat, r);
-    if (--p->nruns == 0 && ss->pinned != p)
+    if (--p->nruns == 0 && ss->pinned != p) {
         part_free(e, si, p);
+    }
 }
 
 /* A new partition with key[0..klen) (hash h), in the table; NULL on OOM. */
-static struct spart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen,
-                              uint64_t h)
+static struct spart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen, uint64_t h)
 {
     const struct pattern *pat = e->prog->streams[si].pat;
     struct sstate *ss = &e->ss[si];
     size_t key_off = part_key_off(pat);
     size_t size = key_off + klen;
     struct spart *p = rt_alloc(e, size);
-    if (p == NULL)
+    if (p == NULL) {
         return NULL;
+    }
     memset(p, 0, key_off);
-    if (klen)
+    if (klen) {
         memcpy((char *)p + key_off, key, klen);
+    }
     p->key.klen = (uint32_t)klen;
     if (pat->partition == SYM_NONE) {
         ss->single = p;
@@ -167,24 +175,26 @@ static struct spart *part_new(struct vpl_engine *e, uint32_t si, const char *key
 }
 
 /* The partition of ev, created when `create`; NULL when absent or over the limit. */
-static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev,
-                              int create)
+static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vpl_event *ev, int create)
 {
     const struct pattern *pat = e->prog->streams[si].pat;
     struct sstate *ss = &e->ss[si];
     uint64_t h = 0;
     if (pat->partition == SYM_NONE) {
-        if (ss->single != NULL || !create)
+        if (ss->single != NULL || !create) {
             return ss->single;
+        }
         e->key.len = 0;
     } else {
         rt_partition_key(e, ev, pat->partition, &h);
         struct pkey *k = ptab_get(&ss->runs, h, e->key.p, e->key.len);
-        if (k != NULL || !create)
+        if (k != NULL || !create) {
             return (struct spart *)k;
+        }
     }
-    if (!rt_owns(e, h, pat->partition != SYM_NONE))
+    if (!rt_owns(e, h, pat->partition != SYM_NONE)) {
         return NULL; /* another slice's: its engine keeps it */
+    }
     if (ss->nparts >= e->lim.max_partitions) {
         e->st.partitions_dropped++;
         return NULL;
@@ -192,8 +202,8 @@ static struct spart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
     return part_new(e, si, e->key.p, e->key.len, h);
 }
 
-static void run_ctx(struct vpl_engine *e, struct ectx *c, const struct pattern *pat,
-                    const struct run *r, const struct vpl_event *ev)
+static void run_ctx(struct vpl_engine *e, struct ectx *c, const struct pattern *pat, const struct run *r,
+                    const struct vpl_event *ev)
 {
     rt_ectx(e, c, ev, ev->time);
     c->caps = r ? r->cap : NULL;
@@ -217,54 +227,66 @@ static int grow(struct vpl_engine *e, struct run *r, uint32_t k, struct vpl_even
         uint16_t old = clo ? clo->cap : 0;
         uint16_t cap = old ? (uint16_t)(old * 2 > KLEENE_MAX ? KLEENE_MAX : old * 2) : 2;
         clo = rt_realloc(e, clo, clo ? closure_size(old) : 0, closure_size(cap));
-        if (clo == NULL)
+        if (clo == NULL) {
             return -1;
-        if (old == 0)
+        }
+        if (old == 0) {
             clo->n = 0;
+        }
         clo->cap = cap;
         r->cap[k].clo = clo;
     }
     struct vpl_event *held = rt_hold(e, ev);
-    if (held == NULL)
+    if (held == NULL) {
         return -1;
+    }
     clo->ev[clo->n++] = held;
     return 0;
 }
 
 static int is_type_of(const struct neg *n, uint32_t count, uint32_t type)
 {
-    for (uint32_t i = 0; i < count; i++)
-        if (n[i].type == type)
+    for (uint32_t i = 0; i < count; i++) {
+        if (n[i].type == type) {
             return 1;
+        }
+    }
     return 0;
 }
 
 static int neg_hit(const struct neg *n, uint32_t count, uint32_t type, const struct ectx *c)
 {
-    for (uint32_t i = 0; i < count; i++)
-        if (n[i].type == type && pred_ok(n[i].pred, c))
+    for (uint32_t i = 0; i < count; i++) {
+        if (n[i].type == type && pred_ok(n[i].pred, c)) {
             return 1;
+        }
+    }
     return 0;
 }
 
 static int reads_type(const struct pattern *pat, uint32_t type)
 {
-    for (uint32_t i = 0; i < pat->ntypes; i++)
-        if (pat->types[i] == type)
+    for (uint32_t i = 0; i < pat->ntypes; i++) {
+        if (pat->types[i] == type) {
             return 1;
+        }
+    }
     return 0;
 }
 
 /* Whether runs waiting in list k can react to an event of `type`. */
 static int relevant(const struct pattern *pat, uint32_t k, uint32_t type)
 {
-    if (pat->strict)
+    if (pat->strict) {
         return reads_type(pat, type);
+    }
     if (k < pat->nsteps &&
-        (pat->steps[k].type == type || is_type_of(pat->steps[k].negs, pat->steps[k].nnegs, type)))
+        (pat->steps[k].type == type || is_type_of(pat->steps[k].negs, pat->steps[k].nnegs, type))) {
         return 1;
-    if (pat->steps[k - 1].kleene && pat->steps[k - 1].type == type)
+    }
+    if (pat->steps[k - 1].kleene && pat->steps[k - 1].type == type) {
         return 1;
+    }
     return k == pat->nsteps && is_type_of(pat->absent, pat->nabsent, type);
 }
 
@@ -276,35 +298,40 @@ static void complete(struct vpl_engine *e, const struct pattern *pat, struct run
     if (pat->each_slot >= 0) {
         /* .each(): one match per closure event, the closure as it stood then. */
         uint32_t n = r->cap[pat->each_slot].clo->n;
-        for (uint32_t v = 1; v <= n; v++)
+        for (uint32_t v = 1; v <= n; v++) {
             rt_pend(e, r, ev, pat->each_slot, v, v == n);
+        }
     } else {
         rt_pend(e, r, ev, -1, 0, 1);
     }
 }
 
 /* Offers ev to run r waiting in list k. Returns 1 when the run took the event. */
-static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k,
-                 struct vpl_event *ev, uint32_t type)
+static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k, struct vpl_event *ev,
+                 uint32_t type)
 {
     const struct pattern *pat = e->prog->streams[si].pat;
-    if (ev->time > r->hi.due)
+    if (ev->time > r->hi.due) {
         return 0; /* past the deadline (inclusive): it will expire */
+    }
     struct ectx c;
     run_ctx(e, &c, pat, r, ev);
     if (k == pat->nsteps) {
         if (pat->nabsent > 0) {
-            if (neg_hit(pat->absent, pat->nabsent, type, &c))
+            if (neg_hit(pat->absent, pat->nabsent, type, &c)) {
                 run_free(e, si, r); /* what had to stay absent arrived */
+            }
             return 0;
         }
         /* A closure that ends the pattern grows until an event of its type breaks it. */
         const struct pstep *ks = &pat->steps[k - 1];
         if (ks->type == type && pred_ok(ks->pred, &c)) {
-            if (grow(e, r, k - 1, ev) != 0)
+            if (grow(e, r, k - 1, ev) != 0) {
                 return 0;
-            if (!pat->longest)
+            }
+            if (!pat->longest) {
                 rt_pend(e, r, ev, (int32_t)k - 1, r->cap[k - 1].clo->n, 0);
+            }
             return 1;
         }
         if (ks->type == type && pat->longest) {
@@ -322,29 +349,34 @@ static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k,
     }
     if (st->type == type && pred_ok(st->pred, &c)) {
         if (st->kleene) {
-            if (grow(e, r, k, ev) != 0)
+            if (grow(e, r, k, ev) != 0) {
                 return 0;
+            }
             unlink_run(r);
             link_run(r->part, r, k + 1);
-            if (k + 1 == pat->nsteps && !pat->longest)
+            if (k + 1 == pat->nsteps && !pat->longest) {
                 rt_pend(e, r, ev, (int32_t)k, 1, 0);
+            }
             return 1;
         }
-        if ((r->cap[k].ev = rt_hold(e, ev)) == NULL)
+        if ((r->cap[k].ev = rt_hold(e, ev)) == NULL) {
             return 0;
+        }
         unlink_run(r);
-        if (k + 1 < pat->nsteps || pat->nabsent > 0)
+        if (k + 1 < pat->nsteps || pat->nabsent > 0) {
             link_run(r->part, r, k + 1);
-        else
+        } else {
             complete(e, pat, r, ev);
+        }
         return 1;
     }
     if (k >= 1 && pat->steps[k - 1].kleene && pat->steps[k - 1].type == type &&
         pred_ok(pat->steps[k - 1].pred, &c)) {
         return grow(e, r, k - 1, ev) == 0;
     }
-    if (pat->strict && reads_type(pat, type))
+    if (pat->strict && reads_type(pat, type)) {
         run_free(e, si, r);
+    }
     return 0;
 }
 
@@ -356,8 +388,9 @@ static void open_run(struct vpl_engine *e, uint32_t si, struct spart *p, struct 
         return;
     }
     struct run *r = rt_alloc(e, run_size(pat));
-    if (r == NULL)
+    if (r == NULL) {
         return;
+    }
     memset(r, 0, run_size(pat));
     if ((r->cap[0].ev = rt_hold(e, ev)) == NULL) {
         rt_free(e, r, run_size(pat));
@@ -367,8 +400,9 @@ static void open_run(struct vpl_engine *e, uint32_t si, struct spart *p, struct 
     r->hi.seq = ++e->seq;
     r->hi.idx = HEAP_NONE;
     r->hi.due = NO_DEADLINE;
-    if (pat->within >= 0)
+    if (pat->within >= 0) {
         r->hi.due = ev->time > NO_DEADLINE - pat->within ? NO_DEADLINE - 1 : ev->time + pat->within;
+    }
     p->nruns++;
     e->st.open_runs++;
     link_run(p, r, 1);
@@ -381,8 +415,9 @@ static void open_run(struct vpl_engine *e, uint32_t si, struct spart *p, struct 
 static int cmp_pend(const void *a, const void *b)
 {
     const struct pend *x = a, *y = b;
-    if (x->run->hi.seq != y->run->hi.seq)
+    if (x->run->hi.seq != y->run->hi.seq) {
         return x->run->hi.seq < y->run->hi.seq ? -1 : 1;
+    }
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
@@ -392,10 +427,12 @@ static void flush(struct vpl_engine *e, uint32_t si, uint32_t base, int64_t now)
 {
     const struct stream *s = &e->prog->streams[si];
     uint32_t n = e->npend - base;
-    if (n == 0)
+    if (n == 0) {
         return;
-    if (n > 1)
+    }
+    if (n > 1) {
         qsort(e->pend + base, n, sizeof(*e->pend), cmp_pend);
+    }
     for (uint32_t i = base; i < e->npend; i++) {
         struct pend *p = &e->pend[i];
         struct ectx c;
@@ -403,12 +440,15 @@ static void flush(struct vpl_engine *e, uint32_t si, uint32_t base, int64_t now)
         c.time = now;
         c.view_slot = p->slot;
         c.view_n = p->view;
-        if (!e->oom)
+        if (!e->oom) {
             rt_finish(e, si, s->post, s->npost, &c, 1);
+        }
     }
-    for (uint32_t i = base; i < e->npend; i++)
-        if (e->pend[i].done)
+    for (uint32_t i = base; i < e->npend; i++) {
+        if (e->pend[i].done) {
             run_free(e, si, e->pend[i].run);
+        }
+    }
     e->npend = base;
 }
 
@@ -423,18 +463,21 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         ss->pinned = p;
         if (is_type_of(pat->cancel, pat->ncancel, type)) {
             /* .not(X): an X cancels every open run of its partition. */
-            for (uint32_t k = 1; k <= pat->nsteps; k++)
+            for (uint32_t k = 1; k <= pat->nsteps; k++) {
                 for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                     next = r->next;
                     struct ectx c;
                     run_ctx(e, &c, pat, r, ev);
-                    if (neg_hit(pat->cancel, pat->ncancel, type, &c))
+                    if (neg_hit(pat->cancel, pat->ncancel, type, &c)) {
                         run_free(e, si, r);
+                    }
                 }
+            }
         }
         for (uint32_t k = pat->nsteps; k >= 1; k--) {
-            if (!relevant(pat, k, type))
+            if (!relevant(pat, k, type)) {
                 continue;
+            }
             for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                 next = r->next;
                 taken |= offer(e, si, r, k, ev, type);
@@ -445,8 +488,9 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
         struct ectx c;
         run_ctx(e, &c, pat, NULL, ev);
         int ok = pred_ok(pat->steps[0].pred, &c);
-        for (uint32_t i = 0; ok && i < pat->nfirst_where; i++)
+        for (uint32_t i = 0; ok && i < pat->nfirst_where; i++) {
             ok = eval_true(pat->first_where[i], &c);
+        }
         if (ok && (p != NULL || (p = part_get(e, si, ev, 1)) != NULL)) {
             ss->pinned = p;
             open_run(e, si, p, ev);
@@ -454,8 +498,9 @@ void seq_input(struct vpl_engine *e, uint32_t si, uint32_t type, struct vpl_even
     }
     flush(e, si, base, ev->time);
     ss->pinned = NULL;
-    if (p != NULL && p->nruns == 0)
+    if (p != NULL && p->nruns == 0) {
         part_free(e, si, p);
+    }
 }
 
 void seq_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
@@ -493,13 +538,15 @@ void seq_destroy(struct vpl_engine *e, uint32_t si)
     size_t n = ss->runs.cap;
     for (size_t i = 0; i <= n; i++) {
         struct spart *p = i < n ? (struct spart *)ss->runs.slot[i] : ss->single;
-        if (p == NULL)
+        if (p == NULL) {
             continue;
-        for (uint32_t k = 1; k <= pat->nsteps; k++)
+        }
+        for (uint32_t k = 1; k <= pat->nsteps; k++) {
             for (struct run *r = p->heads[k - 1], *next; r != NULL; r = next) {
                 next = r->next;
                 run_release(e, pat, r);
             }
+        }
         e->st.partitions--;
         rt_free(e, p, part_size(pat, p));
     }
@@ -519,13 +566,15 @@ void seq_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
     size_t n = ss->runs.cap;
     for (size_t i = 0; i <= n; i++) {
         struct spart *p = i < n ? (struct spart *)ss->runs.slot[i] : ss->single;
-        if (p == NULL)
+        if (p == NULL) {
             continue;
+        }
         snap_put_bytes(w, (const char *)p + part_key_off(pat), p->key.klen);
         for (uint32_t k = 1; k <= pat->nsteps; k++) {
             uint32_t count = 0;
-            for (struct run *r = p->heads[k - 1]; r != NULL; r = r->next)
+            for (struct run *r = p->heads[k - 1]; r != NULL; r = r->next) {
                 count++;
+            }
             snap_put_uv(w, count);
             for (struct run *r = p->heads[k - 1]; r != NULL; r = r->next) {
                 snap_put_sv(w, r->hi.due);
@@ -536,8 +585,9 @@ void seq_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
                         continue;
                     }
                     snap_put_uv(w, r->cap[c].clo->n);
-                    for (uint32_t j = 0; j < r->cap[c].clo->n; j++)
+                    for (uint32_t j = 0; j < r->cap[c].clo->n; j++) {
                         snap_put_event(w, r->cap[c].clo->ev[j]);
+                    }
                 }
             }
         }
@@ -551,11 +601,13 @@ static int load_run(struct vpl_engine *e, uint32_t si, struct spart *p, uint32_t
     const struct pattern *pat = e->prog->streams[si].pat;
     int64_t due = snap_get_sv(r);
     uint64_t seq = snap_get_uv(r);
-    if (r->bad)
+    if (r->bad) {
         return VPL_ESNAPSHOT;
+    }
     struct run *run = rt_alloc(e, run_size(pat));
-    if (run == NULL)
+    if (run == NULL) {
         return VPL_ENOMEM;
+    }
     memset(run, 0, run_size(pat));
     run->part = p;
     run->hi.idx = HEAP_NONE;
@@ -570,24 +622,31 @@ static int load_run(struct vpl_engine *e, uint32_t si, struct spart *p, uint32_t
             continue;
         }
         uint64_t n = snap_get_count(r, KLEENE_MAX, "closure");
-        if (n == 0 && !r->bad)
+        if (n == 0 && !r->bad) {
             snap_fail(r, "stream %s: empty closure", e->prog->streams[si].name);
-        if (r->bad)
+        }
+        if (r->bad) {
             break;
+        }
         struct closure *clo = rt_alloc(e, closure_size((uint32_t)n));
-        if (clo == NULL)
+        if (clo == NULL) {
             return VPL_ENOMEM;
+        }
         clo->n = 0;
         clo->cap = (uint16_t)n;
         run->cap[c].clo = clo;
-        for (uint64_t j = 0; j < n && !r->bad; j++)
-            if ((clo->ev[clo->n] = snap_get_event(r)) != NULL)
+        for (uint64_t j = 0; j < n && !r->bad; j++) {
+            if ((clo->ev[clo->n] = snap_get_event(r)) != NULL) {
                 clo->n++;
+            }
+        }
     }
-    if (r->bad)
+    if (r->bad) {
         return VPL_ESNAPSHOT;
-    if (pat->within >= 0 && heap_push(&e->ss[si].due, &run->hi) != 0)
+    }
+    if (pat->within >= 0 && heap_push(&e->ss[si].due, &run->hi) != 0) {
         return VPL_ENOMEM;
+    }
     return 0;
 }
 
@@ -602,25 +661,30 @@ int seq_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
         uint32_t klen;
         uint64_t h;
         const char *key = rt_snap_part_key(r, e, s->name, partitioned, "stream", &klen, &h);
-        if (key == NULL)
+        if (key == NULL) {
             break;
-        if (partitioned && ptab_get(&ss->runs, h, key, klen) != NULL)
+        }
+        if (partitioned && ptab_get(&ss->runs, h, key, klen) != NULL) {
             return snap_fail(r, "stream %s: partition '%.*s' twice", s->name, (int)klen, key);
+        }
         struct spart *p = part_new(e, si, key, klen, h);
-        if (p == NULL)
+        if (p == NULL) {
             return VPL_ENOMEM;
+        }
         uint64_t total = 0;
         for (uint32_t k = 1; k <= pat->nsteps && !r->bad; k++) {
             uint64_t n = snap_get_count(r, e->lim.max_runs_per_partition - total, "runs");
             total += n;
             for (uint64_t j = 0; j < n && !r->bad; j++) {
                 int rc = load_run(e, si, p, k, r);
-                if (rc == VPL_ENOMEM)
+                if (rc == VPL_ENOMEM) {
                     return rc;
+                }
             }
         }
-        if (total == 0 && !r->bad)
+        if (total == 0 && !r->bad) {
             snap_fail(r, "stream %s: a partition without runs", s->name);
+        }
     }
     return r->bad ? VPL_ESNAPSHOT : 0;
 }

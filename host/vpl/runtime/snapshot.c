@@ -35,8 +35,9 @@
 
 void snap_put_u8(struct snap_w *w, uint8_t v)
 {
-    if (buf_putc(&w->b, (char)v) != 0)
+    if (buf_putc(&w->b, (char)v) != 0) {
         w->oom = 1;
+    }
 }
 
 void snap_put_uv(struct snap_w *w, uint64_t v)
@@ -48,8 +49,9 @@ void snap_put_uv(struct snap_w *w, uint64_t v)
         v >>= 7;
         tmp[n++] = byte | (v ? 0x80 : 0);
     } while (v);
-    if (buf_put(&w->b, tmp, n) != 0)
+    if (buf_put(&w->b, tmp, n) != 0) {
         w->oom = 1;
+    }
 }
 
 void snap_put_sv(struct snap_w *w, int64_t v)
@@ -60,8 +62,9 @@ void snap_put_sv(struct snap_w *w, int64_t v)
 void snap_put_bytes(struct snap_w *w, const void *p, size_t n)
 {
     snap_put_uv(w, n);
-    if (buf_put(&w->b, p, n) != 0)
+    if (buf_put(&w->b, p, n) != 0) {
         w->oom = 1;
+    }
 }
 
 static uint64_t ptr_hash(const void *p)
@@ -79,16 +82,18 @@ static int table_grow(struct snap_w *w)
     const struct vpl_event **v = realloc(w->v, (size_t)nslot / 2 * sizeof(*v));
     if (slot == NULL || v == NULL) {
         free(slot);
-        if (v != NULL)
+        if (v != NULL) {
             w->v = v;
+        }
         return -1;
     }
     w->v = v;
     w->cap = nslot / 2;
     for (uint32_t i = 0; i < w->n; i++) {
         uint32_t k = (uint32_t)ptr_hash(w->v[i]) & (nslot - 1);
-        while (slot[k] != 0)
+        while (slot[k] != 0) {
             k = (k + 1) & (nslot - 1);
+        }
         slot[k] = i + 1;
     }
     free(w->slot);
@@ -104,8 +109,9 @@ void snap_put_event(struct snap_w *w, const struct vpl_event *ev)
         return;
     }
     uint32_t k = (uint32_t)ptr_hash(ev) & (w->nslot - 1);
-    while (w->slot[k] != 0 && w->v[w->slot[k] - 1] != ev)
+    while (w->slot[k] != 0 && w->v[w->slot[k] - 1] != ev) {
         k = (k + 1) & (w->nslot - 1);
+    }
     if (w->slot[k] == 0) {
         w->v[w->n++] = ev;
         w->slot[k] = w->n;
@@ -127,10 +133,12 @@ static void put_value(struct snap_w *w, const struct vval *v)
         uint64_t bits;
         memcpy(&bits, &v->u.f, 8);
         uint8_t le[8];
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 8; i++) {
             le[i] = (uint8_t)(bits >> (8 * i));
-        if (buf_put(&w->b, le, 8) != 0)
+        }
+        if (buf_put(&w->b, le, 8) != 0) {
             w->oom = 1;
+        }
         break;
     }
     case V_STR:
@@ -138,8 +146,9 @@ static void put_value(struct snap_w *w, const struct vval *v)
         break;
     case V_ARR:
         snap_put_uv(w, v->n);
-        for (uint32_t i = 0; i < v->n; i++)
+        for (uint32_t i = 0; i < v->n; i++) {
             put_value(w, &v->u.a[i]);
+        }
         break;
     case V_MAP:
         snap_put_uv(w, v->n);
@@ -200,19 +209,22 @@ static void put_hash(struct buf *b, int *oom)
 {
     uint64_t h = hash_bytes(b->p, b->len);
     uint8_t le[8];
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         le[i] = (uint8_t)(h >> (8 * i));
-    if (buf_put(b, le, 8) != 0)
+    }
+    if (buf_put(b, le, 8) != 0) {
         *oom = 1;
+    }
 }
 
 static void put_counters(struct snap_w *w, const struct vpl_stats *st)
 {
-    const uint64_t c[] = {st->events,         st->events_unrouted,    st->alerts,
-                          st->runs_dropped,   st->partitions_dropped, st->window_dropped,
+    const uint64_t c[] = {st->events,           st->events_unrouted,    st->alerts,
+                          st->runs_dropped,     st->partitions_dropped, st->window_dropped,
                           st->kleene_truncated, st->input_truncated};
-    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         snap_put_uv(w, c[i]);
+    }
 }
 
 int vpl_engine_snapshot(struct vpl_engine *e, void **out, size_t *len, struct vpl_error *err)
@@ -227,29 +239,35 @@ int vpl_engine_snapshot(struct vpl_engine *e, void **out, size_t *len, struct vp
     for (uint32_t i = 0; i < p->nstreams; i++) {
         const struct stream *s = &p->streams[i];
         snap_put_u8(&state, s->pat ? 1 : s->win ? 2 : 0);
-        if (s->pat)
+        if (s->pat) {
             seq_save(e, i, &state);
-        else if (s->win)
+        } else if (s->win) {
             window_save(e, i, &state);
+        }
     }
     struct snap_w w = {.v = state.v, .n = state.n};
-    if (buf_put(&w.b, MAGIC, 4) != 0)
+    if (buf_put(&w.b, MAGIC, 4) != 0) {
         w.oom = 1;
+    }
     snap_put_u8(&w, VERSION);
-    if (buf_put(&w.b, vpl_program_digest_bytes(p), 16) != 0)
+    if (buf_put(&w.b, vpl_program_digest_bytes(p), 16) != 0) {
         w.oom = 1;
+    }
     snap_put_uv(&w, e->slice);
     snap_put_uv(&w, e->nslices);
     put_counters(&w, &e->st);
     snap_put_uv(&w, e->seq);
     snap_put_uv(&w, p->ntypes);
-    for (uint32_t t = 0; t < p->ntypes; t++)
+    for (uint32_t t = 0; t < p->ntypes; t++) {
         snap_put_sv(&w, e->clock[t]);
+    }
     put_symbols_and_events(e, &w);
-    if (!state.oom && buf_put(&w.b, state.b.p, state.b.len) != 0)
+    if (!state.oom && buf_put(&w.b, state.b.p, state.b.len) != 0) {
         w.oom = 1;
-    if (!w.oom && !state.oom)
+    }
+    if (!w.oom && !state.oom) {
         put_hash(&w.b, &w.oom);
+    }
     int oom = w.oom || state.oom;
     buf_free(&state.b);
     free(state.v);
@@ -291,13 +309,16 @@ uint64_t snap_get_uv(struct snap_r *r)
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
         uint8_t b = snap_get_u8(r);
-        if (r->bad)
+        if (r->bad) {
             return 0;
-        if (shift == 63 && b > 1)
+        }
+        if (shift == 63 && b > 1) {
             break;
+        }
         v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
+        if (!(b & 0x80)) {
             return v;
+        }
     }
     snap_fail(r, "malformed number");
     return 0;
@@ -312,8 +333,9 @@ int64_t snap_get_sv(struct snap_r *r)
 uint64_t snap_get_count(struct snap_r *r, uint64_t max, const char *what)
 {
     uint64_t n = snap_get_uv(r);
-    if (r->bad)
+    if (r->bad) {
         return 0;
+    }
     if (n > max || n > (uint64_t)(r->end - r->p)) {
         snap_fail(r, "%s: count %llu out of range", what, (unsigned long long)n);
         return 0;
@@ -325,8 +347,9 @@ const char *snap_get_bytes(struct snap_r *r, uint32_t *len, uint32_t max)
 {
     uint64_t n = snap_get_count(r, max, "string");
     *len = (uint32_t)n;
-    if (r->bad)
+    if (r->bad) {
         return NULL;
+    }
     const char *s = (const char *)r->p;
     r->p += n;
     return s;
@@ -335,8 +358,9 @@ const char *snap_get_bytes(struct snap_r *r, uint32_t *len, uint32_t max)
 struct vpl_event *snap_get_event(struct snap_r *r)
 {
     uint64_t i = snap_get_uv(r);
-    if (r->bad)
+    if (r->bad) {
         return NULL;
+    }
     if (i >= r->nev) {
         snap_fail(r, "event %llu of %llu", (unsigned long long)i, (unsigned long long)r->nev);
         return NULL;
@@ -350,16 +374,18 @@ static int get_value(struct snap_r *r, struct arena *a, struct vval *v)
 {
     memset(v, 0, sizeof(*v));
     v->t = snap_get_u8(r);
-    if (r->bad)
+    if (r->bad) {
         return -1;
+    }
     switch (v->t) {
     case V_MISSING:
     case V_NULL:
         return 0;
     case V_BOOL: {
         uint8_t b = snap_get_u8(r);
-        if (b > 1)
+        if (b > 1) {
             return snap_fail(r, "bool %u", b);
+        }
         v->u.i = b;
         return r->bad ? -1 : 0;
     }
@@ -367,11 +393,13 @@ static int get_value(struct snap_r *r, struct arena *a, struct vval *v)
         v->u.i = snap_get_sv(r);
         return r->bad ? -1 : 0;
     case V_FLOAT: {
-        if (r->end - r->p < 8)
+        if (r->end - r->p < 8) {
             return snap_fail(r, "truncated");
+        }
         uint64_t bits = 0;
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 8; i++) {
             bits |= (uint64_t)r->p[i] << (8 * i);
+        }
         r->p += 8;
         memcpy(&v->u.f, &bits, 8);
         return 0;
@@ -385,28 +413,35 @@ static int get_value(struct snap_r *r, struct arena *a, struct vval *v)
     }
     case V_ARR:
     case V_MAP: {
-        if (++r->depth > r->max_depth)
+        if (++r->depth > r->max_depth) {
             return snap_fail(r, "values nested deeper than %u", r->max_depth);
+        }
         uint64_t n = snap_get_count(r, UINT32_MAX, "container");
-        if (r->bad)
+        if (r->bad) {
             return -1;
+        }
         v->n = (uint32_t)n;
         if (v->t == V_ARR) {
             struct vval *items = n ? arena_alloc(a, n * sizeof(*items)) : NULL;
-            if (n && items == NULL)
+            if (n && items == NULL) {
                 return VPL_ENOMEM;
-            for (uint64_t i = 0; i < n; i++)
-                if (get_value(r, a, &items[i]) != 0)
+            }
+            for (uint64_t i = 0; i < n; i++) {
+                if (get_value(r, a, &items[i]) != 0) {
                     return -1;
+                }
+            }
             v->u.a = items;
         } else {
             struct vkv *kv = n ? arena_alloc(a, n * sizeof(*kv)) : NULL;
-            if (n && kv == NULL)
+            if (n && kv == NULL) {
                 return VPL_ENOMEM;
+            }
             for (uint64_t i = 0; i < n; i++) {
                 kv[i].k = snap_get_bytes(r, &kv[i].klen, UINT32_MAX);
-                if (r->bad || get_value(r, a, &kv[i].v) != 0)
+                if (r->bad || get_value(r, a, &kv[i].v) != 0) {
                     return -1;
+                }
             }
             v->u.m = kv;
         }
@@ -424,16 +459,19 @@ static int get_events(struct vpl_engine *e, struct snap_r *r)
     const struct symtab *syms = &e->prog->syms;
     uint64_t nsym = snap_get_count(r, syms->n, "symbols");
     uint32_t *map = malloc((nsym ? nsym : 1) * sizeof(*map));
-    if (map == NULL)
+    if (map == NULL) {
         return VPL_ENOMEM;
+    }
     for (uint64_t i = 0; i < nsym && !r->bad; i++) {
         uint32_t len;
         const char *name = snap_get_bytes(r, &len, 4096);
         const struct sym *s = r->bad ? NULL : symtab_find(syms, name, len);
-        if (!r->bad && s == NULL)
+        if (!r->bad && s == NULL) {
             snap_fail(r, "field '%.*s' is not the program's", (int)len, name);
-        if (s != NULL)
+        }
+        if (s != NULL) {
             map[i] = s->id;
+        }
     }
     r->nev = snap_get_count(r, UINT32_MAX, "events");
     r->ev = r->bad ? NULL : calloc(r->nev ? r->nev : 1, sizeof(*r->ev));
@@ -449,19 +487,21 @@ static int get_events(struct vpl_engine *e, struct snap_r *r)
         uint32_t *keys = event_keys_room(ev, (uint32_t)nf);
         for (uint64_t f = 0; f < nf && rc == 0; f++) {
             uint64_t k = snap_get_uv(r);
-            if (!r->bad && k >= nsym)
+            if (!r->bad && k >= nsym) {
                 snap_fail(r, "field symbol %llu of %llu", (unsigned long long)k, (unsigned long long)nsym);
-            if (r->bad)
+            }
+            if (r->bad) {
                 rc = VPL_ESNAPSHOT;
-            else {
+            } else {
                 keys[f] = map[k];
                 r->depth = 0;
                 rc = get_value(r, &e->scratch, &ev->vals[f]);
                 rc = rc == VPL_ENOMEM ? rc : r->bad ? VPL_ESNAPSHOT : 0;
             }
         }
-        if (rc != 0)
+        if (rc != 0) {
             break;
+        }
         event_seal(ev, (uint32_t)nf, (uint32_t)nf);
         ev->time = time;
         struct vpl_event *f = event_freeze(ev);
@@ -480,11 +520,13 @@ static int get_events(struct vpl_engine *e, struct snap_r *r)
 
 static int check_hash(const uint8_t *data, size_t len)
 {
-    if (len < 8)
+    if (len < 8) {
         return 0;
+    }
     uint64_t want = 0;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         want |= (uint64_t)data[len - 8 + i] << (8 * i);
+    }
     return hash_bytes(data, len - 8) == want;
 }
 
@@ -493,16 +535,19 @@ static void wipe(struct vpl_engine *e)
 {
     const struct vpl_program *p = e->prog;
     for (uint32_t i = 0; i < p->nstreams; i++) {
-        if (p->streams[i].pat)
+        if (p->streams[i].pat) {
             seq_destroy(e, i);
-        else if (p->streams[i].win)
+        } else if (p->streams[i].win) {
             window_destroy(e, i);
+        }
         memset(&e->ss[i], 0, sizeof(e->ss[i]));
-        if (p->streams[i].pat)
+        if (p->streams[i].pat) {
             seq_init(e, i);
+        }
     }
-    for (uint32_t t = 0; t < p->ntypes; t++)
+    for (uint32_t t = 0; t < p->ntypes; t++) {
         e->clock[t] = INT64_MIN;
+    }
     e->seq = 0;
     memset(&e->st, 0, sizeof(e->st));
 }
@@ -512,67 +557,90 @@ static int restore(struct vpl_engine *e, struct snap_r *r)
     const struct vpl_program *p = e->prog;
     const uint8_t *start = r->p;
     size_t len = (size_t)(r->end - r->p);
-    if (len < 4 + 1 + 16 + 8 || memcmp(start, MAGIC, 4) != 0)
+    if (len < 4 + 1 + 16 + 8 || memcmp(start, MAGIC, 4) != 0) {
         return snap_fail(r, "not an engine snapshot");
-    if (start[4] != VERSION)
+    }
+    if (start[4] != VERSION) {
         return snap_fail(r, "format version %u (this engine reads %u)", start[4], VERSION);
-    if (memcmp(start + 5, vpl_program_digest_bytes(p), 16) != 0)
+    }
+    if (memcmp(start + 5, vpl_program_digest_bytes(p), 16) != 0) {
         return snap_fail(r, "taken with another program (digest differs)");
-    if (!check_hash(start, len))
+    }
+    if (!check_hash(start, len)) {
         return snap_fail(r, "checksum mismatch (corrupted)");
+    }
     r->p = start + 21;
     r->end -= 8;
     uint64_t slice = snap_get_uv(r), nslices = snap_get_uv(r);
-    if (!r->bad && (slice != e->slice || nslices != (e->nslices ? e->nslices : 1)))
+    if (!r->bad && (slice != e->slice || nslices != (e->nslices ? e->nslices : 1))) {
         return snap_fail(r, "slice %llu of %llu, this engine is slice %u of %u", (unsigned long long)slice,
                          (unsigned long long)nslices, e->slice, e->nslices ? e->nslices : 1);
+    }
     uint64_t c[8];
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = 0; i < 8; i++) {
         c[i] = snap_get_uv(r);
-    e->st = (struct vpl_stats){.events = c[0], .events_unrouted = c[1], .alerts = c[2], .runs_dropped = c[3],
-                               .partitions_dropped = c[4], .window_dropped = c[5],
-                               .kleene_truncated = c[6], .input_truncated = c[7]};
+    }
+    e->st = (struct vpl_stats){.events = c[0],
+                               .events_unrouted = c[1],
+                               .alerts = c[2],
+                               .runs_dropped = c[3],
+                               .partitions_dropped = c[4],
+                               .window_dropped = c[5],
+                               .kleene_truncated = c[6],
+                               .input_truncated = c[7]};
     e->seq = snap_get_uv(r);
-    if (snap_get_uv(r) != p->ntypes && !r->bad)
+    if (snap_get_uv(r) != p->ntypes && !r->bad) {
         return snap_fail(r, "type count differs");
-    for (uint32_t t = 0; t < p->ntypes; t++)
+    }
+    for (uint32_t t = 0; t < p->ntypes; t++) {
         e->clock[t] = snap_get_sv(r);
-    if (r->bad)
+    }
+    if (r->bad) {
         return VPL_ESNAPSHOT;
+    }
     int rc = get_events(e, r);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
-    if (snap_get_uv(r) != p->nstreams && !r->bad)
+    }
+    if (snap_get_uv(r) != p->nstreams && !r->bad) {
         return snap_fail(r, "stream count differs");
+    }
     for (uint32_t i = 0; i < p->nstreams && !r->bad; i++) {
         const struct stream *s = &p->streams[i];
         uint8_t kind = snap_get_u8(r);
-        if (!r->bad && kind != (s->pat ? 1 : s->win ? 2 : 0))
+        if (!r->bad && kind != (s->pat ? 1 : s->win ? 2 : 0)) {
             return snap_fail(r, "stream %s: state of another kind", s->name);
+        }
         rc = s->pat ? seq_load(e, i, r) : s->win ? window_load(e, i, r) : 0;
-        if (rc == VPL_ENOMEM)
+        if (rc == VPL_ENOMEM) {
             return rc;
+        }
     }
-    if (!r->bad && r->p != r->end)
+    if (!r->bad && r->p != r->end) {
         snap_fail(r, "%zu bytes after the state", (size_t)(r->end - r->p));
+    }
     return r->bad ? VPL_ESNAPSHOT : 0;
 }
 
 int vpl_engine_restore(struct vpl_engine *e, const void *data, size_t len, struct vpl_error *err)
 {
-    if (e->st.partitions != 0 || e->st.open_runs != 0 || e->st.window_events != 0 || e->st.events != 0)
+    if (e->st.partitions != 0 || e->st.open_runs != 0 || e->st.window_events != 0 || e->st.events != 0) {
         return vpl_err_at(err, VPL_EINVAL, 0, 0, "restore needs a new engine");
+    }
     struct snap_r r = {.p = data, .end = (const uint8_t *)data + len, .max_depth = NESTING_MAX};
     int rc = data == NULL ? snap_fail(&r, "no data") : restore(e, &r);
     /* The table's own references: events no run or window took are freed here. */
-    for (uint64_t i = 0; i < r.nev; i++)
-        if (r.ev != NULL && r.ev[i] != NULL)
+    for (uint64_t i = 0; i < r.nev; i++) {
+        if (r.ev != NULL && r.ev[i] != NULL) {
             rt_drop(e, r.ev[i]);
+        }
+    }
     free(r.ev);
     if (rc != 0) {
         wipe(e);
-        if (rc == VPL_ENOMEM)
+        if (rc == VPL_ENOMEM) {
             return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
+        }
         return vpl_err_at(err, VPL_ESNAPSHOT, 0, 0, "snapshot refused: %s", r.why);
     }
     return 0;

@@ -11,14 +11,14 @@
 
 struct wpart {
     struct hnode node;
-    struct heap_item hi; /* due: the clock value that closes the window */
+    struct heap_item hi;   /* due: the clock value that closes the window */
     struct vpl_event **ev; /* ev[head..n) */
     uint32_t head, n, cap;
-    uint32_t size;       /* bytes of this struct with its key */
-    uint64_t total;      /* events ever added (count sliding) */
-    int64_t end;         /* time tumbling: start + size */
-    int64_t last;        /* session: time of the last event */
-    int64_t last_emit;   /* time sliding */
+    uint32_t size;     /* bytes of this struct with its key */
+    uint64_t total;    /* events ever added (count sliding) */
+    int64_t end;       /* time tumbling: start + size */
+    int64_t last;      /* session: time of the last event */
+    int64_t last_emit; /* time sliding */
     uint8_t open, emitted;
 };
 
@@ -29,8 +29,9 @@ static uint32_t held(const struct wpart *w)
 
 static void clear(struct vpl_engine *e, struct wpart *w)
 {
-    for (uint32_t i = w->head; i < w->n; i++)
+    for (uint32_t i = w->head; i < w->n; i++) {
         rt_drop(e, w->ev[i]);
+    }
     e->st.window_events -= held(w);
     w->head = w->n = 0;
     w->open = 0;
@@ -40,12 +41,14 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
 {
     struct sstate *ss = &e->ss[si];
     clear(e, w);
-    if (w->hi.idx != HEAP_NONE)
+    if (w->hi.idx != HEAP_NONE) {
         heap_remove(&ss->due, &w->hi);
-    if (ss->single == w)
+    }
+    if (ss->single == w) {
         ss->single = NULL;
-    else
+    } else {
         hmap_del(&ss->parts, &w->node);
+    }
     rt_free(e, w->ev, w->cap * sizeof(*w->ev));
     rt_free(e, w, w->size);
     ss->nparts--;
@@ -53,19 +56,20 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
 }
 
 /* A new window partition with key[0..klen) (hash h), in the map; NULL on OOM. */
-static struct wpart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen,
-                              uint64_t h)
+static struct wpart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen, uint64_t h)
 {
     const struct window *win = e->prog->streams[si].win;
     struct sstate *ss = &e->ss[si];
     size_t size = sizeof(struct wpart) + klen + 1;
     struct wpart *w = rt_alloc(e, size);
-    if (w == NULL)
+    if (w == NULL) {
         return NULL;
+    }
     memset(w, 0, sizeof(*w));
     char *k = (char *)(w + 1);
-    if (klen)
+    if (klen) {
         memcpy(k, key, klen);
+    }
     k[klen] = '\0';
     w->node.hash = h;
     w->node.key = k;
@@ -90,17 +94,20 @@ static struct wpart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
     struct sstate *ss = &e->ss[si];
     uint64_t h = 0;
     if (win->partition == SYM_NONE) {
-        if (ss->single != NULL)
+        if (ss->single != NULL) {
             return ss->single;
+        }
         e->key.len = 0;
     } else {
         rt_partition_key(e, ev, win->partition, &h);
         struct hnode *n = hmap_get(&ss->parts, h, e->key.p, e->key.len);
-        if (n != NULL)
+        if (n != NULL) {
             return (struct wpart *)n;
+        }
     }
-    if (!rt_owns(e, h, win->partition != SYM_NONE))
+    if (!rt_owns(e, h, win->partition != SYM_NONE)) {
         return NULL; /* another slice's: its engine keeps it */
+    }
     if (ss->nparts >= e->lim.max_partitions) {
         e->st.partitions_dropped++;
         return NULL;
@@ -123,17 +130,18 @@ static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
         }
         if (w->n == w->cap) {
             uint32_t cap = w->cap ? w->cap * 2 : 8;
-            struct vpl_event **v =
-                rt_realloc(e, w->ev, w->cap * sizeof(*v), cap * sizeof(*v));
-            if (v == NULL)
+            struct vpl_event **v = rt_realloc(e, w->ev, w->cap * sizeof(*v), cap * sizeof(*v));
+            if (v == NULL) {
                 return -1;
+            }
             w->ev = v;
             w->cap = cap;
         }
     }
     struct vpl_event *h = rt_hold(e, ev);
-    if (h == NULL)
+    if (h == NULL) {
         return -1;
+    }
     w->ev[w->n++] = h;
     e->st.window_events++;
     return 0;
@@ -149,8 +157,9 @@ static void drop_oldest(struct vpl_engine *e, struct wpart *w)
 static void emit(struct vpl_engine *e, uint32_t si, struct wpart *w, int64_t now)
 {
     const struct stream *s = &e->prog->streams[si];
-    if (held(w) == 0)
+    if (held(w) == 0) {
         return;
+    }
     struct ectx c;
     rt_ectx(e, &c, w->ev[w->n - 1], now);
     c.win = w->ev + w->head;
@@ -164,8 +173,9 @@ static void close_window(struct vpl_engine *e, uint32_t si, struct wpart *w, int
     emit(e, si, w, now);
     if (e->ss[si].single == w) {
         clear(e, w);
-        if (w->hi.idx != HEAP_NONE)
+        if (w->hi.idx != HEAP_NONE) {
             heap_remove(&e->ss[si].due, &w->hi);
+        }
     } else {
         part_free(e, si, w);
     }
@@ -188,28 +198,34 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
     struct sstate *ss = &e->ss[si];
     int64_t t = ev->time;
     struct wpart *w = part_get(e, si, ev);
-    if (w == NULL)
+    if (w == NULL) {
         return;
+    }
     switch (win->kind) {
     case W_COUNT:
-        if (add(e, w, ev) == 0 && held(w) >= (uint64_t)win->size)
+        if (add(e, w, ev) == 0 && held(w) >= (uint64_t)win->size) {
             close_window(e, si, w, t);
+        }
         break;
     case W_COUNT_SLIDING:
-        if (add(e, w, ev) != 0)
+        if (add(e, w, ev) != 0) {
             break;
-        if (held(w) > (uint64_t)win->size)
+        }
+        if (held(w) > (uint64_t)win->size) {
             drop_oldest(e, w);
+        }
         w->total++;
-        if (w->total >= (uint64_t)win->size && (w->total - (uint64_t)win->size) % (uint64_t)win->slide == 0)
+        if (w->total >= (uint64_t)win->size && (w->total - (uint64_t)win->size) % (uint64_t)win->slide == 0) {
             emit(e, si, w, t);
+        }
         break;
     case W_TIME:
         /* An event at or past the end closes the window and opens the next. */
         if (w->open && t >= w->end) {
             close_window(e, si, w, t);
-            if ((w = part_get(e, si, ev)) == NULL)
+            if ((w = part_get(e, si, ev)) == NULL) {
                 return;
+            }
         }
         if (!w->open) {
             int64_t start = win->aligned ? floor_div(t, win->size) * win->size : t;
@@ -225,10 +241,12 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
         add(e, w, ev);
         break;
     case W_TIME_SLIDING:
-        if (add(e, w, ev) != 0)
+        if (add(e, w, ev) != 0) {
             break;
-        while (held(w) > 0 && w->ev[w->head]->time < t - win->size)
+        }
+        while (held(w) > 0 && w->ev[w->head]->time < t - win->size) {
             drop_oldest(e, w);
+        }
         if (!w->emitted || t >= sat_add(w->last_emit, win->slide)) {
             w->emitted = 1;
             w->last_emit = t;
@@ -239,18 +257,21 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
         /* A gap of more than the session gap ends the session. */
         if (w->open && t - w->last > win->size) {
             close_window(e, si, w, t);
-            if ((w = part_get(e, si, ev)) == NULL)
+            if ((w = part_get(e, si, ev)) == NULL) {
                 return;
+            }
         }
-        if (add(e, w, ev) != 0)
+        if (add(e, w, ev) != 0) {
             break;
+        }
         w->last = t > w->last || !w->open ? t : w->last;
         w->open = 1;
         w->hi.due = sat_add(sat_add(w->last, win->size), 1);
         if (w->hi.idx == HEAP_NONE) {
             w->hi.seq = ++e->seq;
-            if (heap_push(&ss->due, &w->hi) != 0)
+            if (heap_push(&ss->due, &w->hi) != 0) {
                 e->oom = 1;
+            }
         } else {
             heap_fix(&ss->due, &w->hi);
         }
@@ -275,8 +296,9 @@ void window_destroy(struct vpl_engine *e, uint32_t si)
     size_t n = ss->parts.cap;
     for (size_t i = 0; i <= n; i++) {
         struct wpart *w = i < n ? (struct wpart *)ss->parts.slot[i] : ss->single;
-        if (w == NULL)
+        if (w == NULL) {
             continue;
+        }
         clear(e, w);
         rt_free(e, w->ev, w->cap * sizeof(*w->ev));
         e->st.partitions--;
@@ -295,12 +317,14 @@ void window_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
     size_t n = ss->parts.cap;
     for (size_t i = 0; i <= n; i++) {
         struct wpart *p = i < n ? (struct wpart *)ss->parts.slot[i] : ss->single;
-        if (p == NULL)
+        if (p == NULL) {
             continue;
+        }
         snap_put_bytes(w, p->node.key, p->node.klen);
         snap_put_uv(w, held(p));
-        for (uint32_t k = p->head; k < p->n; k++)
+        for (uint32_t k = p->head; k < p->n; k++) {
             snap_put_event(w, p->ev[k]);
+        }
         snap_put_uv(w, p->total);
         snap_put_sv(w, p->end);
         snap_put_sv(w, p->last);
@@ -323,19 +347,24 @@ int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
         uint32_t klen;
         uint64_t h;
         const char *key = rt_snap_part_key(r, e, s->name, partitioned, "window", &klen, &h);
-        if (key == NULL)
+        if (key == NULL) {
             break;
-        if (partitioned && hmap_get(&ss->parts, h, key, klen) != NULL)
+        }
+        if (partitioned && hmap_get(&ss->parts, h, key, klen) != NULL) {
             return snap_fail(r, "stream %s: partition '%.*s' twice", s->name, (int)klen, key);
+        }
         struct wpart *w = part_new(e, si, key, klen, h);
-        if (w == NULL)
+        if (w == NULL) {
             return VPL_ENOMEM;
+        }
         uint64_t nheld = snap_get_count(r, e->lim.max_window_events, "window events");
-        if (r->bad)
+        if (r->bad) {
             break;
+        }
         uint32_t cap = nheld > 8 ? (uint32_t)nheld : 8;
-        if ((w->ev = rt_alloc(e, cap * sizeof(*w->ev))) == NULL)
+        if ((w->ev = rt_alloc(e, cap * sizeof(*w->ev))) == NULL) {
             return VPL_ENOMEM;
+        }
         w->cap = cap;
         for (uint64_t k = 0; k < nheld && !r->bad; k++) {
             if ((w->ev[w->n] = snap_get_event(r)) != NULL) {
@@ -350,14 +379,17 @@ int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
         uint8_t flags = snap_get_u8(r);
         w->hi.due = snap_get_sv(r);
         w->hi.seq = snap_get_uv(r);
-        if (r->bad)
+        if (r->bad) {
             break;
-        if (flags > 7 || ((flags & 4) && !timed))
+        }
+        if (flags > 7 || ((flags & 4) && !timed)) {
             return snap_fail(r, "stream %s: window flags %u", s->name, flags);
+        }
         w->open = flags & 1;
         w->emitted = (flags >> 1) & 1;
-        if ((flags & 4) && heap_push(&ss->due, &w->hi) != 0)
+        if ((flags & 4) && heap_push(&ss->due, &w->hi) != 0) {
             return VPL_ENOMEM;
+        }
     }
     return r->bad ? VPL_ESNAPSHOT : 0;
 }
