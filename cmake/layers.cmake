@@ -1,7 +1,8 @@
 # The host's layers. Each folder of host/ is a static library that links only the layers
 # below it, in this order (docs/ARCHITECTURE.md):
 #
-#   common <- conf <- bus, flow, vpl <- unit <- plugin, cluster <- core <- http <- app
+#   common <- conf <- bus, flow <- unit <- plugin, cluster <- core <- http <- app
+#                     vpl (libc only) <- unit
 #
 # and a file of one layer may include the headers of the layers it may use only:
 # gust_layer_check refuses, at configure time, an `#include "../X/..."` of any other.

@@ -1,6 +1,6 @@
 /* The bus as the consumer core sees it: where a unit's messages come from (a feed) and
  * where what it produces goes (an outlet). host/bus implements them on NATS (pull.c:
- * a durable consumer; reader.c: an ordered read from a stream sequence; bus.c: the
+ * a durable consumer; ordered.c: an ordered read from a stream sequence; bus.c: the
  * outlet), host/unit/edge.c feeds from memory, and tests/runtime fakes both, so the
  * publish-before-ack barrier can be tested without a server. Nothing here names NATS.
  *
