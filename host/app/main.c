@@ -21,6 +21,7 @@
 #include "../core/help.h"
 #include "../core/host.h"
 #include "../core/reload.h"
+#include "../core/rule_test.h"
 #include "../core/sd_notify.h"
 #include "../core/config_tables.h"
 #include "../flow/flow.h"
@@ -36,6 +37,8 @@ static void usage(FILE *out)
             "usage: gust [-c FILE] [-t]          run (or with -t: check) the host\n"
             "       gust vpl-check FILE          check a VPL program\n"
             "       gust vpl-run PROGRAM EVENTS  run a VPL program over JSON lines, alerts on stdout\n"
+            "       gust vpl-test PROGRAM CASE...\n"
+            "                                    run rule tests: exit 0 when every case gives its alerts\n"
             "       gust test-flow [-c FILE] [--lua-path DIR] SCRIPT CASE.json...\n"
             "                                    golden tests of a Lua flow (with -c: the modules\n"
             "                                    and tables of that host.conf)\n"
@@ -264,6 +267,24 @@ static int run(const char *config_path)
     return 0;
 }
 
+/* gust -t: each detect block's `tests DIR;` run against its rules (the cases' results
+ * on stderr). */
+static int run_rule_tests(const struct gust_config *c, struct gust_err *err)
+{
+    for (size_t i = 0; i < c->nunits; i++) {
+        const struct gust_unit_conf *u = &c->units[i];
+        if (u->kind != GUST_UNIT_DETECT || u->k.tests == NULL) {
+            continue;
+        }
+        int passed = 0, failed = 0;
+        if (gust_rule_test_dir(u->k.rules, u->k.tests, stderr, &passed, &failed) != GUST_RULE_TEST_PASS) {
+            return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': %d of %d rule tests failed (above)",
+                                gust_cfg_where(u->cfg, "tests"), u->name, failed, passed + failed);
+        }
+    }
+    return 0;
+}
+
 static int test_config(const char *config_path)
 {
     struct gust_err err = {{0}};
@@ -272,6 +293,7 @@ static int test_config(const char *config_path)
     struct gust_nats_link_conf link;
     struct gust_listen_conf listen;
     rc = rc != 0 ? rc : check_connections(host.config, &link, &listen, &err);
+    rc = rc != 0 ? rc : run_rule_tests(host.config, &err);
     gust_host_release(&host);
     gust_plugins_shutdown();
     if (rc != 0) {
@@ -346,6 +368,9 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "vpl-check") == 0 || strcmp(argv[1], "vpl-run") == 0)) {
         return gust_vpl_cli_main(argc - 1, argv + 1);
+    }
+    if (argc >= 2 && strcmp(argv[1], "vpl-test") == 0) {
+        return gust_rule_test_main(argc - 1, argv + 1);
     }
     if (argc >= 2 && strcmp(argv[1], "test-flow") == 0) {
         return test_flow(argc - 1, argv + 1);

@@ -146,6 +146,9 @@ const struct gust_schema_key gust_detect_schema[] = {
     UNIT(checkpoint_interval, DURATION, "5s", 0,
          "the engine's state is checkpointed at least this often once it changed (0: only at a clean stop)"),
     UNIT(checkpoint_events, INT, "100000", 0, "... and after this many events (0: no bound)"),
+    UNIT(tests, PATH, NULL, 0,
+         "a folder of rule tests (gust vpl-test cases: CASE.json files, or folders with events.jsonl and "
+         "expected.jsonl) that gust -t runs against the rules"),
     GUST_EDGE_KEYS(UNIT, UNIT_RANGE),
     GUST_KEY_END,
 };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../common/buf.h"
+#include "../common/file.h"
 #include "../common/log.h"
 #include "../flow/flow.h"
 #include "../plugin/sink_handler.h"
@@ -25,22 +26,6 @@
 /* How long a unit's read waits for a message: bounds how long a stop waits for an idle
  * unit. */
 #define FEED_WAIT_MS 500
-
-static int read_file(const char *path, struct gust_buf *out)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return GUST_EIO;
-    }
-    char chunk[65536];
-    size_t got;
-    int rc = 0;
-    while (rc == 0 && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        rc = gust_buf_append(out, chunk, got);
-    }
-    fclose(f);
-    return rc;
-}
 
 /* What a flow unit's script runs with: the same for `gust -t` and a running unit. */
 static struct gust_flow_opts flow_opts(const struct gust_host *host, const struct gust_unit_conf *u)
@@ -76,7 +61,7 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
     struct gust_lease_port port = leases != NULL ? gust_leases_port(leases) : (struct gust_lease_port){0};
     const char *path = u->k.rules;
     struct gust_buf src = {0};
-    int rc = read_file(path, &src);
+    int rc = gust_file_read(path, &src);
     if (rc != 0) {
         gust_buf_free(&src);
         return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': cannot read %s", gust_cfg_where(u->cfg, "rules"),
