@@ -1,6 +1,7 @@
 #include "json.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -749,7 +750,9 @@ static inline __attribute__((always_inline)) int scan_number(struct decoder *d, 
         z[n] = '\0';
         f = strtod(z, NULL);
     }
-    *v = v_float(f);
+    /* A number beyond the largest double (1e400) is read as the largest double of its
+     * sign, not as an infinity, which JSON cannot write back (docs/VPL.md, Events). */
+    *v = v_float(f > DBL_MAX ? DBL_MAX : f < -DBL_MAX ? -DBL_MAX : f);
     return 0;
 }
 

@@ -7,6 +7,7 @@
  * is not well formed) is refused, and lone surrogate escapes become \ufffd, the rule
  * both decoders follow. */
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,12 @@ static struct ref_frame *top_special(struct ref_decoder *d)
     return NULL;
 }
 
+/* Beyond the largest double: the largest double of that sign (docs/VPL.md). */
+static double clamp_double(double f)
+{
+    return f > DBL_MAX ? DBL_MAX : f < -DBL_MAX ? -DBL_MAX : f;
+}
+
 static int on_number(void *ctx, const char *s, size_t n)
 {
     struct ref_decoder *d = ctx;
@@ -182,9 +189,9 @@ static int on_number(void *ctx, const char *s, size_t n)
         errno = 0;
         long long i = strtoll(z, NULL, 10);
         /* Beyond i64 Varpulis reads a float (u64 included). */
-        v = errno == ERANGE ? v_float(strtod(z, NULL)) : v_int(i);
+        v = errno == ERANGE ? v_float(clamp_double(strtod(z, NULL))) : v_int(i);
     } else {
-        v = v_float(strtod(z, NULL));
+        v = v_float(clamp_double(strtod(z, NULL)));
     }
     struct ref_frame *f = top_special(d);
     if (f != NULL && v.t == V_INT) {
