@@ -102,6 +102,29 @@ static void local_address(h2o_req_t *req, char *out, size_t size)
     }
 }
 
+/* 1 when host (from the header named from) names this server; else why not. */
+static int names_us(const struct gust_http_policy *p, const char *local, h2o_iovec_t host, const char *from,
+                    char *why, size_t size)
+{
+    const char *name;
+    size_t nlen;
+    int port;
+    int shown = host.len < 100 ? (int)host.len : 100;
+    if (host.len == 0 || gust_authority_split(host.base, host.len, &name, &nlen, &port) != 0) {
+        snprintf(why, size, "admin routes need a valid %s header (got '%.*s')", from, shown,
+                 host.base != NULL ? host.base : "");
+        return 0;
+    }
+    if (!gust_host_allowed(&p->names, name, nlen, local[0] != '\0' ? local : NULL)) {
+        snprintf(why, size,
+                 "%s '%.*s' is not a name of this server (a DNS rebinding?): an admin request must name the "
+                 "listen address%s or one of server_names in the http block of host.conf",
+                 from, shown, host.base, p->names.loopback ? ", localhost, 127.0.0.1, [::1]" : "");
+        return 0;
+    }
+    return 1;
+}
+
 /* Step 1: 1 when the request may go on, else why not in why. */
 static int same_server(const struct gust_http_policy *p, h2o_req_t *req, char *why, size_t size)
 {
@@ -110,17 +133,28 @@ static int same_server(const struct gust_http_policy *p, h2o_req_t *req, char *w
     if (req->hostconf != NULL && host.base == req->hostconf->authority.hostport.base) {
         host = h2o_iovec_init(NULL, 0);
     }
-    const char *host_from = "Host";
+    char local[INET6_ADDRSTRLEN];
+    local_address(req, local, sizeof(local));
+    /* The Host is checked whoever sends it: a proxy that passes the client's on (nginx's
+     * $http_host) would otherwise let a rebound name through. */
+    if (!names_us(p, local, host, "Host", why, size)) {
+        return 0;
+    }
+    const char *from = "Host";
     int https = p->names.ssl;
     struct sockaddr_storage ss;
     socklen_t sl = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
     h2o_iovec_t v;
     /* Behind a proxy that sends its own Host (the upstream's address), the client's is
-     * in X-Forwarded-Host: believed, like X-Forwarded-Proto, from trusted_proxies only. */
+     * in X-Forwarded-Host: believed, like X-Forwarded-Proto, from trusted_proxies only,
+     * and checked too (a proxy that does not set it passes the client's on). */
     if (sl != 0 && gust_proxies_trusted(&p->proxies, (struct sockaddr *)&ss)) {
         if (header(req, H2O_STRLIT("x-forwarded-host"), &v)) {
             host = last_entry(v);
-            host_from = "X-Forwarded-Host";
+            from = "X-Forwarded-Host";
+            if (!names_us(p, local, host, from, why, size)) {
+                return 0;
+            }
         }
         if (header(req, H2O_STRLIT("x-forwarded-proto"), &v)) {
             h2o_iovec_t proto = last_entry(v);
@@ -131,29 +165,11 @@ static int same_server(const struct gust_http_policy *p, h2o_req_t *req, char *w
             }
         }
     }
-    const char *name;
-    size_t nlen;
-    int port;
-    int shown = host.len < 100 ? (int)host.len : 100;
-    if (host.len == 0 || gust_authority_split(host.base, host.len, &name, &nlen, &port) != 0) {
-        snprintf(why, size, "admin routes need a valid %s header (got '%.*s')", host_from, shown,
-                 host.base != NULL ? host.base : "");
-        return 0;
-    }
-    char local[INET6_ADDRSTRLEN];
-    local_address(req, local, sizeof(local));
-    if (!gust_host_allowed(&p->names, name, nlen, local[0] != '\0' ? local : NULL)) {
-        snprintf(why, size,
-                 "%s '%.*s' is not a name of this server (a DNS rebinding?): an admin request must name the "
-                 "listen address%s or one of server_names in the http block of host.conf",
-                 host_from, shown, host.base, p->names.loopback ? ", localhost, 127.0.0.1, [::1]" : "");
-        return 0;
-    }
     if (header(req, H2O_STRLIT("origin"), &v) &&
         !gust_origin_same(v.base, v.len, host.base, host.len, https)) {
-        snprintf(why, size,
-                 "cross-origin admin request refused: Origin '%.*s' is not this server (%s '%.*s')",
-                 v.len < 100 ? (int)v.len : 100, v.base, host_from, shown, host.base);
+        snprintf(
+            why, size, "cross-origin admin request refused: Origin '%.*s' is not this server (%s '%.*s')",
+            v.len < 100 ? (int)v.len : 100, v.base, from, host.len < 100 ? (int)host.len : 100, host.base);
         return 0;
     }
     return 1;

@@ -210,6 +210,10 @@ def check_proxy(t, tmp, nats):
         t.eq(st, 200, "a Host without a port is the default port of X-Forwarded-Proto")
         st, data, _ = g.request("GET", "/units", headers=dict(fwd, **{"X-Forwarded-Host": "evil.example"}))
         t.check(st == 403 and "X-Forwarded-Host" in error_of(data), "X-Forwarded-Host evil refused: %s" % data)
+        # A proxy that passes the client's Host and X-Forwarded-Host on: both are checked.
+        st, data, _ = g.request("GET", "/units", headers=dict(fwd, Host="evil.example"))
+        t.check(st == 403 and "Host 'evil.example'" in error_of(data),
+                "a rebound Host with a good X-Forwarded-Host refused: %s" % data)
         st, _, _ = g.request("POST", "/dlq/purge?all=1", headers=fwd)
         t.eq(st, 403, "no token behind a proxy: purge still closed")
     finally:

@@ -91,6 +91,9 @@ def run_through(t, g, ngx, port, mode):
     st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Host="gust.example.com",
                                                       Origin="http://gust.example.com"))
     t.eq(st, 200, "%s: a name of server_names, port 80 on both sides" % mode)
+    st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Host="evil.example", **{
+        "X-Forwarded-Host": "gust.example.com"}))
+    t.eq(st, 403, "%s: a rebound name with a forged X-Forwarded-Host" % mode)
     st, _, _ = req("POST", "/gust/ingest/picky", json.dumps({"n": 3, "via": mode}).encode(),
                    headers={"Host": "evil.example", "Origin": "http://evil.example"})
     t.eq(st, 202, "%s: ingest from any host and origin" % mode)
