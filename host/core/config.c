@@ -55,7 +55,11 @@ const struct gust_schema_key gust_http_schema[] = {
          "file holding a bearer token that POST /ingest then needs (read again at reload)"),
     HTTP(ingest_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the ingest bearer token"),
     HTTP(metrics_public, BOOL, "off", R, "on: /metrics needs no token even when an admin token is set"),
-    HTTP(trusted_proxies, LIST, NULL, R, "addresses (or address/bits) whose X-Forwarded-For/-Proto are believed"),
+    HTTP(trusted_proxies, LIST, NULL, R,
+         "addresses (or address/bits) whose X-Forwarded-For, -Proto and -Host are believed"),
+    HTTP(server_names, LIST, NULL, R,
+         "names (or addresses) the admin routes answer to besides the listen address (and localhost on "
+         "loopback): the Host a browser or proxy sends; anything else is refused (DNS rebinding)"),
     HTTP(client_timeout, DURATION, "10s", R,
          "a request's headers and body must arrive within it; idle keep-alive limit"),
     HTTP(max_connections, INT, "1024", R, "open client connections; beyond it new ones are closed at accept"),

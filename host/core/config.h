@@ -34,6 +34,7 @@ struct gust_http_keys {
     const char *ingest_token_env;
     int metrics_public;
     struct gust_list trusted_proxies;
+    struct gust_list server_names;
     int64_t client_timeout;
     int64_t max_connections;
     int64_t max_header_size;

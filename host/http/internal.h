@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "dlq_query.h"
 #include "metrics.h"
+#include "origin.h"
 #include "proxy.h"
 #include "server.h"
 
@@ -48,6 +49,7 @@ struct gust_http_policy {
     struct gust_auth admin_auth;
     struct gust_auth ingest_auth;
     struct gust_proxies proxies;
+    struct gust_admin_names names; /* the listener's names, server_names: admin_gate.c */
 };
 
 struct gust_http {
@@ -96,6 +98,19 @@ void gust_http_send(h2o_req_t *req, enum gust_route route, int status, const cha
 void gust_http_send_error(h2o_req_t *req, enum gust_route route, int status, const char *message);
 /* The value of query parameter name, %-decoded into out; 1 when present. */
 int gust_http_query(h2o_req_t *req, const char *name, char *out, size_t size);
+
+/* admin_gate.c: what an admin route asks of a request. READ: a GET or HEAD that shows
+ * state, open without a token on a loopback listener; WRITE: everything else (a route
+ * that changes state or runs code, and any route not marked READ), which needs the
+ * token. */
+enum gust_admin_access { GUST_ADMIN_READ, GUST_ADMIN_WRITE };
+/* 1 when the request may go on; otherwise answers it (403 or 401, JSON) and logs who it
+ * was. */
+int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route, enum gust_admin_access access);
+/* 1 when auth is disabled or the request carries its bearer token; otherwise answers
+ * 401 with a challenge for realm. */
+int gust_http_authorized(struct gust_http *http, h2o_req_t *req, const struct gust_auth *auth,
+                         enum gust_route route, const char *realm);
 
 /* server.c: a client connection is gone (h2o's on_close of its socket; data is the http). */
 void gust_http_on_conn_close(void *data);

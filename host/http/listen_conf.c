@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../conf/value.h"
+#include "origin.h"
 
 /* OpenSSL's reason for the last failure, for a message. */
 static const char *ssl_reason(char *buf, size_t size)
@@ -65,6 +66,27 @@ int gust_listen_conf_load(const struct gust_cfg *http, struct gust_listen_conf *
             "%s: invalid address '%s' for 'listen' (host:port, e.g. 127.0.0.1:8787 or [::1]:8787)", where,
             c->addr);
     }
+    /* Whoever reaches a listener that is not loopback reaches the admin routes: no token,
+     * no start (and no reload that drops it: gust_http_policy_create). */
+    if (!gust_listen_is_loopback(c->addr) && gust_cfg_str(http, "admin_token_file") == NULL &&
+        gust_cfg_str(http, "admin_token_env") == NULL) {
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s: listen %s is not a loopback address, so the admin routes need a token: set "
+                            "admin_token_file (or admin_token_env) in this http block, or listen on 127.0.0.1",
+                            where, c->addr);
+    }
+    /* server_names: checked here for `gust -t`'s file:line (the policy takes them at
+     * start and at each reload). */
+    size_t nnames = gust_cfg_count(http, "server_names");
+    const char *names[GUST_SERVER_NAMES_MAX + 1];
+    for (size_t i = 0; i < nnames && i <= GUST_SERVER_NAMES_MAX; i++) {
+        names[i] = gust_cfg_item(http, "server_names", i);
+    }
+    struct gust_admin_names checked;
+    struct gust_err inner;
+    if (gust_admin_names_init(&checked, c->addr, 0, names, nnames, &inner) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: %s", gust_cfg_where(http, "server_names"), inner.msg);
+    }
     if (n == 2) {
         const char *flag = gust_cfg_item(http, "listen", 1);
         if (strcmp(flag, "ssl") != 0) {
@@ -89,7 +111,6 @@ int gust_listen_conf_load(const struct gust_cfg *http, struct gust_listen_conf *
                             "%s: listen %s ssl needs ssl_certificate and ssl_certificate_key", where,
                             c->addr);
     }
-    struct gust_err inner;
     SSL_CTX *ctx = gust_listen_tls_context(c, &inner);
     if (ctx == NULL) {
         const char *k =

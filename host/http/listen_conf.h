@@ -17,8 +17,9 @@ struct gust_listen_conf {
 };
 
 /* Reads and checks the keys of a checked `http { }` block: the address, the ssl flag,
- * and (with it) the certificate and key, which must load and match. Errors name
- * file:line. Runs at `gust -t` and at start. */
+ * and (with it) the certificate and key, which must load and match; an address that is
+ * not loopback needs an admin token. Errors name file:line. Runs at `gust -t` and at
+ * start. */
 int gust_listen_conf_load(const struct gust_cfg *http, struct gust_listen_conf *out, struct gust_err *err);
 
 /* The listener's TLS context (TLS 1.2 and later, HTTP/1.1), or NULL with why in err. */

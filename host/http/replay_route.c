@@ -1,26 +1,35 @@
 /* POST /replay: the shadow replay of a flow unit (../core/replay.h) for the admin.
  *
  * The body is a JSON object: "unit" (a flow unit of the running host.conf), the
- * candidate as "script" (its text) or "script_path" (a file on this machine), and at
+ * candidate as "script" (its text) or "script_path" (a file under the script
+ * directories: those of the flows' scripts and lua_path; relative to host.conf's
+ * directory), and at
  * most one of "last" (N), "since" (RFC 3339, a duration before now such as "10m", or
  * ms since the epoch) and "from_seq"; "max_diff" bounds the differing inputs answered
  * (default 1000). The loop parses it; the replay runs on the admin worker (it reads the
  * bus and runs both scripts over every input), with host.conf read again for the
  * unit's current script and settings. The answer: {"summary": {...}, "diff": [...],
  * "diff_omitted": N}; the summary says how many differ in all. */
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_tree.h>
 
 #include "../common/json_out.h"
 #include "../core/config.h"
 #include "../core/config_tables.h"
 #include "../core/replay.h"
+#include "../core/script_dirs.h"
 #include "internal.h"
 
 #define MAX_DIFF_DEFAULT 1000
 #define MAX_DIFF_LIMIT 100000
+#define MAX_SCRIPT (8u << 20)
 
 struct replay_request {
     char unit[128];
@@ -65,6 +74,62 @@ static int status_of(int rc)
     }
 }
 
+/* script_path: read under the script directories only, by gust itself (the file named
+ * is the file checked), into r->script; r->script_path becomes its real path. NULL, or
+ * why not. */
+static const char *load_script_path(const struct gust_config *c, const char *config_path, struct replay_request *r,
+                                    char *why, size_t size)
+{
+    char base[PATH_MAX], real[PATH_MAX];
+    snprintf(base, sizeof(base), "%s", config_path);
+    struct gust_err err = {{0}};
+    if (gust_script_path_resolve(c, dirname(base), r->script_path, real, sizeof(real), &err) != 0) {
+        snprintf(why, size, "%s", err.msg);
+        return why;
+    }
+    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)MAX_SCRIPT) {
+        snprintf(why, size, "script_path %s: %s", r->script_path,
+                 fd < 0 ? "cannot be read" : st.st_size > (off_t)MAX_SCRIPT ? "over 8 MiB" : "not a regular file");
+        if (fd >= 0) {
+            close(fd);
+        }
+        return why;
+    }
+    char *text = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    ssize_t n = 1;
+    while (text != NULL && got < (size_t)st.st_size && (n = read(fd, text + got, (size_t)st.st_size - got)) > 0) {
+        got += (size_t)n;
+    }
+    close(fd);
+    char *name = strdup(real);
+    if (text == NULL || name == NULL || n < 0) {
+        free(text);
+        free(name);
+        snprintf(why, size, "script_path %s: %s", r->script_path, n < 0 ? "cannot be read" : "out of memory");
+        return why;
+    }
+    text[got] = '\0';
+    free(r->script_path);
+    r->script_path = name;
+    r->script = text;
+    r->script_len = got;
+    return NULL;
+}
+
+/* A candidate from a file that does not load: Lua's message quotes the token it stopped
+ * at ("near 'xyz'"); what the file holds is not for the answer, only where. */
+static void drop_quotes(char *msg)
+{
+    char *near;
+    while ((near = strstr(msg, " near '")) != NULL) {
+        char *eol = strchr(near, '\n');
+        memmove(near, eol != NULL ? eol : near + strlen(near), strlen(eol != NULL ? eol : near + strlen(near)) + 1);
+    }
+}
+
 /* Worker. */
 static void run_replay(struct gust_admin_job *job)
 {
@@ -86,6 +151,13 @@ static void run_replay(struct gust_admin_job *job)
         gust_config_destroy(config);
         return;
     }
+    char why[sizeof(err.msg) + 64];
+    if (r->script_path != NULL && load_script_path(config, http->config_path, r, why, sizeof(why)) != NULL) {
+        gust_admin_fail(job, 403, why);
+        gust_tables_unref(tables);
+        gust_config_destroy(config);
+        return;
+    }
     struct gust_replay_opts o = {.config = config,
                                  .tables = tables,
                                  .bus = http->bus,
@@ -103,6 +175,9 @@ static void run_replay(struct gust_admin_job *job)
     gust_tables_unref(tables);
     gust_config_destroy(config);
     if (rc != 0) {
+        if (r->script_path != NULL) {
+            drop_quotes(err.msg);
+        }
         gust_admin_fail(job, status_of(rc), err.msg);
         return;
     }

@@ -25,12 +25,14 @@
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
  *   GET  /healthz               open (load balancers and probes)
- *   GET  /metrics               admin token, unless `metrics_public on`
- *   GET  /units, /events, /dlq  admin token
- *   POST /dlq/replay, /dlq/purge, /reload, /replay
- *   GET  /                      the status page: admin token
- * With no admin token configured the admin routes are open: the listener binds
- * loopback by default, so only local users (or a proxy in front) reach them. */
+ *   GET  /metrics               admin read, or open with `metrics_public on`
+ *   GET  /units, /events, /dlq  admin read
+ *   GET  /                      the status page: admin read
+ *   POST /dlq/replay, /dlq/purge, /reload, /replay: admin write
+ * Every admin route goes through gust_admin_gate (admin_gate.c): never from another
+ * origin or for a name this server does not answer to; the token when one is set;
+ * without one, reads on a loopback listener only, and no writes. A new admin route
+ * takes admin_ok (a write) unless it only shows state. */
 
 static const char *reason_of(int status)
 {
@@ -39,6 +41,7 @@ static const char *reason_of(int status)
     case 202: return "Accepted";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 301: return "Moved Permanently";
@@ -171,36 +174,14 @@ static void handle_units(struct gust_http *http, h2o_req_t *req)
     gust_buf_free(&out);
 }
 
-/* 1 when the request may go on; otherwise answers 401 (and logs who it was). */
-static int authorized(struct gust_http *http, h2o_req_t *req, const struct gust_auth *auth, enum gust_route route,
-                      const char *realm)
-{
-    if (!auth->enabled) {
-        return 1;
-    }
-    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
-    const h2o_iovec_t *v = i >= 0 ? &req->headers.entries[i].value : NULL;
-    if (gust_auth_check(auth, v != NULL ? v->base : NULL, v != NULL ? v->len : 0)) {
-        return 1;
-    }
-    struct gust_client client;
-    gust_client_of(&gust_http_policy(http)->proxies, req, &client);
-    gust_info("http: 401 for %.*s %.*s from %s%s%s (%s token)", (int)req->method.len, req->method.base,
-              (int)(req->path.len < 256 ? req->path.len : 256), req->path.base, client.addr,
-              client.via_proxy ? " via " : "", client.via_proxy ? client.peer : "",
-              v != NULL ? "wrong" : "no");
-    char challenge[64];
-    int n = snprintf(challenge, sizeof(challenge), "Bearer realm=\"%s\"", realm);
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
-                   h2o_strdup(&req->pool, challenge, (size_t)n).base, (size_t)n);
-    gust_http_send_error(req, route, 401,
-                         v != NULL ? "invalid bearer token" : "missing bearer token (Authorization: Bearer <token>)");
-    return 0;
-}
-
 static int admin_ok(struct gust_http *http, h2o_req_t *req, enum gust_route route)
 {
-    return authorized(http, req, &gust_http_policy(http)->admin_auth, route, "gust");
+    return gust_admin_gate(http, req, route, GUST_ADMIN_WRITE);
+}
+
+static int admin_read_ok(struct gust_http *http, h2o_req_t *req, enum gust_route route)
+{
+    return gust_admin_gate(http, req, route, GUST_ADMIN_READ);
 }
 
 static const char reload_accepted[] = "{\"reload\":\"requested\"}\n";
@@ -299,25 +280,26 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
         (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
-        if (authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
+        if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
             gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics"))) {
-        if (policy->s.metrics_public || admin_ok(http, req, GUST_ROUTE_METRICS)) {
+        if (policy->s.metrics_public || admin_read_ok(http, req, GUST_ROUTE_METRICS)) {
             handle_metrics(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/units"))) {
-        if (admin_ok(http, req, GUST_ROUTE_UNITS)) {
+        if (admin_read_ok(http, req, GUST_ROUTE_UNITS)) {
             handle_units(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/events"))) {
-        if (admin_ok(http, req, GUST_ROUTE_EVENTS)) {
+        if (admin_read_ok(http, req, GUST_ROUTE_EVENTS)) {
             gust_events_handle(http, req);
         }
     } else if (starts_with_segment(path, H2O_STRLIT("/dlq"))) {
-        if (admin_ok(http, req, GUST_ROUTE_DLQ)) {
+        /* Listing is a read; replay and purge (POST) are writes. */
+        if (gust_admin_gate(http, req, GUST_ROUTE_DLQ, path.len <= 5 ? GUST_ADMIN_READ : GUST_ADMIN_WRITE)) {
             gust_dlq_handle(http, req, h2o_iovec_init(path.base + 4, path.len - 4));
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/replay"))) {
@@ -330,7 +312,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/")) ||
                h2o_memis(path.base, path.len, H2O_STRLIT("/index.html"))) {
-        if (admin_ok(http, req, GUST_ROUTE_STATUS)) {
+        if (admin_read_ok(http, req, GUST_ROUTE_STATUS)) {
             gust_status_page_handle(http, req);
         }
     } else if (had_base && path.len == 0) {
@@ -468,10 +450,22 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     p->s = *s;
     p->s.admin_token_file = p->s.admin_token_env = p->s.ingest_token_file = p->s.ingest_token_env = NULL;
     p->s.trusted_proxies = NULL;
+    p->s.listen = NULL;
+    p->s.server_names = NULL;
     int rc = gust_auth_load(&p->admin_auth, "admin", s->admin_token_file, s->admin_token_env, err);
     rc = rc ? rc : gust_auth_load(&p->ingest_auth, "ingest", s->ingest_token_file, s->ingest_token_env, err);
     for (size_t i = 0; i < s->ntrusted_proxies && rc == 0; i++) {
         rc = gust_proxies_add(&p->proxies, s->trusted_proxies[i], err);
+    }
+    rc = rc ? rc
+            : gust_admin_names_init(&p->names, s->listen, s->listen_ssl, s->server_names, s->nserver_names, err);
+    /* A reload that drops the token of a listener others can reach is refused (at start,
+     * gust_listen_conf_load has said so with the file and line). */
+    if (rc == 0 && !p->names.loopback && !p->admin_auth.enabled) {
+        rc = gust_err_set(err, GUST_ECONFIG,
+                          "http: listen %s is not a loopback address, so the admin routes need a token: set "
+                          "admin_token_file or admin_token_env",
+                          s->listen != NULL ? s->listen : "?");
     }
     if (rc != 0) {
         gust_http_policy_destroy(p);
@@ -525,7 +519,7 @@ void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p)
     m->max_body = p->s.max_body;
     m->client_timeout_ms = p->s.client_timeout_ms;
     gust_info("http: reloaded tokens and limits; admin routes %s, ingest %s",
-              p->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
+              p->admin_auth.enabled ? "need the admin token" : "read-only on loopback (no admin token)",
               p->ingest_auth.enabled ? "needs the ingest token" : "open");
     /* In force at once for every request the loop handles from now on. */
     m->policy = atomic_exchange(&http->policy, p);
@@ -631,7 +625,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     gust_info("http: listening on %s (port %d%s)%s%s; admin routes %s, ingest %s", conf->listen.addr, http->port,
               conf->listen.ssl ? ", HTTPS" : "",
               http->base_len > 0 ? ", base path " : "", http->base_path,
-              policy->admin_auth.enabled ? "need the admin token" : "open (no admin token)",
+              policy->admin_auth.enabled ? "need the admin token" : "read-only on loopback (no admin token)",
               policy->ingest_auth.enabled ? "needs the ingest token" : "open");
     *out = http;
     return 0;

@@ -30,6 +30,11 @@ struct gust_http_settings {
     size_t max_connections;        /* beyond it new connections are closed at accept */
     size_t max_header;             /* request line + headers, bytes (431 beyond) */
     int64_t drain_ms;              /* how long shutdown waits for requests in flight */
+    const char *listen;            /* the listen address as written: its host is a name the
+                                      admin routes answer to; loopback or not */
+    int listen_ssl;                /* `listen ADDR ssl;` */
+    const char *const *server_names; /* more names the admin routes answer to (origin.h) */
+    size_t nserver_names;
 };
 
 /* settings made ready to serve: token files read, proxies parsed. */

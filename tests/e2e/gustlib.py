@@ -25,6 +25,16 @@ def _sanitized():
         return False
 
 
+# The admin token a test's host.conf takes by putting ADMIN_TOKEN_CONF in its http block:
+# without a token the routes that change state or run code (POST /reload, /dlq/replay,
+# /dlq/purge, /replay) answer 403. Gust passes the variable to every gust it starts, and
+# Gust.request sends the token when the conf names it and the caller gave no
+# Authorization of its own.
+ADMIN_TOKEN = "gustlib-admin-5b9e04c1d7"
+ADMIN_TOKEN_ENV = "GUST_E2E_ADMIN_TOKEN"
+ADMIN_TOKEN_CONF = "admin_token_env %s;" % ADMIN_TOKEN_ENV
+
+
 # An AddressSanitizer build: freed memory sits in ASan's quarantine (256 MB), so RSS
 # bounds are looser there.
 SANITIZED = _sanitized()
@@ -152,7 +162,8 @@ class Gust:
         self.conf = tmp.file("host.conf", conf.replace("@PORT@", str(self.port)))
         self.logpath = os.path.join(tmp.path, "gust-%d.log" % self.port)
         self.proc = subprocess.Popen([GUST, "-c", self.conf], stdout=open(self.logpath, "ab"),
-                                     stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
+                                     stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **dict({ADMIN_TOKEN_ENV: ADMIN_TOKEN}, **(env or {}))))
         if wait_healthy:
             wait_for(lambda: self.healthy(), 20, "gust /healthz 200")
 
@@ -164,10 +175,21 @@ class Gust:
         except OSError:
             return False
 
+    def uses_admin_token(self):
+        """True when the host.conf as it is now takes gustlib's admin token."""
+        try:
+            with open(self.conf) as f:
+                return ADMIN_TOKEN_ENV in f.read()
+        except OSError:
+            return False
+
     def request(self, method, path, body=None, headers=None, timeout=10):
+        headers = dict(headers or {})
+        if not any(k.lower() == "authorization" for k in headers) and self.uses_admin_token():
+            headers["Authorization"] = "Bearer " + ADMIN_TOKEN
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            c.request(method, path, body=body, headers=headers or {})
+            c.request(method, path, body=body, headers=headers)
             r = c.getresponse()
             return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
         finally:

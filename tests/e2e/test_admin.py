@@ -41,7 +41,7 @@ http { listen 127.0.0.1:@PORT@; admin_token_env GUST_TEST_ADMIN; ingest_token_en
 nats { url %(nats)s; }
 """
 
-# C: no token at all: admin routes open (loopback), X-Forwarded-For from loopback believed.
+# C: no token at all: the read-only admin routes open (loopback), X-Forwarded-For from loopback believed.
 CONF_C = """
 log_level debug;
 http { listen 127.0.0.1:@PORT@; trusted_proxies 127.0.0.1 ::1; }
@@ -308,7 +308,7 @@ def check_env_tokens_and_proxies(t, tmp, nats):
 
     c = Gust(tmp, CONF_C % {"nats": nats.url})
     try:
-        t.eq(c.request("GET", "/units")[0], 200, "C: no admin token, admin routes open")
+        t.eq(c.request("GET", "/units")[0], 200, "C: no admin token, read-only admin routes open")
         c.request("GET", "/healthz?c1", headers={"X-Forwarded-For": "203.0.113.7, 10.1.1.1", "X-Forwarded-Proto": "https"})
         line = wait_for(lambda: [l for l in c.log().splitlines() if "/healthz?c1" in l], 5, "access log line")[0]
         t.check("http: 10.1.1.1 GET /healthz?c1 200" in line and "via 127.0.0.1 https" in line,

@@ -7,7 +7,7 @@ import json
 import os
 import signal
 
-from gustlib import Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
+from gustlib import ADMIN_TOKEN_CONF, Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
 
 FLOW = """
 return {
@@ -21,7 +21,7 @@ CONF = """
 node_name %(node)s;
 cluster on;
 log_level %(level)s;
-http { listen 127.0.0.1:@PORT@; }
+http { listen 127.0.0.1:@PORT@; %(admin)s }
 nats { url %(url)s; lease_ttl 3s; lease_poll 200ms; }
 flow work { script %(script)s; source ev.work; }
 """
@@ -40,7 +40,8 @@ class Node:
         self.gust = Gust(self.tmp, self.conf("info"))
 
     def conf(self, level):
-        return CONF % {"node": self.name, "url": self.url, "script": self.script, "level": level}
+        return CONF % {"node": self.name, "url": self.url, "script": self.script, "level": level,
+                       "admin": ADMIN_TOKEN_CONF}
 
     def write_script(self, version):
         with open(self.script, "w") as f:

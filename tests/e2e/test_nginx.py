@@ -13,7 +13,7 @@ TOKEN = "ngx-3d1f0a77"
 CONF = """
 log_level debug;
 http { listen 127.0.0.1:@PORT@; base_path /gust; trusted_proxies 127.0.0.1 ::1;
-       admin_token_file %(tmp)s/admin.token; }
+       admin_token_file %(tmp)s/admin.token; server_names gust.example.com; }
 nats { url %(nats)s; max_deliver 1; }
 flow picky { script %(tmp)s/picky.lua; }
 """
@@ -76,6 +76,27 @@ def run_through(t, g, ngx, port, mode):
         return st == 200 and json.loads(body)["total"] > 0 and json.loads(body)
     d = wait_for(dead, 10, "%s: a dead letter" % mode)
     t.eq(d["dead_letters"][0]["envelope"]["original_subject"], "ev.picky", "%s: dlq" % mode)
+    # Through nginx too: a page of another origin, or a name gust does not answer to, is
+    # refused with the token; the page's own origin and server_names pass.
+    st, body, _ = req("POST", "/gust/dlq/purge?all=1", headers=dict(auth(), Origin="http://evil.example"))
+    t.check(st == 403 and "cross-origin" in json.loads(body)["error"], "%s: cross-origin purge: %s" % (mode, body))
+    t.eq(dead()["total"], d["total"], "%s: the dead letters are still there" % mode)
+    st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Origin="http://127.0.0.1:%d" % port))
+    t.eq(st, 200, "%s: the page's own origin" % mode)
+    st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Origin="https://127.0.0.1:%d" % port))
+    t.eq(st, 403, "%s: the same host and port over https is another origin" % mode)
+    st, body, _ = req("GET", "/gust/units", headers=dict(auth(), Host="evil.example:%d" % port))
+    t.check(st == 403 and "not a name of this server" in json.loads(body)["error"],
+            "%s: a rebound name refused: %s" % (mode, body))
+    st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Host="gust.example.com",
+                                                      Origin="http://gust.example.com"))
+    t.eq(st, 200, "%s: a name of server_names, port 80 on both sides" % mode)
+    st, _, _ = req("GET", "/gust/units", headers=dict(auth(), Host="evil.example", **{
+        "X-Forwarded-Host": "gust.example.com"}))
+    t.eq(st, 403, "%s: a rebound name with a forged X-Forwarded-Host" % mode)
+    st, _, _ = req("POST", "/gust/ingest/picky", json.dumps({"n": 3, "via": mode}).encode(),
+                   headers={"Host": "evil.example", "Origin": "http://evil.example"})
+    t.eq(st, 202, "%s: ingest from any host and origin" % mode)
     st, body, _ = req("POST", "/gust/dlq/purge?all=1", headers=auth())
     t.eq((st, json.loads(body)["purged"] >= 1), (200, True), "%s: dlq purge" % mode)
     st, body, _ = req("POST", "/gust/dlq/replay?all=1", headers=auth())

@@ -5,7 +5,7 @@
 # repeatable: what passes here passes there. Longer exploration:
 #   FUZZ_RUNS=-1 tests/fuzz/run.sh mqtt_session 600
 # usage: tests/fuzz/run.sh TARGET [SECONDS] [KEEP_DIR]
-#   TARGET: ingest flow_json dlq_query proxy mqtt_session exec_lines http_poll flow_state
+#   TARGET: ingest flow_json dlq_query proxy origin mqtt_session exec_lines http_poll flow_state
 set -eu
 name=$1
 secs=${2:-10}
@@ -53,6 +53,12 @@ proxy)
     libs="$(pkg-config --libs libh2o-evloop openssl)"
     seed v4 '127.0.0.1\n10.0.0.0/8\000203.0.113.9, 10.1.2.3 , 127.0.0.1'
     seed v6 '::1\nfe80::/10\0002001:db8::1,fe80::1'
+    ;;
+origin)
+    src="$h/http/origin.c $h/common/err.c"
+    seed host '127.0.0.1:8787\000http://127.0.0.1:8787'
+    seed v6 '[2001:db8::1]:443\000https://[2001:db8::1]'
+    seed bad 'a.b:99999\000null'
     ;;
 mqtt_session)
     m=$root/plugins/mqtt
