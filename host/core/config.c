@@ -280,6 +280,25 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
     return 0;
 }
 
+/* node_name is written into KV keys (node.<name>..., want.<group>.<name>...), where
+ * NATS allows fewer characters than a name may have: one that would have to be changed
+ * to fit is refused, never renamed, since a renamed name could collide with another
+ * process's (a"b and a_b). */
+static int check_node_name(const struct gust_config *c, struct gust_err *err)
+{
+    const char *s = c->top.node_name;
+    if (s == NULL) {
+        return 0;
+    }
+    if (!unit_name_valid(s)) {
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s: node_name: invalid name '%s': use 1 to 64 letters, digits, '_' and '-' (it is part "
+                            "of NATS KV keys)",
+                            gust_cfg_where(c->top_cfg, "node_name"), s);
+    }
+    return 0;
+}
+
 static int check_log(struct gust_config *c, struct gust_err *err)
 {
     static const char *const levels[] = {"error", "warn", "info", "debug"};
@@ -445,7 +464,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 ||
+        (rc = check_node_name(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
         goto fail;
     }
     *out = c;
