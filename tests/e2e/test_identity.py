@@ -1,9 +1,11 @@
 """One identity per process (issue 24, item 7): two gust processes started with the
 same node_name on one NATS (without `cluster on;`) do not both hold a lease: a 500 ms
 singleton timer ticks about 24 times in 12 s, not 48. A node_name that NATS would need
-renamed is refused at config time with file:line, not renamed."""
+renamed is refused at config time with file:line, not renamed. With `cluster on;` the
+second process logs who else runs with its name (host and pid)."""
 import json
 import os
+import socket
 import subprocess
 import time
 
@@ -70,6 +72,27 @@ def twins(t):
         kill_all(procs, nats, failed=t.failed > 0 or failed)
 
 
+def twins_in_cluster(t):
+    """With `cluster on;` the second process says who else runs with its node_name."""
+    tmp = TempDir()
+    nats = NatsServer(tmp)
+    procs = []
+    try:
+        conf = "cluster on;\n" + CONF % {"plugins": PLUGINS, "url": nats.url}
+        a = Gust(TempDir(), conf)
+        procs.append(a)
+        b = Gust(TempDir(), conf)
+        procs.append(b)
+        want = "another process runs with node_name twin (host %s, pid %d)" % (socket.gethostname(), a.proc.pid)
+        t.check(want in b.log(), "the second process names the first's host and pid: %s" % want)
+        first = ticks(nats)
+        time.sleep(6)
+        n = ticks(nats) - first
+        t.check(8 <= n <= 16, "with cluster on, the timer ticks about 12 times in 6 s: %d" % n)
+    finally:
+        kill_all(procs, nats, failed=t.failed > 0)
+
+
 def gust_t(text):
     tmp = TempDir()
     path = tmp.file("host.conf", text)
@@ -91,6 +114,7 @@ def main():
     t = Checks()
     names(t)
     twins(t)
+    twins_in_cluster(t)
     t.done()
 
 
