@@ -283,18 +283,29 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
 /* node_name is written into KV keys (node.<name>..., want.<group>.<name>...), where
  * NATS allows fewer characters than a name may have: one that would have to be changed
  * to fit is refused, never renamed, since a renamed name could collide with another
- * process's (a"b and a_b). */
-static int check_node_name(const struct gust_config *c, struct gust_err *err)
+ * process's (a"b and a_b). The same for the names of the streams and buckets. */
+static int check_names(const struct gust_config *c, struct gust_err *err)
 {
     const char *s = c->top.node_name;
-    if (s == NULL) {
-        return 0;
-    }
-    if (!unit_name_valid(s)) {
+    if (s != NULL && !unit_name_valid(s)) {
         return gust_err_set(err, GUST_ECONFIG,
                             "%s: node_name: invalid name '%s': use 1 to 64 letters, digits, '_' and '-' (it is part "
                             "of NATS KV keys)",
                             gust_cfg_where(c->top_cfg, "node_name"), s);
+    }
+    /* Stream and bucket names: what NATS accepts in both (no '.', '*', '>', space or
+     * path separator), checked here rather than refused by the server at start. */
+    static const char *const keys[] = {"stream", "dlq_stream", "lease_bucket", "state_bucket"};
+    const char *const names[] = {c->nats.stream, c->nats.dlq_stream, c->nats.lease_bucket, c->nats.state_bucket};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (names[i] != NULL && !unit_name_valid(names[i])) {
+            char what[48];
+            snprintf(what, sizeof(what), "%s", keys[i]);
+            return gust_err_set(err, GUST_ECONFIG,
+                                "%s: %s: invalid name '%s': use 1 to 64 letters, digits, '_' and '-' (a NATS stream "
+                                "or bucket name)",
+                                gust_cfg_where(c->nats_cfg, what), what, names[i]);
+        }
     }
     return 0;
 }
@@ -465,7 +476,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
         (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 ||
-        (rc = check_node_name(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
+        (rc = check_names(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
         goto fail;
     }
     *out = c;

@@ -1,7 +1,7 @@
 """One identity per process (issue 24, item 7): two gust processes started with the
 same node_name on one NATS (without `cluster on;`) do not both hold a lease: a 500 ms
-singleton timer ticks about 24 times in 12 s, not 48. A node_name that NATS would need
-renamed is refused at config time with file:line, not renamed. With `cluster on;` the
+singleton timer ticks about 24 times in 12 s, not 48. A node_name (or a stream or bucket
+name) that NATS would need renamed is refused at config time with file:line, not renamed. With `cluster on;` the
 second process logs who else runs with its name (host and pid)."""
 import json
 import os
@@ -106,6 +106,10 @@ def names(t):
         t.eq(rc, 1, "node_name %s refused" % name)
         t.check("%s:%d:" % (path, line) in out and "node_name" in out,
                 "node_name %s: the error names file:line: %s" % (name, out.strip()))
+    for key, name in [("stream", "ev.x"), ("lease_bucket", "'a b'"), ("state_bucket", "a>b"), ("dlq_stream", "a*")]:
+        path, rc, out = gust_t("http { listen 127.0.0.1:1; }\nnats {\n    %s %s;\n}\n" % (key, name))
+        t.eq(rc, 1, "%s %s refused" % (key, name))
+        t.check("%s:3:" % path in out and key in out, "%s %s: the error names file:line: %s" % (key, name, out.strip()))
     path, rc, out = gust_t("node_name gust-1_a;\nhttp { listen 127.0.0.1:1; }\n")
     t.eq(rc, 0, "a plain node_name passes: %s" % out.strip())
 
