@@ -1,10 +1,13 @@
 #include "bucket.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
@@ -35,6 +38,32 @@ static void make_self(void)
     }
     self.host[sizeof(self.host) - 1] = '\0';
     self.pid = (long)getpid();
+    char boot[40] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(boot, sizeof(boot), f) == NULL) {
+            boot[0] = '\0';
+        }
+        boot[strcspn(boot, "\n")] = '\0';
+        fclose(f);
+    }
+    struct stat ns;
+    if (boot[0] != '\0' && stat("/proc/self/ns/pid", &ns) == 0) {
+        snprintf(self.space, sizeof(self.space), "%s/%llu", boot, (unsigned long long)ns.st_ino);
+    }
+}
+
+int gust_entry_gone(const struct gust_entry *e)
+{
+    const struct gust_entry *me = gust_self_entry();
+    if (me->space[0] == '\0' || strcmp(e->space, me->space) != 0 || e->pid <= 0 ||
+        strcmp(e->instance, me->instance) == 0) {
+        return 0;
+    }
+    if (e->pid == me->pid) {
+        return 1; /* another instance with our pid, in our namespace: it was before us */
+    }
+    return kill((pid_t)e->pid, 0) != 0 && errno == ESRCH;
 }
 
 const struct gust_entry *gust_self_entry(void)
@@ -68,6 +97,7 @@ void gust_entry_read(const char *value, struct gust_entry *e)
     copy_string(tree, "holder", e->holder, sizeof(e->holder));
     copy_string(tree, "instance", e->instance, sizeof(e->instance));
     copy_string(tree, "host", e->host, sizeof(e->host));
+    copy_string(tree, "space", e->space, sizeof(e->space));
     copy_string(tree, "config", e->config, sizeof(e->config));
     e->pid = (long)get_int(tree, "pid");
     e->expires_ms = get_int(tree, "expires_ms");
@@ -86,6 +116,7 @@ int gust_entry_write(const struct gust_entry *e, struct gust_buf *out)
     rc = rc != 0 ? rc : member(out, "instance", e->instance, 0);
     rc = rc != 0 ? rc : member(out, "host", e->host, 0);
     rc = rc != 0 ? rc : gust_buf_printf(out, ",\"pid\":%ld", e->pid);
+    rc = rc != 0 ? rc : member(out, "space", e->space, 0);
     if (rc == 0 && e->config[0] != '\0') {
         rc = member(out, "config", e->config, 0);
     }

@@ -13,7 +13,7 @@
 #define GUST_INSTANCE_LEN 32 /* hex digits of a process's instance id */
 #define GUST_ENTRY_MAX 1024  /* the longest entry we write: what a reader reserves */
 
-/* One entry: {"holder", "instance", "host", "pid", ["config",] "expires_ms"}. The
+/* One entry: {"holder", "instance", "host", "pid", "space", ["config",] "expires_ms"}. The
  * holder is the node_name (shared by whoever was started with it); the instance is
  * drawn at random by each process, so that two processes with one node_name, or a
  * process restarted after kill -9, are told apart: a lease is ours only when its
@@ -23,6 +23,7 @@ struct gust_entry {
     char instance[GUST_INSTANCE_LEN + 1];
     char host[64];
     long pid;
+    char space[64]; /* the kernel (boot id) and pid namespace the pid is in */
     char config[17]; /* a node's digest of its units; "" in a lease */
     int64_t expires_ms;
 };
@@ -30,6 +31,13 @@ struct gust_entry {
 /* This process's identity: holder, instance, host and pid set once, on first use
  * (holder ""), expires_ms 0. Never NULL. */
 const struct gust_entry *gust_self_entry(void);
+
+/* Whether e was written by a process that is gone for sure: one in this process's
+ * kernel and pid namespace whose pid is free (or is ours: an entry of our own
+ * predecessor). A live process, one elsewhere, or an entry without a space is not
+ * gone: its entry runs out after the TTL. This is what lets a process restarted after
+ * kill -9 take its predecessor's leases back at once. */
+int gust_entry_gone(const struct gust_entry *e);
 
 /* Reads an entry (value, NUL-terminated) into e. Anything that is not an entry, a
  * deleted or given-back one included, reads as all empty and expires_ms 0: a free

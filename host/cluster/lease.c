@@ -161,10 +161,15 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
     }
     gust_entry_read(current, &seen);
     set_seen(l, e, seen.holder, seen.expires_ms);
-    /* Someone else's and still valid: wait, even when it bears our node_name (a twin,
-     * or this process's predecessor killed -9: its entry runs out after the TTL). */
-    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms()) {
+    /* Someone else's and still valid: wait, even when it bears our node_name (a twin),
+     * unless its writer is gone for sure (this process's predecessor killed -9, on this
+     * machine); else its entry runs out after the TTL. */
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms() && !gust_entry_gone(&seen)) {
         goto done;
+    }
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms()) {
+        gust_info("lease %s: its holder %s (pid %ld) is gone: taken over before its TTL", e->key, seen.holder,
+                  seen.pid);
     }
     if (gust_kv_update(l->kv, e->key, value.data, value.len, seen_rev, &rev, why, sizeof(why)) == 0) {
         took(l, e, rev, now, expires);
@@ -259,7 +264,7 @@ static void count_member(void *ud, const char *key)
     struct gust_entry seen;
     gust_entry_read(value, &seen);
     int64_t expires = seen.expires_ms;
-    if (expires > mc->wall) {
+    if (expires > mc->wall && !gust_entry_gone(&seen)) {
         mc->members++;
         mc->next = expires + 1 < mc->next ? expires + 1 : mc->next;
     }

@@ -94,7 +94,7 @@ static void read_peer(void *ud, const char *key)
     struct gust_node *p = &ps->out[*ps->count];
     struct gust_entry e;
     gust_entry_read(value, &e);
-    if (e.expires_ms > ps->now) {
+    if (e.expires_ms > ps->now && !gust_entry_gone(&e)) {
         snprintf(p->name, sizeof(p->name), "%s", e.holder);
         snprintf(p->config, sizeof(p->config), "%s", e.config);
         snprintf(p->host, sizeof(p->host), "%s", e.host);
