@@ -123,6 +123,12 @@ static void *relay(void *arg)
             break;
         }
         if (p[2].revents) {
+            /* What libmosquitto wrote last (a DISCONNECT on a clean stop) still goes out. */
+            ssize_t r;
+            while ((r = recv(g->mine, buf, sizeof(buf), 0)) > 0) {
+                gust_buf_append(&g->up, buf, (size_t)r);
+            }
+            flush(g->real, &g->up, &g->up_off);
             break;
         }
         if (p[0].revents & (POLLIN | POLLERR | POLLHUP)) {

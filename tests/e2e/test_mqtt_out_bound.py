@@ -8,7 +8,7 @@ import os
 import socket
 import struct
 
-from fake_mqtt import PUBACK, PUBLISH, FakeBroker, packet, remaining
+from fake_mqtt import DISCONNECT, PUBACK, PUBLISH, FakeBroker, packet, remaining
 from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, wait_for
 
 CONF = """
@@ -83,6 +83,8 @@ def main():
         wait_for(lambda: state["delivered"], 20, "the next connection delivers")
         t.eq([json.loads(b) for b in state["delivered"]], [{"n": 1}], "delivered once")
         t.check(g.proc.poll() is None, "gust still running")
+        t.eq(g.stop(), 0, "clean exit")
+        wait_for(lambda: DISCONNECT in [p[0] for p in broker.received], 5, "a DISCONNECT through the guard")
     finally:
         g.stop()
         nats.stop()
