@@ -20,7 +20,8 @@
  * joined or came back), so the group settles with every process at its share. */
 struct group {
     char name[96];
-    char want_key[240];
+    char want_key[320];  /* want.<group>.<self>.<instance> */
+    size_t prefix_len;   /* of want.<group>., which every member's key starts with */
     uint32_t size;
     uint32_t members;      /* live entries as last counted, this process's included; 0: not yet */
     int64_t count_at_wall; /* count again then: our entry's renewal, or a counted peer's expiry */
@@ -65,9 +66,26 @@ struct gust_leases {
     pthread_t thread;
 };
 
-static int format_value(char *out, size_t size, const char *holder, int64_t expires_ms)
+/* An entry naming this process as holder until expires_ms, into out (emptied first);
+ * holding 0: a given-back lease, which names no one. 0 or GUST_ENOMEM. */
+static int format_value(struct gust_buf *out, const struct gust_leases *l, int holding, int64_t expires_ms)
 {
-    return snprintf(out, size, "{\"holder\":\"%s\",\"expires_ms\":%" PRId64 "}", holder, expires_ms);
+    struct gust_entry e = {0};
+    if (holding) {
+        e = *gust_self_entry();
+        snprintf(e.holder, sizeof(e.holder), "%s", l->self);
+    }
+    e.expires_ms = expires_ms;
+    out->len = 0;
+    return gust_entry_write(&e, out);
+}
+
+/* Whether e names this very process: its instance, not only its node_name, which a
+ * second process started with the same node_name (or this one's predecessor, killed
+ * -9) shares. */
+static int is_self(const struct gust_entry *e)
+{
+    return e->instance[0] != '\0' && strcmp(e->instance, gust_self_entry()->instance) == 0;
 }
 
 /* held and running are written under both locks (run_lock by the caller), so /units
@@ -126,26 +144,38 @@ static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t n
  * timed out but went through). Under run_lock. */
 static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
 {
-    char value[256];
+    struct gust_buf value = {0};
     int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
-    int len = format_value(value, sizeof(value), l->self, expires);
     uint64_t rev = 0, seen_rev = 0;
-    char why[256], current[400], holder[128];
-    if (gust_kv_create(l->kv, e->key, value, (size_t)len, &rev, why, sizeof(why)) == 0) {
+    char why[256], current[GUST_ENTRY_MAX];
+    struct gust_entry seen;
+    if (format_value(&value, l, 1, expires) != 0) {
+        goto done;
+    }
+    if (gust_kv_create(l->kv, e->key, value.data, value.len, &rev, why, sizeof(why)) == 0) {
         took(l, e, rev, now, expires);
-        return;
+        goto done;
     }
     if (gust_kv_get(l->kv, e->key, current, sizeof(current), &seen_rev, why, sizeof(why)) != 0) {
-        return; /* deleted in between, or the bus is away: next poll */
+        goto done; /* deleted in between, or the bus is away: next poll */
     }
-    int64_t theirs = gust_entry_read(current, holder, sizeof(holder), NULL, 0);
-    set_seen(l, e, holder, theirs);
-    if (strcmp(holder, l->self) != 0 && theirs > gust_wall_ms()) {
-        return; /* someone else's, still valid */
+    gust_entry_read(current, &seen);
+    set_seen(l, e, seen.holder, seen.expires_ms);
+    /* Someone else's and still valid: wait, even when it bears our node_name (a twin),
+     * unless its writer is gone for sure (this process's predecessor killed -9, on this
+     * machine); else its entry runs out after the TTL. */
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms() && !gust_entry_gone(&seen)) {
+        goto done;
     }
-    if (gust_kv_update(l->kv, e->key, value, (size_t)len, seen_rev, &rev, why, sizeof(why)) == 0) {
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms()) {
+        gust_info("lease %s: its holder %s (pid %ld) is gone: taken over before its TTL", e->key, seen.holder,
+                  seen.pid);
+    }
+    if (gust_kv_update(l->kv, e->key, value.data, value.len, seen_rev, &rev, why, sizeof(why)) == 0) {
         took(l, e, rev, now, expires);
     }
+done:
+    gust_buf_free(&value);
 }
 
 static void stop_task(struct gust_leases *l, struct lease *e)
@@ -165,13 +195,14 @@ static void give_back(struct gust_leases *l, struct lease *e)
         return;
     }
     set_state(l, e, 0, e->running);
-    char value[256];
-    int len = format_value(value, sizeof(value), "", 0);
+    struct gust_buf value = {0};
     uint64_t rev = 0;
     char why[256];
-    if (l->kv != NULL && gust_kv_update(l->kv, e->key, value, (size_t)len, e->rev, &rev, why, sizeof(why)) == 0) {
+    if (l->kv != NULL && format_value(&value, l, 0, 0) == 0 &&
+        gust_kv_update(l->kv, e->key, value.data, value.len, e->rev, &rev, why, sizeof(why)) == 0) {
         set_seen(l, e, "", 0);
     }
+    gust_buf_free(&value);
 }
 
 static void lost(struct gust_leases *l, struct lease *e, int64_t now, const char *why)
@@ -207,23 +238,33 @@ static int start_task(struct gust_leases *l, struct lease *e, int64_t now, struc
 struct member_count {
     struct gust_leases *l;
     const struct group *g;
-    size_t prefix_len;
     int64_t wall;
     uint32_t members;
     int64_t next;
 };
 
+/* Whether rest, what follows want.<group>., is <self>.<instance> (neither has a dot),
+ * not a member of another group whose name starts with ours and a dot. */
+static int member_key(const char *rest)
+{
+    const char *dot = strchr(rest, '.');
+    return dot != NULL && strchr(dot + 1, '.') == NULL;
+}
+
 static void count_member(void *ud, const char *key)
 {
     struct member_count *mc = ud;
-    char value[400], holder[128], why[256];
+    char value[GUST_ENTRY_MAX], why[256];
     uint64_t rev = 0;
-    if (strncmp(key, mc->g->want_key, mc->prefix_len) != 0 || strcmp(key, mc->g->want_key) == 0 ||
+    if (strncmp(key, mc->g->want_key, mc->g->prefix_len) != 0 || strcmp(key, mc->g->want_key) == 0 ||
+        !member_key(key + mc->g->prefix_len) ||
         gust_kv_get(mc->l->kv, key, value, sizeof(value), &rev, why, sizeof(why)) != 0) {
         return;
     }
-    int64_t expires = gust_entry_read(value, holder, sizeof(holder), NULL, 0);
-    if (expires > mc->wall) {
+    struct gust_entry seen;
+    gust_entry_read(value, &seen);
+    int64_t expires = seen.expires_ms;
+    if (expires > mc->wall && !gust_entry_gone(&seen)) {
         mc->members++;
         mc->next = expires + 1 < mc->next ? expires + 1 : mc->next;
     }
@@ -237,15 +278,17 @@ static void count_members(struct gust_leases *l, struct group *g)
     if (g->members != 0 && wall < g->count_at_wall) {
         return;
     }
-    char value[256], why[256];
-    int len = format_value(value, sizeof(value), l->self, wall + l->conf.ttl_ms);
+    char why[256];
+    struct gust_buf value = {0};
     uint64_t rev = 0;
-    if (gust_kv_put(l->kv, g->want_key, value, (size_t)len, &rev, why, sizeof(why)) != 0) {
+    int rc = format_value(&value, l, 1, wall + l->conf.ttl_ms);
+    rc = rc != 0 ? rc : gust_kv_put(l->kv, g->want_key, value.data, value.len, &rev, why, sizeof(why));
+    gust_buf_free(&value);
+    if (rc != 0) {
         return; /* the bus is away: the leases' renewals notice it */
     }
     struct member_count mc = {.l = l,
                               .g = g,
-                              .prefix_len = strlen(g->want_key) - strlen(l->self),
                               .wall = wall,
                               .members = 1,
                               .next = wall + l->conf.ttl_ms / 3};
@@ -323,16 +366,17 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
         return 0;
     }
     if (e->held && now >= e->renew_at) {
-        char value[256];
+        struct gust_buf value = {0};
         int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
-        int len = format_value(value, sizeof(value), l->self, expires);
         uint64_t rev = 0;
-        char why[256];
-        if (gust_kv_update(l->kv, e->key, value, (size_t)len, e->rev, &rev, why, sizeof(why)) == 0) {
+        char why[256] = "out of memory";
+        if (format_value(&value, l, 1, expires) == 0 &&
+            gust_kv_update(l->kv, e->key, value.data, value.len, e->rev, &rev, why, sizeof(why)) == 0) {
             took(l, e, rev, now, expires);
         } else {
             lost(l, e, now, why);
         }
+        gust_buf_free(&value);
     }
     if (e->held && now >= e->valid_until) {
         lost(l, e, now, "renewal overdue");
@@ -400,19 +444,13 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
     l->conf = *conf;
     l->bus = bus;
     snprintf(l->bucket, sizeof(l->bucket), "%s", conf->bucket);
+    /* A configured node_name was checked at config time (core/config.c): it is used as
+     * it is, never renamed. */
     if (conf->holder != NULL && conf->holder[0] != '\0') {
         snprintf(l->self, sizeof(l->self), "%s", conf->holder);
     } else {
-        char host[64] = "localhost";
-        gethostname(host, sizeof(host) - 1);
-        host[sizeof(host) - 1] = '\0';
-        snprintf(l->self, sizeof(l->self), "%s:%ld", host, (long)getpid());
-    }
-    /* The name goes into a JSON string we parse by hand: keep it plain. */
-    for (char *p = l->self; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) {
-            *p = '_';
-        }
+        const struct gust_entry *me = gust_self_entry();
+        snprintf(l->self, sizeof(l->self), "%s:%ld", me->host, me->pid);
     }
     l->conf.holder = l->self;
     l->conf.bucket = l->bucket;
@@ -442,7 +480,11 @@ static struct group *group_for(struct gust_leases *l, const char *name, uint32_t
     char self[128];
     snprintf(self, sizeof(self), "%s", l->self);
     gust_key_safe(self);
-    snprintf(g->want_key, sizeof(g->want_key), "want.%s.%s", g->name, self);
+    /* One entry per process, not per node_name: two processes started with one name
+     * are two members. */
+    g->prefix_len = (size_t)snprintf(g->want_key, sizeof(g->want_key), "want.%s.", g->name);
+    snprintf(g->want_key + g->prefix_len, sizeof(g->want_key) - g->prefix_len, "%s.%s", self,
+             gust_self_entry()->instance);
     g->size = size;
     l->groups = v;
     l->groups[l->ngroups++] = g;

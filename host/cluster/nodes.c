@@ -18,7 +18,7 @@ struct gust_nodes {
     struct gust_nodes_conf conf;
     char self[128];
     char bucket[64];
-    char key[160]; /* node.<self, in key characters> */
+    char key[240]; /* node.<self, in key characters>.<instance> */
     struct gust_bus *bus;
     struct gust_kv *kv;
     /* run_lock serialises KV calls; lock guards what /units reads and is never held
@@ -28,6 +28,7 @@ struct gust_nodes {
     pthread_cond_t wake;
     char config[GUST_DIGEST_LEN + 1];
     int write_failing; /* warned once until a write succeeds again */
+    int twin_warned;   /* about a live peer with our node_name, once */
     struct gust_node peers[GUST_NODES_MAX];
     size_t npeers;
     int thread_started;
@@ -53,11 +54,16 @@ static void write_entry(struct gust_nodes *n)
     pthread_mutex_unlock(&n->lock);
     int rc = open_bucket(n, why, sizeof(why));
     if (rc == 0) {
-        char value[320];
-        int len = snprintf(value, sizeof(value), "{\"holder\":\"%s\",\"config\":\"%s\",\"expires_ms\":%" PRId64 "}",
-                           n->self, config, gust_wall_ms() + n->conf.ttl_ms);
+        struct gust_entry e = *gust_self_entry();
+        snprintf(e.holder, sizeof(e.holder), "%s", n->self);
+        snprintf(e.config, sizeof(e.config), "%s", config);
+        e.expires_ms = gust_wall_ms() + n->conf.ttl_ms;
+        struct gust_buf value = {0};
         uint64_t rev = 0;
-        rc = gust_kv_put(n->kv, n->key, value, (size_t)len, &rev, why, sizeof(why));
+        snprintf(why, sizeof(why), "out of memory");
+        rc = gust_entry_write(&e, &value);
+        rc = rc != 0 ? rc : gust_kv_put(n->kv, n->key, value.data, value.len, &rev, why, sizeof(why));
+        gust_buf_free(&value);
     }
     if (rc != 0 && !n->write_failing) {
         gust_warn("cluster: cannot write %s in %s: %s; trying again every %" PRId64 " ms", n->key, n->bucket, why,
@@ -79,14 +85,20 @@ static void read_peer(void *ud, const char *key)
 {
     struct peer_scan *ps = ud;
     struct gust_nodes *n = ps->n;
-    char value[400], why[128];
+    char value[GUST_ENTRY_MAX], why[128];
     uint64_t rev = 0;
     if (*ps->count >= GUST_NODES_MAX || strncmp(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1) != 0 ||
         strcmp(key, n->key) == 0 || gust_kv_get(n->kv, key, value, sizeof(value), &rev, why, sizeof(why)) != 0) {
         return; /* not a node, ours, or gone meanwhile */
     }
     struct gust_node *p = &ps->out[*ps->count];
-    if (gust_entry_read(value, p->name, sizeof(p->name), p->config, sizeof(p->config)) > ps->now) {
+    struct gust_entry e;
+    gust_entry_read(value, &e);
+    if (e.expires_ms > ps->now && !gust_entry_gone(&e)) {
+        snprintf(p->name, sizeof(p->name), "%s", e.holder);
+        snprintf(p->config, sizeof(p->config), "%s", e.config);
+        snprintf(p->host, sizeof(p->host), "%s", e.host);
+        p->pid = e.pid;
         (*ps->count)++;
     }
 }
@@ -157,8 +169,12 @@ int gust_nodes_create(const struct gust_nodes_conf *conf, struct gust_bus *bus, 
     snprintf(n->bucket, sizeof(n->bucket), "%s", conf->bucket);
     n->conf.self = n->self;
     n->conf.bucket = n->bucket;
+    /* One entry per process, not per node_name: two processes started with one name
+     * do not overwrite each other's, and each sees the other. */
     snprintf(n->key, sizeof(n->key), KEY_PREFIX "%s", n->self);
     gust_key_safe(n->key + sizeof(KEY_PREFIX) - 1);
+    size_t used = strlen(n->key);
+    snprintf(n->key + used, sizeof(n->key) - used, ".%s", gust_self_entry()->instance);
     pthread_mutex_init(&n->run_lock, NULL);
     pthread_mutex_init(&n->lock, NULL);
     pthread_cond_init(&n->wake, NULL);
@@ -203,6 +219,14 @@ void gust_nodes_advertise(struct gust_nodes *n, const char *digest)
     }
     pthread_mutex_lock(&n->lock);
     for (size_t i = 0; i < n->npeers; i++) {
+        if (strcmp(n->peers[i].name, n->self) == 0 && !n->twin_warned) {
+            /* The leases tell the two apart by instance, so singletons still run once;
+             * but /units and the log would mix them up. */
+            gust_warn("cluster: another process runs with node_name %s (host %s, pid %ld); give each process its "
+                      "own node_name",
+                      n->self, n->peers[i].host, n->peers[i].pid);
+            n->twin_warned = 1;
+        }
         if (strcmp(n->peers[i].config, digest) != 0) {
             gust_warn("cluster: this node runs units %s, peer %s runs %s: they handle events differently", digest,
                       n->peers[i].name, n->peers[i].config);

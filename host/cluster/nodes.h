@@ -1,7 +1,8 @@
 /* The node directory: with `cluster on;` each process keeps an entry `node.<name>` in the
  * cluster's bucket saying which units it runs (a digest: core/config_digest.h) and until
  * when:
- * {"holder": "...", "config": "<digest>", "expires_ms": <unix ms>}, rewritten at a third
+ * {"holder": "...", "instance", "host", "pid", "config": "<digest>", "expires_ms": <unix
+ * ms>} (cluster/bucket.h; one key per process: node.<name>.<instance>), rewritten at a third
  * of the lease TTL and deleted on a clean stop, so a crashed node drops out after the
  * TTL. Peers read the directory to tell whether they all run the same units: the
  * split-brain guard (core/guard.h), start-up and reload warnings, and /units. */
@@ -28,6 +29,8 @@ struct gust_nodes_conf {
 struct gust_node {
     char name[128];
     char config[GUST_DIGEST_LEN + 1];
+    char host[64]; /* where it runs, as it says */
+    long pid;
 };
 
 #define GUST_NODES_MAX 64 /* peers read; a larger cluster is cut to these */

@@ -51,6 +51,45 @@ static int stderr_is_journal(void)
     return v;
 }
 
+size_t gust_log_escape(const char *in, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0, len = strlen(in);
+    for (size_t i = 0; i < len && n + 5 < size; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c >= 0x80) {
+            size_t k = 1;
+            while (i + k < len && k < 4 && ((unsigned char)in[i + k] & 0xC0) == 0x80) {
+                k++;
+            }
+            /* U+0080..U+009F (C2 80..C2 9F) are the C1 controls: CSI is one of them */
+            int c1 = c == 0xC2 && k >= 2 && (unsigned char)in[i + 1] < 0xA0;
+            if (!c1 && gust_utf8_valid(in + i, k)) {
+                if (n + k + 1 > size) {
+                    break;
+                }
+                memcpy(out + n, in + i, k);
+                n += k;
+                i += k - 1;
+                continue;
+            }
+        }
+        if (c >= 0x20 && c < 0x7f) {
+            out[n++] = (char)c;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            out[n++] = '\\';
+            out[n++] = c == '\n' ? 'n' : (c == '\r' ? 'r' : 't');
+        } else {
+            out[n++] = '\\';
+            out[n++] = 'x';
+            out[n++] = hex[c >> 4];
+            out[n++] = hex[c & 15];
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
 /* msg as a JSON string into out (NUL-terminated); bytes that are not UTF-8 become '?'. */
 static size_t json_quote(char *out, size_t size, const char *msg)
 {
@@ -91,11 +130,15 @@ void gust_log(int level, const char *fmt, ...)
     if (!gust_log_enabled(level)) {
         return;
     }
-    char msg[1024];
+    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* Messages quote what peers sent (a server's -ERR, a broker's reason, a file's
+     * contents): escaped here, once, no record is split by a CR LF and none carries a
+     * terminal escape. */
+    gust_log_escape(raw, msg, sizeof(msg));
 
     char line[2300];
     size_t n;

@@ -27,6 +27,8 @@ const char *gust_schema_type_name(enum gust_type t)
         return "list";
     case GUST_T_ADDR:
         return "addr";
+    case GUST_T_NAME:
+        return "name";
     }
     return "?";
 }

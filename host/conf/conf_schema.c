@@ -65,6 +65,10 @@ static int describe(enum gust_type type, const char **noun, const char **hint)
         *noun = "address";
         *hint = "host:port, e.g. 127.0.0.1:8787 or [::1]:8787";
         return 0;
+    case GUST_T_NAME:
+        *noun = "name";
+        *hint = "1 to 64 letters, digits, '_' and '-': NATS takes it as it is";
+        return 0;
     }
     return GUST_EINVAL;
 }
@@ -129,6 +133,9 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
         break;
     case GUST_T_ADDR:
         ok = gust_parse_addr(text, &port) == 0;
+        break;
+    case GUST_T_NAME:
+        ok = gust_name_valid(text);
         break;
     case GUST_T_PATH:
         if (text[0] == '\0') {

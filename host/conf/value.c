@@ -151,3 +151,15 @@ int gust_parse_addr(const char *s, int *port)
     *port = (int)p;
     return 0;
 }
+
+int gust_name_valid(const char *s)
+{
+    size_t n = 0;
+    for (; s[n] != '\0'; n++) {
+        char c = s[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+            return 0;
+        }
+    }
+    return n >= 1 && n <= 64;
+}

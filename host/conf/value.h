@@ -20,6 +20,10 @@ int gust_parse_size(const char *s, int64_t *out);
 /* Milliseconds: a number with an optional ms, s, m or h suffix; a bare number is ms. */
 int gust_parse_duration(const char *s, int64_t *ms);
 
+/* 1 when s is a name NATS takes as it is (GUST_T_NAME): 1 to 64 letters, digits, '_'
+ * and '-'. Unit names are held to the same rule. */
+int gust_name_valid(const char *s);
+
 /* host:port or [ipv6]:port with port 1..65535; *port receives the port. The host is
  * checked for shape only (no spaces, no '/'), never resolved. */
 int gust_parse_addr(const char *s, int *port);

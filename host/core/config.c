@@ -6,6 +6,7 @@
 
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
+#include "../conf/value.h"
 #include "edges.h"
 
 #define R GUST_K_RELOADABLE
@@ -32,7 +33,7 @@ const struct gust_schema_key gust_top_schema[] = {
     TOP_ENUM(log_level, "info", R, "error|warn|info|debug", "least severe level logged"),
     TOP_ENUM(log_format, "text", R, "text|json",
         "text: a line with a level (and a timestamp unless journald reads it); json: one JSON object a line"),
-    TOP(node_name, STR, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
+    TOP(node_name, NAME, NULL, 0, "this process's name in the leases and /units (default: hostname:pid)"),
     TOP(cluster, BOOL, "off", 0,
         "on: one of several processes on one NATS; POST /reload refuses units that no peer runs (409)"),
     TOP(lua_path, PATH, "scripts/lib", R,
@@ -93,13 +94,13 @@ const struct gust_schema_key gust_nats_schema[] = {
               "drop within 10 s"),
     OWN(reconnect_max_wait, DURATION, "5s", 0, "longest wait between reconnection attempts"),
     NATS(server_bin, STR, "nats-server", 0, "embedded mode: the nats-server binary"),
-    NATS(stream, STR, "GUST", 0, "the event stream"),
+    NATS(stream, NAME, "GUST", 0, "the event stream"),
     NATS(subjects, FILTER, "ev.>", 0,
          "subjects of the event stream, PREFIX.>: ingest and the detect defaults build subjects under PREFIX"),
-    NATS(dlq_stream, STR, "GUST_DLQ", 0, "the dead-letter stream"),
+    NATS(dlq_stream, NAME, "GUST_DLQ", 0, "the dead-letter stream"),
     NATS(dlq_subjects, FILTER, "dlq.>", 0, "subjects of the dead-letter stream"),
     NATS(dlq_max_msgs, INT, "100000", 0, "dead letters kept (oldest dropped first)"),
-    NATS(state_stream, STR, "GUST_STATE", 0, "the stream of the detect units' checkpoints"),
+    NATS(state_stream, NAME, "GUST_STATE", 0, "the stream of the detect units' checkpoints"),
     NATS(state_subjects, FILTER, "gust.state.>", 0, "subjects of the checkpoint stream"),
     NATS(duplicate_window, DURATION, "2m", 0,
          "of the event stream: a message whose Nats-Msg-Id was stored within it is stored once (every emit carries "
@@ -109,8 +110,8 @@ const struct gust_schema_key gust_nats_schema[] = {
          "a message neither acked nor nak'd is redelivered (to any process of the cluster) after this; a batch must "
          "finish within it"),
     NATS(replicas, INT, "1", 0, "copies of the streams and the lease bucket (3 on a three-node NATS cluster)"),
-    NATS(lease_bucket, STR, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"),
-    NATS(state_bucket, STR, "GUST_FLOW_STATE", 0,
+    NATS(lease_bucket, NAME, "GUST_LEASES", 0, "KV bucket of the singleton sources' leases"),
+    NATS(state_bucket, NAME, "GUST_FLOW_STATE", 0,
          "KV bucket of the flows' durable state (state.*): keys <unit>.<key>, made at a flow's first use"),
     NATS(lease_ttl, DURATION, "6s", 0,
          "a lease not renewed for this long passes to another process (renewed every third)"),
@@ -214,21 +215,6 @@ static int error_at(struct gust_err *err, const struct gust_conf_node *n, const 
     return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s", n->file, n->line, msg);
 }
 
-/* A unit name becomes part of a durable consumer's name: keep it to safe characters. */
-static int unit_name_valid(const char *s)
-{
-    if (*s == '\0' || strlen(s) > 64) {
-        return 0;
-    }
-    for (; *s != '\0'; s++) {
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_' || *s == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static const char *block_value(const struct gust_conf_node *block, const char *key)
 {
     for (size_t i = 0; i < block->nchildren; i++) {
@@ -300,7 +286,7 @@ static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum 
     if (!n->is_block || n->nargs != 1) {
         return error_at(err, n, "expected '%s NAME { ... }'", kname);
     }
-    if (!unit_name_valid(n->args[0])) {
+    if (!gust_name_valid(n->args[0])) {
         return error_at(err, n, "invalid unit name '%s': use letters, digits, '_' and '-'", n->args[0]);
     }
     for (size_t i = 0; i < c->nunits; i++) {
@@ -336,7 +322,7 @@ static int add_table(struct gust_config *c, const struct gust_conf_node *n, stru
     if (!n->is_block || n->nargs != 1) {
         return error_at(err, n, "expected 'table NAME { file PATH; key FIELD; }'%s", "");
     }
-    if (!unit_name_valid(n->args[0])) {
+    if (!gust_name_valid(n->args[0])) {
         return error_at(err, n, "invalid table name '%s': use letters, digits, '_' and '-'", n->args[0]);
     }
     for (size_t i = 0; i < c->ntables; i++) {
@@ -403,7 +389,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                 }
             }
         } else if (strcmp(n->name, "plugin") == 0) {
-            if (n->is_block || n->nargs != 1 || !unit_name_valid(n->args[0])) {
+            if (n->is_block || n->nargs != 1 || !gust_name_valid(n->args[0])) {
                 rc = error_at(err, n, "expected 'plugin NAME;'%s", "");
             } else {
                 struct gust_plugin_ref *p = &c->plugins[c->nplugins++];

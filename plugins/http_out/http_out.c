@@ -11,7 +11,11 @@
  *                                                         5000 ms", "connect: Connection refused"
  *   any other (4xx, 3xx: redirects are not     REJECTED  "http 404 from URL: " + the first
  *   followed)                                             120 bytes of the response body
- * The host owns retries and backoff; deliver never sleeps.
+ * The host owns retries and backoff; deliver sleeps only for a Retry-After (seconds or
+ * an HTTP-date) on a 429 or 503, which pauses the whole sink, every message, for that
+ * long, capped by retry_max_delay: no request is written before it ends, in this call or
+ * a later one (the refused message itself is retried by the host, and its next
+ * delivery waits for the pause too).
  *
  * A batch is spread over at most `connections` connections, each carrying up to `pipeline`
  * requests written at once, `max_inflight` over all of them. A request times out `timeout`

@@ -44,6 +44,7 @@ struct http_out_keys {
     int64_t connections;
     int64_t pipeline;
     const char *tls_ca;
+    int64_t retry_max_delay;
 };
 
 extern const struct gust_schema_key http_out_schema[];
@@ -58,6 +59,7 @@ struct http_out_conf {
     size_t max_inflight;     /* requests of a batch written and not yet answered */
     size_t connections;      /* most connections open at once, all kept alive */
     size_t pipeline;         /* most requests outstanding on one connection */
+    int64_t retry_max_delay_ms; /* longest pause a Retry-After imposes on the sink */
 };
 
 /* Binds and checks the keys of cfg (borrowed), naming file:line of a bad value in err. */
@@ -70,6 +72,8 @@ struct http_out_resp {
     int state;
     int status;
     int keep_alive; /* the server keeps the connection open after this answer */
+    int has_retry_after;    /* a valid Retry-After came: */
+    int64_t retry_after_ms; /* how long from now it asks to wait (0 for a date past) */
     uint64_t left;  /* bytes left in the body or the current chunk */
     size_t body_len;
     char body[HTTP_OUT_BODY_KEEP]; /* the first bytes of the body */
@@ -81,6 +85,10 @@ void http_out_resp_reset(struct http_out_resp *r);
  * -1 with *why (a literal) when the stream is not HTTP/1.x. */
 ssize_t http_out_resp_feed(struct http_out_resp *r, const char *buf, size_t len, int *done,
                            const char **why);
+/* The delay a Retry-After value v[0..len) asks for, in ms from now_s (unix seconds):
+ * delay-seconds or an HTTP-date (IMF-fixdate, RFC 9110), a date in the past being 0.
+ * -1 when it is neither. */
+int64_t http_out_retry_after_ms(const char *v, size_t len, int64_t now_s);
 /* Whether the server closing the connection now completes the response. */
 int http_out_resp_ends_at_eof(const struct http_out_resp *r);
 

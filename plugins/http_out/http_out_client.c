@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gust/sock.h"
 #include "http_out.h"
@@ -72,6 +73,9 @@ struct http_out_client {
     size_t inflight;         /* written and not answered, over every connection */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
+    /* Until when (gust_now_ms) a 429 or 503 with Retry-After paused the whole sink: no
+     * request is written before, in this call or a later one. */
+    int64_t paused_until;
 };
 
 static void result_set(struct gust_result *r, int status, const char *fmt, ...)
@@ -110,6 +114,13 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t m, struc
     if (status >= 200 && status < 300) {
         res->status = GUST_DELIVERED;
         res->error[0] = '\0';
+    } else if ((status == 429 || status == 503) && r->has_retry_after) {
+        int64_t ms = r->retry_after_ms < cl->conf->retry_max_delay_ms ? r->retry_after_ms
+                                                                       : cl->conf->retry_max_delay_ms;
+        int64_t until = gust_now_ms() + ms;
+        cl->paused_until = until > cl->paused_until ? until : cl->paused_until;
+        result_set(res, GUST_RETRY, "http %d from %s: Retry-After, sink paused for %lld ms", status, url,
+                   (long long)ms);
     } else if (status >= 500 || status == 408 || status == 429) {
         result_set(res, GUST_RETRY, "http %d from %s", status, url);
     } else {
@@ -122,6 +133,13 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t m, struc
         }
         result_set(res, GUST_REJECTED, "http %d from %s: %.*s", status, url, (int)r->body_len,
                    r->body);
+    }
+}
+
+static void pause_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
 
@@ -343,7 +361,11 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t m, int64_
 /* Hands queued messages to the connections in [0, lanes) with the fewest outstanding. */
 static void assign(struct http_out_client *cl, size_t lanes)
 {
-    int64_t deadline = gust_now_ms() + cl->conf->timeout_ms; /* before any connect */
+    int64_t now = gust_now_ms(), deadline = now + cl->conf->timeout_ms; /* before any connect */
+
+    if (now < cl->paused_until) {
+        return; /* a Retry-After holds every send */
+    }
 
     while (cl->tlen > 0 && cl->inflight < cl->conf->max_inflight) {
         struct conn *best = NULL;
@@ -513,10 +535,17 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         if (cl->undecided == 0) {
             break;
         }
+        if (cl->inflight == 0 && now < cl->paused_until) {
+            pause_ms(cl->paused_until - now); /* nothing in flight: wait out the Retry-After */
+            continue;
+        }
         if (cl->inflight == 0) {
             continue; /* lost connections put requests back: assign them */
         }
         int wait = next == INT64_MAX ? 1000 : (int)(next - now);
+        if (now < cl->paused_until && cl->tlen > 0 && cl->paused_until - now < wait) {
+            wait = (int)(cl->paused_until - now); /* then send what waits */
+        }
         size_t np = 0;
         for (size_t i = 0; i < lanes; i++) {
             struct conn *c = &cl->conns[i];

@@ -26,6 +26,9 @@ const struct gust_schema_key http_out_schema[] = {
         "(1: no pipelining, one request at a time per connection)"),
     KEY(tls_ca, PATH, NULL, 0,
         "CA certificate file (PEM) to verify an https server with, instead of the system store"),
+    KEY(retry_max_delay, DURATION, "5s", 0,
+        "longest pause a 429 or 503 with Retry-After imposes on the whole sink (no request is sent "
+        "until it ends); as nats retry_max_delay, the longest redelivery delay"),
     GUST_KEY_END,
 };
 
@@ -120,6 +123,7 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
         }
     }
     conf->timeout_ms = k->timeout;
+    conf->retry_max_delay_ms = k->retry_max_delay;
     conf->max_inflight = (size_t)k->max_inflight;
     conf->connections = (size_t)k->connections;
     conf->pipeline = (size_t)k->pipeline;

@@ -2,8 +2,11 @@
  * pipelined connection. Only what decides the outcome is kept: the status, whether the
  * server keeps the connection, and the body's first bytes for an error text. The rest of
  * the body is skipped by its framing (Content-Length, chunked, or up to the close). */
+#define _GNU_SOURCE /* strptime, timegm */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "http_out.h"
 
@@ -66,6 +69,32 @@ static int has_token(const char *v, size_t n, const char *t)
 static int tchar(unsigned char c)
 {
     return c > ' ' && c < 0x7f && !strchr("\"(),/:;<=>?@[\\]{}", c);
+}
+
+int64_t http_out_retry_after_ms(const char *v, size_t len, int64_t now_s)
+{
+    char text[64];
+    if (len == 0 || len >= sizeof(text)) {
+        return -1;
+    }
+    memcpy(text, v, len);
+    text[len] = '\0';
+    if (strspn(text, "0123456789") == len) {
+        if (len > 9) {
+            return 999999999LL * 1000; /* capped by the caller anyway */
+        }
+        long long s = 0;
+        sscanf(text, "%lld", &s);
+        return s * 1000;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == NULL || *end != '\0') {
+        return -1;
+    }
+    int64_t at = (int64_t)timegm(&tm);
+    return at > now_s ? (at - now_s) * 1000 : 0;
 }
 
 /* Parses the head in p[0..end); returns 0 or -1 with *why. */
@@ -131,6 +160,10 @@ static int parse_head(struct http_out_resp *r, const char *p, const char *end, c
                 last--;
             }
             chunked = has_token(last, (size_t)(ve - last), "chunked");
+        } else if (nl == 11 && strncasecmp(p, "Retry-After", 11) == 0) {
+            int64_t ms = http_out_retry_after_ms(v, (size_t)(ve - v), (int64_t)time(NULL));
+            r->has_retry_after = ms >= 0;
+            r->retry_after_ms = ms >= 0 ? ms : 0;
         } else if (nl == 10 && strncasecmp(p, "Connection", 10) == 0) {
             has_close |= has_token(v, (size_t)(ve - v), "close");
             has_keep |= has_token(v, (size_t)(ve - v), "keep-alive");

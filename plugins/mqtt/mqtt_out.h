@@ -46,6 +46,7 @@ struct mqtt_out {
     const char *topic_prefix; /* prepended to the mapped topic */
     int max_inflight;
     struct mosquitto *mosq;
+    struct out_guard *guard; /* of the connection under way (plain TCP), or NULL */
     pthread_t net;
     int net_started;
 
@@ -68,6 +69,7 @@ struct mqtt_out {
     int connected;
     uint64_t conn_gen;    /* bumped whenever a connection comes up or goes */
     char drop_why[120];   /* a batch gave up on the connection, which is to be dropped */
+    char guard_why[120];  /* why the guard ended the connection (mqtt_out_guard.c) */
     char last_error[160]; /* why it is not connected, for the batches' RETRY reason */
 
     /* The batch being delivered (under lock once handed to libmosquitto). */
@@ -85,5 +87,12 @@ int out_wait_until(struct mqtt_out *o, int64_t at_ms);
 int out_net_start(struct mqtt_out *o, struct gust_err *err);
 /* Says DISCONNECT when connected and ends the network thread, within a second. */
 void out_net_stop(struct mqtt_out *o);
+
+/* mqtt_out_guard.c. Puts a guard between libmosquitto and the broker on the connection
+ * mosquitto_connect_async just began (plain TCP): a packet from the broker over the
+ * limit drops the connection, with drop_why. 0, or -1 with why. Network thread. */
+int out_guard_start(struct mqtt_out *o, char *why, size_t whysz);
+/* Ends the guard of the last connection, if any; its sockets are closed. NULL-safe. */
+void out_guard_stop(struct mqtt_out *o);
 
 #endif

@@ -182,10 +182,12 @@ static void went_down(struct mqtt_out *o, const char *why)
     int64_t delay = mqtt_backoff_next(&o->backoff, up_ms);
     int stopping;
 
+    out_guard_stop(o); /* first: it says nothing about the next connection */
     pthread_mutex_lock(&o->lock);
     o->connected = 0;
     o->conn_gen++;
     o->drop_why[0] = '\0';
+    o->guard_why[0] = '\0';
     const char *what = o->up_at ? "connection lost: " : o->refused ? "broker refused the connection: " : "";
     snprintf(o->last_error, sizeof(o->last_error), "%s%.120s", what, why);
     o->client_ok = fresh_client(o, &err) == 0;
@@ -237,6 +239,10 @@ static void attempt(struct mqtt_out *o)
     }
     o->attempt_at = gust_now_ms();
     rc = mosquitto_connect_async(o->mosq, o->conf.host, o->conf.port, o->conf.keepalive_s);
+    if (rc == MOSQ_ERR_SUCCESS && !o->conf.tls && out_guard_start(o, why, sizeof(why)) != 0) {
+        went_down(o, why);
+        return;
+    }
     if (rc == MOSQ_ERR_SUCCESS) {
         o->open = 1;
         return;
@@ -263,7 +269,12 @@ static void turn(struct mqtt_out *o)
     }
     int rc = mosquitto_loop(o->mosq, LOOP_MS, 1), e = errno;
     if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(o->mosq) < 0) {
-        why_down(o, rc, e, why, sizeof(why));
+        pthread_mutex_lock(&o->lock); /* the guard may have said why */
+        snprintf(why, sizeof(why), "%s", o->guard_why);
+        pthread_mutex_unlock(&o->lock);
+        if (!why[0]) {
+            why_down(o, rc, e, why, sizeof(why));
+        }
         went_down(o, why);
     }
 }
@@ -327,4 +338,5 @@ void out_net_stop(struct mqtt_out *o)
     pthread_mutex_unlock(&o->lock);
     pthread_join(o->net, NULL);
     o->net_started = 0;
+    out_guard_stop(o);
 }

@@ -26,6 +26,10 @@ enum gust_type {
     GUST_T_FILTER,   /* a NATS subject that may hold * and > */
     GUST_T_LIST,     /* one or more arguments, or the key repeated */
     GUST_T_ADDR,     /* host:port */
+    /* ABI 1.3: a name NATS takes as it is, in a consumer, stream, bucket or KV key:
+     * 1 to 64 letters, digits, '_' and '-'. Refused, never renamed: a renamed name could
+     * collide with another (a"b and a_b). */
+    GUST_T_NAME,
 };
 
 enum {
@@ -45,7 +49,7 @@ enum {
 };
 
 /* Where a bound value goes, by type:
- *   STR PATH SUBJECT FILTER ADDR  const char *   (NULL when absent without a default)
+ *   STR PATH SUBJECT FILTER ADDR NAME  const char *   (NULL when absent without a default)
  *   INT SIZE DURATION             int64_t        (SIZE in bytes, DURATION in ms)
  *   BOOL                          int            (0 or 1)
  *   LIST                          struct gust_list
@@ -77,6 +81,7 @@ struct gust_schema_key {
 #define GUST__CTYPE_SUBJECT const char *
 #define GUST__CTYPE_FILTER const char *
 #define GUST__CTYPE_ADDR const char *
+#define GUST__CTYPE_NAME const char *
 #define GUST__CTYPE_INT int64_t
 #define GUST__CTYPE_SIZE int64_t
 #define GUST__CTYPE_DURATION int64_t

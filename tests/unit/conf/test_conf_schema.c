@@ -329,6 +329,7 @@ struct bounded {
     int64_t wait;
     int64_t cache;
     const char *format;
+    const char *node;
 };
 
 #define BKEY_RANGE(f, T, def, flags, lo, hi) GUST_KEY_RANGE(struct bounded, f, T, def, flags, lo, hi, #f)
@@ -337,6 +338,7 @@ static const struct gust_schema_key bounded_schema[] = {
     BKEY_RANGE(wait, DURATION, "250ms", 0, 10, INT64_MAX),
     BKEY_RANGE(cache, SIZE, "8m", GUST_K_ZERO_OFF, 64 * 1024, 1 << 30),
     GUST_KEY_ENUM(struct bounded, format, "text", 0, "text|json", "how lines look"),
+    GUST_KEY(struct bounded, node, NAME, NULL, 0, "a NATS name"),
     GUST_KEY_END,
 };
 
@@ -349,9 +351,13 @@ static void test_bounds(void)
         {"cache 1k;", "conf/t.conf:3: cache must be 0 (off) or within 64k..1g in flow 'orders', not '1k'"},
         {"format yaml;", "conf/t.conf:3: format must be one of text|json in flow 'orders', not 'yaml'"},
         {"format tex;", "conf/t.conf:3: format must be one of text|json in flow 'orders', not 'tex'"},
+        {"node 'a\"b';", "conf/t.conf:3: invalid name 'a\"b' for 'node' (1 to 64 letters, digits, '_' and '-': NATS "
+                          "takes it as it is)"},
+        {"node a.b;", "conf/t.conf:3: invalid name 'a.b' for 'node' (1 to 64 letters, digits, '_' and '-': NATS takes "
+                      "it as it is)"},
     };
     static const char *const good[] = {"slices 1;", "slices 1024;", "wait 10ms;", "wait 2h;", "cache 0;",
-                                       "cache 64k;", "cache 1g;", "format json;", "format text;"};
+                                       "cache 64k;", "cache 1g;", "format json;", "format text;", "node gust-1_a;"};
     struct gust_conf *conf;
     struct gust_cfg *cfg;
     struct gust_err err = {""};
