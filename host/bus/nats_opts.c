@@ -511,8 +511,15 @@ int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_li
                                    ? " (the server closed the connection: does it want a client certificate, "
                                      "tls_cert and tls_key?)"
                                    : " (the server closed the connection; its log says why)";
-            rc = gust_err_set(err, GUST_ECONFIG, "bus: %s%s: %s%s", parsed ? u.text : "?", n > 1 ? ",..." : "", why,
-                              hint);
+            /* Only what another try cannot cure stops the start: credentials and TLS.
+             * Anything else (a handshake garbled, +OK before PONG, an INFO cut short) is
+             * a server misbehaving for now: the start tries again (GUST_EAGAIN). */
+            int fatal = s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED || s == NATS_SSL_ERROR ||
+                        s == NATS_SECURE_CONNECTION_WANTED || s == NATS_SECURE_CONNECTION_REQUIRED ||
+                        (c->tls && strstr(why, "PONG") != NULL) || strstr(why, "uthorization") != NULL ||
+                        strstr(why, "uthentication") != NULL;
+            rc = gust_err_set(err, fatal ? GUST_ECONFIG : GUST_EAGAIN, "bus: %s%s: %s%s", parsed ? u.text : "?",
+                              n > 1 ? ",..." : "", why, hint);
             if (parsed) {
                 gust_nats_url_free(&u);
             }
