@@ -346,7 +346,8 @@ static int first_streams(struct gust_bus *bus, const struct gust_bus_conf *conf,
             }
             usleep(50 * 1000);
         }
-        delay = delay * 2 < 5000 ? delay * 2 : 5000;
+        /* Capped low: a cluster electing its leader answers within seconds. */
+        delay = delay * 2 < 1000 ? delay * 2 : 1000;
     }
     if (rc != 0 && conf->cancel != NULL && atomic_load(conf->cancel)) {
         rc = gust_err_set(err, GUST_EAGAIN, "bus: start cancelled");
