@@ -18,6 +18,10 @@
 #define REPUBLISH_PAUSE_MS 200
 /* Opening a feed again: from this, doubling, up to OPEN_MAX_DELAY_MS (so every unit runs
  * within a few seconds of the bus answering again). */
+/* A failing unit whose reads come back empty is running again once none has failed for
+ * this long: an empty read is no proof (a pull feed's requests to a frozen server
+ * expire empty, between the failures that say so), a quiet spell is. */
+#define RECOVER_QUIET_MS 5000
 #define OPEN_FIRST_DELAY_MS 250
 #define OPEN_MAX_DELAY_MS 5000
 
@@ -513,7 +517,8 @@ static void *unit_thread(void *arg)
     if (opened) {
         set_state(c, STATE_RUNNING);
     }
-    size_t drained = 0; /* messages taken since the stop was asked for */
+    size_t drained = 0;     /* messages taken since the stop was asked for */
+    int64_t failed_at = 0;  /* the last read that failed (CLOCK_MONOTONIC ms) */
     while (opened) {
         int stopping = atomic_load(&c->stopping);
         if (stopping && drained >= c->feed->drain_on_stop) {
@@ -526,7 +531,8 @@ static void *unit_thread(void *arg)
                 c->feed->ops->seek(c->feed, seq);
             } else if (what == GUST_IDLE) {
                 /* Waiting for a slice is not failing: with the bus back it runs. */
-                if (c->outlet->ops->connected(c->outlet) && set_state(c, STATE_RUNNING) == STATE_FAILING) {
+                if (c->outlet->ops->connected(c->outlet) && mono_ms() - failed_at > RECOVER_QUIET_MS &&
+                    set_state(c, STATE_RUNNING) == STATE_FAILING) {
                     gust_info("[%s] running again", c->name);
                 }
                 pause_ms(IDLE_PAUSE_MS);
@@ -539,6 +545,7 @@ static void *unit_thread(void *arg)
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
         if (n < 0) {
+            failed_at = mono_ms();
             if (set_state(c, STATE_FAILING) != STATE_FAILING) {
                 gust_warn("[%s] %s", c->name, why);
                 set_last_error(c, why);
@@ -549,8 +556,8 @@ static void *unit_thread(void *arg)
             pause_ms(FAILING_PAUSE_MS);
             continue;
         }
-        /* A read that worked, even an empty one, is a unit that works again. */
-        if (set_state(c, STATE_RUNNING) == STATE_FAILING) {
+        /* Messages, or an idle unit's reads quiet for a while: it works again. */
+        if ((n > 0 || mono_ms() - failed_at > RECOVER_QUIET_MS) && set_state(c, STATE_RUNNING) == STATE_FAILING) {
             gust_info("[%s] reading again", c->name);
         }
         if (n == 0) {
