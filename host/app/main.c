@@ -170,7 +170,7 @@ static int start_bus(const struct gust_config *c, struct gust_bus_conf *bc, cons
             return 0;
         }
         if (atomic_load(stop)) {
-            return gust_err_set(err, GUST_EAGAIN, "stopped while starting: %s", err->msg);
+            return gust_err_set(err, GUST_EAGAIN, "stopped while starting");
         }
         if (rc == GUST_ECONFIG || rc == GUST_ENOMEM) {
             return rc;
@@ -183,7 +183,6 @@ static int start_bus(const struct gust_config *c, struct gust_bus_conf *bc, cons
         delay = delay * 2 < 5000 ? delay * 2 : 5000;
     }
 }
-
 
 /* The front's settings from a checked config: borrowed strings, valid while it lives. */
 static struct gust_http_settings http_settings(const struct gust_config *c)
