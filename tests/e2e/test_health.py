@@ -268,6 +268,7 @@ def test_consumer_retry(t, tmp, nats):
                 "and last error: %r" % f)
         at = rfc3339(f["last_error_at"])
         t.check(wall0 <= at <= datetime.datetime.now(datetime.timezone.utc), "retry: last_error_at %s" % at)
+        t.eq(g.stop(), 0, "retry: clean stop")
     finally:
         if t.failed:
             print(g.log()[-3000:])
@@ -357,6 +358,7 @@ def test_startup(t, tmp, nats):
                 ok = False
                 print(e)
             t.check(ok, "%s at start: retried, then healthy (%d garbled)" % (what, garbled[0]))
+            t.eq(g.stop(), 0, "%s: clean stop" % what)
         finally:
             if t.failed:
                 print(g.log()[-2000:])
