@@ -330,7 +330,7 @@ static int first_streams(struct gust_bus *bus, const struct gust_bus_conf *conf,
     if (natsConnection_JetStream(&quick, bus->now.nc, &jo) != NATS_OK) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
-    int64_t give_up = conf->nurls == 0 ? 0 : conf->cancel != NULL ? INT64_MAX : gust_now_ms() + 30000;
+    int64_t give_up = conf->cancel != NULL ? INT64_MAX : gust_now_ms() + 30000;
     int64_t delay = 250;
     int rc;
     for (int attempt = 1; (rc = gust_streams_ensure(quick, conf, err)) != 0; attempt++) {
