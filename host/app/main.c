@@ -59,10 +59,15 @@ static void usage(FILE *out)
     gust_help_keys(out, GUST_HELP_TEXT);
 }
 
+/* What the signal thread acts on. It runs from the start on, before the bus answers:
+ * a stop asked for then gives the start up (main sees `stop`); once the front runs,
+ * it stops the front. */
 struct signal_ctx {
     sigset_t set;
-    struct gust_http *http;
-    struct gust_reloader *reloader;
+    pthread_mutex_t lock;
+    struct gust_http *http;         /* set when the front runs */
+    struct gust_reloader *reloader; /* set when the units run */
+    atomic_int stop;
 };
 
 #define TRIM_INTERVAL_S 10
@@ -83,14 +88,24 @@ static void *signal_thread(void *arg)
             }
             continue;
         }
+        pthread_mutex_lock(&s->lock);
         if (sig == SIGHUP) {
-            gust_info("SIGHUP: reloading");
-            gust_sd_notify_reloading();
-            gust_reloader_request(s->reloader);
+            if (s->reloader != NULL) {
+                gust_info("SIGHUP: reloading");
+                gust_sd_notify_reloading();
+                gust_reloader_request(s->reloader);
+            } else {
+                gust_info("SIGHUP while starting: the configuration read at the start is the one loading");
+            }
+            pthread_mutex_unlock(&s->lock);
             continue;
         }
         gust_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        gust_http_request_stop(s->http);
+        atomic_store(&s->stop, 1);
+        if (s->http != NULL) {
+            gust_http_request_stop(s->http);
+        }
+        pthread_mutex_unlock(&s->lock);
         return NULL;
     }
 }
@@ -108,6 +123,69 @@ static int check_connections(const struct gust_config *c, struct gust_nats_link_
 static struct gust_http *http_server;
 static struct gust_units units;
 static struct gust_reloader reloader;
+
+/* Waits ms, or less when a stop is asked for. */
+static void wait_unless_stopped(const atomic_int *stop, int64_t ms)
+{
+    for (int64_t waited = 0; waited < ms && !atomic_load(stop); waited += 50) {
+        usleep(50 * 1000);
+    }
+}
+
+/* Connects the bus and what runs on it (leases, the node directory). A server that is
+ * down, silent or misbehaving (a handshake it garbles) is tried again with backoff,
+ * for as long as it takes; only what another try cannot cure gives up: credentials,
+ * TLS or a configuration the server refuses (GUST_ECONFIG), or a stop asked for
+ * (GUST_EAGAIN). */
+static int start_bus(const struct gust_config *c, struct gust_bus_conf *bc, const atomic_int *stop,
+                     struct gust_bus **bus, struct gust_leases **leases, struct gust_err *err)
+{
+    const struct gust_nats_keys *nk = &c->nats;
+    bc->cancel = stop;
+    int64_t delay = 250;
+    for (int attempt = 1;; attempt++) {
+        int rc = bc->nurls > 0 ? gust_nats_probe(bc->urls, bc->nurls, &bc->link, err) : 0;
+        rc = rc != 0 ? rc : gust_bus_create(bc, bus, err);
+        if (rc == 0) {
+            struct gust_lease_conf lc = {
+                .bucket = nk->lease_bucket,
+                .ttl_ms = nk->lease_ttl,
+                .poll_ms = nk->lease_poll,
+                .replicas = (int)nk->replicas,
+                .holder = c->top.node_name,
+            };
+            rc = gust_leases_create(&lc, *bus, leases, err);
+            units.leases = *leases;
+            if (rc == 0 && c->top.cluster) {
+                struct gust_nodes_conf nc = {
+                    .bucket = lc.bucket, .ttl_ms = lc.ttl_ms, .replicas = lc.replicas, .self = gust_leases_self(*leases)};
+                rc = gust_nodes_create(&nc, *bus, &units.nodes, err);
+            }
+            if (rc != 0) {
+                units.leases = NULL;
+                gust_leases_destroy(*leases);
+                *leases = NULL;
+                gust_bus_destroy(*bus);
+                *bus = NULL;
+            }
+        }
+        if (rc == 0) {
+            return 0;
+        }
+        if (atomic_load(stop)) {
+            return gust_err_set(err, GUST_EAGAIN, "stopped while starting");
+        }
+        if (rc == GUST_ECONFIG || rc == GUST_ENOMEM) {
+            return rc;
+        }
+        gust_warn("%s; trying again in %.2f s (attempt %d)", err->msg, delay / 1e3, attempt + 1);
+        wait_unless_stopped(stop, delay);
+        if (atomic_load(stop)) {
+            return gust_err_set(err, GUST_EAGAIN, "stopped while starting");
+        }
+        delay = delay * 2 < 5000 ? delay * 2 : 5000;
+    }
+}
 
 /* The front's settings from a checked config: borrowed strings, valid while it lives. */
 static struct gust_http_settings http_settings(const struct gust_config *c)
@@ -184,31 +262,22 @@ static int run(const char *config_path)
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
     signal(SIGPIPE, SIG_IGN);
 
+    /* Signals are taken from here on: a SIGTERM while the bus does not answer yet
+     * gives the start up at once. */
+    static struct signal_ctx sc;
+    sc.set = set;
+    pthread_mutex_init(&sc.lock, NULL);
+    pthread_t sig_tid;
+    pthread_create(&sig_tid, NULL, signal_thread, &sc);
+
     const struct gust_nats_keys *nk = &c->nats;
     struct gust_bus_conf bc = gust_config_bus_conf(c);
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
     struct gust_listen_conf listen;
     rc = check_connections(c, &bc.link, &listen, &err);
-    if (rc == 0 && bc.nurls > 0) {
-        rc = gust_nats_probe(bc.urls, bc.nurls, &bc.link, &err);
-    }
-    rc = rc != 0 ? rc : gust_bus_create(&bc, &bus, &err);
     if (rc == 0) {
-        struct gust_lease_conf lc = {
-            .bucket = nk->lease_bucket,
-            .ttl_ms = nk->lease_ttl,
-            .poll_ms = nk->lease_poll,
-            .replicas = (int)nk->replicas,
-            .holder = c->top.node_name,
-        };
-        rc = gust_leases_create(&lc, bus, &leases, &err);
-        units.leases = leases;
-        if (rc == 0 && c->top.cluster) {
-            struct gust_nodes_conf nc = {
-                .bucket = lc.bucket, .ttl_ms = lc.ttl_ms, .replicas = lc.replicas, .self = gust_leases_self(leases)};
-            rc = gust_nodes_create(&nc, bus, &units.nodes, &err);
-        }
+        rc = start_bus(c, &bc, &sc.stop, &bus, &leases, &err);
     }
     if (rc == 0) {
         struct gust_http_conf hc = {
@@ -234,21 +303,38 @@ static int run(const char *config_path)
             .prepare = apply_prepare, .commit = apply_commit, .discard = apply_discard, .ud = http_server};
         rc = gust_reloader_start(&reloader, config_path, bus, &units, host, &apply, &err); /* owns host now */
     }
-    if (rc != 0) {
-        gust_error("%s", err.msg);
-        gust_host_release(host);
-        free(host);
+    /* A stop asked for while starting ends the start here (the front is not serving
+     * yet): what was made is undone and the process exits 0. */
+    pthread_mutex_lock(&sc.lock);
+    int stopped = atomic_load(&sc.stop);
+    if (rc == 0 && !stopped) {
+        sc.http = http_server;
+        sc.reloader = &reloader;
+    }
+    pthread_mutex_unlock(&sc.lock);
+    if (rc != 0 || stopped) {
+        if (rc != 0 && !stopped) {
+            gust_error("%s", err.msg);
+        }
+        if (rc == 0) {
+            gust_reloader_stop(&reloader); /* releases host */
+        } else {
+            gust_host_release(host);
+            free(host);
+        }
         units.leases = NULL;
         gust_leases_destroy(leases);
         gust_nodes_destroy(units.nodes);
         gust_bus_destroy(bus);
         gust_plugins_shutdown();
-        return 1;
+        if (!stopped) {
+            return 1; /* the signal thread still waits for a signal: exit ends it */
+        }
+        pthread_join(sig_tid, NULL);
+        gust_info("stopped");
+        return 0;
     }
 
-    struct signal_ctx sc = {.set = set, .http = http_server, .reloader = &reloader};
-    pthread_t sig_tid;
-    pthread_create(&sig_tid, NULL, signal_thread, &sc);
     gust_info("gust %s running with %s", GUST_VERSION, config_path);
     gust_sd_notify("READY=1\nSTATUS=running");
 

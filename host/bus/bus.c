@@ -53,6 +53,7 @@ struct gust_bus {
     int stopping;
     int streams_ready;
     atomic_int js_ok;
+    atomic_int_fast64_t js_answered; /* gust_now_ms() of JetStream's last answer to a check */
     atomic_int closing; /* our own close: not worth a warning */
     int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
@@ -165,9 +166,17 @@ static void *housekeeping(void *arg)
                 }
             }
             if (connected && bus->streams_ready) {
+                /* A frozen server keeps the connection up for a while: it is its silence
+                 * that tells, so the check waits less than the usual request. */
+                jsOptions jo;
+                jsOptions_Init(&jo);
+                jo.Wait = GUST_BUS_CHECK_WAIT_MS;
                 jsAccountInfo *ai = NULL;
-                ok = js_GetAccountInfo(&ai, bus->js, NULL, NULL) == NATS_OK;
+                ok = js_GetAccountInfo(&ai, bus->js, &jo, NULL) == NATS_OK;
                 jsAccountInfo_Destroy(ai);
+                if (ok) {
+                    atomic_store(&bus->js_answered, gust_now_ms());
+                }
             }
             if (ok != atomic_exchange(&bus->js_ok, ok)) {
                 gust_info("bus: jetstream %s", ok ? "available" : "unavailable");
@@ -307,6 +316,46 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
     return oom ? GUST_ENOMEM : 0;
 }
 
+/* Sets up the streams before serving, so the first ingest finds them. A NATS cluster
+ * that has just formed answers "JetStream unavailable" until it has elected its leader,
+ * and a server may not answer at all for a while: tried again with backoff, for ever
+ * when the caller can cancel the start (conf->cancel), else for 30 s. Each try waits
+ * GUST_BUS_CHECK_WAIT_MS at most for an answer, so that a cancel is seen at once. */
+static int first_streams(struct gust_bus *bus, const struct gust_bus_conf *conf, struct gust_err *err)
+{
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = GUST_BUS_CHECK_WAIT_MS;
+    jsCtx *quick = NULL;
+    if (natsConnection_JetStream(&quick, bus->now.nc, &jo) != NATS_OK) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    int64_t give_up = conf->cancel != NULL ? INT64_MAX : gust_now_ms() + 30000;
+    int64_t delay = 250;
+    int rc;
+    for (int attempt = 1; (rc = gust_streams_ensure(quick, conf, err)) != 0; attempt++) {
+        if (rc == GUST_ECONFIG || gust_now_ms() >= give_up || (conf->cancel != NULL && atomic_load(conf->cancel))) {
+            break;
+        }
+        if (attempt <= 3 || attempt % 10 == 0) {
+            gust_warn("bus: %s; trying again in %.2f s (attempt %d)", err->msg, delay / 1e3, attempt + 1);
+        }
+        for (int64_t waited = 0; waited < delay; waited += 50) {
+            if (conf->cancel != NULL && atomic_load(conf->cancel)) {
+                break;
+            }
+            usleep(50 * 1000);
+        }
+        /* Capped low: a cluster electing its leader answers within seconds. */
+        delay = delay * 2 < 1000 ? delay * 2 : 1000;
+    }
+    if (rc != 0 && conf->cancel != NULL && atomic_load(conf->cancel)) {
+        rc = gust_err_set(err, GUST_EAGAIN, "bus: start cancelled");
+    }
+    jsCtx_Destroy(quick);
+    return rc;
+}
+
 int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, struct gust_err *err)
 {
     struct gust_bus *bus = calloc(1, sizeof(*bus));
@@ -334,19 +383,13 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         goto fail;
     }
     if (natsConnection_Status(bus->now.nc) == NATS_CONN_STATUS_CONNECTED) {
-        /* Set up the streams before serving, so the first ingest finds them. A NATS
-         * cluster that has just formed answers "JetStream unavailable" until it has
-         * elected its leader: give it a while. */
-        int64_t give_up = gust_now_ms() + (conf->nurls > 0 ? 30000 : 0);
-        while ((rc = gust_streams_ensure(bus->js, conf, err)) != 0 && gust_now_ms() < give_up) {
-            gust_warn("bus: %s; trying again", err->msg);
-            usleep(500 * 1000);
-        }
+        rc = first_streams(bus, conf, err);
         if (rc != 0) {
             goto fail;
         }
         bus->streams_ready = 1;
         atomic_store(&bus->js_ok, 1);
+        atomic_store(&bus->js_answered, gust_now_ms());
     }
     if (pthread_create(&bus->thread, NULL, housekeeping, bus) != 0) {
         rc = gust_err_set(err, GUST_EIO, "cannot start the bus thread");
@@ -544,6 +587,26 @@ const struct gust_bus_conf *gust_bus_config(const struct gust_bus *bus)
 int gust_bus_healthy(struct gust_bus *bus)
 {
     return gust_bus_connected(bus) && atomic_load(&bus->js_ok);
+}
+
+int gust_bus_answering(struct gust_bus *bus, char *why, size_t size)
+{
+    if (!gust_bus_connected(bus)) {
+        snprintf(why, size, "bus disconnected from %s", bus->url);
+        return 0;
+    }
+    int64_t answered = atomic_load(&bus->js_answered);
+    int64_t silent = gust_now_ms() - answered;
+    if (answered == 0) {
+        snprintf(why, size, "jetstream has not answered yet (streams not set up)");
+        return 0;
+    }
+    /* Not one slow answer (a loaded machine) but a silence: no flapping. */
+    if (silent > GUST_BUS_SILENT_MS) {
+        snprintf(why, size, "jetstream has not answered a check for %.1f s", silent / 1e3);
+        return 0;
+    }
+    return 1;
 }
 
 int gust_bus_connected(struct gust_bus *bus)

@@ -35,7 +35,16 @@ struct gust_bus_conf {
     int send_asap;      /* units and sources write each publish and ack at once */
     int replicas;       /* of each stream */
     struct gust_nats_link_conf link; /* TLS, credentials, keepalive, reconnection */
+    /* At start (may be NULL): set when the start is to be given up (SIGTERM). With it,
+     * gust_bus_create waits for JetStream for as long as it takes; without, 30 s. */
+    const atomic_int *cancel;
 };
+
+/* How long a health check of JetStream (once a second) waits for its answer, and how
+ * long JetStream may go without answering one before the bus counts as not answering
+ * (a frozen server keeps its connection up for ping_interval x max_pings_out). */
+#define GUST_BUS_CHECK_WAIT_MS 1000
+#define GUST_BUS_SILENT_MS 4000
 
 struct gust_bus;
 
@@ -70,6 +79,9 @@ const struct gust_bus_conf *gust_bus_config(const struct gust_bus *bus);
 
 /* Connected, and JetStream answered the last check (once a second). */
 int gust_bus_healthy(struct gust_bus *bus);
+/* Connected, and JetStream answered a check within GUST_BUS_SILENT_MS: 1, else 0 with
+ * why filled in (for /healthz). */
+int gust_bus_answering(struct gust_bus *bus, char *why, size_t size);
 int gust_bus_connected(struct gust_bus *bus);
 /* Waits up to timeout_ms for every pending publish to complete. */
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);

@@ -49,7 +49,8 @@ void gust_nats_link_conf_defaults(struct gust_nats_link_conf *conf);
 
 /* One attempt to connect to the servers (urls borrowed for the call) as the bus will:
  * 0 when it works or no server answers (the bus then retries in the background), else
- * GUST_ECONFIG with the cause the server gave (TLS, credentials) in err. A start-up
+ * GUST_ECONFIG with the cause the server gave (TLS, credentials) in err, or GUST_EAGAIN
+ * for a server that misbehaved otherwise (worth another try). A start-up
  * check: nats.c 3.4.1 gives a connection up for good, without saying why, when the
  * first server it reaches refuses it. */
 int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_link_conf *conf,

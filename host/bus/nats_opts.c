@@ -478,6 +478,8 @@ int gust_nats_opts_fill(natsOptions *opts, const struct gust_nats_link_conf *c, 
     return rc != 0 ? rc : set_auth(opts, c, link, err);
 }
 
+#define PROBE_TIMEOUT_MS 1500
+
 int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_link_conf *c, struct gust_err *err)
 {
     natsOptions *opts = NULL;
@@ -486,6 +488,8 @@ int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_li
     if (s == NATS_OK) s = natsOptions_SetServers(opts, (const char **)urls, (int)n);
     if (s == NATS_OK) s = natsOptions_SetName(opts, "gust-probe");
     if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
+    /* Short: the start waits for it, and a SIGTERM then must not wait long. */
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, PROBE_TIMEOUT_MS);
     if (s != NATS_OK) {
         natsOptions_Destroy(opts);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
@@ -493,8 +497,13 @@ int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_li
     int rc = gust_nats_opts_fill(opts, c, "bus", err);
     if (rc == 0) {
         s = natsConnection_Connect(&nc, opts);
-        /* Down, refusing connections or silent: the bus retries in the background. */
-        if (s != NATS_OK && s != NATS_NO_SERVER && s != NATS_TIMEOUT && s != NATS_IO_ERROR) {
+        /* Down or refusing connections: the bus retries in the background. A server
+         * that takes the connection and then stays silent (or never ends its INFO line)
+         * is tried again by the start instead: nats.c 3.4.1, its first attempt timed out
+         * in the handshake, never tries again in the background. */
+        if (s == NATS_TIMEOUT) {
+            rc = gust_err_set(err, GUST_EAGAIN, "bus: no handshake with the server within %d ms", PROBE_TIMEOUT_MS);
+        } else if (s != NATS_OK && s != NATS_NO_SERVER && s != NATS_IO_ERROR) {
             struct gust_nats_url u;
             int parsed = gust_nats_url_parse(urls[0], &u) == NULL;
             /* A TLS server that wants a client certificate and gets none closes the
@@ -505,8 +514,15 @@ int gust_nats_probe(const char *const *urls, size_t n, const struct gust_nats_li
                                    ? " (the server closed the connection: does it want a client certificate, "
                                      "tls_cert and tls_key?)"
                                    : " (the server closed the connection; its log says why)";
-            rc = gust_err_set(err, GUST_ECONFIG, "bus: %s%s: %s%s", parsed ? u.text : "?", n > 1 ? ",..." : "", why,
-                              hint);
+            /* Only what another try cannot cure stops the start: credentials and TLS.
+             * Anything else (a handshake garbled, +OK before PONG, an INFO cut short) is
+             * a server misbehaving for now: the start tries again (GUST_EAGAIN). */
+            int fatal = s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED || s == NATS_SSL_ERROR ||
+                        s == NATS_SECURE_CONNECTION_WANTED || s == NATS_SECURE_CONNECTION_REQUIRED ||
+                        (c->tls && strstr(why, "PONG") != NULL) || strstr(why, "uthorization") != NULL ||
+                        strstr(why, "uthentication") != NULL;
+            rc = gust_err_set(err, fatal ? GUST_ECONFIG : GUST_EAGAIN, "bus: %s%s: %s%s", parsed ? u.text : "?",
+                              n > 1 ? ",..." : "", why, hint);
             if (parsed) {
                 gust_nats_url_free(&u);
             }

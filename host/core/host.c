@@ -201,8 +201,34 @@ static const char *edge_of(const struct gust_unit_conf *u)
     return u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u->k.edge : NULL;
 }
 
+/* A unit's durable consumer, opened by the unit's thread (consumer.h): what it needs,
+ * its own copies, since a kept unit outlives the generation that made it. */
+struct durable_opener {
+    struct gust_bus *bus;
+    struct gust_durable_conf dc;
+    char stream[128];
+    char durable[160];
+    char *filter;
+};
+
+static int durable_open(void *ud, struct gust_feed **out, struct gust_err *err)
+{
+    struct durable_opener *o = ud;
+    return gust_durable_feed_open(o->bus, &o->dc, out, err);
+}
+
+static void durable_opener_free(void *ud)
+{
+    struct durable_opener *o = ud;
+    if (o != NULL) {
+        free(o->filter);
+        free(o);
+    }
+}
+
 /* The feed a unit reads: an edge queue, an ordered read of its subjects (detect), or
- * its durable consumer <kind>_<unit>. */
+ * its durable consumer <kind>_<unit> (*feed left NULL: cc->opener opens it, retried
+ * until the bus lets it). */
 static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, struct gust_consumer_conf *cc,
                      const char *filter, struct gust_bus *bus, struct gust_feed **feed, struct gust_err *err)
 {
@@ -227,18 +253,26 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
         cc->settle = GUST_SETTLE_ORDERED; /* from where its checkpoints say, set by its handler */
         return gust_ordered_feed_open(bus, stream, filter, 0, FEED_WAIT_MS, feed, err);
     }
-    char durable[160];
-    snprintf(durable, sizeof(durable), "%s_%s", cc->kind, u->name);
-    struct gust_durable_conf dc = {
-        .stream = stream,
-        .durable = durable,
-        .filter = filter,
+    struct durable_opener *o = calloc(1, sizeof(*o));
+    if (o == NULL || (o->filter = strdup(filter)) == NULL) {
+        durable_opener_free(o);
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    o->bus = bus;
+    snprintf(o->stream, sizeof(o->stream), "%s", stream);
+    snprintf(o->durable, sizeof(o->durable), "%s_%s", cc->kind, u->name);
+    o->dc = (struct gust_durable_conf){
+        .stream = o->stream,
+        .durable = o->durable,
+        .filter = o->filter,
         .batch = cc->batch,
         .ack_wait_ms = host->config->nats.ack_wait,
         .max_ack_pending = cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
         .expires_ms = FEED_WAIT_MS,
     };
-    return gust_durable_feed_open(bus, &dc, feed, err);
+    cc->opener = (struct gust_feed_opener){.open = durable_open, .free = durable_opener_free, .ud = o};
+    *feed = NULL;
+    return 0;
 }
 
 /* Creates the unit, lists it, opens its feed and starts it. h is owned from here on. */
@@ -249,6 +283,9 @@ static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, co
     snprintf(source, sizeof(source), "%s%s", edge_of(u) != NULL ? "edge:" : "",
              edge_of(u) != NULL ? edge_of(u) : filter);
     struct gust_consumer_conf cc = consumer_conf(host, u, kind, source, identity);
+    if (u->kind == GUST_UNIT_FLOW) {
+        cc.handler_timeout_ms = u->k.timeout;
+    }
     struct gust_feed *feed = NULL;
     int rc = open_feed(host, u, &cc, filter, bus, &feed, err);
     if (rc != 0) {

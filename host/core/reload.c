@@ -2,8 +2,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config_digest.h"
+#include "../bus/bus.h"
 #include "guard.h"
 #include "../common/log.h"
 #include "../conf/conf_schema.h"
@@ -26,6 +28,35 @@ static int check_restart_only(const struct gust_config *old, const struct gust_c
         }
     }
     return 0;
+}
+
+static int stopping(struct gust_reloader *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int s = r->stopping;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
+/* nginx's way: the running generation stays until the new one can start, and the new
+ * units need the bus to create their consumers. While it does not answer (down,
+ * frozen), the old units stay (they go on by themselves once it is back); then the
+ * swap. Returns 0 when the process stops meanwhile. */
+static int wait_for_bus(struct gust_reloader *r)
+{
+    char why[256];
+    for (int64_t waited = 0; !gust_bus_answering(r->bus, why, sizeof(why)); waited += 100) {
+        if (waited == 0) {
+            gust_warn("reload: %s; the running units stay until it answers, then the new ones replace them",
+                      why);
+        }
+        if (stopping(r)) {
+            return 0;
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 1;
 }
 
 static void reload_once(struct gust_reloader *r)
@@ -55,6 +86,14 @@ static void reload_once(struct gust_reloader *r)
     if (rc != 0) {
         gust_error("reload refused, keeping the running configuration: %s", err.msg);
         gust_units_reloaded(r->units, err.msg);
+        gust_host_release(next);
+        free(next);
+        return;
+    }
+    if (!wait_for_bus(r)) {
+        if (r->apply.discard != NULL) {
+            r->apply.discard(r->apply.ud, pending);
+        }
         gust_host_release(next);
         free(next);
         return;

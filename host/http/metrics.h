@@ -18,6 +18,7 @@ enum gust_route {
     GUST_ROUTE_STATUS,
     GUST_ROUTE_REPLAY,
     GUST_ROUTE_OTHER,
+    GUST_ROUTE_LIVEZ,
     GUST_ROUTE_COUNT
 };
 

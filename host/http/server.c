@@ -18,13 +18,15 @@
 #include "../common/log.h"
 #include "../unit/units.h"
 #include "gust/schema.h"
+#include "health.h"
 #include "internal.h"
 #include "listen_conf.h"
 #include "query.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
- *   GET  /healthz               open (load balancers and probes)
+ *   GET  /healthz               open (load balancers and probes): 503 naming each cause
+ *   GET  /livez                 open: 200 while the process answers (supervisors)
  *   GET  /metrics               admin read, or open with `metrics_public on`
  *   GET  /units, /events, /dlq  admin read
  *   GET  /                      the status page: admin read
@@ -126,15 +128,23 @@ static void handle_healthz(struct gust_http *http, h2o_req_t *req)
         send_method_not_allowed(req, GUST_ROUTE_HEALTHZ, "GET, HEAD");
         return;
     }
-    if (gust_bus_healthy(http->bus) && gust_ingest_link_connected(http->ingest_bus)) {
-        static const char ok[] = "{\"status\":\"ok\"}\n";
-        gust_http_send(req, GUST_ROUTE_HEALTHZ, 200, "application/json", ok, sizeof(ok) - 1);
-    } else {
-        gust_http_send_error(req, GUST_ROUTE_HEALTHZ, 503,
-                             !gust_bus_connected(http->bus)           ? "bus not connected"
-                             : !gust_ingest_link_connected(http->ingest_bus) ? "ingest's bus connection not up"
-                                                                      : "jetstream not answering");
+    struct gust_health_ctx ctx = {.bus = http->bus, .ingest = http->ingest_bus, .units = http->units};
+    struct gust_buf body = {0};
+    size_t causes = gust_health_render(&ctx, &body);
+    gust_http_send(req, GUST_ROUTE_HEALTHZ, causes == 0 ? 200 : 503, "application/json", body.data, body.len);
+    gust_buf_free(&body);
+}
+
+/* The process answers: its event loop runs. Nothing else, so that a supervisor does
+ * not restart it for a broker outage, which a restart would not cure. */
+static void handle_livez(h2o_req_t *req)
+{
+    if (!method_is(req, "GET") && !method_is(req, "HEAD")) {
+        send_method_not_allowed(req, GUST_ROUTE_LIVEZ, "GET, HEAD");
+        return;
     }
+    static const char ok[] = "{\"status\":\"alive\"}\n";
+    gust_http_send(req, GUST_ROUTE_LIVEZ, 200, "application/json", ok, sizeof(ok) - 1);
 }
 
 static void handle_metrics(struct gust_http *http, h2o_req_t *req)
@@ -285,6 +295,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/livez"))) {
+        handle_livez(req);
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics"))) {
         if (policy->s.metrics_public || admin_read_ok(http, req, GUST_ROUTE_METRICS)) {
             handle_metrics(http, req);

@@ -16,6 +16,14 @@
 #define FAILING_PAUSE_MS 100
 #define IDLE_PAUSE_MS 100
 #define REPUBLISH_PAUSE_MS 200
+/* Opening a feed again: from this, doubling, up to OPEN_MAX_DELAY_MS (so every unit runs
+ * within a few seconds of the bus answering again). */
+/* A failing unit whose reads come back empty is running again once none has failed for
+ * this long: an empty read is no proof (a pull feed's requests to a frozen server
+ * expire empty, between the failures that say so), a quiet spell is. */
+#define RECOVER_QUIET_MS 5000
+#define OPEN_FIRST_DELAY_MS 250
+#define OPEN_MAX_DELAY_MS 5000
 
 enum state { STATE_STARTING, STATE_RUNNING, STATE_FAILING, STATE_STOPPED };
 static const char *const state_names[] = {"starting", "running", "failing", "stopped"};
@@ -43,6 +51,11 @@ struct gust_consumer {
     int started;
     atomic_int stopping;
     atomic_int state;
+    atomic_int_fast64_t state_since; /* CLOCK_MONOTONIC ms of the last change of state */
+    atomic_uint_fast64_t retries;    /* failed opens of the feed */
+    /* While the handler runs a batch: when that batch counts as stuck (CLOCK_MONOTONIC
+     * ms), else 0. */
+    atomic_int_fast64_t handler_deadline;
     struct gust_unit_stats stats;
     struct gust_waits waits; /* deliveries that were not rejections, by sequence */
 
@@ -50,6 +63,7 @@ struct gust_consumer {
     pthread_cond_t acked;
     size_t awaiting;
     char last_error[GUST_ERROR_MAX];
+    int64_t last_error_at; /* Unix time in ms */
 
     /* Per-batch arrays, grown to the largest batch and reused. */
     size_t cap;
@@ -81,10 +95,39 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+static int64_t mono_ms(void)
+{
+    return (int64_t)(now_ns() / 1000000u);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets the state, and since when the unit is in it; returns the state before. */
+static int set_state(struct gust_consumer *c, int state)
+{
+    int was = atomic_exchange(&c->state, state);
+    if (was != state) {
+        atomic_store(&c->state_since, mono_ms());
+    }
+    return was;
+}
+
+/* With c->lock held. */
+static void set_last_error_locked(struct gust_consumer *c, const char *msg)
+{
+    snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
+    c->last_error_at = wall_ms();
+}
+
 static void set_last_error(struct gust_consumer *c, const char *msg)
 {
     pthread_mutex_lock(&c->lock);
-    snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
+    set_last_error_locked(c, msg);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -128,7 +171,9 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     if (status != 0) {
         t->failed = 1;
         c->publish_failed[t->msg] = 1;
-        snprintf(c->last_error, sizeof(c->last_error), "publish failed: %s", error != NULL ? error : "");
+        char why[GUST_ERROR_MAX];
+        snprintf(why, sizeof(why), "publish failed: %.900s", error != NULL ? error : "");
+        set_last_error_locked(c, why);
     }
     if (--c->awaiting == 0) {
         pthread_cond_signal(&c->acked);
@@ -325,10 +370,15 @@ static int run_batch(struct gust_consumer *c, size_t n)
     c->batch.outcome = c->outcome;
     c->batch.error = c->error;
     c->batch.emit_end = c->emit_end;
+    if (c->conf.handler_timeout_ms > 0) {
+        atomic_store(&c->handler_deadline,
+                     (int64_t)(t0 / 1000000u) + c->conf.handler_timeout_ms * (int64_t)n + GUST_STUCK_MARGIN_MS);
+    }
     c->handler.run_batch(c->handler.impl, &c->batch);
     if (c->handler.commit != NULL) {
         c->handler.commit(c->handler.impl, &c->batch);
     }
+    atomic_store(&c->handler_deadline, 0);
     uint64_t t1 = now_ns();
 
     char dlq_subject[300];
@@ -410,6 +460,48 @@ static int run_batch(struct gust_consumer *c, size_t n)
     return stored ? 0 : -1;
 }
 
+/* Waits up to ms, less when the unit is asked to stop or the bus comes back (a
+ * connection that was down is up again: worth trying at once). */
+static void open_backoff(struct gust_consumer *c, int64_t ms)
+{
+    int was_connected = c->outlet->ops->connected(c->outlet);
+    for (int64_t waited = 0; waited < ms && !atomic_load(&c->stopping); waited += 50) {
+        pause_ms(50);
+        if (!was_connected && c->outlet->ops->connected(c->outlet)) {
+            return;
+        }
+    }
+}
+
+/* Opens the unit's feed through its opener until it opens (1) or the unit is asked to
+ * stop (0). */
+static int open_feed(struct gust_consumer *c)
+{
+    int64_t delay = OPEN_FIRST_DELAY_MS;
+    while (!atomic_load(&c->stopping)) {
+        struct gust_feed *feed = NULL;
+        struct gust_err err = {{0}};
+        if (c->conf.opener.open(c->conf.opener.ud, &feed, &err) == 0) {
+            pthread_mutex_lock(&c->lock);
+            c->feed = feed;
+            pthread_mutex_unlock(&c->lock);
+            if (atomic_load(&c->retries) > 0) {
+                gust_info("[%s] consumer created after %" PRIu64 " retries", c->name, atomic_load(&c->retries));
+            }
+            return 1;
+        }
+        uint64_t n = atomic_fetch_add(&c->retries, 1) + 1;
+        set_last_error(c, err.msg);
+        if (n == 1 || n % 20 == 0) {
+            gust_warn("[%s] %s; trying again (attempt %" PRIu64 ", every %.1f s at most)", c->name, err.msg, n + 1,
+                      OPEN_MAX_DELAY_MS / 1e3);
+        }
+        open_backoff(c, delay);
+        delay = delay * 2 < OPEN_MAX_DELAY_MS ? delay * 2 : OPEN_MAX_DELAY_MS;
+    }
+    return 0;
+}
+
 static void *unit_thread(void *arg)
 {
     struct gust_consumer *c = arg;
@@ -417,12 +509,17 @@ static void *unit_thread(void *arg)
     int clean = 1;
     if (grow(c, max) != 0) {
         gust_error("[%s] out of memory for a batch of %zu", c->name, max);
-        atomic_store(&c->state, STATE_FAILING);
+        set_state(c, STATE_FAILING);
         return NULL;
     }
-    atomic_store(&c->state, STATE_RUNNING);
-    size_t drained = 0; /* messages taken since the stop was asked for */
-    for (;;) {
+    /* Asked to stop before its feed opened: nothing was read. */
+    int opened = c->feed != NULL || open_feed(c);
+    if (opened) {
+        set_state(c, STATE_RUNNING);
+    }
+    size_t drained = 0;     /* messages taken since the stop was asked for */
+    int64_t failed_at = 0;  /* the last read that failed (CLOCK_MONOTONIC ms) */
+    while (opened) {
         int stopping = atomic_load(&c->stopping);
         if (stopping && drained >= c->feed->drain_on_stop) {
             break;
@@ -433,6 +530,11 @@ static void *unit_thread(void *arg)
             if (what == GUST_SEEK && c->feed->ops->seek != NULL) {
                 c->feed->ops->seek(c->feed, seq);
             } else if (what == GUST_IDLE) {
+                /* Waiting for a slice is not failing: with the bus back it runs. */
+                if (c->outlet->ops->connected(c->outlet) && mono_ms() - failed_at > RECOVER_QUIET_MS &&
+                    set_state(c, STATE_RUNNING) == STATE_FAILING) {
+                    gust_info("[%s] running again", c->name);
+                }
                 pause_ms(IDLE_PAUSE_MS);
                 continue;
             }
@@ -443,7 +545,8 @@ static void *unit_thread(void *arg)
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
         if (n < 0) {
-            if (atomic_exchange(&c->state, STATE_FAILING) != STATE_FAILING) {
+            failed_at = mono_ms();
+            if (set_state(c, STATE_FAILING) != STATE_FAILING) {
                 gust_warn("[%s] %s", c->name, why);
                 set_last_error(c, why);
             }
@@ -453,14 +556,15 @@ static void *unit_thread(void *arg)
             pause_ms(FAILING_PAUSE_MS);
             continue;
         }
+        /* Messages, or an idle unit's reads quiet for a while: it works again. */
+        if ((n > 0 || mono_ms() - failed_at > RECOVER_QUIET_MS) && set_state(c, STATE_RUNNING) == STATE_FAILING) {
+            gust_info("[%s] reading again", c->name);
+        }
         if (n == 0) {
             if (stopping) {
                 break;
             }
             continue;
-        }
-        if (atomic_exchange(&c->state, STATE_RUNNING) == STATE_FAILING) {
-            gust_info("[%s] reading again", c->name);
         }
         drained += stopping ? (size_t)n : 0;
         int rc = run_batch(c, (size_t)n);
@@ -473,7 +577,7 @@ static void *unit_thread(void *arg)
     if (c->handler.stopped != NULL) {
         c->handler.stopped(c->handler.impl, clean);
     }
-    atomic_store(&c->state, STATE_STOPPED);
+    set_state(c, STATE_STOPPED);
     return NULL;
 }
 
@@ -482,7 +586,12 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed
 {
     struct gust_consumer *c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        feed->ops->close(feed);
+        if (feed != NULL) {
+            feed->ops->close(feed);
+        }
+        if (conf->opener.free != NULL) {
+            conf->opener.free(conf->opener.ud);
+        }
         if (handler.destroy != NULL) {
             handler.destroy(handler.impl);
         }
@@ -497,6 +606,7 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed
     c->identity = conf->identity != NULL ? strdup(conf->identity) : NULL;
     c->handler = handler;
     c->outlet = outlet;
+    atomic_store(&c->state_since, mono_ms());
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->acked, NULL);
     snprintf(c->name, sizeof(c->name), "%s_%s", conf->kind, conf->unit);
@@ -521,9 +631,12 @@ int gust_consumer_start(struct gust_consumer *c, struct gust_err *err)
 void gust_consumer_request_stop(struct gust_consumer *c)
 {
     atomic_store(&c->stopping, 1);
+    /* The unit's thread sets the feed once it opens it. */
+    pthread_mutex_lock(&c->lock);
     if (c->feed != NULL && c->feed->ops->wake != NULL) {
         c->feed->ops->wake(c->feed);
     }
+    pthread_mutex_unlock(&c->lock);
 }
 
 int gust_consumer_stopped(const struct gust_consumer *c)
@@ -551,6 +664,9 @@ void gust_consumer_destroy(struct gust_consumer *c)
     }
     if (c->handler.destroy != NULL) {
         c->handler.destroy(c->handler.impl);
+    }
+    if (c->conf.opener.free != NULL) {
+        c->conf.opener.free(c->conf.opener.ud);
     }
     gust_emits_free(&c->batch.emits);
     gust_buf_free(&c->envelopes);
@@ -624,9 +740,36 @@ const char *gust_consumer_state(const struct gust_consumer *c)
     return state_names[atomic_load(&c->state)];
 }
 
-void gust_consumer_last_error(struct gust_consumer *c, char *out, size_t size)
+int gust_consumer_running(const struct gust_consumer *c, int64_t *since_ms)
+{
+    struct gust_consumer *m = (struct gust_consumer *)c;
+    *since_ms = atomic_load(&m->state_since);
+    return atomic_load(&m->state) == STATE_RUNNING;
+}
+
+uint64_t gust_consumer_retries(const struct gust_consumer *c)
+{
+    return atomic_load(&((struct gust_consumer *)c)->retries);
+}
+
+int64_t gust_consumer_stuck_ms(const struct gust_consumer *c)
+{
+    int64_t deadline = atomic_load(&((struct gust_consumer *)c)->handler_deadline);
+    int64_t now = mono_ms();
+    return deadline > 0 && now > deadline ? now - deadline : 0;
+}
+
+void gust_consumer_last_error_at(struct gust_consumer *c, char *out, size_t size, int64_t *at_ms)
 {
     pthread_mutex_lock(&c->lock);
     snprintf(out, size, "%s", c->last_error);
+    if (at_ms != NULL) {
+        *at_ms = c->last_error_at;
+    }
     pthread_mutex_unlock(&c->lock);
+}
+
+void gust_consumer_last_error(struct gust_consumer *c, char *out, size_t size)
+{
+    gust_consumer_last_error_at(c, out, size, NULL);
 }

@@ -11,6 +11,15 @@
 
 struct gust_edge;
 
+/* Opens a unit's feed from the unit's own thread: a feed that cannot be opened yet (the
+ * bus is gone, consumer creation timed out) is tried again with backoff until it opens
+ * or the unit stops, the unit showing `starting`, its retries and the last error. */
+struct gust_feed_opener {
+    int (*open)(void *ud, struct gust_feed **out, struct gust_err *err);
+    void (*free)(void *ud); /* frees ud once the feed is open or the unit is destroyed */
+    void *ud;               /* owned by the consumer from gust_consumer_create on */
+};
+
 struct gust_consumer_conf {
     const char *unit;       /* unit name, for logs, dead letters and message ids */
     const char *kind;       /* "flow", "detect", "sink", "relay" */
@@ -30,13 +39,23 @@ struct gust_consumer_conf {
      * failed message is dead-lettered at once, there is no redelivery). */
     enum { GUST_SETTLE_ACK, GUST_SETTLE_ORDERED, GUST_SETTLE_NONE } settle;
     struct gust_edge *edge; /* the edge path's queue, for /units (borrowed from the feed) */
+    /* How long one message may take in the handler (a flow's `timeout`): a batch still
+     * in the handler after that per message plus GUST_STUCK_MARGIN_MS is stuck (/healthz).
+     * 0: never judged. */
+    int64_t handler_timeout_ms;
+    /* With feed NULL at create: how the unit's thread opens it. */
+    struct gust_feed_opener opener;
 };
+
+/* What a batch may take beyond its messages' timeouts before it counts as stuck. */
+#define GUST_STUCK_MARGIN_MS 5000
 
 struct gust_consumer;
 
-/* Creates the unit (not started) reading feed. conf's strings are copied; feed and
- * handler are owned from here on (closed and destroyed with the consumer, also on
- * failure); outlet is borrowed. */
+/* Creates the unit (not started) reading feed, or with feed NULL the feed
+ * conf->opener opens (from the unit's thread, retried). conf's strings are copied;
+ * feed, the opener's ud and handler are owned from here on (closed and destroyed with
+ * the consumer, also on failure); outlet is borrowed. */
 int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed *feed, struct gust_outlet *outlet,
                          struct gust_handler handler, struct gust_consumer **out, struct gust_err *err);
 /* Starts the unit's thread. */
@@ -65,9 +84,19 @@ void gust_consumer_set_kept(struct gust_consumer *c, int kept);
 int gust_consumer_kept(const struct gust_consumer *c);
 /* The handler, for what /units and /metrics show of it. */
 const struct gust_handler *gust_consumer_handler(const struct gust_consumer *c);
-/* "starting", "running", "stopped", "failing" (the feed fails). */
+/* "starting" (its feed is not open yet), "running", "stopped", "failing" (the feed
+ * fails). */
 const char *gust_consumer_state(const struct gust_consumer *c);
-/* Copies the last error (empty when none) into out. Thread-safe. */
+/* Whether it is running, and since when (CLOCK_MONOTONIC ms) it is in its state. */
+int gust_consumer_running(const struct gust_consumer *c, int64_t *since_ms);
+/* Failed attempts to open the unit's feed. */
+uint64_t gust_consumer_retries(const struct gust_consumer *c);
+/* How long (ms) the handler has been in its current batch past that batch's bound
+ * (handler_timeout_ms per message plus the margin), or 0 when it is not stuck. */
+int64_t gust_consumer_stuck_ms(const struct gust_consumer *c);
+/* Copies the last error (empty when none) into out, and when it happened (Unix time in
+ * ms, 0: never) into at_ms (may be NULL). Thread-safe. */
 void gust_consumer_last_error(struct gust_consumer *c, char *out, size_t size);
+void gust_consumer_last_error_at(struct gust_consumer *c, char *out, size_t size, int64_t *at_ms);
 
 #endif

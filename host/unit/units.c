@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../bus/bus.h"
 #include "../common/json_out.h"
@@ -120,6 +121,15 @@ void gust_units_drop_stopped(struct gust_units *u)
     free(drop);
 }
 
+void gust_units_each(struct gust_units *u, void (*fn)(void *ud, struct gust_consumer *c), void *ud)
+{
+    pthread_mutex_lock(&u->lock);
+    for (size_t i = 0; i < u->n; i++) {
+        fn(ud, u->v[i]);
+    }
+    pthread_mutex_unlock(&u->lock);
+}
+
 void gust_units_reloaded(struct gust_units *u, const char *error)
 {
     pthread_mutex_lock(&u->lock);
@@ -202,12 +212,21 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
             gust_buf_printf(out, ",\"log\":{\"lines\":%" PRIu64 ",\"dropped\":%" PRIu64 "}", lines, dropped);
         }
         char err[GUST_ERROR_MAX];
-        gust_consumer_last_error(c, err, sizeof(err));
-        gust_buf_append(out, ",\"last_error\":", 14);
+        int64_t at_ms = 0;
+        gust_consumer_last_error_at(c, err, sizeof(err), &at_ms);
+        gust_buf_printf(out, ",\"retries\":%" PRIu64 ",\"last_error\":", gust_consumer_retries(c));
         if (err[0] != '\0') {
             gust_json_append_string(out, err, strlen(err));
+            /* When, so that an old error is told from a new one: the state says whether
+             * the unit works now. */
+            char when[40];
+            time_t secs = (time_t)(at_ms / 1000);
+            struct tm tm;
+            gmtime_r(&secs, &tm);
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+            gust_buf_printf(out, ",\"last_error_at\":\"%s.%03dZ\"", when, (int)(at_ms % 1000));
         } else {
-            gust_buf_append(out, "null", 4);
+            gust_buf_printf(out, "null,\"last_error_at\":null");
         }
         gust_buf_append(out, "}", 1);
     }

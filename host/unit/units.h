@@ -45,10 +45,13 @@ int gust_units_keep(struct gust_units *u, const char *name, const char *identity
 struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
+/* Calls fn on each listed unit, under the registry's lock (fn must not call back into
+ * the registry). */
+void gust_units_each(struct gust_units *u, void (*fn)(void *ud, struct gust_consumer *c), void *ud);
 /* Records the outcome of a reload: error NULL for success (a new generation). */
 void gust_units_reloaded(struct gust_units *u, const char *error);
 /* The members "generation", "reload_count", "last_reload_error" and "units": [{name,
- * kind, source, state, counters..., last_error}] of /units' object. */
+ * kind, source, state, counters..., retries, last_error, last_error_at}] of /units' object. */
 void gust_units_render_fields(struct gust_units *u, struct gust_buf *out);
 /* Prometheus text, one series per unit and counter. */
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out);

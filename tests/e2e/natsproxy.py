@@ -57,6 +57,7 @@ class NatsProxy:
         # once), "close_after_handshake" (close once the handshake's PONG went through).
         self.new_conns = None
         self.info_rewrite = None  # fn(info_line) -> line, for new connections
+        self.pong_rewrite = None  # fn(the handshake's PONG frame) -> bytes, for new connections
         self.msg_rewrite = {}     # connection name -> fn(frame bytes) -> bytes
         self.running = True
         threading.Thread(target=self._accept, daemon=True).start()
@@ -115,8 +116,10 @@ class NatsProxy:
             with self.lock:
                 self.conns.append(c)
             info_rewrite = self.info_rewrite
+            pong_rewrite = self.pong_rewrite
             threading.Thread(target=self._client_to_server, args=(c,), daemon=True).start()
-            threading.Thread(target=self._server_to_client, args=(c, info_rewrite, mode), daemon=True).start()
+            threading.Thread(target=self._server_to_client, args=(c, info_rewrite, mode, pong_rewrite),
+                             daemon=True).start()
 
     def _client_to_server(self, c):
         buf = b""
@@ -147,7 +150,7 @@ class NatsProxy:
         if not c.flood:  # the flood thread owns the socket
             c.client.sendall(data)
 
-    def _server_to_client(self, c, info_rewrite, mode):
+    def _server_to_client(self, c, info_rewrite, mode, pong_rewrite=None):
         buf = b""
         first = True
         try:
@@ -171,6 +174,8 @@ class NatsProxy:
                     if first and frame.startswith(b"INFO ") and info_rewrite is not None:
                         frame = info_rewrite(frame)
                     first = False
+                    if pong_rewrite is not None and frame.startswith(b"PONG"):
+                        frame, pong_rewrite = pong_rewrite(frame), None
                     fn = self.msg_rewrite.get(c.name)
                     if fn is not None and frame.startswith(b"MSG "):
                         frame = fn(frame)

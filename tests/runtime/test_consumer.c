@@ -10,7 +10,9 @@
  *  - a failed PubAck: the input is nak'd, redelivered, and its emits published again;
  *  - ordered units: a failed publish is sent again until stored; the handler hears of
  *    a batch only once it is stored;
- *  - a stop between batches: the batch in hand finishes, nothing after it is taken. */
+ *  - a stop between batches: the batch in hand finishes, nothing after it is taken;
+ *  - a feed that cannot be opened yet: the unit is `starting`, counts its retries and
+ *    keeps the last error with its time, then runs once the feed opens. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -441,6 +443,60 @@ static void test_stop_between_batches(void)
     gust_consumer_destroy(stopping_unit);
 }
 
+/* Opens the fake feed on the fourth try. */
+struct opener {
+    struct ffeed *feed;
+    int tries;
+};
+
+static int open_on_fourth(void *ud, struct gust_feed **out, struct gust_err *err)
+{
+    struct opener *o = ud;
+    if (++o->tries < 4) {
+        return gust_err_set(err, GUST_ETIMEOUT, "cannot create consumer: Timeout (try %d)", o->tries);
+    }
+    *out = &o->feed->feed;
+    return 0;
+}
+
+static void test_feed_opened_later(void)
+{
+    nlog = 0;
+    struct ffeed feed;
+    struct foutlet out;
+    struct script s = {.emits = 1};
+    ffeed_init(&feed, 3);
+    fout_init(&out);
+    struct opener o = {.feed = &feed};
+    struct gust_consumer_conf cc = {.unit = "u", .kind = "flow", .source = "ev.in", .dlq_prefix = "dlq.",
+                                    .batch = 4, .max_deliver = 3, .retry_delay_ms = 100,
+                                    .retry_max_delay_ms = 1000, .settle = GUST_SETTLE_ACK,
+                                    .opener = {.open = open_on_fourth, .ud = &o}};
+    struct gust_handler h = {.kind = "flow", .impl = &s, .run_batch = script_run, .stored = script_stored};
+    struct gust_consumer *c = NULL;
+    struct gust_err err;
+    CHECK(gust_consumer_create(&cc, NULL, &out.outlet, h, &c, &err) == 0 && gust_consumer_start(c, &err) == 0);
+    for (int i = 0; i < 2000 && gust_consumer_retries(c) < 1; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    char why[256];
+    int64_t at = 0;
+    int64_t since;
+    CHECK(strcmp(gust_consumer_state(c), "starting") == 0);
+    CHECK(!gust_consumer_running(c, &since));
+    gust_consumer_last_error_at(c, why, sizeof(why), &at);
+    CHECK(strstr(why, "cannot create consumer") != NULL && at > 0);
+    wait_until(all_settled, &feed);
+    CHECK(all_settled(&feed));
+    CHECK(strcmp(gust_consumer_state(c), "running") == 0 && gust_consumer_running(c, &since));
+    CHECK(gust_consumer_retries(c) == 3 && o.tries == 4);
+    gust_consumer_last_error_at(c, why, sizeof(why), &at);
+    CHECK(strstr(why, "(try 3)") != NULL && at > 0); /* kept, with its time */
+    CHECK(gust_consumer_stuck_ms(c) == 0);
+    gust_consumer_destroy(c);
+}
+
 int main(void)
 {
     test_barrier_and_ids();
@@ -448,6 +504,7 @@ int main(void)
     test_failed_puback();
     test_ordered_republish();
     test_stop_between_batches();
+    test_feed_opened_later();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
