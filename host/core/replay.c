@@ -342,6 +342,7 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
     cur->live = cand->live = gust_kv_state_store(live);
     struct gust_flow_opts fo = {.script_path = u->k.script,
                                 .timeout_ms = (long)u->k.timeout,
+                                .memory_max = (size_t)u->k.memory_max,
                                 .lua_path = gust_config_lua_path(c, u),
                                 .tables = o->tables};
     if ((rc = side_open(cur, "current", &fo, err)) != 0) {

@@ -325,6 +325,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     c->batch.outcome = c->outcome;
     c->batch.error = c->error;
     c->batch.emit_end = c->emit_end;
+    c->batch.stopping = c->conf.settle == GUST_SETTLE_ACK ? &c->stopping : NULL;
     c->handler.run_batch(c->handler.impl, &c->batch);
     if (c->handler.commit != NULL) {
         c->handler.commit(c->handler.impl, &c->batch);

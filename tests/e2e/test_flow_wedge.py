@@ -1,0 +1,123 @@
+"""A flow cannot wedge the process (issue 24, item 2). A flow whose event runs a
+pattern match that backtracks for ever (string.find(string.rep("a", 5000), ".-.-.-.-b"))
+beside a working flow: the working one keeps handling its events, the stuck event fails
+at its timeout like any Lua error (retried, then dead-lettered), and the stuck flow
+handles its next events. Then, each while the flow is stuck again: SIGHUP finishes (the
+new generation shows in /units) and SIGTERM exits, both within the timeout plus 2 s
+(plus a margin for this loaded machine)."""
+import json
+import signal
+import time
+
+from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, wait_for
+
+TIMEOUT_S = 1
+MARGIN_S = 2.5  # the machine is shared and loaded
+STUCK = """
+local P = ".-.-.-.-b"
+return {
+  source = "ev.stuck",
+  on_event = function(ev)
+    if ev.mode == "wedge" then
+      local s = string.rep("a", 5000)
+      s:find(P)                -- the method form
+      string.match(s, P)
+    end
+    emit("ev.stuck.out", { id = ev.id })
+  end,
+}
+"""
+GOOD = """
+return {
+  source = "ev.good",
+  on_event = function(ev) emit("ev.good.out", { id = ev.id }) end,
+}
+"""
+CONF = """
+http { listen 127.0.0.1:@PORT@; }
+nats { url %s; max_deliver 3; retry_delay 100ms; retry_max_delay 200ms; }
+flow stuck { script stuck.lua; timeout %ds; batch 4; }
+flow good { script good.lua; }
+"""
+
+
+def units(g):
+    status, body, _ = g.request("GET", "/units")
+    return json.loads(body)
+
+
+def unit(g, name):
+    return next(u for u in units(g)["units"] if u["name"] == name)
+
+
+def post(g, subject, obj):
+    status = g.request("POST", "/ingest/" + subject, body=json.dumps(obj).encode())[0]
+    assert status == 202, status
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    tmp.file("stuck.lua", STUCK)
+    tmp.file("good.lua", GOOD)
+    nats = NatsServer(tmp)
+    g = Gust(tmp, CONF % (nats.url, TIMEOUT_S))
+    try:
+        # The wedge, then the working flow's events while it is stuck.
+        post(g, "stuck", {"id": "w1", "mode": "wedge"})
+        time.sleep(0.3)
+        for i in range(20):
+            post(g, "good", {"id": i})
+        good_done = wait_for(lambda: len(nats.payloads("ev.good.out")) >= 20, 15, "20 events through the good flow")
+        t.check(good_done, "the working flow handled its events while the other was stuck")
+        # The stuck event: 3 attempts, each ended by the timeout, then the dead letter.
+        wait_for(lambda: unit(g, "stuck")["dead_letters"] >= 1, 30, "the stuck event dead-lettered")
+        u = unit(g, "stuck")
+        t.eq(u["dead_letters"], 1, "dead letters of the stuck flow")
+        t.check(u["events_failed"] >= 3, "each attempt failed (%r)" % u["events_failed"])
+        t.check("timeout" in (u["last_error"] or ""), "last_error says timeout: %r" % u["last_error"])
+        dlq = nats.payloads("dlq.stuck", stream="GUST_DLQ")
+        t.eq(len(dlq), 1, "dead letters on dlq.stuck")
+        t.check(dlq and "timeout: the script ran longer than 1000 ms" in json.dumps(dlq[0]),
+                "the dead letter says why: %r" % (dlq[:1],))
+        # The stuck flow goes on with its next events.
+        post(g, "stuck", {"id": "n1"})
+        wait_for(lambda: len(nats.payloads("ev.stuck.out")) >= 1, 10, "the stuck flow's next event")
+        t.eq([p["id"] for p in nats.payloads("ev.stuck.out")], ["n1"], "what the stuck flow emitted")
+
+        # SIGHUP while the flow is stuck: the reload finishes within the bound.
+        gen = units(g)["generation"]
+        post(g, "stuck", {"id": "w2", "mode": "wedge"})
+        time.sleep(0.4)
+        t0 = time.monotonic()
+        g.proc.send_signal(signal.SIGHUP)
+        reloaded = wait_for(lambda: units(g)["generation"] == gen + 1, TIMEOUT_S + 2 + MARGIN_S + 5,
+                            "generation + 1")
+        took = time.monotonic() - t0
+        print("SIGHUP while stuck: generation + 1 after %.2f s" % took)
+        t.check(reloaded and took <= TIMEOUT_S + 2 + MARGIN_S, "SIGHUP finished in %.1f s" % took)
+        post(g, "good", {"id": 100})
+        t.check(wait_for(lambda: len(nats.payloads("ev.good.out")) >= 21, 10, "the good flow after the reload"),
+                "the good flow works after the reload")
+
+        # SIGTERM while the flow is stuck: the process exits within the bound.
+        post(g, "stuck", {"id": "w3", "mode": "wedge"})
+        time.sleep(0.4)
+        t0 = time.monotonic()
+        g.proc.send_signal(signal.SIGTERM)
+        try:
+            g.proc.wait(TIMEOUT_S + 2 + MARGIN_S + 10)
+        except Exception:
+            pass
+        took = time.monotonic() - t0
+        print("SIGTERM while stuck: exit after %.2f s" % took)
+        t.check(g.proc.poll() is not None and took <= TIMEOUT_S + 2 + MARGIN_S, "SIGTERM exited in %.1f s" % took)
+    except AssertionError as e:
+        t.check(False, str(e))
+    failed = t.failed > 0
+    kill_all([g], nats, failed)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
