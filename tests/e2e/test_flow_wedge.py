@@ -11,6 +11,7 @@ import time
 
 from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, wait_for
 
+TOKEN = "wedge-admin-token"
 TIMEOUT_S = 1
 MARGIN_S = 2.5  # the machine is shared and loaded
 STUCK = """
@@ -27,6 +28,9 @@ return {
   end,
 }
 """
+WEDGE_ALL = """
+return { on_event = function(ev) string.gsub(string.rep("a", 5000), ".-.-.-.-b", "") end }
+"""
 GOOD = """
 return {
   source = "ev.good",
@@ -34,7 +38,7 @@ return {
 }
 """
 CONF = """
-http { listen 127.0.0.1:@PORT@; }
+http { listen 127.0.0.1:@PORT@; admin_token_env GUST_TEST_ADMIN; }
 nats { url %s; max_deliver 3; retry_delay 100ms; retry_max_delay 200ms; }
 flow stuck { script stuck.lua; timeout %ds; batch 4; }
 flow good { script good.lua; }
@@ -42,7 +46,7 @@ flow good { script good.lua; }
 
 
 def units(g):
-    status, body, _ = g.request("GET", "/units")
+    status, body, _ = g.request("GET", "/units", headers={"Authorization": "Bearer " + TOKEN})
     return json.loads(body)
 
 
@@ -61,7 +65,7 @@ def main():
     tmp.file("stuck.lua", STUCK)
     tmp.file("good.lua", GOOD)
     nats = NatsServer(tmp)
-    g = Gust(tmp, CONF % (nats.url, TIMEOUT_S))
+    g = Gust(tmp, CONF % (nats.url, TIMEOUT_S), env={"GUST_TEST_ADMIN": TOKEN})
     try:
         # The wedge, then the working flow's events while it is stuck.
         post(g, "stuck", {"id": "w1", "mode": "wedge"})
@@ -84,6 +88,20 @@ def main():
         post(g, "stuck", {"id": "n1"})
         wait_for(lambda: len(nats.payloads("ev.stuck.out")) >= 1, 10, "the stuck flow's next event")
         t.eq([p["id"] for p in nats.payloads("ev.stuck.out")], ["n1"], "what the stuck flow emitted")
+
+        # /replay runs under the same bounds: the current script times out on w1, a
+        # candidate stuck on every input on both; the answer comes after those timeouts.
+        t0 = time.monotonic()
+        status, body, _ = g.request("POST", "/replay",
+                                    json.dumps({"unit": "stuck", "script": WEDGE_ALL, "last": 2}).encode(),
+                                    {"Content-Type": "application/json", "Authorization": "Bearer " + TOKEN},
+                                    timeout=60)
+        took = time.monotonic() - t0
+        print("/replay of a stuck candidate: %d after %.2f s: %s" % (status, took, body[:300]))
+        t.eq(status, 200, "/replay answers")
+        summary = json.loads(body).get("summary", {}) if status == 200 else {}
+        t.eq(summary.get("errors"), {"current": 1, "candidate": 2}, "/replay's errors (the timeouts)")
+        t.check(took <= 3 * TIMEOUT_S + 2 + MARGIN_S, "/replay answered in %.1f s" % took)
 
         # SIGHUP while the flow is stuck: the reload finishes within the bound.
         gen = units(g)["generation"]
