@@ -80,7 +80,12 @@ def main():
     tmp.file("gc.lua", GCSTOP)
     tmp.file("good.lua", GOOD)
     nats = NatsServer(tmp)
-    g = Gust(tmp, CONF % nats.url)
+    try:
+        g = Gust(tmp, CONF % nats.url)
+    except AssertionError as e:
+        nats.stop()
+        t.check(False, "gust starts with memory_max: %s" % str(e)[-300:])
+        t.done()
     peak = [0.0]
     sampling = threading.Event()
 
