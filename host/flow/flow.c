@@ -29,7 +29,11 @@
  * within that noise: 213k, 217k, 223k events per CPU second (hook, no hook, JIT).
  *
  * The hook runs every HOOK_COUNT VM instructions (a few microseconds) and reads the
- * clock. A single slow C call (string.rep of a gigabyte) still runs to its end. */
+ * clock. A C call never returns to it while it runs, so those that could run long
+ * have bounds of their own: the pattern functions look at the clock as they go
+ * (flow_pattern.c), what one call may build is bounded (flow_caps.c, the JSON
+ * encoder), table.sort compares through Lua, and past the deadline the allocator
+ * refuses large blocks (flow_alloc.c). */
 #define HOOK_COUNT 1000
 #define DEFAULT_TIMEOUT_MS 1000
 
