@@ -625,7 +625,10 @@ static int l_gsub(lua_State *L)
         if (e != NULL && e > from) {
             from = e;
         } else if (from < m.send) {
-            add(&m, &b, &total, from++, 1);
+            if (++total > m.max) {
+                over(L, m.max);
+            }
+            luaL_addchar(&b, *from++);
         } else {
             break;
         }
