@@ -413,7 +413,12 @@ static int build_state(struct gust_flow *f, struct gust_err *err)
     f->alloc.refused = f->alloc.late = 0;
     f->timed_out = 0;
     f->modules_loading = 0;
+    /* LuaJIT's lua_newstate does not survive a refusal of its first blocks: the bound
+     * applies from the first allocation after them. */
+    size_t max = f->alloc.max;
+    f->alloc.max = 0;
     f->L = lua_newstate(gust_flow_alloc, &f->alloc);
+    f->alloc.max = max;
     if (f->L == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "flow: not enough memory for a Lua state");
     }

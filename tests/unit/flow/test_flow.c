@@ -292,6 +292,10 @@ static void test_memory_max(void)
     opts.script_len = sizeof(big) - 1;
     CHECK(gust_flow_create(&opts, &f, &err) == GUST_ENOMEM);
     CHECK_CONTAINS(err.msg, "loading the script took the Lua heap over memory_max");
+    /* A bound too small for the sandbox itself: refused, not a crash in lua_newstate. */
+    opts.memory_max = 1;
+    CHECK(gust_flow_create(&opts, &f, &err) == GUST_ENOMEM);
+    CHECK_CONTAINS(err.msg, "over memory_max (1 bytes)");
 }
 
 int main(void)
