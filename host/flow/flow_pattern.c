@@ -47,29 +47,40 @@ static void spend(struct pm *m, uint32_t n)
     }
 }
 
-static int is_class(int c, int cls)
+static inline int is_alpha(int c)
+{
+    return (unsigned)((c | 0x20) - 'a') < 26u;
+}
+
+static inline int is_digit(int c)
+{
+    return (unsigned)(c - '0') < 10u;
+}
+
+/* 1 or 0 for a class letter (lower case), -1 for any other letter. */
+static inline int is_class(int c, int cls)
 {
     switch (cls) {
     case 'a':
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        return is_alpha(c);
     case 'c':
         return c < 32 || c == 127;
     case 'd':
-        return c >= '0' && c <= '9';
+        return is_digit(c);
     case 'g':
         return c > 32 && c < 127;
     case 'l':
-        return c >= 'a' && c <= 'z';
+        return (unsigned)(c - 'a') < 26u;
     case 'p':
-        return c > 32 && c < 127 && !is_class(c, 'w');
+        return c > 32 && c < 127 && !is_alpha(c) && !is_digit(c);
     case 's':
         return c == ' ' || (c >= '\t' && c <= '\r');
     case 'u':
-        return c >= 'A' && c <= 'Z';
+        return (unsigned)(c - 'A') < 26u;
     case 'w':
-        return is_class(c, 'a') || is_class(c, 'd');
+        return is_alpha(c) || is_digit(c);
     case 'x':
-        return is_class(c, 'd') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        return is_digit(c) || (unsigned)((c | 0x20) - 'a') < 6u;
     default:
         return -1;
     }
@@ -77,7 +88,7 @@ static int is_class(int c, int cls)
 
 /* Whether c is in the class after a '%': a letter class (upper case: its complement),
  * %z (NUL), or else the character itself. */
-static int in_escape(int c, int cls)
+static inline int in_escape(int c, int cls)
 {
     if ((cls >= 'a' && cls <= 'z') || (cls >= 'A' && cls <= 'Z')) {
         int lower = cls | 0x20;
@@ -145,7 +156,7 @@ static const char *item_end(struct pm *m, const char *p)
 }
 
 /* Whether the subject's character at s matches the class p..end (s < send). */
-static int one(int c, const char *p, const char *end)
+static inline int one(int c, const char *p, const char *end)
 {
     switch (*p) {
     case '.':
