@@ -103,6 +103,21 @@ def main():
         t.eq(summary.get("errors"), {"current": 1, "candidate": 2}, "/replay's errors (the timeouts)")
         t.check(took <= 3 * TIMEOUT_S + 2 + MARGIN_S, "/replay answered in %.1f s" % took)
 
+        # A candidate stuck on every input ends the replay at its third timeout.
+        for i in (2, 3, 4):
+            post(g, "stuck", {"id": "n%d" % i})
+        wait_for(lambda: len(nats.payloads("ev.stuck.out")) >= 4, 10, "the stuck flow's events n2..n4")
+        t0 = time.monotonic()
+        status, body, _ = g.request("POST", "/replay",
+                                    json.dumps({"unit": "stuck", "script": WEDGE_ALL, "last": 5}).encode(),
+                                    {"Content-Type": "application/json", "Authorization": "Bearer " + TOKEN},
+                                    timeout=60)
+        took = time.monotonic() - t0
+        print("/replay of 5 inputs, stuck on each: %d after %.2f s: %s" % (status, took, body[:200]))
+        t.eq(status, 400, "/replay of a candidate that keeps timing out")
+        t.check(b"candidate script: ran past its timeout (1000 ms) on 3 inputs" in body, "why: %r" % body[:300])
+        t.check(took <= 4 * TIMEOUT_S + 2 + MARGIN_S, "/replay stopped in %.1f s" % took)
+
         # SIGHUP while the flow is stuck: the reload finishes within the bound.
         gen = units(g)["generation"]
         post(g, "stuck", {"id": "w2", "mode": "wedge"})
