@@ -85,7 +85,7 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
     gust_flow_state_begin(u->flow);
     for (size_t i = 0; i < b->n; i++) {
         const struct gust_msg *m = &b->msgs[i];
-        if (i > 0 && b->stopping != NULL && atomic_load(b->stopping)) {
+        if (b->stopping != NULL && atomic_load(b->stopping)) {
             /* A stop (reload, shutdown) does not wait for the rest of the batch, whose
              * events could each run up to the timeout: they are redelivered. */
             for (; i < b->n; i++) {
