@@ -236,7 +236,7 @@ void gust_flow_destroy(struct gust_flow *f);
  *   "tables"         lookup tables for the case: {name: object or array of objects},
  *                    with "table_keys": {name: key field} for arrays;
  *   "expect_logs"    [{"level": "info"|"warn"|"error", "text": "..."}], exactly;
- *   "timeout_ms", "description".
+ *   "timeout_ms", "memory_max" (bytes; default none), "description".
  * Emitted payloads, headers, logs and state compare exactly: numbers by their text,
  * strings by every byte (\u0000 included); only object member order is free. Each
  * case runs on a fresh flow. Prints `PASS name` or `FAIL name: why` per case (a
