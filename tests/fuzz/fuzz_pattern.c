@@ -53,8 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         alen = 1; /* a function or a table of replacements */
     }
     if (!pd_same(&d, op, s, slen, p, plen, a, alen, n)) {
-        fprintf(stderr, "%s(%.*s, %.*s, %.*s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", op, (int)slen, s, (int)plen, p,
-                (int)alen, a, n, d.got_ref, d.got_own);
+        fprintf(stderr, "%s(%.*s, %.*s, %.*s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", op, (int)slen, s, (int)plen,
+                p, (int)alen, a, n, d.got_ref, d.got_own);
         abort();
     }
     return 0;

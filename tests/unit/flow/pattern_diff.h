@@ -36,7 +36,8 @@ static const char pd_harness[] =
     "  elseif op == 'gsub' then\n"
     "    local r = a\n"
     "    if a == 'f' then r = function(...) return (select('#', ...) % 2 == 0) and show(...) or nil end\n"
-    "    elseif a == 't' then r = setmetatable({}, {__index = function(_, k) return #tostring(k) % 2 == 0 and 'T' or false end})\n"
+    "    elseif a == 't' then r = setmetatable({}, {__index = function(_, k) return #tostring(k) % 2 == 0 "
+    "and 'T' or false end})\n"
     "    end\n"
     "    return string.gsub(s, p, r, n)\n"
     "  elseif op == 'find_plain' then\n"
@@ -68,7 +69,8 @@ static int pd_open(struct pattern_diff *d)
     d->ref = luaL_newstate();
     luaL_openlibs(d->ref);
     static const char script[] = "return { on_event = function() end }";
-    struct gust_flow_opts o = {.script_path = "pattern.lua", .script_text = script, .script_len = sizeof(script) - 1};
+    struct gust_flow_opts o = {
+        .script_path = "pattern.lua", .script_text = script, .script_len = sizeof(script) - 1};
     struct gust_err err = {{0}};
     if (d->ref == NULL || gust_flow_create(&o, &d->own, &err) != 0) {
         fprintf(stderr, "pattern_diff: %s\n", err.msg);
@@ -87,8 +89,8 @@ static void pd_close(struct pattern_diff *d)
     lua_close(d->ref);
 }
 
-static void pd_call(lua_State *L, int fn, const char *op, const char *s, size_t slen, const char *p, size_t plen,
-                    const char *a, size_t alen, int n, char *out, size_t size)
+static void pd_call(lua_State *L, int fn, const char *op, const char *s, size_t slen, const char *p,
+                    size_t plen, const char *a, size_t alen, int n, char *out, size_t size)
 {
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, fn);
@@ -121,8 +123,8 @@ static void pd_call(lua_State *L, int fn, const char *op, const char *s, size_t 
 
 /* Returns 1 when both states give the same. n: the third argument (init, or gsub's
  * max), INT32_MIN for none. */
-static int pd_same(struct pattern_diff *d, const char *op, const char *s, size_t slen, const char *p, size_t plen,
-                   const char *a, size_t alen, int n)
+static int pd_same(struct pattern_diff *d, const char *op, const char *s, size_t slen, const char *p,
+                   size_t plen, const char *a, size_t alen, int n)
 {
     pd_call(d->ref, d->ref_fn, op, s, slen, p, plen, a, alen, n, d->got_ref, sizeof(d->got_ref));
     pd_call(d->own->L, d->own_fn, op, s, slen, p, plen, a, alen, n, d->got_own, sizeof(d->got_own));

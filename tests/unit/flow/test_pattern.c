@@ -130,9 +130,10 @@ static const struct pcase corpus[] = {
 /* Random patterns from the pieces that matter, over subjects of a few letters. */
 static void random_case(unsigned *seed, char *s, size_t *slen, char *p, size_t *plen, char *a, size_t *alen)
 {
-    static const char *const pieces[] = {"a", "b", "c", ".", "%a", "%d", "%s", "%w", "%A", "[ab]", "[^a]",
-                                         "[a-c]", "*", "+", "-", "?", "(", ")", "()", "%1", "%2", "%b()",
-                                         "%bab", "%f[%w]", "%f[%W]", "^", "$", "%", "[", "]", "%z", "%.", " "};
+    static const char *const pieces[] = {
+        "a",     "b",      "c",      ".", "%a", "%d", "%s", "%w", "%A", "[ab]", "[^a]",
+        "[a-c]", "*",      "+",      "-", "?",  "(",  ")",  "()", "%1", "%2",   "%b()",
+        "%bab",  "%f[%w]", "%f[%W]", "^", "$",  "%",  "[",  "]",  "%z", "%.",   " "};
     static const char letters[] = "abc ()1.\0";
     size_t np = 1 + (size_t)(rand_r(seed) % 8);
     *plen = 0;
@@ -161,8 +162,8 @@ static void test_corpus(struct pattern_diff *d)
         }
         int same = pd_same(d, c->op, c->s, slen, c->p, strlen(c->p), c->a, strlen(c->a), c->n);
         if (!same) {
-            fprintf(stderr, "case %zu: %s(%s, %s, %s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", i, c->op, c->s, c->p,
-                    c->a, c->n, d->got_ref, d->got_own);
+            fprintf(stderr, "case %zu: %s(%s, %s, %s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", i, c->op, c->s,
+                    c->p, c->a, c->n, d->got_ref, d->got_own);
         }
         CHECK(same);
     }
@@ -181,8 +182,8 @@ static void test_random(struct pattern_diff *d, int rounds)
         int n = rand_r(&seed) % 3 == 0 ? (int)(rand_r(&seed) % 9) - 4 : NONE;
         int same = pd_same(d, op, s, slen, p, plen, a, alen, n);
         if (!same && reported++ < 10) {
-            fprintf(stderr, "random %d: %s(%.*s, %.*s, %.*s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", i, op, (int)slen,
-                    s, (int)plen, p, (int)alen, a, n, d->got_ref, d->got_own);
+            fprintf(stderr, "random %d: %s(%.*s, %.*s, %.*s, %d)\n  LuaJIT: %s\n  Gust:   %s\n", i, op,
+                    (int)slen, s, (int)plen, p, (int)alen, a, n, d->got_ref, d->got_own);
         }
         CHECK(same);
     }
@@ -194,8 +195,10 @@ static void test_budget(void)
     static const char script[] = "return { on_event = function(ev)\n"
                                  "  string.find(string.rep('a', 5000), '.-.-.-.-b')\n"
                                  "end }";
-    struct gust_flow_opts o = {
-        .script_path = "stuck.lua", .script_text = script, .script_len = sizeof(script) - 1, .timeout_ms = 200};
+    struct gust_flow_opts o = {.script_path = "stuck.lua",
+                               .script_text = script,
+                               .script_len = sizeof(script) - 1,
+                               .timeout_ms = 200};
     struct gust_flow *f = NULL;
     struct gust_err err = {{0}};
     CHECK(gust_flow_create(&o, &f, &err) == 0);
