@@ -397,7 +397,9 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
         idle = n == 0 ? idle + 1 : 0;
         side_run(cur, in, (size_t)n, u->name);
         side_run(cand, in, (size_t)n, u->name);
-        struct side *stuck = cur->timeouts >= REPLAY_MAX_TIMEOUTS ? cur : cand->timeouts >= REPLAY_MAX_TIMEOUTS ? cand : NULL;
+        struct side *stuck = cur->timeouts >= REPLAY_MAX_TIMEOUTS    ? cur
+                             : cand->timeouts >= REPLAY_MAX_TIMEOUTS ? cand
+                                                                     : NULL;
         if (stuck != NULL) {
             rc = gust_err_set(err, GUST_ECONFIG,
                               "%s script: ran past its timeout (%lld ms) on %d inputs; the replay stopped",

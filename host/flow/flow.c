@@ -434,8 +434,9 @@ static int build_state(struct gust_flow *f, struct gust_err *err)
         const char *msg = lua_tostring(f->L, -1);
         int rc;
         if (f->alloc.refused > 0) {
-            rc = gust_err_set(err, GUST_ENOMEM, "%s: loading the script took the Lua heap over memory_max (%zu bytes)",
-                              f->path, f->alloc.max);
+            rc = gust_err_set(err, GUST_ENOMEM,
+                              "%s: loading the script took the Lua heap over memory_max (%zu bytes)", f->path,
+                              f->alloc.max);
         } else {
             rc = gust_err_set(err, status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG, "%s",
                               msg != NULL ? msg : "flow: loading the script failed");
@@ -474,7 +475,8 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     f->log = opts->log;
     f->log_ud = opts->log_ud;
     f->enc.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) || f->enc.c_locale == (locale_t)0) {
+    if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) ||
+        f->enc.c_locale == (locale_t)0) {
         rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
         goto fail;
     }
@@ -586,10 +588,11 @@ done:
     if (rc != 0 && rc != GUST_ETIMEOUT && f->alloc.refused != refused) {
         /* What the script built before the bound stays in its tables: start afresh. */
         f->memory_failures++;
-        rc = gust_err_set(err, GUST_ENOMEM,
-                          "memory: the run took the flow's Lua heap over memory_max (%zu bytes); its Lua state "
-                          "was rebuilt",
-                          f->alloc.max);
+        rc = gust_err_set(
+            err, GUST_ENOMEM,
+            "memory: the run took the flow's Lua heap over memory_max (%zu bytes); its Lua state "
+            "was rebuilt",
+            f->alloc.max);
         rebuild(f);
     }
     return rc;

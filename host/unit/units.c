@@ -388,7 +388,8 @@ static void render_memory_metrics(struct gust_units *u, struct gust_buf *out)
          "Events that took a flow's Lua heap over memory_max (the state was rebuilt)."},
     };
     for (size_t k = 0; k < 2; k++) {
-        gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k][0], series[k][2], series[k][0], series[k][1]);
+        gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k][0], series[k][2], series[k][0],
+                        series[k][1]);
         for (size_t i = 0; i < u->n; i++) {
             const struct gust_handler *h = gust_consumer_handler(u->v[i]);
             if (strcmp(h->kind, "flow") != 0) {
