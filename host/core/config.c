@@ -130,7 +130,12 @@ const struct gust_schema_key gust_nats_schema[] = {
 const struct gust_schema_key gust_flow_schema[] = {
     UNIT(script, PATH, NULL, GUST_K_REQUIRED, "the Lua flow"),
     UNIT(source, FILTER, NULL, 0, "subject consumed (default: the script's `source`)"),
-    UNIT(timeout, DURATION, "1s", 0, "longest run of on_event for one event"),
+    UNIT(timeout, DURATION, "1s", 0,
+         "longest run of on_event for one event (and of the script's load): past it the event fails, whatever the "
+         "script runs (string patterns and what one call may build are bounded too)"),
+    UNIT(memory_max, SIZE, "64m", 0,
+         "bound of the flow's Lua heap (0: none): an event that takes it over fails (retried, then dead-lettered) "
+         "and the Lua state is rebuilt (durable state stays)"),
     UNIT(batch, INT, "256", 0, "messages fetched at once"),
     UNIT(lua_path, PATH, NULL, 0, "where require finds modules (default: the top-level lua_path)"),
     UNIT_RANGE(log_rate, INT, "100", 0, 1, INT64_MAX,

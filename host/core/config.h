@@ -86,6 +86,7 @@ struct gust_unit_keys {
     const char *lua_path; /* flow: its own, else NULL (the top level's) */
     int64_t log_rate;     /* flow */
     int64_t state_cache;  /* flow */
+    int64_t memory_max;   /* flow: bytes of its Lua heap, 0: no bound */
 };
 
 struct gust_unit_conf {

@@ -32,6 +32,7 @@ static struct gust_flow_opts flow_opts(const struct gust_host *host, const struc
 {
     return (struct gust_flow_opts){.script_path = u->k.script,
                                    .timeout_ms = (long)u->k.timeout,
+                                   .memory_max = (size_t)u->k.memory_max,
                                    .lua_path = gust_config_lua_path(host->config, u),
                                    .tables = host->tables};
 }

@@ -23,6 +23,10 @@
  * stream was purged meanwhile). */
 #define IDLE_READS 4
 #define TEXT_PAYLOAD_MAX 240
+/* A script that runs past its timeout on this many inputs ends the replay: each costs
+ * the timeout, and a script stuck on every input would hold the admin worker for as
+ * many timeouts as there are inputs. */
+#define REPLAY_MAX_TIMEOUTS 3
 
 /* One script's run over the events: its flow, its state writes kept in memory over
  * the live bucket, and the batch's outcomes. */
@@ -36,6 +40,7 @@ struct side {
     size_t emit_end[BATCH];
     int rc[BATCH];
     char (*error)[GUST_ERROR_MAX];
+    int timeouts;
 };
 
 /* What the side wrote itself (a deletion included) comes first, then the bucket. */
@@ -92,10 +97,17 @@ static void side_run(struct side *s, const struct gust_in *in, size_t n, const c
                                       .headers = m->headers,
                                       .nheaders = m->nheaders};
         struct gust_err err = {{0}};
+        if (s->timeouts >= REPLAY_MAX_TIMEOUTS) {
+            s->rc[i] = GUST_ETIMEOUT; /* not run: the replay ends */
+            snprintf(s->error[i], GUST_ERROR_MAX, "not run");
+            s->emit_end[i] = s->emits.n;
+            continue;
+        }
         s->rc[i] = gust_flow_run(s->flow, m->data, m->len, &meta, &s->emits, &err);
         if (s->rc[i] != 0) {
             snprintf(s->error[i], GUST_ERROR_MAX, "%s", err.msg);
         }
+        s->timeouts += s->rc[i] == GUST_ETIMEOUT;
         s->emit_end[i] = s->emits.n;
     }
     const struct gust_state_write *w;
@@ -342,6 +354,7 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
     cur->live = cand->live = gust_kv_state_store(live);
     struct gust_flow_opts fo = {.script_path = u->k.script,
                                 .timeout_ms = (long)u->k.timeout,
+                                .memory_max = (size_t)u->k.memory_max,
                                 .lua_path = gust_config_lua_path(c, u),
                                 .tables = o->tables};
     if ((rc = side_open(cur, "current", &fo, err)) != 0) {
@@ -384,6 +397,16 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
         idle = n == 0 ? idle + 1 : 0;
         side_run(cur, in, (size_t)n, u->name);
         side_run(cand, in, (size_t)n, u->name);
+        struct side *stuck = cur->timeouts >= REPLAY_MAX_TIMEOUTS    ? cur
+                             : cand->timeouts >= REPLAY_MAX_TIMEOUTS ? cand
+                                                                     : NULL;
+        if (stuck != NULL) {
+            rc = gust_err_set(err, GUST_ECONFIG,
+                              "%s script: ran past its timeout (%lld ms) on %d inputs; the replay stopped",
+                              stuck->name, (long long)u->k.timeout, REPLAY_MAX_TIMEOUTS);
+            feed->ops->release(feed, in, (size_t)n);
+            goto done;
+        }
         for (size_t i = 0; i < (size_t)n; i++) {
             char what[600];
             out->inputs++;

@@ -1,7 +1,10 @@
 /* The flow runtime: a LuaJIT state per flow, its globals (emit, null, array, json;
  * meta, state, require, tables and log come from their own files), one event per
  * gust_flow_run, and the time limit. */
+#include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,7 +29,11 @@
  * within that noise: 213k, 217k, 223k events per CPU second (hook, no hook, JIT).
  *
  * The hook runs every HOOK_COUNT VM instructions (a few microseconds) and reads the
- * clock. A single slow C call (string.rep of a gigabyte) still runs to its end. */
+ * clock. A C call never returns to it while it runs, so those that could run long
+ * have bounds of their own: the pattern functions look at the clock as they go
+ * (flow_pattern.c), what one call may build is bounded (flow_caps.c, the JSON
+ * encoder), table.sort compares through Lua, and past the deadline the allocator
+ * refuses large blocks (flow_alloc.c). */
 #define HOOK_COUNT 1000
 #define DEFAULT_TIMEOUT_MS 1000
 
@@ -43,32 +50,61 @@ static uint64_t now_ns(void)
 static void arm_deadline(struct gust_flow *f)
 {
     f->deadline_ns = now_ns() + (uint64_t)f->timeout_ms * 1000000u;
+    f->alloc.deadline_ns = f->deadline_ns;
 }
 
-static void on_hook(lua_State *L, lua_Debug *ar)
+static void on_hook(lua_State *L, lua_Debug *ar);
+
+/* Raises the timeout, naming the line running at `level` (0 from the hook, 1 from a C
+ * function the script called). */
+static void raise_timeout(lua_State *L, struct gust_flow *f, int level)
 {
-    lua_pushlightuserdata(L, (void *)&flow_key);
-    lua_rawget(L, LUA_REGISTRYINDEX);
-    struct gust_flow *f = lua_touserdata(L, -1);
-    lua_pop(L, 1);
+    /* From now on fail at every instruction, so a pcall in the script cannot swallow
+     * the timeout and carry on: the error reaches on_event's caller. */
     if (!f->timed_out) {
-        if (now_ns() < f->deadline_ns) {
-            return;
-        }
-        /* From now on fail at every instruction, so a pcall in the script cannot
-         * swallow the timeout and carry on: the error reaches on_event's caller. */
         f->timed_out = 1;
         lua_sethook(L, on_hook, LUA_MASKCOUNT, 1);
     }
-    /* Name the line that was running (level 0; luaL_error would name its caller). */
-    if (lua_getstack(L, 0, ar) && lua_getinfo(L, "Sl", ar) && ar->currentline > 0) {
-        lua_pushfstring(L, "%s:%d: ", ar->short_src, ar->currentline);
+    lua_Debug ar;
+    if (lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+        lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
     } else {
         lua_pushliteral(L, "");
     }
     lua_pushfstring(L, "timeout: the script ran longer than %d ms", (int)f->timeout_ms);
     lua_concat(L, 2);
     lua_error(L);
+}
+
+static void on_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_pushlightuserdata(L, (void *)&flow_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    struct gust_flow *f = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (!f->timed_out && now_ns() < f->deadline_ns) {
+        return;
+    }
+    raise_timeout(L, f, 0);
+}
+
+void gust_flow_check_deadline(lua_State *L, struct gust_flow *f)
+{
+    if (f->timed_out || now_ns() >= f->deadline_ns) {
+        raise_timeout(L, f, 1);
+    }
+}
+
+size_t gust_flow_build_max(const struct gust_flow *f)
+{
+    return f->build_max;
+}
+
+/* The JSON encoder's periodic look at the clock. */
+static void encoder_check(lua_State *L, void *ud)
+{
+    gust_flow_check_deadline(L, ud);
 }
 
 static void reset_hook(struct gust_flow *f)
@@ -222,6 +258,8 @@ static int setup(lua_State *L)
     struct gust_flow *f = lua_touserdata(L, 1);
     lua_settop(L, 0);
     gust_flow_open_sandbox(L);
+    gust_flow_open_patterns(L, f);
+    gust_flow_open_caps(L, f);
 
     lua_pushlightuserdata(L, (void *)&flow_key);
     lua_pushlightuserdata(L, f);
@@ -277,14 +315,9 @@ static int setup(lua_State *L)
     /* Text only, like load(): a precompiled script would skip the bytecode check. */
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_traceback);
-    int loaded;
-    if (f->text != NULL) {
-        lua_pushfstring(L, "@%s", f->path);
-        loaded = luaL_loadbufferx(L, f->text, f->text_len, lua_tostring(L, -1), "t");
-        lua_remove(L, -2);
-    } else {
-        loaded = luaL_loadfilex(L, f->path, "t");
-    }
+    lua_pushfstring(L, "@%s", f->path);
+    int loaded = luaL_loadbufferx(L, f->text, f->text_len, lua_tostring(L, -1), "t");
+    lua_remove(L, -2);
     if (loaded != 0) {
         /* Syntax errors start with the path already, a refused bytecode file not. */
         const char *msg = lua_tostring(L, -1);
@@ -311,7 +344,7 @@ static int setup(lua_State *L)
     }
     f->ref_on_event = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_getfield(L, 2, "source");
-    if (!lua_isnil(L, -1)) {
+    if (!lua_isnil(L, -1) && f->source == NULL) { /* a rebuild runs the same script */
         if (lua_type(L, -1) != LUA_TSTRING) {
             return luaL_error(L, "%s:%d: the field source must be a string", f->path, last_line);
         }
@@ -320,6 +353,100 @@ static int setup(lua_State *L)
             return luaL_error(L, "not enough memory");
         }
     }
+    return 0;
+}
+
+/* The script's text: given, or read from its file (kept, for rebuilds). */
+static int read_script(struct gust_flow *f, const struct gust_flow_opts *opts, struct gust_err *err)
+{
+    if (opts->script_text != NULL) {
+        f->text = malloc(opts->script_len + 1);
+        if (f->text == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
+        }
+        memcpy(f->text, opts->script_text, opts->script_len);
+        f->text[opts->script_len] = '\0';
+        f->text_len = opts->script_len;
+        return 0;
+    }
+    FILE *fp = fopen(opts->script_path, "rb");
+    if (fp == NULL) {
+        return gust_err_set(err, GUST_ECONFIG, "cannot open %s: %s", opts->script_path, strerror(errno));
+    }
+    struct gust_buf b = {0};
+    char chunk[8192];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+        if (gust_buf_append(&b, chunk, n) != 0) {
+            rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
+            break;
+        }
+    }
+    if (rc == 0 && ferror(fp)) {
+        rc = gust_err_set(err, GUST_ECONFIG, "cannot read %s: %s", opts->script_path, strerror(errno));
+    }
+    fclose(fp);
+    if (rc == 0 && gust_buf_append(&b, "", 1) != 0) {
+        rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
+    }
+    if (rc != 0) {
+        gust_buf_free(&b);
+        return rc;
+    }
+    f->text = b.data;
+    f->text_len = b.len - 1;
+    return 0;
+}
+
+static int on_panic(lua_State *L)
+{
+    fprintf(stderr, "flow: unprotected Lua error: %s\n", lua_tostring(L, -1));
+    abort();
+}
+
+/* A new Lua state for the flow, its script loaded and run. Returns 0, or fails as
+ * gust_flow_create says (f->L then NULL). */
+static int build_state(struct gust_flow *f, struct gust_err *err)
+{
+    f->alloc.used = 0;
+    f->alloc.refused = f->alloc.late = 0;
+    f->timed_out = 0;
+    f->modules_loading = 0;
+    /* LuaJIT's lua_newstate does not survive a refusal of its first blocks: the bound
+     * applies from the first allocation after them. */
+    size_t max = f->alloc.max;
+    f->alloc.max = 0;
+    f->L = lua_newstate(gust_flow_alloc, &f->alloc);
+    f->alloc.max = max;
+    if (f->L == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "flow: not enough memory for a Lua state");
+    }
+    lua_atpanic(f->L, on_panic);
+    f->dec.L = f->L;
+    f->dec.reusable = 0;
+    luaJIT_setmode(f->L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    lua_sethook(f->L, on_hook, LUA_MASKCOUNT, HOOK_COUNT);
+
+    int status = lua_cpcall(f->L, setup, f);
+    f->alloc.deadline_ns = 0;
+    if (status != 0) {
+        const char *msg = lua_tostring(f->L, -1);
+        int rc;
+        if (f->alloc.refused > 0) {
+            rc = gust_err_set(err, GUST_ENOMEM,
+                              "%s: loading the script took the Lua heap over memory_max (%zu bytes)", f->path,
+                              f->alloc.max);
+        } else {
+            rc = gust_err_set(err, status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG, "%s",
+                              msg != NULL ? msg : "flow: loading the script failed");
+        }
+        lua_close(f->L);
+        f->L = NULL;
+        return rc;
+    }
+    reset_hook(f);
+    lua_settop(f->L, 0);
     return 0;
 }
 
@@ -332,9 +459,13 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
         return gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
     }
     f->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    f->alloc.max = opts->memory_max;
+    f->build_max = opts->memory_max > 0 && opts->memory_max < GUST_FLOW_BUILD_MAX ? opts->memory_max
+                                                                                  : GUST_FLOW_BUILD_MAX;
+    f->enc.max = f->build_max;
+    f->enc.check = encoder_check;
+    f->enc.check_ud = f;
     f->path = strdup(opts->script_path);
-    f->text = opts->script_text;
-    f->text_len = opts->script_len;
     f->lua_path = opts->lua_path != NULL ? strdup(opts->lua_path) : NULL;
     f->tables = gust_tables_ref(opts->tables);
     if (opts->state != NULL) {
@@ -344,33 +475,46 @@ int gust_flow_create(const struct gust_flow_opts *opts, struct gust_flow **out, 
     f->log = opts->log;
     f->log_ud = opts->log_ud;
     f->enc.c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    f->L = luaL_newstate();
     if (f->path == NULL || (opts->lua_path != NULL && f->lua_path == NULL) ||
-        f->enc.c_locale == (locale_t)0 || f->L == NULL) {
+        f->enc.c_locale == (locale_t)0) {
         rc = gust_err_set(err, GUST_ENOMEM, "flow: not enough memory");
         goto fail;
     }
-    f->dec.L = f->L;
     f->dec.c_locale = f->enc.c_locale;
-    luaJIT_setmode(f->L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-    lua_sethook(f->L, on_hook, LUA_MASKCOUNT, HOOK_COUNT);
-
-    int status = lua_cpcall(f->L, setup, f);
-    if (status != 0) {
-        const char *msg = lua_tostring(f->L, -1);
-        rc = gust_err_set(err, status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG, "%s",
-                          msg != NULL ? msg : "flow: loading the script failed");
+    if ((rc = read_script(f, opts, err)) != 0 || (rc = build_state(f, err)) != 0) {
         goto fail;
     }
-    reset_hook(f);
-    lua_settop(f->L, 0);
-    f->text = NULL;
     *out = f;
     return 0;
 
 fail:
     gust_flow_destroy(f);
     return rc;
+}
+
+/* After a run that went over memory_max: a new state, so that what the old one holds
+ * (and the allocator's pages) goes back to the system. */
+static void rebuild(struct gust_flow *f)
+{
+    lua_close(f->L);
+    f->L = NULL;
+    malloc_trim(0);
+    struct gust_err err = {{0}};
+    free(f->rebuild_error);
+    f->rebuild_error = NULL;
+    if (build_state(f, &err) != 0) {
+        f->rebuild_error = strdup(err.msg);
+    }
+}
+
+size_t gust_flow_heap_bytes(const struct gust_flow *f)
+{
+    return f->alloc.used;
+}
+
+uint64_t gust_flow_memory_failures(const struct gust_flow *f)
+{
+    return f->memory_failures;
 }
 
 int gust_flow_uses_meta(const struct gust_flow *f)
@@ -386,9 +530,17 @@ const char *gust_flow_source(const struct gust_flow *f)
 int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struct gust_flow_meta *meta,
                   struct gust_emits *out, struct gust_err *err)
 {
+    if (f->L == NULL) {
+        rebuild(f);
+        if (f->L == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "flow: its Lua state could not be rebuilt: %s",
+                                f->rebuild_error != NULL ? f->rebuild_error : "not enough memory");
+        }
+    }
     lua_State *L = f->L;
     size_t first_emit = out->n;
     int rc = 0;
+    uint64_t refused = f->alloc.refused, late = f->alloc.late;
     gust_flow_state_run_begin(&f->state, meta != NULL ? meta->time_ms : 0, meta != NULL ? meta->seq : 0);
     gust_flow_modules_reset(L, f);
 
@@ -397,6 +549,7 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     f->in = json;
     f->in_len = len;
     f->in_meta = meta;
+    arm_deadline(f);
     int status = lua_pcall(L, 0, LUA_MULTRET, 0);
     f->in = NULL;
     f->in_meta = NULL;
@@ -418,14 +571,30 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     f->out = NULL;
     if (status != 0) {
         const char *msg = lua_tostring(L, -1);
-        int code = f->timed_out ? GUST_ETIMEOUT : status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG;
-        rc = gust_err_set(err, code, "%s", msg != NULL ? msg : "the script failed");
+        int timed_out = f->timed_out || f->alloc.late != late;
+        int code = timed_out ? GUST_ETIMEOUT : status == LUA_ERRMEM ? GUST_ENOMEM : GUST_ECONFIG;
+        if (timed_out && !f->timed_out) {
+            rc = gust_err_set(err, code, "timeout: the script ran longer than %d ms", (int)f->timeout_ms);
+        } else {
+            rc = gust_err_set(err, code, "%s", msg != NULL ? msg : "the script failed");
+        }
         gust_emits_truncate(out, first_emit);
         reset_hook(f);
     }
 done:
+    f->alloc.deadline_ns = 0;
     gust_flow_state_run_end(&f->state, rc == 0);
     lua_settop(L, 0);
+    if (rc != 0 && rc != GUST_ETIMEOUT && f->alloc.refused != refused) {
+        /* What the script built before the bound stays in its tables: start afresh. */
+        f->memory_failures++;
+        rc = gust_err_set(
+            err, GUST_ENOMEM,
+            "memory: the run took the flow's Lua heap over memory_max (%zu bytes); its Lua state "
+            "was rebuilt",
+            f->alloc.max);
+        rebuild(f);
+    }
     return rc;
 }
 
@@ -437,6 +606,8 @@ void gust_flow_destroy(struct gust_flow *f)
     if (f->L != NULL) {
         lua_close(f->L);
     }
+    free(f->text);
+    free(f->rebuild_error);
     gust_json_dec_release(&f->dec);
     gust_buf_free(&f->enc.buf);
     gust_buf_free(&f->line);

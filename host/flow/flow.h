@@ -11,7 +11,12 @@
  *
  * The script sees the base, table, string, math and bit libraries (no io, os, ffi,
  * jit, debug, package, dofile/loadfile, string.dump; load/loadstring accept text
- * only; nothing reads a clock) plus:
+ * only; nothing reads a clock) plus the bounds that keep one call from running past
+ * the timeout: string.find/match/gmatch/gsub (and their method forms) are Gust's own
+ * matcher with LuaJIT's results, which checks the clock as it goes; string.rep,
+ * table.concat, gsub and JSON texts build at most GUST_FLOW_BUILD_MAX bytes (an
+ * error beyond); table.sort compares through Lua; collectgarbage takes "collect",
+ * "count" and "step" only. Plus:
  *
  *   meta                  on_event's second argument, a fresh table per event:
  *                         subject, seq (stream sequence), time (when the stream
@@ -96,6 +101,9 @@
 #define GUST_EMIT_MAX_HEADERS 64
 #define GUST_EMIT_MAX_HEADER_BYTES 8192 /* names and values of one emit, in all */
 #define GUST_FLOW_LOG_MAX 1024          /* bytes of one log line */
+/* The most one call may build: a string of string.rep, table.concat or gsub, a JSON
+ * text (emit, json.encode); memory_max when that is smaller. */
+#define GUST_FLOW_BUILD_MAX ((size_t)256 << 20)
 
 /* One message produced by emit(). Every string is NUL-terminated and owned by the
  * struct gust_emits holding it: the caller reads them and never frees them. */
@@ -140,6 +148,7 @@ struct gust_flow_opts {
                                              (script_len bytes, borrowed), named script_path */
     size_t script_len;
     long timeout_ms;                      /* limit for one on_event call (and the script's load); 0: 1000 */
+    size_t memory_max;                    /* bound of the Lua heap in bytes; 0: none */
     const char *lua_path;                 /* require's directory (copied); NULL: require finds nothing */
     struct gust_tables *tables;           /* lookup tables (the flow takes a reference); NULL: none */
     const struct gust_state_store *state; /* copied; NULL: no durable state */
@@ -184,8 +193,10 @@ const char *gust_flow_source(const struct gust_flow *f);
  *                 did not run, retrying cannot help, dead-letter it at once;
  *   GUST_ECONFIG  the script failed: a Lua error (from error(), a bad emit, ...);
  *                 err->msg holds the message with its file:line and a traceback;
- *   GUST_ETIMEOUT the script ran past timeout_ms and was stopped;
- *   GUST_ENOMEM   out of memory.
+ *   GUST_ETIMEOUT the script ran past timeout_ms and was stopped (whatever it ran:
+ *                 string patterns, string.rep, table.sort, json.encode included);
+ *   GUST_ENOMEM   out of memory, or the Lua heap went over memory_max: the Lua
+ *                 state is then rebuilt (its globals start afresh).
  * Any code but 0 and GUST_EINVAL is a failure of the script on this event (a state
  * store that cannot be read included): retry, then dead-letter. On any failure the
  * emits of this event are removed from `out` (those of earlier calls stay) and its
@@ -204,6 +215,12 @@ size_t gust_flow_state_writes(struct gust_flow *f, const struct gust_state_write
  * before (state.h), since the flow was made. */
 uint64_t gust_flow_state_skipped(const struct gust_flow *f);
 
+/* The bytes of the flow's Lua heap now, and the runs that failed for taking it over
+ * memory_max (each then rebuilt the Lua state: the script's top level ran again;
+ * durable state is in the store and stays). On the flow's thread. */
+size_t gust_flow_heap_bytes(const struct gust_flow *f);
+uint64_t gust_flow_memory_failures(const struct gust_flow *f);
+
 /* Closes the Lua state and frees the flow. NULL is a no-op. */
 void gust_flow_destroy(struct gust_flow *f);
 
@@ -219,7 +236,7 @@ void gust_flow_destroy(struct gust_flow *f);
  *   "tables"         lookup tables for the case: {name: object or array of objects},
  *                    with "table_keys": {name: key field} for arrays;
  *   "expect_logs"    [{"level": "info"|"warn"|"error", "text": "..."}], exactly;
- *   "timeout_ms", "description".
+ *   "timeout_ms", "memory_max" (bytes; default none), "description".
  * Emitted payloads, headers, logs and state compare exactly: numbers by their text,
  * strings by every byte (\u0000 included); only object member order is free. Each
  * case runs on a fresh flow. Prints `PASS name` or `FAIL name: why` per case (a

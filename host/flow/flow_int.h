@@ -69,6 +69,10 @@ struct gust_json_enc {
     struct gust_json_tags tags;
     struct gust_buf buf;
     locale_t c_locale;
+    size_t max; /* the longest text (0: no bound): longer raises an error */
+    /* Called every so many tables (NULL: never): raises the timeout when it is due. */
+    void (*check)(lua_State *L, void *ud);
+    void *check_ud;
 };
 
 /* Appends the JSON text of the value at `idx` to enc->buf. Raises a Lua error when the
@@ -137,13 +141,41 @@ struct gust_flow_state {
     size_t cap_out;
 };
 
+/* ---- bounds (flow_alloc.c, flow_pattern.c, flow_caps.c) ---- */
+
+/* The Lua heap of one flow, counted by its allocator (gust_flow_alloc, a lua_Alloc
+ * whose ud is this struct). */
+struct gust_flow_alloc {
+    size_t used, peak;
+    size_t max;           /* memory_max: refuse what would go over it (0: no bound) */
+    uint64_t deadline_ns; /* while a run is on: refuse large allocations after it */
+    uint64_t refused;     /* allocations refused for max ... */
+    uint64_t late;        /* ... and for the deadline */
+};
+void *gust_flow_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+
+/* Installs the matcher in place of string.find, match, gmatch and gsub. */
+void gust_flow_open_patterns(lua_State *L, struct gust_flow *f);
+/* Installs the bounded string.rep and table.concat, table.sort through Lua, and a
+ * collectgarbage that cannot stop the collector. */
+void gust_flow_open_caps(lua_State *L, struct gust_flow *f);
+/* Raises the flow's timeout error when its deadline has passed (from a C function
+ * called by the script). */
+void gust_flow_check_deadline(lua_State *L, struct gust_flow *f);
+/* The most bytes one call may build (a string, a JSON text). */
+size_t gust_flow_build_max(const struct gust_flow *f);
+
 /* ---- the flow ---- */
 
 struct gust_flow {
-    lua_State *L;
+    lua_State *L; /* NULL after a rebuild that failed (rebuild_error says why) */
     char *path;
-    const char *text; /* the script given as text (borrowed, during gust_flow_create only) */
+    char *text; /* the script's text, kept to rebuild the state (owned) */
     size_t text_len;
+    struct gust_flow_alloc alloc;
+    size_t build_max;
+    uint64_t memory_failures; /* runs that went over memory_max */
+    char *rebuild_error;
     char *source;
     char *lua_path;
     long timeout_ms;

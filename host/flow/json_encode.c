@@ -16,13 +16,29 @@ struct enc {
     const struct gust_json_tags *tags;
     struct gust_buf *b;
     locale_t c_locale;
+    const struct gust_json_enc *cfg;
+    unsigned tables; /* encoded so far, for the deadline's checks */
 };
+
+/* Tables that share subtables encode each share again: 30 tables can make a text of
+ * 2^30 values. So the text has a bound, and the time limit is checked as it grows. */
+#define ENC_CHECK_TABLES 1024
+
+static void grow(struct enc *e, size_t need)
+{
+    if (e->cfg->max > 0 && e->b->len + need > e->cfg->max) {
+        luaL_error(e->L, "the JSON text would be over %lu bytes", (unsigned long)e->cfg->max);
+    }
+    if (gust_buf_reserve(e->b, need) != 0) {
+        luaL_error(e->L, "not enough memory");
+    }
+}
 
 /* The check is inline: it runs for every piece of every emit. */
 static inline void reserve(struct enc *e, size_t need)
 {
-    if (e->b->cap - e->b->len < need && gust_buf_reserve(e->b, need) != 0) {
-        luaL_error(e->L, "not enough memory");
+    if (e->b->cap - e->b->len < need) {
+        grow(e, need);
     }
 }
 
@@ -325,6 +341,9 @@ static void encode_table(struct enc *e, int idx, int depth)
                    GUST_JSON_MAX_DEPTH);
     }
     luaL_checkstack(L, 4, "nested too deeply");
+    if (++e->tables % ENC_CHECK_TABLES == 0 && e->cfg->check != NULL) {
+        e->cfg->check(L, e->cfg->check_ud);
+    }
     const void *mt = NULL;
     if (lua_getmetatable(L, idx)) {
         mt = lua_topointer(L, -1);
@@ -393,7 +412,7 @@ static void encode_value(struct enc *e, int idx, int depth)
 
 void gust_json_encode(lua_State *L, int idx, struct gust_json_enc *enc)
 {
-    struct enc e = {.L = L, .tags = &enc->tags, .b = &enc->buf, .c_locale = enc->c_locale};
+    struct enc e = {.L = L, .tags = &enc->tags, .b = &enc->buf, .c_locale = enc->c_locale, .cfg = enc};
     if (idx < 0) {
         idx = lua_gettop(L) + idx + 1;
     }

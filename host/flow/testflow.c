@@ -34,6 +34,7 @@ struct tcase {
         *expect_logs;
     const char *expect_error;
     long timeout_ms;
+    long long memory_max; /* bytes; 0: no bound */
 };
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -198,6 +199,8 @@ static int load_case(const char *path, struct tcase *c, char *why)
             c->expect_logs = v;
         } else if (strcmp(k, "timeout_ms") == 0 && is_integer(v, 1, &num) && num < 86400000) {
             c->timeout_ms = (long)num;
+        } else if (strcmp(k, "memory_max") == 0 && is_integer(v, 0, &num)) {
+            c->memory_max = num;
         } else if (strcmp(k, "description") != 0) {
             snprintf(why, WHY_MAX, "%s: unexpected key or type: \"%s\"", path, k);
             return -1;
@@ -490,6 +493,7 @@ static int run_case(const struct gust_flow_test_opts *o, const char *script, con
     struct gust_state_store store = gust_state_mem_store(mem);
     struct gust_flow_opts opts = {.script_path = script,
                                   .timeout_ms = c.timeout_ms,
+                                  .memory_max = (size_t)c.memory_max,
                                   .lua_path = lua_path,
                                   .tables = tables,
                                   .state = &store,

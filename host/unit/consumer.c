@@ -374,6 +374,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
         atomic_store(&c->handler_deadline,
                      (int64_t)(t0 / 1000000u) + c->conf.handler_timeout_ms * (int64_t)n + GUST_STUCK_MARGIN_MS);
     }
+    c->batch.stopping = c->conf.settle == GUST_SETTLE_ACK ? &c->stopping : NULL;
     c->handler.run_batch(c->handler.impl, &c->batch);
     if (c->handler.commit != NULL) {
         c->handler.commit(c->handler.impl, &c->batch);

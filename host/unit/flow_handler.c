@@ -5,6 +5,7 @@
  * staged in its durable state is committed before its emits are published
  * (flow_state.h). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ struct flow_unit {
     struct gust_kv_state *state; /* NULL: no durable state */
     struct gust_state_store store;
     uint64_t skipped; /* the flow's count at the last batch */
+    /* The flow's heap and memory_max failures after the last message, for /units and
+     * /metrics (read on the HTTP thread). */
+    atomic_uint_fast64_t heap_bytes, memory_failures;
 };
 
 static uint64_t now_ns(void)
@@ -81,6 +85,16 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
     gust_flow_state_begin(u->flow);
     for (size_t i = 0; i < b->n; i++) {
         const struct gust_msg *m = &b->msgs[i];
+        if (b->stopping != NULL && atomic_load(b->stopping)) {
+            /* A stop (reload, shutdown) does not wait for the rest of the batch, whose
+             * events could each run up to the timeout: they are redelivered. */
+            for (; i < b->n; i++) {
+                b->outcome[i] = GUST_OUTCOME_WAIT;
+                snprintf(b->error[i], GUST_ERROR_MAX, "not run: the unit is stopping");
+                b->emit_end[i] = b->emits.n;
+            }
+            break;
+        }
         struct gust_flow_meta meta = {
             .subject = m->subject,
             .seq = m->stream_seq,
@@ -103,6 +117,8 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
             snprintf(b->error[i], GUST_ERROR_MAX, "%s", err.msg);
         }
         b->emit_end[i] = b->emits.n;
+        atomic_store(&u->heap_bytes, gust_flow_heap_bytes(u->flow));
+        atomic_store(&u->memory_failures, gust_flow_memory_failures(u->flow));
     }
     report_drops(u);
 }
@@ -119,6 +135,11 @@ static void flow_commit(void *impl, struct gust_batch *b)
 static void flow_render_json(void *impl, struct gust_buf *out)
 {
     struct flow_unit *u = impl;
+    gust_buf_printf(out, ",\"heap_bytes\":%" PRIu64 ",\"memory_failures\":%" PRIu64,
+                    (uint64_t)atomic_load(&u->heap_bytes), (uint64_t)atomic_load(&u->memory_failures));
+    if (u->state == NULL) {
+        return;
+    }
     struct gust_kv_state_stats st;
     gust_kv_state_stats(u->state, &st);
     const char *bucket = gust_kv_state_bucket(u->state);
@@ -128,6 +149,13 @@ static void flow_render_json(void *impl, struct gust_buf *out)
                     ",\"reads\":%" PRIu64 ",\"cache_hits\":%" PRIu64 ",\"writes\":%" PRIu64
                     ",\"conflicts\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
                     st.reads, st.cache_hits, st.writes, st.conflicts, st.skipped, st.errors);
+}
+
+void gust_flow_handler_memory(void *impl, uint64_t *heap_bytes, uint64_t *failures)
+{
+    struct flow_unit *u = impl;
+    *heap_bytes = atomic_load(&u->heap_bytes);
+    *failures = atomic_load(&u->memory_failures);
 }
 
 int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out)
@@ -181,12 +209,13 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
         return rc;
     }
     *source = gust_flow_source(u->flow);
+    atomic_store(&u->heap_bytes, gust_flow_heap_bytes(u->flow));
     *out = (struct gust_handler){.kind = "flow",
                                  .impl = u,
                                  .wants_headers = gust_flow_uses_meta(u->flow), /* meta.headers */
                                  .run_batch = flow_run_batch,
                                  .commit = u->state != NULL ? flow_commit : NULL,
-                                 .render_json = u->state != NULL ? flow_render_json : NULL,
+                                 .render_json = flow_render_json,
                                  .destroy = flow_destroy};
     return 0;
 }

@@ -25,6 +25,9 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
 /* A flow handler's state counters: 1 with *out filled, 0 when it has no state. Any
  * thread. */
 int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out);
+/* A flow handler's Lua heap bytes (after its last message) and the runs that failed
+ * for going over memory_max. Any thread. */
+void gust_flow_handler_memory(void *impl, uint64_t *heap_bytes, uint64_t *failures);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 struct gust_bus;

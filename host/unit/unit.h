@@ -40,6 +40,10 @@ struct gust_batch {
     char (*error)[GUST_ERROR_MAX];
     struct gust_emits emits;
     size_t *emit_end;
+    /* Set while the unit is asked to stop (NULL when the feed cannot redeliver): a
+     * handler whose messages may each run long leaves the rest of the batch
+     * (outcome GUST_OUTCOME_WAIT) once it is. */
+    const atomic_int *stopping;
 };
 
 /* What a handler's between() asks of the core before the next batch. */

@@ -398,6 +398,30 @@ static void render_state_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
+/* Flow units: their Lua heap, and the runs that took it over memory_max. */
+static void render_memory_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    static const char *const series[][3] = {
+        {"gust_flow_heap_bytes", "gauge", "Bytes of a flow's Lua heap (after its last event)."},
+        {"gust_flow_memory_failures_total", "counter",
+         "Events that took a flow's Lua heap over memory_max (the state was rebuilt)."},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        gust_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k][0], series[k][2], series[k][0],
+                        series[k][1]);
+        for (size_t i = 0; i < u->n; i++) {
+            const struct gust_handler *h = gust_consumer_handler(u->v[i]);
+            if (strcmp(h->kind, "flow") != 0) {
+                continue;
+            }
+            uint64_t heap, failures;
+            gust_flow_handler_memory(h->impl, &heap, &failures);
+            gust_buf_printf(out, "%s{unit=\"%s\"} %" PRIu64 "\n", series[k][0], gust_consumer_name(u->v[i]),
+                            k == 0 ? heap : failures);
+        }
+    }
+}
+
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -423,5 +447,6 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
     render_detect_metrics(u, out);
     render_log_metrics(u, out);
     render_state_metrics(u, out);
+    render_memory_metrics(u, out);
     pthread_mutex_unlock(&u->lock);
 }

@@ -5,7 +5,7 @@
 # repeatable: what passes here passes there. Longer exploration:
 #   FUZZ_RUNS=-1 tests/fuzz/run.sh mqtt_session 600
 # usage: tests/fuzz/run.sh TARGET [SECONDS] [KEEP_DIR]
-#   TARGET: ingest flow_json dlq_query proxy origin mqtt_session exec_lines http_poll flow_state
+#   TARGET: ingest flow_json dlq_query proxy origin mqtt_session exec_lines http_poll flow_state pattern
 set -eu
 name=$1
 secs=${2:-10}
@@ -90,6 +90,15 @@ flow_state)
     libs="$(pkg-config --libs luajit yajl) -lm"
     seed env '{"v":{"n":12345678901234567890,"s":"a\\u0000b"},"x":1764400000000,"a":[[1,5],[9,9]]}\000{"v":null,"x":0,"a":[[3,12],[14,20]]}'
     seed bad '{"v":1,"a":[[5,1]]}\000{"x":1}'
+    ;;
+pattern)
+    src="$flow $common"
+    inc="$inc -I$h/flow -I$root/tests/unit/flow $(pkg-config --cflags luajit)"
+    libs="$(pkg-config --libs luajit yajl) -lm"
+    seed captures '\001\000\013\013k1=v1 k2=v2(%%w+)=(%%w+)'
+    seed gsub '\003\201\005\010hello(l)()%%b()<%%1%%2>'
+    seed frontier '\002\000\010\010THE (ok)%%f[%%a]%%a+f'
+    seed anchor '\003\000\003\003abc^a.t'
     ;;
 *)
     echo "unknown target $name" >&2

@@ -246,6 +246,58 @@ static void test_threads(void)
     }
 }
 
+/* memory_max: a run that goes over fails with GUST_ENOMEM, the state is rebuilt (the
+ * script's globals start afresh, the heap goes back down), the flow works on; a script
+ * that loads over the bound is refused. */
+static void test_memory_max(void)
+{
+    static const char script[] = "local runs = 0\n"
+                                 "return { on_event = function(ev)\n"
+                                 "  runs = runs + 1\n"
+                                 "  if ev.hog then local t = {} for i = 1, 1e9 do t[i] = tostring(i) .. 'xxxxxxxx' end end\n"
+                                 "  emit('ev.out', { runs = runs })\n"
+                                 "end }";
+    struct gust_flow_opts opts = {.script_path = "hog.lua",
+                                  .script_text = script,
+                                  .script_len = sizeof(script) - 1,
+                                  .timeout_ms = 20000,
+                                  .memory_max = 8 << 20};
+    struct gust_flow *f = NULL;
+    struct gust_err err;
+    struct gust_emits out = {0};
+    CHECK(gust_flow_create(&opts, &f, &err) == 0);
+    if (f == NULL) {
+        return;
+    }
+    size_t base = gust_flow_heap_bytes(f);
+    CHECK(base > 0 && base < (1 << 20));
+    CHECK(run(f, "{}", &out, &err) == 0);
+    CHECK(run(f, "{\"hog\": true}", &out, &err) == GUST_ENOMEM);
+    CHECK_CONTAINS(err.msg, "over memory_max (8388608 bytes)");
+    CHECK(gust_flow_memory_failures(f) == 1);
+    CHECK(gust_flow_heap_bytes(f) < (1 << 20));
+    CHECK(run(f, "{}", &out, &err) == 0);
+    /* The rebuilt state counts from 1 again: emits of runs 1, then 1. */
+    CHECK(out.n == 2);
+    if (out.n == 2) {
+        CHECK_STR(out.v[0].payload, "{\"runs\":1}");
+        CHECK_STR(out.v[1].payload, "{\"runs\":1}");
+    }
+    gust_emits_free(&out);
+    gust_flow_destroy(f);
+
+    static const char big[] = "local t = {} for i = 1, 1e6 do t[i] = {} end\n"
+                              "return { on_event = function() end }";
+    opts.script_text = big;
+    opts.script_len = sizeof(big) - 1;
+    CHECK(gust_flow_create(&opts, &f, &err) == GUST_ENOMEM);
+    CHECK_CONTAINS(err.msg, "loading the script took the Lua heap over memory_max");
+    /* A bound too small for the sandbox itself: refused, not a crash in lua_newstate. */
+    opts.memory_max = 1;
+    CHECK(gust_flow_create(&opts, &f, &err) == GUST_ENOMEM);
+    CHECK_CONTAINS(err.msg, "over memory_max (1 bytes)");
+}
+
 int main(void)
 {
     test_create_errors();
@@ -253,6 +305,7 @@ int main(void)
     test_decoder_reuse();
     test_error_objects();
     test_timeout();
+    test_memory_max();
     test_threads();
     return check_report("test_flow");
 }
