@@ -220,7 +220,12 @@ static int run(const char *config_path)
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }
     if (rc == 0) {
+        units.bus = bus;
         rc = gust_host_start(host, bus, &units, leases, &err);
+    }
+    if (rc == 0) {
+        /* Only now are the readers known: until then nothing is removed. */
+        gust_bus_set_readers(bus, gust_units_readers, &units);
     }
     if (rc == 0) {
         struct gust_reload_apply apply = {
@@ -229,6 +234,10 @@ static int run(const char *config_path)
     }
     if (rc != 0) {
         gust_error("%s", err.msg);
+        if (bus != NULL) {
+            gust_bus_set_readers(bus, NULL, NULL);
+        }
+        units.bus = NULL;
         gust_host_release(host);
         free(host);
         units.leases = NULL;
@@ -255,6 +264,8 @@ static int run(const char *config_path)
     gust_nodes_destroy(units.nodes);
     units.nodes = NULL;
     gust_bus_drain(bus, 300);
+    gust_bus_set_readers(bus, NULL, NULL);
+    units.bus = NULL;
     gust_bus_destroy(bus);
     gust_http_close(http_server);
     pthread_join(sig_tid, NULL);

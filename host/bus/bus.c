@@ -15,6 +15,7 @@
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "puback.h"
+#include "retention.h"
 #include "streams.h"
 
 /* A connection and the subscription its PubAcks come back on. */
@@ -54,6 +55,7 @@ struct gust_bus {
     int streams_ready;
     atomic_int js_ok;
     atomic_int closing; /* our own close: not worth a warning */
+    struct gust_retention *retention; /* bounded storage: purges, sizes, backlogs */
     int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
 
@@ -82,6 +84,11 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
         status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &ack, why, sizeof(why));
+        if (ack.full) {
+            gust_retention_note_full();
+        } else if (ack.for_good) {
+            status = GUST_PUBLISH_REFUSED;
+        }
     }
     gust_pending_complete(&bus->pending, id, status, ack.seq, why);
     natsMsg_Destroy(msg);
@@ -352,6 +359,9 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         rc = gust_err_set(err, GUST_EIO, "cannot start the bus thread");
         goto fail;
     }
+    if ((rc = gust_retention_start(bus, &bus->retention, err)) != 0) {
+        goto fail;
+    }
     *out = bus;
     return 0;
 fail:
@@ -364,6 +374,8 @@ void gust_bus_destroy(struct gust_bus *bus)
     if (bus == NULL) {
         return;
     }
+    gust_retention_stop(bus->retention);
+    bus->retention = NULL;
     if (bus->thread != 0) {
         pthread_mutex_lock(&bus->lock);
         bus->stopping = 1;
@@ -441,7 +453,14 @@ int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_pu
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
     natsStatus s = send_msg(l->nc, p, reply);
-    if (s != NATS_OK) {
+    if (s == NATS_MAX_PAYLOAD) {
+        char why[160];
+        snprintf(why, sizeof(why), "refused: %zu bytes is over the server's max_payload of %" PRId64 " (headers included)",
+                 p->len, natsConnection_GetMaxPayload(l->nc));
+        gust_pending_complete(&bus->pending, id, GUST_PUBLISH_REFUSED, 0, why);
+    } else if (s == NATS_NOT_PERMITTED) {
+        gust_pending_complete(&bus->pending, id, GUST_PUBLISH_REFUSED, 0, "refused: not permitted");
+    } else if (s != NATS_OK) {
         /* Not sent: complete it here so the slot is freed; report as the caller's error. */
         gust_pending_complete(&bus->pending, id, GUST_EAGAIN, 0, natsStatus_GetText(s));
     }
@@ -565,6 +584,11 @@ void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 natsConnection *gust_bus__conn(struct gust_bus *bus)
 {
     return bus->main.nc;
+}
+
+struct gust_retention *gust_bus__retention(struct gust_bus *bus)
+{
+    return bus->retention;
 }
 
 jsCtx *gust_bus__js(struct gust_bus *bus)

@@ -18,6 +18,7 @@
 #include "nats_url.h"
 #include "pending.h"
 #include "puback.h"
+#include "retention.h"
 
 #define TICK_MS 100
 /* Bytes waiting in nats.c's write buffer beyond which publishes are refused
@@ -411,6 +412,9 @@ static void on_ack(struct gust_ingest_link *l, natsMsg *m)
     int status = gust_puback_parse(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m), &ack, why, sizeof(why));
     if (status == 0 && ack.duplicate) {
         status = GUST_PUBLISH_DUPLICATE;
+    }
+    if (ack.full) {
+        gust_retention_note_full();
     }
     gust_pending_complete(&l->pending, id, status, ack.seq, why);
 }

@@ -410,6 +410,8 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     struct fields f = {0};
     ack->seq = 0;
     ack->duplicate = 0;
+    ack->full = 0;
+    ack->for_good = 0;
     int rc = members(&c, ack_member, &f);
     if (rc == 0) {
         skip_ws(&c);
@@ -418,8 +420,17 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
         }
     }
     if (rc == 0 && f.has_error) {
-        snprintf(why, why_size, "jetstream: %s",
-                 f.error.has_description ? f.error.description : "error without a description");
+        const char *d = f.error.has_description ? f.error.description : "error without a description";
+        /* The stream at its bound (discard new), the server out of storage: a later
+         * publish may be stored. A message over the stream's own size limit never is. */
+        ack->full = strstr(d, "maximum bytes exceeded") != NULL || strstr(d, "insufficient resources") != NULL ||
+                    strstr(d, "maximum messages exceeded") != NULL || strstr(d, "resource limits exceeded") != NULL;
+        ack->for_good = strstr(d, "message size exceeds maximum") != NULL;
+        if (ack->full) {
+            snprintf(why, why_size, "store full");
+        } else {
+            snprintf(why, why_size, "jetstream: %s", d);
+        }
         return GUST_EIO;
     }
     if (rc == 0 && !f.has_stream) {

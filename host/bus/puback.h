@@ -15,6 +15,9 @@
 struct gust_puback {
     uint64_t seq;  /* the message's sequence in the stream */
     int duplicate; /* JetStream had it already (the same Nats-Msg-Id in its window) */
+    /* Why JetStream refused it (GUST_EIO): */
+    int full;     /* the store is full (why: "store full"): it may take it later */
+    int for_good; /* it will never take this message (too large for the stream) */
 };
 
 /* 0 and ack filled when data (len bytes) is a PubAck of a stored message;

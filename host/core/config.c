@@ -89,6 +89,15 @@ const struct gust_schema_key gust_nats_schema[] = {
     NATS(dlq_stream, STR, "GUST_DLQ", 0, "the dead-letter stream"),
     NATS(dlq_subjects, FILTER, "dlq.>", 0, "subjects of the dead-letter stream"),
     NATS(dlq_max_msgs, INT, "100000", 0, "dead letters kept (oldest dropped first)"),
+    NATS(dlq_max_bytes, SIZE, "64m", 0, "bytes of dead letters kept (oldest dropped first)"),
+    NATS(max_bytes, SIZE, NULL, 0,
+         "bound of the event stream: past it new events are refused (ingest 503 \"store full\"), never unconsumed "
+         "ones dropped; consumed ones are removed early, oldest first, as it nears it (default: 1g with the embedded "
+         "server, none on an external one)"),
+    NATS(max_age, DURATION, NULL, 0, "events older than this are removed, consumed or not (default: none)"),
+    NATS(keep, DURATION, NULL, 0,
+         "how long consumed events stay in the event stream for replay (default 24h; with none of max_bytes, "
+         "max_age, keep set on an external server nothing is removed)"),
     NATS(state_stream, STR, "GUST_STATE", 0, "the stream of the detect units' checkpoints"),
     NATS(state_subjects, FILTER, "gust.state.>", 0, "subjects of the checkpoint stream"),
     NATS(duplicate_window, DURATION, "2m", 0,
@@ -234,6 +243,29 @@ static int check_block(const struct gust_conf_node *n, const char *what, const s
         return error_at(err, n, "'%s' takes no arguments and a { } block", what);
     }
     return gust_cfg_check(n, what, schema, NULL, out, err);
+}
+
+/* The event stream's bounds. The embedded server gets a bound that fits a laptop; on an
+ * external server nothing is removed unless one of the three is set (keep < 0: gust
+ * removes nothing itself). */
+static int retention_defaults(struct gust_config *c, struct gust_err *err)
+{
+    struct gust_nats_keys *nk = &c->nats;
+    int embedded = nk->url.n == 0;
+    int has_bytes = gust_cfg_count(c->nats_cfg, "max_bytes") > 0;
+    int has_age = gust_cfg_count(c->nats_cfg, "max_age") > 0;
+    int has_keep = gust_cfg_count(c->nats_cfg, "keep") > 0;
+    if (has_bytes && nk->max_bytes > 0 && nk->max_bytes < (1 << 20)) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: max_bytes must be at least 1m (or 0 for no bound)",
+                            gust_cfg_where(c->nats_cfg, "max_bytes"));
+    }
+    if (!has_bytes && embedded) {
+        nk->max_bytes = (int64_t)1 << 30;
+    }
+    if (!has_keep) {
+        nk->keep = embedded || has_bytes || has_age ? 24 * 3600 * 1000LL : -1;
+    }
+    return 0;
 }
 
 /* Each `url` of the nats block must be one gust can connect to (nats_url.h). */
@@ -445,7 +477,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0 || (rc = check_log(c, err)) != 0 || (rc = check_http(c, err)) != 0 ||
+        (rc = retention_defaults(c, err)) != 0) {
         goto fail;
     }
     *out = c;
