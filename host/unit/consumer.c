@@ -28,7 +28,7 @@ struct ticket {
     struct gust_pub pub;
     uint8_t failed;
     uint8_t refused; /* for good (GUST_PUBLISH_REFUSED): never sent again */
-    uint8_t dlq;     /* a dead-letter envelope */
+    uint8_t dlq;     /* a dead-letter envelope: 1, 2 without its payload */
     char id[GUST_MSG_ID_MAX];
 };
 
@@ -293,6 +293,37 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
     return 0;
 }
 
+/* Appends message i's dead letter to the batch's tickets (room is there), without its
+ * payload when omit. Returns it, or NULL (out of memory: the message is failed). */
+static struct ticket *add_dead_letter(struct gust_consumer *c, size_t i, int omit, const char *dlq_subject)
+{
+    const struct gust_msg *m = &c->msgs[i];
+    size_t at = c->envelopes.len;
+    if (gust_dlq_envelope_as(&c->envelopes, c->conf.unit, m, c->error[i], omit) != 0) {
+        c->publish_failed[i] = 1;
+        return NULL;
+    }
+    struct ticket *t = next_ticket(c, i);
+    c->envelope_at[t - c->tickets] = at;
+    t->dlq = 1 + (omit != 0);
+    t->pub = (struct gust_pub){.subject = dlq_subject, .len = c->envelopes.len - at};
+    if (c->conf.settle != GUST_SETTLE_NONE) {
+        snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":dlq", c->conf.unit, m->stream_seq);
+        t->pub.msg_id = t->id;
+    }
+    return t;
+}
+
+/* Publishes the tickets from `from` on (their envelopes are in place now) and waits. */
+static void publish_from(struct gust_consumer *c, size_t from)
+{
+    for (size_t k = from; k < c->nticket; k++) {
+        c->tickets[k].pub.data = c->envelopes.data + c->envelope_at[k];
+        publish(c, &c->tickets[k]);
+    }
+    barrier(c);
+}
+
 /* After the barrier: the messages whose publishes the server refused for good. An emit
  * refused is a rejection of its message (retried up to max_deliver, then dead-lettered
  * here); a dead letter refused (too large itself) is sent again without its payload.
@@ -307,9 +338,9 @@ static void settle_refused(struct gust_consumer *c, size_t n, const char *dlq_su
     if (more == 0) {
         return;
     }
-    if (old + more > c->ntickets_cap) {
-        struct ticket *p = realloc(c->tickets, (old + more) * sizeof(*p));
-        size_t *at = realloc(c->envelope_at, (old + more) * sizeof(*at));
+    if (old + 2 * more > c->ntickets_cap) { /* a dead letter, and one without payload */
+        struct ticket *p = realloc(c->tickets, (old + 2 * more) * sizeof(*p));
+        size_t *at = realloc(c->envelope_at, (old + 2 * more) * sizeof(*at));
         c->tickets = p != NULL ? p : c->tickets;
         c->envelope_at = at != NULL ? at : c->envelope_at;
         if (p == NULL || at == NULL) {
@@ -318,9 +349,8 @@ static void settle_refused(struct gust_consumer *c, size_t n, const char *dlq_su
             }
             return;
         }
-        c->ntickets_cap = old + more;
+        c->ntickets_cap = old + 2 * more;
     }
-    int ids = c->conf.settle != GUST_SETTLE_NONE;
     for (size_t i = 0; i < n; i++) {
         if (!c->refused[i]) {
             continue;
@@ -330,41 +360,32 @@ static void settle_refused(struct gust_consumer *c, size_t n, const char *dlq_su
         for (size_t k = 0; k < old; k++) {
             envelope_refused |= c->tickets[k].msg == i && c->tickets[k].dlq && c->tickets[k].refused;
         }
+        c->refused[i] = 0;
         if (c->outcome[i] == GUST_OUTCOME_OK) {
             c->outcome[i] = GUST_OUTCOME_RETRY; /* c->error[i] says which emit and why */
             gust_warn("[%s] %s seq %" PRIu64 " rejected (attempt %u of %" PRId64 "): %s", c->name, m->subject,
                       m->stream_seq, m->attempt, c->conf.max_deliver, c->error[i]);
-            if (!dead_now(c, i)) {
-                continue;
+            if (dead_now(c, i)) {
+                add_dead_letter(c, i, 0, dlq_subject);
             }
-        } else if (!envelope_refused) {
-            continue;
-        }
-        size_t at = c->envelopes.len;
-        if (gust_dlq_envelope_as(&c->envelopes, c->conf.unit, m, c->error[i], envelope_refused) != 0) {
-            c->publish_failed[i] = 1;
-            continue;
-        }
-        struct ticket *t = next_ticket(c, i);
-        c->envelope_at[t - c->tickets] = at;
-        t->dlq = 1;
-        t->pub = (struct gust_pub){.subject = dlq_subject, .len = c->envelopes.len - at};
-        if (ids) {
-            snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":dlq", c->conf.unit, m->stream_seq);
-            t->pub.msg_id = t->id;
+        } else if (envelope_refused) {
+            add_dead_letter(c, i, 1, dlq_subject);
         }
     }
-    for (size_t k = old; k < c->nticket; k++) {
-        c->tickets[k].pub.data = c->envelopes.data + c->envelope_at[k];
-        c->refused[c->tickets[k].msg] = 0;
-        publish(c, &c->tickets[k]);
+    size_t second = c->nticket;
+    publish_from(c, old);
+    for (size_t k = old; k < second; k++) {
+        if (c->tickets[k].refused && c->tickets[k].dlq == 1) {
+            add_dead_letter(c, c->tickets[k].msg, 1, dlq_subject);
+        }
     }
-    barrier(c);
+    publish_from(c, second);
     for (size_t k = old; k < c->nticket; k++) {
-        if (c->tickets[k].refused) { /* even without its payload: kept, and said */
-            c->publish_failed[c->tickets[k].msg] = 1;
-            gust_error("[%s] the dead letter of seq %" PRIu64 " is refused: %s", c->name,
-                       c->msgs[c->tickets[k].msg].stream_seq, c->error[c->tickets[k].msg]);
+        struct ticket *t = &c->tickets[k];
+        if (t->refused && (t->dlq == 2 || k >= second)) { /* even without its payload: kept, and said */
+            c->publish_failed[t->msg] = 1;
+            gust_error("[%s] the dead letter of seq %" PRIu64 " is refused: %s", c->name, c->msgs[t->msg].stream_seq,
+                       c->error[t->msg]);
         }
     }
 }
