@@ -289,7 +289,7 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
                                    &link->creds,     &link->nkey_seed,  &link->token_file,
                                    &link->user,      &link->password_file, &link->password_env};
     const size_t nlink = sizeof(link_strings) / sizeof(link_strings[0]);
-    bus->owned = calloc(conf->nurls + 8 + nlink, sizeof(*bus->owned));
+    bus->owned = calloc(conf->nurls + 10 + nlink, sizeof(*bus->owned));
     const char **urls = calloc(conf->nurls + 1, sizeof(*urls));
     if (bus->owned == NULL || urls == NULL) {
         free(urls);
@@ -308,6 +308,8 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
     bus->conf.dlq_subjects = own(bus, conf->dlq_subjects, &oom);
     bus->conf.state_stream = own(bus, conf->state_stream, &oom);
     bus->conf.state_subjects = own(bus, conf->state_subjects, &oom);
+    bus->conf.lease_bucket = own(bus, conf->lease_bucket, &oom);
+    bus->conf.flow_state_bucket = own(bus, conf->flow_state_bucket, &oom);
     for (size_t i = 0; i < nlink; i++) {
         *link_strings[i] = own(bus, *link_strings[i], &oom);
     }

@@ -35,6 +35,8 @@ struct gust_bus_conf {
     int64_t keep_ms;
     const char *state_stream;   /* "GUST_STATE": the detect units' checkpoints */
     const char *state_subjects; /* "gust.state.>" */
+    const char *lease_bucket;   /* KV buckets, for /metrics only (NULL: not shown) */
+    const char *flow_state_bucket;
     int64_t duplicate_window_ms; /* of the event stream: a Nats-Msg-Id seen within it is
                                     stored once */
     int64_t publish_timeout_ms;

@@ -16,9 +16,11 @@
 #define SAMPLES 1024      /* (time, last sequence) pairs: where `keep` ago was */
 #define SETTLED_MS 2000   /* a message stored this long ago is counted in num_pending */
 
-enum { EVENTS, DLQ, STATE, NSTREAMS };
+enum { EVENTS, DLQ, STATE, LEASES, FLOW_STATE, NSTREAMS };
+#define OTHERS_EVERY 4 /* passes: the other streams' sizes are for /metrics only */
 
 struct stream_stat {
+    char name[80];
     atomic_uint_fast64_t bytes, msgs;
     atomic_int_fast64_t max_bytes; /* -1: none */
     atomic_int known;
@@ -49,6 +51,7 @@ struct gust_retention {
     uint64_t recent, settled; /* last sequences of the stream, settled is SETTLED_MS old */
     int64_t recent_at;
     int warned;
+    uint64_t passes;
 };
 
 static atomic_int_fast64_t refused_full_at; /* monotonic ms of the last refusal, 0 none */
@@ -58,9 +61,21 @@ void gust_retention_note_full(void)
     atomic_store(&refused_full_at, gust_now_ms());
 }
 
-static const char *stream_name(const struct gust_bus_conf *c, int k)
+/* The JetStream name of stream k ("KV_<bucket>" for a bucket), or NULL. */
+static const char *stream_name(struct gust_retention *r, int k)
 {
-    return k == EVENTS ? c->stream : k == DLQ ? c->dlq_stream : c->state_stream;
+    const struct gust_bus_conf *c = gust_bus_config(r->bus);
+    struct stream_stat *st = &r->stat[k];
+    if (st->name[0] == '\0') {
+        const char *bucket = k == LEASES ? c->lease_bucket : k == FLOW_STATE ? c->flow_state_bucket : NULL;
+        const char *name = k == EVENTS ? c->stream : k == DLQ ? c->dlq_stream : k == STATE ? c->state_stream : NULL;
+        if (bucket != NULL) {
+            snprintf(st->name, sizeof(st->name), "KV_%s", bucket);
+        } else if (name != NULL) {
+            snprintf(st->name, sizeof(st->name), "%s", name);
+        }
+    }
+    return st->name[0] != '\0' ? st->name : NULL;
 }
 
 /* The stream's state into its stat; 0, or -1 when JetStream did not answer. */
@@ -68,7 +83,7 @@ static int read_stream(struct gust_retention *r, int k, jsStreamState *state)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
-    const char *name = stream_name(gust_bus_config(r->bus), k);
+    const char *name = stream_name(r, k);
     if (name == NULL || js_GetStreamInfo(&si, gust_bus__js(r->bus), name, NULL, &jerr) != NATS_OK) {
         return -1;
     }
@@ -191,8 +206,11 @@ static void pass(struct gust_retention *r)
     if (read_stream(r, EVENTS, &st) != 0) {
         return;
     }
-    read_stream(r, DLQ, &(jsStreamState){0});
-    read_stream(r, STATE, &(jsStreamState){0});
+    if (r->passes++ % OTHERS_EVERY == 0) {
+        for (int k = DLQ; k < NSTREAMS; k++) {
+            read_stream(r, k, &(jsStreamState){0});
+        }
+    }
     int64_t now = gust_now_ms();
     if (conf->keep_ms >= 0) {
         sample(r, now, st.LastSeq, conf->keep_ms);
@@ -346,7 +364,6 @@ void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out)
     if (r == NULL) {
         return;
     }
-    const struct gust_bus_conf *conf = gust_bus_config(bus);
     static const char *const series[][2] = {
         {"gust_stream_bytes", "Bytes stored in the stream."},
         {"gust_stream_messages", "Messages stored in the stream."},
@@ -362,7 +379,7 @@ void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out)
             long long v = s == 0   ? (long long)atomic_load(&st->bytes)
                           : s == 1 ? (long long)atomic_load(&st->msgs)
                                    : (long long)atomic_load(&st->max_bytes);
-            gust_buf_printf(out, "%s{stream=\"%s\"} %lld\n", series[s][0], stream_name(conf, k), v);
+            gust_buf_printf(out, "%s{stream=\"%s\"} %lld\n", series[s][0], r->stat[k].name, v);
         }
     }
     gust_buf_printf(out,

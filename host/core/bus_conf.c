@@ -19,6 +19,8 @@ struct gust_bus_conf gust_config_bus_conf(const struct gust_config *c)
         .keep_ms = nk->keep,
         .state_stream = nk->state_stream,
         .state_subjects = nk->state_subjects,
+        .lease_bucket = nk->lease_bucket,
+        .flow_state_bucket = nk->state_bucket,
         .duplicate_window_ms = nk->duplicate_window,
         .publish_timeout_ms = nk->publish_timeout,
         .max_pending = (size_t)nk->max_pending,

@@ -125,7 +125,9 @@ def main():
         t.eq(metric(g, 'gust_stream_max_bytes{stream="GUST"}'), float(MAX), "gust_stream_max_bytes")
         t.check(metric(g, 'gust_stream_bytes{stream="GUST"}') is not None, "gust_stream_bytes")
         t.check(metric(g, 'gust_stream_messages{stream="GUST"}') is not None, "gust_stream_messages")
-        t.check(metric(g, 'gust_stream_bytes{stream="GUST_DLQ"}') is not None, "gust_stream_bytes of GUST_DLQ")
+        for other in ("GUST_DLQ", "GUST_STATE"):
+            t.check(metric(g, 'gust_stream_bytes{stream="%s"}' % other) is not None, "gust_stream_bytes of " + other)
+        t.eq(metric(g, 'gust_stream_max_bytes{stream="GUST_DLQ"}'), float(64 << 20), "the DLQ's bound")
         t.check(metric(g, 'gust_unit_backlog{unit="out",kind="sink"}') is not None, "gust_unit_backlog of the sink")
         units = json.loads(g.request("GET", "/units")[1])["units"]
         t.check(all("backlog" in u for u in units), "/units shows each unit's backlog")
