@@ -14,6 +14,7 @@
 #define PASS_MS 250
 #define FULL_HOLD_MS 2000 /* a refusal says "full" for this long */
 #define SAMPLES 1024      /* (time, last sequence) pairs: where `keep` ago was */
+#define CALL_WAIT_MS 1000 /* each JetStream call: a frozen server holds a stop no longer */
 #define SETTLED_MS 2000   /* a message stored this long ago is counted in num_pending */
 
 enum { EVENTS, DLQ, STATE, LEASES, FLOW_STATE, NSTREAMS };
@@ -78,13 +79,20 @@ static const char *stream_name(struct gust_retention *r, int k)
     return st->name[0] != '\0' ? st->name : NULL;
 }
 
+static jsOptions *call_opts(jsOptions *o)
+{
+    jsOptions_Init(o);
+    o->Wait = CALL_WAIT_MS;
+    return o;
+}
+
 /* The stream's state into its stat; 0, or -1 when JetStream did not answer. */
 static int read_stream(struct gust_retention *r, int k, jsStreamState *state)
 {
     jsStreamInfo *si = NULL;
     jsErrCode jerr = 0;
     const char *name = stream_name(r, k);
-    if (name == NULL || js_GetStreamInfo(&si, gust_bus__js(r->bus), name, NULL, &jerr) != NATS_OK) {
+    if (name == NULL || js_GetStreamInfo(&si, gust_bus__js(r->bus), name, call_opts(&(jsOptions){0}), &jerr) != NATS_OK) {
         return -1;
     }
     *state = si->State;
@@ -149,7 +157,8 @@ static int read_consumers(struct gust_retention *r, uint64_t settled_seq, uint64
         jsErrCode jerr = 0;
         snprintf(bl[i].name, sizeof(bl[i].name), "%s", rd->names[i]);
         bl[i].pending = -1;
-        if (js_GetConsumerInfo(&ci, gust_bus__js(r->bus), stream, rd->names[i], NULL, &jerr) != NATS_OK) {
+        if (js_GetConsumerInfo(&ci, gust_bus__js(r->bus), stream, rd->names[i], call_opts(&(jsOptions){0}),
+                               &jerr) != NATS_OK) {
             rc = -1; /* not made yet, or JetStream away: it may need anything */
             continue;
         }
@@ -183,7 +192,7 @@ static int purge(struct gust_retention *r, uint64_t seq)
 {
     const struct gust_bus_conf *conf = gust_bus_config(r->bus);
     jsOptions o;
-    jsOptions_Init(&o);
+    call_opts(&o);
     o.Stream.Purge.Sequence = seq;
     jsErrCode jerr = 0;
     natsStatus s = js_PurgeStream(gust_bus__js(r->bus), conf->stream, &o, &jerr);
