@@ -144,9 +144,20 @@ static void on_closed(natsConnection *nc, void *closure)
 
 static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
 {
-    (void)nc;
     (void)sub;
-    (void)closure;
+    struct gust_bus *bus = closure;
+    const char *text = NULL;
+    natsConnection_GetLastError(nc, &text);
+    char subject[256];
+    if (s == NATS_NOT_PERMITTED && gust_refused_subject(text, subject, sizeof(subject)) == 0) {
+        /* No PubAck will come: what waits for one on that subject is refused for good
+         * now rather than timed out (an outcome unknown). */
+        char why[320];
+        snprintf(why, sizeof(why), "refused: not permitted to publish to %s", subject);
+        gust_warn("bus: %s", why);
+        gust_pending_fail_tag(&bus->pending, gust_pending_tag(subject), GUST_PUBLISH_REFUSED, why);
+        return;
+    }
     gust_warn("bus: %s", natsStatus_GetText(s));
 }
 
@@ -454,6 +465,7 @@ int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_pu
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
+    gust_pending_set_tag(&bus->pending, id, gust_pending_tag(p->subject));
     natsStatus s = send_msg(l->nc, p, reply);
     if (s == NATS_MAX_PAYLOAD) {
         char why[160];

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* strcasestr */
 #include "puback.h"
 
 #include <stdio.h>
@@ -453,5 +454,23 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     if (why_size > 0) {
         why[0] = '\0';
     }
+    return 0;
+}
+
+int gust_refused_subject(const char *text, char *out, size_t size)
+{
+    static const char lead[] = "ermissions violation for publish to ";
+    const char *at = text != NULL ? strcasestr(text, lead) : NULL;
+    if (at == NULL || size == 0) {
+        return -1;
+    }
+    at += sizeof(lead) - 1;
+    at += *at == '"';
+    size_t n = strcspn(at, "\"' \r\n");
+    if (n == 0 || n >= size) {
+        return -1;
+    }
+    memcpy(out, at, n);
+    out[n] = '\0';
     return 0;
 }

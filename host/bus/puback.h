@@ -26,4 +26,8 @@ struct gust_puback {
  * not be stored). why is always NUL-terminated, printable ASCII. */
 int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, char *why, size_t why_size);
 
+/* The subject of a server's "Permissions Violation for Publish to \"SUBJ\"" into out
+ * (NUL-terminated): 0, or -1 when text is no such refusal. */
+int gust_refused_subject(const char *text, char *out, size_t size);
+
 #endif

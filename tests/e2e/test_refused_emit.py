@@ -8,7 +8,12 @@ import time
 
 from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, wait_for
 
-NATS_CONF = "max_payload: 4096\n"
+NATS_CONF = """max_payload: 4096
+authorization {
+  users = [ { user: gust, password: pw, permissions: { publish: { deny: ["ev.secret", "ev.denied.out"] } } } ]
+}
+"""
+DENIED = 'return { on_event = function(ev) emit("ev.denied.out", ev) end }\n'
 SCRIPT = """
 return {
   on_event = function(ev)
@@ -18,8 +23,9 @@ return {
 """
 CONF = """
 http { listen 127.0.0.1:@PORT@; }
-nats { url %(nats)s; max_deliver 3; retry_delay 100ms; retry_max_delay 200ms; }
+nats { url %(nats)s; user gust; password_file %(pw)s; max_deliver 3; retry_delay 100ms; retry_max_delay 200ms; }
 flow big { script %(script)s; source ev.big; }
+flow denied { script %(denied)s; source ev.denied; }
 """
 
 
@@ -28,7 +34,9 @@ def main():
     tmp = TempDir()
     nats = NatsServer(tmp, conf=NATS_CONF)
     script = tmp.file("big.lua", SCRIPT)
-    g = Gust(tmp, CONF % {"nats": nats.url, "script": script})
+    pw = tmp.file("pw", "pw\n")
+    nats.client_args = ["--user", "gust", "--password-file", pw]
+    g = Gust(tmp, CONF % {"nats": nats.url, "script": script, "denied": tmp.file("denied.lua", DENIED), "pw": pw})
     ok = False
     try:
         small = json.dumps({"id": "small", "s": "x" * 100}).encode()
@@ -59,9 +67,27 @@ def main():
         flow = [u for u in units if u["name"] == "big"][0]
         t.eq(flow["dead_letters"], 2, "dead_letters")
         time.sleep(1.5)
-        failed = json.loads(g.request("GET", "/units")[1])["units"][0]["events_failed"]
+        failed = [u for u in json.loads(g.request("GET", "/units")[1])["units"] if u["name"] == "big"][0]["events_failed"]
         t.eq(failed, 6, "events_failed stops at 2 x max_deliver (no retry for ever)")
         t.check("rejected" in g.log() and "max_payload" in g.log(), "each refusal is logged")
+
+        # Not permitted: at ingest it is "not stored" at once, not an outcome unknown after
+        # the PubAck's timeout; an emit is a rejection like a message too large.
+        t0 = time.time()
+        st, resp, _ = g.request("POST", "/ingest/secret", body=b'{"id":"s"}')
+        t.eq((st, json.loads(resp).get("error")), (503, "not stored: not permitted to publish to ev.secret"),
+             "ingest to a subject the server does not permit")
+        t.check(time.time() - t0 < 3, "answered before the PubAck's timeout (%.1f s)" % (time.time() - t0))
+        st, _, _ = g.request("POST", "/ingest/denied", body=b'{"id":"d"}')
+        t.eq(st, 202, "ingest of the event whose emit is not permitted")
+        try:
+            wait_for(lambda: len(dead()) >= 3, 30, "the third dead letter")
+        except AssertionError:
+            pass
+        denied = [d for d in dead() if d["unit"] == "denied"]
+        t.eq(len(denied), 1, "the event whose emit is not permitted is dead-lettered")
+        t.check(len(denied) == 1 and "not permitted" in denied[0]["error"] and denied[0]["attempts"] == 3,
+                "after max_deliver, saying why: %s" % (denied[0] if denied else None))
         ok = t.failed == 0
     finally:
         kill_all([g], nats, failed=not ok)

@@ -40,8 +40,24 @@ static void check_refusal(const char *data, int want_full, int want_for_good)
     }
 }
 
+/* The subject a server names when it refuses a publish as not permitted. */
+static void check_refused_subject(const char *text, const char *want)
+{
+    char out[64] = "unset";
+    int rc = gust_refused_subject(text, out, sizeof(out));
+    if ((want == NULL && rc != -1) || (want != NULL && (rc != 0 || strcmp(out, want) != 0))) {
+        printf("FAIL: refused subject of '%s' -> %d '%s' (want %s)\n", text, rc, out, want ? want : "none");
+        failures++;
+    }
+}
+
 int main(void)
 {
+    check_refused_subject("Permissions Violation for Publish to \"ev.secret\"", "ev.secret");
+    check_refused_subject("nats: permissions violation for publish to ev.a.b", "ev.a.b");
+    check_refused_subject("Permissions Violation for Subscription to \"ev.x\"", NULL);
+    check_refused_subject("Permissions Violation for Publish to \"\"", NULL);
+    check_refused_subject(NULL, NULL);
     /* What nats-server sends. */
     check("{\"stream\":\"GUST\",\"seq\":12}", 0, 12, 0, NULL);
     check("{\"stream\":\"GUST\",\"seq\":12,\"duplicate\":true}", 0, 12, 1, NULL);
