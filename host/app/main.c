@@ -296,7 +296,12 @@ static int run(const char *config_path)
         rc = gust_http_create(&hc, bus, &http_server, &err);
     }
     if (rc == 0) {
+        units.bus = bus;
         rc = gust_host_start(host, bus, &units, leases, &err);
+    }
+    if (rc == 0) {
+        /* Only now are the readers known: until then nothing is removed. */
+        gust_bus_set_readers(bus, gust_units_readers, &units);
     }
     if (rc == 0) {
         struct gust_reload_apply apply = {
@@ -316,6 +321,10 @@ static int run(const char *config_path)
         if (rc != 0 && !stopped) {
             gust_error("%s", err.msg);
         }
+        if (bus != NULL) {
+            gust_bus_set_readers(bus, NULL, NULL);
+        }
+        units.bus = NULL;
         if (rc == 0) {
             gust_reloader_stop(&reloader); /* releases host */
         } else {
@@ -348,6 +357,8 @@ static int run(const char *config_path)
     gust_nodes_destroy(units.nodes);
     units.nodes = NULL;
     gust_bus_drain(bus, 300);
+    gust_bus_set_readers(bus, NULL, NULL);
+    units.bus = NULL;
     gust_bus_destroy(bus);
     gust_http_close(http_server);
     pthread_join(sig_tid, NULL);

@@ -15,6 +15,7 @@
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "puback.h"
+#include "retention.h"
 #include "streams.h"
 
 /* A connection and the subscription its PubAcks come back on. */
@@ -55,6 +56,7 @@ struct gust_bus {
     atomic_int js_ok;
     atomic_int_fast64_t js_answered; /* gust_now_ms() of JetStream's last answer to a check */
     atomic_int closing; /* our own close: not worth a warning */
+    struct gust_retention *retention; /* bounded storage: purges, sizes, backlogs */
     int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
 
@@ -83,6 +85,11 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
         status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &ack, why, sizeof(why));
+        if (ack.full) {
+            gust_retention_note_full();
+        } else if (ack.for_good) {
+            status = GUST_PUBLISH_REFUSED;
+        }
     }
     gust_pending_complete(&bus->pending, id, status, ack.seq, why);
     natsMsg_Destroy(msg);
@@ -138,9 +145,20 @@ static void on_closed(natsConnection *nc, void *closure)
 
 static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
 {
-    (void)nc;
     (void)sub;
-    (void)closure;
+    struct gust_bus *bus = closure;
+    const char *text = NULL;
+    natsConnection_GetLastError(nc, &text);
+    char subject[256];
+    if (s == NATS_NOT_PERMITTED && gust_refused_subject(text, subject, sizeof(subject)) == 0) {
+        /* No PubAck will come: what waits for one on that subject is refused for good
+         * now rather than timed out (an outcome unknown). */
+        char why[320];
+        snprintf(why, sizeof(why), "refused: not permitted to publish to %s", subject);
+        gust_warn("bus: %s", why);
+        gust_pending_fail_tag(&bus->pending, gust_pending_tag(subject), GUST_PUBLISH_REFUSED, why);
+        return;
+    }
     gust_warn("bus: %s", natsStatus_GetText(s));
 }
 
@@ -291,7 +309,7 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
                                    &link->creds,     &link->nkey_seed,  &link->token_file,
                                    &link->user,      &link->password_file, &link->password_env};
     const size_t nlink = sizeof(link_strings) / sizeof(link_strings[0]);
-    bus->owned = calloc(conf->nurls + 8 + nlink, sizeof(*bus->owned));
+    bus->owned = calloc(conf->nurls + 10 + nlink, sizeof(*bus->owned));
     const char **urls = calloc(conf->nurls + 1, sizeof(*urls));
     if (bus->owned == NULL || urls == NULL) {
         free(urls);
@@ -310,6 +328,8 @@ static int copy_conf(struct gust_bus *bus, const struct gust_bus_conf *conf)
     bus->conf.dlq_subjects = own(bus, conf->dlq_subjects, &oom);
     bus->conf.state_stream = own(bus, conf->state_stream, &oom);
     bus->conf.state_subjects = own(bus, conf->state_subjects, &oom);
+    bus->conf.lease_bucket = own(bus, conf->lease_bucket, &oom);
+    bus->conf.flow_state_bucket = own(bus, conf->flow_state_bucket, &oom);
     for (size_t i = 0; i < nlink; i++) {
         *link_strings[i] = own(bus, *link_strings[i], &oom);
     }
@@ -395,6 +415,9 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         rc = gust_err_set(err, GUST_EIO, "cannot start the bus thread");
         goto fail;
     }
+    if ((rc = gust_retention_start(bus, &bus->retention, err)) != 0) {
+        goto fail;
+    }
     *out = bus;
     return 0;
 fail:
@@ -407,6 +430,8 @@ void gust_bus_destroy(struct gust_bus *bus)
     if (bus == NULL) {
         return;
     }
+    gust_retention_stop(bus->retention);
+    bus->retention = NULL;
     if (bus->thread != 0) {
         pthread_mutex_lock(&bus->lock);
         bus->stopping = 1;
@@ -483,8 +508,16 @@ int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_pu
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
+    gust_pending_set_tag(&bus->pending, id, gust_pending_tag(p->subject));
     natsStatus s = send_msg(l->nc, p, reply);
-    if (s != NATS_OK) {
+    if (s == NATS_MAX_PAYLOAD) {
+        char why[160];
+        snprintf(why, sizeof(why), "refused: %zu bytes is over the server's max_payload of %" PRId64 " (headers included)",
+                 p->len, natsConnection_GetMaxPayload(l->nc));
+        gust_pending_complete(&bus->pending, id, GUST_PUBLISH_REFUSED, 0, why);
+    } else if (s == NATS_NOT_PERMITTED) {
+        gust_pending_complete(&bus->pending, id, GUST_PUBLISH_REFUSED, 0, "refused: not permitted");
+    } else if (s != NATS_OK) {
         /* Not sent: complete it here so the slot is freed; report as the caller's error. */
         gust_pending_complete(&bus->pending, id, GUST_EAGAIN, 0, natsStatus_GetText(s));
     }
@@ -628,6 +661,11 @@ void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 natsConnection *gust_bus__conn(struct gust_bus *bus)
 {
     return bus->main.nc;
+}
+
+struct gust_retention *gust_bus__retention(struct gust_bus *bus)
+{
+    return bus->retention;
 }
 
 jsCtx *gust_bus__js(struct gust_bus *bus)

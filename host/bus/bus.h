@@ -26,8 +26,17 @@ struct gust_bus_conf {
     const char *dlq_stream; /* "GUST_DLQ" */
     const char *dlq_subjects;
     int64_t dlq_max_msgs;
+    int64_t dlq_max_bytes; /* 0: no bound in bytes */
+    /* The event stream's bounds (retention.c): max_bytes refuses new events past it
+     * (0: none), max_age removes older ones (0: none), keep_ms is how long consumed ones
+     * stay (< 0: gust removes nothing). */
+    int64_t max_bytes;
+    int64_t max_age_ms;
+    int64_t keep_ms;
     const char *state_stream;   /* "GUST_STATE": the detect units' checkpoints */
     const char *state_subjects; /* "gust.state.>" */
+    const char *lease_bucket;   /* KV buckets, for /metrics only (NULL: not shown) */
+    const char *flow_state_bucket;
     int64_t duplicate_window_ms; /* of the event stream: a Nats-Msg-Id seen within it is
                                     stored once */
     int64_t publish_timeout_ms;
@@ -85,6 +94,31 @@ int gust_bus_answering(struct gust_bus *bus, char *why, size_t size);
 int gust_bus_connected(struct gust_bus *bus);
 /* Waits up to timeout_ms for every pending publish to complete. */
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms);
+
+/* Who reads the event stream, for the purge of what they are all done with
+ * (retention.c). Filled by the registry of units on the bus's thread. */
+#define GUST_BUS_READERS_MAX 512
+struct gust_bus_readers {
+    int ready;   /* 0: not known yet (starting): nothing is removed */
+    size_t n;    /* the configured units' durable consumers on the event stream */
+    char names[GUST_BUS_READERS_MAX][160];
+    uint64_t floor; /* the lowest sequence the other readers (detect checkpoints) still
+                       need: 0 unknown (nothing is removed), UINT64_MAX none */
+};
+typedef void (*gust_bus_readers_fn)(void *ud, struct gust_bus_readers *r);
+/* Sets (fn NULL: clears) who tells the readers. Until set, nothing is removed. */
+void gust_bus_set_readers(struct gust_bus *bus, gust_bus_readers_fn fn, void *ud);
+
+/* The event stream is full and refuses new events (a publish was refused as such in the
+ * last 2 s, or it is within 1 % of max_bytes). For /healthz. */
+int gust_bus_store_full(struct gust_bus *bus);
+/* Messages a durable consumer has yet to take or settle (pending + ack pending), as of
+ * the last pass (at most 250 ms old); -1 when unknown. */
+int64_t gust_bus_backlog(struct gust_bus *bus, const char *consumer);
+/* Prometheus text: gust_stream_bytes, gust_stream_messages, gust_stream_max_bytes per
+ * stream, gust_store_full, gust_stream_purges_total. */
+struct gust_buf;
+void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out);
 
 int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
 

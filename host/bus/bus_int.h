@@ -16,6 +16,8 @@ natsConnection *gust_bus__conn_now(struct gust_bus *bus);
 /* JetStream's API on the connection that writes at once (requests someone waits for). */
 jsCtx *gust_bus__js(struct gust_bus *bus);
 
+struct gust_retention *gust_bus__retention(struct gust_bus *bus);
+
 /* nats_GetLastError when set, else the status's text. */
 const char *gust_bus__reason(natsStatus s);
 

@@ -18,6 +18,7 @@
 #include "nats_url.h"
 #include "pending.h"
 #include "puback.h"
+#include "retention.h"
 
 #define TICK_MS 100
 /* Bytes waiting in nats.c's write buffer beyond which publishes are refused
@@ -81,6 +82,10 @@ struct gust_ingest_link {
     int efd;
     h2o_socket_t *wake;
     int posted; /* the eventfd is signalled and not read yet */
+    /* Subjects the server refused as not permitted, for the loop to fail what waits on
+     * them (no PubAck comes): under lock. */
+    char refused[4][256];
+    size_t nrefused;
 };
 
 static int on_loop(const struct gust_ingest_link *l)
@@ -189,9 +194,18 @@ static natsStatus ev_write(void *user, bool add)
 static void on_async_error(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure)
 {
     (void)sub;
-    (void)closure;
+    struct gust_ingest_link *l = closure;
     const char *why = NULL;
     natsConnection_GetLastError(nc, &why);
+    char subject[256];
+    if (s == NATS_NOT_PERMITTED && gust_refused_subject(why, subject, sizeof(subject)) == 0) {
+        pthread_mutex_lock(&l->lock);
+        if (l->nrefused < sizeof(l->refused) / sizeof(l->refused[0])) {
+            snprintf(l->refused[l->nrefused++], sizeof(l->refused[0]), "%s", subject);
+        }
+        post(l);
+        pthread_mutex_unlock(&l->lock);
+    }
     gust_warn("ingest: bus: %s%s%s", natsStatus_GetText(s), why != NULL && why[0] != '\0' ? ": " : "",
               why != NULL ? why : "");
 }
@@ -219,7 +233,7 @@ static void make(struct gust_ingest_link *l, struct conn *c)
     /* Every publish asks for a write at once, which the loop gathers to the end of its
      * turn (ev_write): no flusher thread, no 1 ms wait. */
     if (s == NATS_OK) s = natsOptions_SetSendAsap(opts, true);
-    if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, NULL);
+    if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, on_async_error, l);
     if (s == NATS_OK) s = natsOptions_SetEventLoop(opts, c, ev_attach, ev_read, ev_write, ev_detach);
     int rc = s == NATS_OK ? gust_nats_opts_fill(opts, &l->conf, "ingest", &err) : 0;
     if (rc == 0 && s == NATS_OK) s = natsConnection_Connect(&c->nc, opts);
@@ -412,6 +426,9 @@ static void on_ack(struct gust_ingest_link *l, natsMsg *m)
     if (status == 0 && ack.duplicate) {
         status = GUST_PUBLISH_DUPLICATE;
     }
+    if (ack.full) {
+        gust_retention_note_full();
+    }
     gust_pending_complete(&l->pending, id, status, ack.seq, why);
 }
 
@@ -534,6 +551,10 @@ static void on_wake(h2o_socket_t *sock, const char *err)
     (void)r;
     pthread_mutex_lock(&l->lock);
     l->posted = 0;
+    char refused[4][256];
+    size_t nrefused = l->nrefused;
+    memcpy(refused, l->refused, sizeof(refused));
+    l->nrefused = 0;
     struct conn *m = l->making, *c = l->cur;
     int made = m != NULL && m->ready, failed = m != NULL && m->failed;
     int fd = -1;
@@ -552,6 +573,12 @@ static void on_wake(h2o_socket_t *sock, const char *err)
         c->want_write = 0;
     }
     pthread_mutex_unlock(&l->lock);
+    for (size_t i = 0; i < nrefused; i++) { /* not stored, for sure: no PubAck comes */
+        char why[320];
+        snprintf(why, sizeof(why), "not permitted to publish to %s", refused[i]);
+        gust_warn("ingest: %s", why);
+        gust_pending_fail_tag(&l->pending, gust_pending_tag(refused[i]), GUST_EIO, why);
+    }
     if (made) {
         adopt(l, m, fd);
     } else if (failed) {
@@ -765,6 +792,7 @@ int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, co
     if (id == 0) {
         return GUST_EAGAIN;
     }
+    gust_pending_set_tag(&l->pending, id, gust_pending_tag(subject));
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);

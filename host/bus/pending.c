@@ -132,3 +132,47 @@ size_t gust_pending_live(struct gust_pending *p)
     pthread_mutex_unlock(&p->lock);
     return n;
 }
+
+uint32_t gust_pending_tag(const char *subject)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)subject; *c != '\0'; c++) {
+        h = (h ^ *c) * 16777619u;
+    }
+    return h | 1;
+}
+
+void gust_pending_set_tag(struct gust_pending *p, uint64_t id, uint32_t tag)
+{
+    pthread_mutex_lock(&p->lock);
+    struct gust_pending_slot *s = &p->slots[id & (p->size - 1)];
+    if (id != 0 && s->id == id) {
+        s->tag = tag;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void gust_pending_fail_tag(struct gust_pending *p, uint32_t tag, int status, const char *why)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        struct gust_pending_slot *found = NULL;
+        for (uint64_t id = p->oldest_id; id < p->next_id; id++) {
+            struct gust_pending_slot *s = &p->slots[id & (p->size - 1)];
+            if (s->id == id && s->tag == tag) {
+                found = s;
+                break;
+            }
+        }
+        if (found == NULL) {
+            pthread_mutex_unlock(&p->lock);
+            return;
+        }
+        struct gust_pending_slot done = *found;
+        found->id = 0;
+        p->live--;
+        advance_oldest(p);
+        pthread_mutex_unlock(&p->lock);
+        finish(&done, status, 0, why); /* without the lock: fn may publish again */
+    }
+}

@@ -24,6 +24,7 @@ struct gust_pending_slot {
     gust_publish_done_fn fn;
     void *ud;
     atomic_int *inflight; /* the owner's count of its entries, or NULL */
+    uint32_t tag;         /* gust_pending_tag of its subject, 0: none */
 };
 
 struct gust_pending {
@@ -48,5 +49,12 @@ void gust_pending_complete(struct gust_pending *p, uint64_t id, int status, uint
 /* Fails every entry whose deadline is before now_ms (or every entry when now_ms < 0). */
 void gust_pending_expire(struct gust_pending *p, int64_t now_ms, int status, const char *why);
 size_t gust_pending_live(struct gust_pending *p);
+
+/* A publish's subject as a tag (never 0): the server names the subject, not the
+ * publish, when it refuses one (a permissions violation). */
+uint32_t gust_pending_tag(const char *subject);
+void gust_pending_set_tag(struct gust_pending *p, uint64_t id, uint32_t tag);
+/* Fails every live entry of that tag. */
+void gust_pending_fail_tag(struct gust_pending *p, uint32_t tag, int status, const char *why);
 
 #endif

@@ -60,6 +60,12 @@ struct gust_pub {
     size_t nheaders;
 };
 
+/* A publish's outcome (gust_publish_done_fn's status) when the server refuses the
+ * message for good (larger than its max_payload, not permitted): sending it again
+ * cannot store it. Other failures (the store full, a timeout, a disconnection) may pass
+ * later. */
+#define GUST_PUBLISH_REFUSED (-20)
+
 struct gust_outlet;
 
 struct gust_outlet_ops {

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* strcasestr */
 #include "puback.h"
 
 #include <stdio.h>
@@ -410,6 +411,8 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     struct fields f = {0};
     ack->seq = 0;
     ack->duplicate = 0;
+    ack->full = 0;
+    ack->for_good = 0;
     int rc = members(&c, ack_member, &f);
     if (rc == 0) {
         skip_ws(&c);
@@ -418,8 +421,17 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
         }
     }
     if (rc == 0 && f.has_error) {
-        snprintf(why, why_size, "jetstream: %s",
-                 f.error.has_description ? f.error.description : "error without a description");
+        const char *d = f.error.has_description ? f.error.description : "error without a description";
+        /* The stream at its bound (discard new), the server out of storage: a later
+         * publish may be stored. A message over the stream's own size limit never is. */
+        ack->full = strstr(d, "maximum bytes exceeded") != NULL || strstr(d, "insufficient resources") != NULL ||
+                    strstr(d, "maximum messages exceeded") != NULL || strstr(d, "resource limits exceeded") != NULL;
+        ack->for_good = strstr(d, "message size exceeds maximum") != NULL;
+        if (ack->full) {
+            snprintf(why, why_size, "store full");
+        } else {
+            snprintf(why, why_size, "jetstream: %s", d);
+        }
         return GUST_EIO;
     }
     if (rc == 0 && !f.has_stream) {
@@ -442,5 +454,23 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     if (why_size > 0) {
         why[0] = '\0';
     }
+    return 0;
+}
+
+int gust_refused_subject(const char *text, char *out, size_t size)
+{
+    static const char lead[] = "ermissions violation for publish to ";
+    const char *at = text != NULL ? strcasestr(text, lead) : NULL;
+    if (at == NULL || size == 0) {
+        return -1;
+    }
+    at += sizeof(lead) - 1;
+    at += *at == '"';
+    size_t n = strcspn(at, "\"' \r\n");
+    if (n == 0 || n >= size) {
+        return -1;
+    }
+    memcpy(out, at, n);
+    out[n] = '\0';
     return 0;
 }

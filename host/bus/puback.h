@@ -15,6 +15,9 @@
 struct gust_puback {
     uint64_t seq;  /* the message's sequence in the stream */
     int duplicate; /* JetStream had it already (the same Nats-Msg-Id in its window) */
+    /* Why JetStream refused it (GUST_EIO): */
+    int full;     /* the store is full (why: "store full"): it may take it later */
+    int for_good; /* it will never take this message (too large for the stream) */
 };
 
 /* 0 and ack filled when data (len bytes) is a PubAck of a stored message;
@@ -22,5 +25,9 @@ struct gust_puback {
  * GUST_EINVAL when data is no PubAck at all (why: what is wrong; the message may or may
  * not be stored). why is always NUL-terminated, printable ASCII. */
 int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, char *why, size_t why_size);
+
+/* The subject of a server's "Permissions Violation for Publish to \"SUBJ\"" into out
+ * (NUL-terminated): 0, or -1 when text is no such refusal. */
+int gust_refused_subject(const char *text, char *out, size_t size);
 
 #endif

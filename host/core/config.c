@@ -15,6 +15,7 @@
 #define HTTP(f, T, def, flags, help) GUST_KEY(struct gust_http_keys, f, T, def, flags, help)
 #define HTTP_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct gust_http_keys, f, T, def, flags, lo, hi, help)
 #define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
+#define NATS_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct gust_nats_keys, f, T, def, flags, lo, hi, help)
 /* Keys the layer that uses them reads and checks from the block itself, naming file:line
  * in its errors: the listener's (http/listen_conf.c) and the connections' (bus/nats_opts.c). */
 #define OWN(f, T, def, flags, help) {#f, GUST_T_##T, def, flags, help, 0, 0, 0, NULL}
@@ -100,6 +101,15 @@ const struct gust_schema_key gust_nats_schema[] = {
     NATS(dlq_stream, NAME, "GUST_DLQ", 0, "the dead-letter stream"),
     NATS(dlq_subjects, FILTER, "dlq.>", 0, "subjects of the dead-letter stream"),
     NATS(dlq_max_msgs, INT, "100000", 0, "dead letters kept (oldest dropped first)"),
+    NATS(dlq_max_bytes, SIZE, "64m", 0, "bytes of dead letters kept (oldest dropped first)"),
+    NATS_RANGE(max_bytes, SIZE, NULL, GUST_K_ZERO_OFF, 1 << 20, INT64_MAX,
+         "bound of the event stream: past it new events are refused (ingest 503 \"store full\"), never unconsumed "
+         "ones dropped; consumed ones are removed early, oldest first, as it nears it (default: 1g with the embedded "
+         "server, none on an external one)"),
+    NATS(max_age, DURATION, NULL, 0, "events older than this are removed, consumed or not (default: none)"),
+    NATS(keep, DURATION, NULL, 0,
+         "how long consumed events stay in the event stream for replay (default 24h; with none of max_bytes, "
+         "max_age, keep set on an external server nothing is removed)"),
     NATS(state_stream, NAME, "GUST_STATE", 0, "the stream of the detect units' checkpoints"),
     NATS(state_subjects, FILTER, "gust.state.>", 0, "subjects of the checkpoint stream"),
     NATS(duplicate_window, DURATION, "2m", 0,
@@ -238,6 +248,24 @@ static int check_block(const struct gust_conf_node *n, const char *what, const s
         return error_at(err, n, "'%s' takes no arguments and a { } block", what);
     }
     return gust_cfg_check(n, what, schema, NULL, out, err);
+}
+
+/* The event stream's bounds. The embedded server gets a bound that fits a laptop; on an
+ * external server nothing is removed unless one of the three is set (keep < 0: gust
+ * removes nothing itself). */
+static void retention_defaults(struct gust_config *c)
+{
+    struct gust_nats_keys *nk = &c->nats;
+    int embedded = nk->url.n == 0;
+    int has_bytes = gust_cfg_count(c->nats_cfg, "max_bytes") > 0;
+    int has_age = gust_cfg_count(c->nats_cfg, "max_age") > 0;
+    int has_keep = gust_cfg_count(c->nats_cfg, "keep") > 0;
+    if (!has_bytes && embedded) {
+        nk->max_bytes = (int64_t)1 << 30;
+    }
+    if (!has_keep) {
+        nk->keep = embedded || has_bytes || has_age ? 24 * 3600 * 1000LL : -1;
+    }
 }
 
 /* Each `url` of the nats block must be one gust can connect to (nats_url.h). */
@@ -434,6 +462,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         goto fail;
     }
     read_log(c);
+    retention_defaults(c);
     *out = c;
     return 0;
 fail:

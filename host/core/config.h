@@ -49,6 +49,10 @@ struct gust_nats_keys {
     const char *dlq_stream;
     const char *dlq_subjects;
     int64_t dlq_max_msgs;
+    int64_t dlq_max_bytes;
+    int64_t max_bytes;
+    int64_t max_age;
+    int64_t keep;
     const char *state_stream;
     const char *state_subjects;
     int64_t duplicate_window;

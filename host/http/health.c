@@ -10,11 +10,13 @@
 #include "../unit/units.h"
 
 /* The causes of a 503, one check each. A check calls add() once per thing found wrong
- * (the bus, or each unit). To add a cause (say, the store refusing writes), write its
- * check and list it in causes[] below; README's /healthz line names them all:
+ * (the bus, or each unit). To add a cause, write its check and list it in causes[]
+ * below; README's /healthz line names them all:
  *
  *   bus               disconnected, or JetStream has not answered a check for 4 s
  *   ingest_link       ingest's own connection to the bus is not up
+ *   store_full        the event stream refuses new events (at max_bytes: the
+ *                     consumers must catch up before it takes more)
  *   unit_not_running  a configured unit not running for longer than 5 s (starting:
  *                     its consumer cannot be created yet; failing: its reads fail)
  *   unit_stuck        a unit's handler in one batch past its timeout per message plus
@@ -93,7 +95,15 @@ static void check_stuck(struct health *h)
     gust_units_each(h->ctx->units, unit_stuck, h);
 }
 
-static void (*const causes[])(struct health *) = {check_bus, check_ingest_link, check_units, check_stuck};
+static void check_store(struct health *h)
+{
+    if (gust_bus_store_full(h->ctx->bus)) {
+        add(h, "store_full", NULL, "the event stream is at max_bytes and refuses new events until the units catch up");
+    }
+}
+
+static void (*const causes[])(struct health *) = {check_bus, check_ingest_link, check_store, check_units,
+                                                  check_stuck};
 
 size_t gust_health_render(const struct gust_health_ctx *ctx, struct gust_buf *out)
 {

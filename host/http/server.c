@@ -157,6 +157,7 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     gust_metrics_render(&out, gust_bus_connected(http->bus), gust_bus_healthy(http->bus),
                         gust_ingest_link_connected(http->ingest_bus));
     gust_units_render_metrics(http->units, &out);
+    gust_bus_render_metrics(http->bus, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
     gust_buf_free(&out);
 }

@@ -35,6 +35,8 @@ struct ticket {
     size_t msg;
     struct gust_pub pub;
     uint8_t failed;
+    uint8_t refused; /* for good (GUST_PUBLISH_REFUSED): never sent again */
+    uint8_t dlq;     /* a dead-letter envelope: 1, 2 without its payload */
     char id[GUST_MSG_ID_MAX];
 };
 
@@ -73,6 +75,7 @@ struct gust_consumer {
     char (*error)[GUST_ERROR_MAX];
     size_t *emit_end;
     uint8_t *publish_failed;
+    uint8_t *refused; /* an emit of it was refused for good: a rejection */
     uint8_t *fate; /* enum gust_fate per message, for GET /events */
     struct gust_recent *recent;
     struct ticket *tickets;
@@ -150,6 +153,7 @@ static int grow(struct gust_consumer *c, size_t n)
     GROW(error);
     GROW(emit_end);
     GROW(publish_failed);
+    GROW(refused);
     GROW(fate);
 #undef GROW
     c->cap = n;
@@ -168,7 +172,17 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     struct ticket *t = ud;
     struct gust_consumer *c = t->c;
     pthread_mutex_lock(&c->lock);
-    if (status != 0) {
+    if (status == GUST_PUBLISH_REFUSED) {
+        /* Sending it again cannot store it: the message is rejected (a dead letter
+         * after max_deliver), not waited for. */
+        t->refused = 1;
+        if (!c->refused[t->msg] && !t->dlq) { /* a dead letter keeps its message's error */
+            snprintf(c->error[t->msg], sizeof(c->error[0]), "emit to %s %s", t->pub.subject,
+                     error != NULL ? error : "refused");
+        }
+        c->refused[t->msg] = 1;
+        snprintf(c->last_error, sizeof(c->last_error), "publish %s", error != NULL ? error : "refused");
+    } else if (status != 0) {
         t->failed = 1;
         c->publish_failed[t->msg] = 1;
         char why[GUST_ERROR_MAX];
@@ -186,6 +200,7 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 static void publish(struct gust_consumer *c, struct ticket *t)
 {
     t->failed = 0;
+    t->refused = 0;
     pthread_mutex_lock(&c->lock);
     c->awaiting++;
     pthread_mutex_unlock(&c->lock);
@@ -253,6 +268,7 @@ static struct ticket *next_ticket(struct gust_consumer *c, size_t msg)
     t->msg = msg;
     t->id[0] = '\0';
     t->pub = (struct gust_pub){0};
+    t->dlq = 0;
     return t;
 }
 
@@ -305,6 +321,7 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
             }
             struct ticket *t = next_ticket(c, i);
             c->envelope_at[t - c->tickets] = at;
+            t->dlq = 1;
             t->pub = (struct gust_pub){.subject = dlq_subject, .len = c->envelopes.len - at};
             if (ids) {
                 snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":dlq", c->conf.unit, m->stream_seq);
@@ -319,6 +336,103 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
         }
     }
     return 0;
+}
+
+/* Appends message i's dead letter to the batch's tickets (room is there), without its
+ * payload when omit. Returns it, or NULL (out of memory: the message is failed). */
+static struct ticket *add_dead_letter(struct gust_consumer *c, size_t i, int omit, const char *dlq_subject)
+{
+    const struct gust_msg *m = &c->msgs[i];
+    size_t at = c->envelopes.len;
+    if (gust_dlq_envelope_as(&c->envelopes, c->conf.unit, m, c->error[i], omit) != 0) {
+        c->publish_failed[i] = 1;
+        return NULL;
+    }
+    struct ticket *t = next_ticket(c, i);
+    c->envelope_at[t - c->tickets] = at;
+    t->dlq = 1 + (omit != 0);
+    t->pub = (struct gust_pub){.subject = dlq_subject, .len = c->envelopes.len - at};
+    if (c->conf.settle != GUST_SETTLE_NONE) {
+        snprintf(t->id, sizeof(t->id), "%s:%" PRIu64 ":dlq", c->conf.unit, m->stream_seq);
+        t->pub.msg_id = t->id;
+    }
+    return t;
+}
+
+/* Publishes the tickets from `from` on (their envelopes are in place now) and waits. */
+static void publish_from(struct gust_consumer *c, size_t from)
+{
+    for (size_t k = from; k < c->nticket; k++) {
+        c->tickets[k].pub.data = c->envelopes.data + c->envelope_at[k];
+        publish(c, &c->tickets[k]);
+    }
+    barrier(c);
+}
+
+/* After the barrier: the messages whose publishes the server refused for good. An emit
+ * refused is a rejection of its message (retried up to max_deliver, then dead-lettered
+ * here); a dead letter refused (too large itself) is sent again without its payload.
+ * Their new publishes are appended to the batch's tickets (none is in flight now) and
+ * waited for; a dead letter not stored leaves its message failed (publish_failed). */
+static void settle_refused(struct gust_consumer *c, size_t n, const char *dlq_subject)
+{
+    size_t more = 0, old = c->nticket;
+    for (size_t i = 0; i < n; i++) {
+        more += c->refused[i];
+    }
+    if (more == 0) {
+        return;
+    }
+    if (old + 2 * more > c->ntickets_cap) { /* a dead letter, and one without payload */
+        struct ticket *p = realloc(c->tickets, (old + 2 * more) * sizeof(*p));
+        size_t *at = realloc(c->envelope_at, (old + 2 * more) * sizeof(*at));
+        c->tickets = p != NULL ? p : c->tickets;
+        c->envelope_at = at != NULL ? at : c->envelope_at;
+        if (p == NULL || at == NULL) {
+            for (size_t i = 0; i < n; i++) {
+                c->publish_failed[i] |= c->refused[i]; /* redelivered: counted again then */
+            }
+            return;
+        }
+        c->ntickets_cap = old + 2 * more;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!c->refused[i]) {
+            continue;
+        }
+        const struct gust_msg *m = &c->msgs[i];
+        int envelope_refused = 0;
+        for (size_t k = 0; k < old; k++) {
+            envelope_refused |= c->tickets[k].msg == i && c->tickets[k].dlq && c->tickets[k].refused;
+        }
+        c->refused[i] = 0;
+        if (c->outcome[i] == GUST_OUTCOME_OK) {
+            c->outcome[i] = GUST_OUTCOME_RETRY; /* c->error[i] says which emit and why */
+            gust_warn("[%s] %s seq %" PRIu64 " rejected (attempt %u of %" PRId64 "): %s", c->name, m->subject,
+                      m->stream_seq, m->attempt, c->conf.max_deliver, c->error[i]);
+            if (dead_now(c, i)) {
+                add_dead_letter(c, i, 0, dlq_subject);
+            }
+        } else if (envelope_refused) {
+            add_dead_letter(c, i, 1, dlq_subject);
+        }
+    }
+    size_t second = c->nticket;
+    publish_from(c, old);
+    for (size_t k = old; k < second; k++) {
+        if (c->tickets[k].refused && c->tickets[k].dlq == 1) {
+            add_dead_letter(c, c->tickets[k].msg, 1, dlq_subject);
+        }
+    }
+    publish_from(c, second);
+    for (size_t k = old; k < c->nticket; k++) {
+        struct ticket *t = &c->tickets[k];
+        if (t->refused && (t->dlq == 2 || k >= second)) { /* even without its payload: kept, and said */
+            c->publish_failed[t->msg] = 1;
+            gust_error("[%s] the dead letter of seq %" PRIu64 " is refused: %s", c->name, c->msgs[t->msg].stream_seq,
+                       c->error[t->msg]);
+        }
+    }
 }
 
 /* An ordered unit's position moves only past what is stored: what failed is sent
@@ -359,6 +473,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     for (size_t i = 0; i < n; i++) {
         c->outcome[i] = GUST_OUTCOME_OK;
         c->publish_failed[i] = 0;
+        c->refused[i] = 0;
         c->msgs[i] = c->in[i].msg;
     }
 
@@ -401,6 +516,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     }
     /* The barrier: nothing is settled before everything it produced is stored. */
     barrier(c);
+    settle_refused(c, n, dlq_subject);
     int stored = 1;
     if (c->conf.settle == GUST_SETTLE_ORDERED) {
         stored = republish_failed(c);
@@ -678,6 +794,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->error);
     free(c->emit_end);
     free(c->publish_failed);
+    free(c->refused);
     free(c->fate);
     free(c->tickets);
     free(c->envelope_at);
@@ -704,6 +821,11 @@ const char *gust_consumer_kind(const struct gust_consumer *c)
 const char *gust_consumer_source(const struct gust_consumer *c)
 {
     return c->source;
+}
+
+int gust_consumer_durable(const struct gust_consumer *c)
+{
+    return c->conf.settle == GUST_SETTLE_ACK && c->conf.edge == NULL;
 }
 
 struct gust_edge *gust_consumer_edge(const struct gust_consumer *c)

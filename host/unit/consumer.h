@@ -74,6 +74,8 @@ const char *gust_consumer_name(const struct gust_consumer *c);
 const char *gust_consumer_kind(const struct gust_consumer *c);
 /* Where its messages come from, for /units: a subject filter, "edge:<source>". */
 const char *gust_consumer_source(const struct gust_consumer *c);
+/* Reads through a durable consumer on the stream (named <kind>_<unit>). */
+int gust_consumer_durable(const struct gust_consumer *c);
 /* The unit's edge queue, or NULL for a bus consumer. */
 struct gust_edge *gust_consumer_edge(const struct gust_consumer *c);
 const struct gust_unit_stats *gust_consumer_stats(const struct gust_consumer *c);

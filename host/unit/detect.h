@@ -40,6 +40,7 @@ struct slice {
     atomic_int wanted;       /* the lease thread's: this process holds the lease */
     struct vpl_engine *eng;  /* the unit thread's: NULL while not kept here */
     uint64_t pos;            /* stream sequence of the last input applied and stored */
+    uint64_t saved;          /* the position its checkpoint holds (or it was taken over at) */
     uint64_t fed;            /* inputs applied since the last checkpoint */
     int64_t checkpoint_at;   /* monotonic ms of the last checkpoint (or of the take-over) */
     uint32_t alerts;         /* alerts of the current input, for their ids */
@@ -57,6 +58,7 @@ struct detect_view {
     int64_t checkpoint_mono;  /* when (monotonic ms), 0: none yet */
     struct vpl_stats total;   /* over the slices held here */
     uint64_t position;        /* the lowest position of the slices held here */
+    uint64_t floor;           /* the lowest sequence a take-over may read again; 0 unknown */
     uint64_t owned;           /* slices held here */
     char owned_list[256];
 };
@@ -106,6 +108,10 @@ int detect_between(void *impl, uint64_t *seq);
 void detect_stored(void *impl, const struct gust_batch *b);
 void detect_stopped(void *impl, int clean);
 void detect_slices_free(struct detect *d);
+/* The view's floor: what the checkpoints of every slice let go of. Unit thread. */
+void detect_update_floor(struct detect *d);
+/* The handler's floor (unit.h). Any thread. */
+uint64_t detect_floor(void *impl);
 /* The view's counters from the engines held here. Unit thread. */
 void detect_refresh_view(struct detect *d);
 

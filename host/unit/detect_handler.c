@@ -287,6 +287,7 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
                                  .stored = detect_stored,
                                  .stopped = detect_stopped,
                                  .render_json = detect_render_json,
+                                 .floor = detect_floor,
                                  .destroy = detect_destroy};
     return 0;
 fail:

@@ -210,6 +210,7 @@ static int take_over(struct detect *d, struct slice *s)
     }
     s->eng = eng;
     s->pos = pos;
+    s->saved = pos;
     s->fed = 0;
     s->checkpoint_at = gust_now_ms();
     d->seek = 1;
@@ -222,6 +223,7 @@ static int take_over(struct detect *d, struct slice *s)
     }
     gust_info("[detect_%s] slice %" PRIu32 " taken over: %s, reading after seq %" PRIu64 " (%" PRId64 " ms)", d->unit,
               s->index, how, pos, ms);
+    detect_update_floor(d);
     pthread_mutex_lock(&d->lock);
     d->view.restores++;
     d->view.restore_ms = (uint64_t)ms;
@@ -258,6 +260,7 @@ static void checkpoint(struct detect *d, struct slice *s)
     pthread_mutex_lock(&d->lock);
     if (rc == 0) {
         s->fed = 0;
+        s->saved = s->pos;
         d->view.checkpoints++;
         d->view.checkpoint_seq = s->pos;
         d->view.checkpoint_bytes = len;
@@ -267,6 +270,7 @@ static void checkpoint(struct detect *d, struct slice *s)
         d->view.checkpoint_failures++;
     }
     pthread_mutex_unlock(&d->lock);
+    detect_update_floor(d);
     if (rc != 0) {
         gust_warn("[detect_%s] slice %" PRIu32 ": checkpoint at seq %" PRIu64 " not stored: %s", d->unit, s->index,
                   s->pos, why);
@@ -313,6 +317,7 @@ int detect_between(void *impl, uint64_t *seq)
         held += s->eng != NULL;
     }
     if (let) {
+        detect_update_floor(d);
         detect_refresh_view(d); /* an idle unit's /units too */
     }
     if (held == 0) {
@@ -413,4 +418,31 @@ void detect_slices_free(struct detect *d)
     }
     free(d->slices);
     d->slices = NULL;
+}
+
+/* A slice held elsewhere (a cluster) has a checkpoint this process does not follow: the
+ * floor is then unknown, and nothing is removed on its account being wrong. */
+void detect_update_floor(struct detect *d)
+{
+    uint64_t floor = UINT64_MAX;
+    for (uint32_t k = 0; k < d->nslices; k++) {
+        const struct slice *s = &d->slices[k];
+        if (s->eng == NULL) {
+            floor = 0;
+            break;
+        }
+        floor = s->saved + 1 < floor ? s->saved + 1 : floor;
+    }
+    pthread_mutex_lock(&d->lock);
+    d->view.floor = d->edge ? UINT64_MAX : floor;
+    pthread_mutex_unlock(&d->lock);
+}
+
+uint64_t detect_floor(void *impl)
+{
+    struct detect *d = impl;
+    pthread_mutex_lock(&d->lock);
+    uint64_t floor = d->edge ? UINT64_MAX : d->view.floor;
+    pthread_mutex_unlock(&d->lock);
+    return floor;
 }

@@ -9,6 +9,12 @@
 
 int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error)
 {
+    return gust_dlq_envelope_as(out, unit, m, error, 0);
+}
+
+int gust_dlq_envelope_as(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error,
+                         int omit_payload)
+{
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     char dead_at[GUST_RFC3339_SIZE], first_seen[GUST_RFC3339_SIZE];
@@ -24,7 +30,9 @@ int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_
     }
     rc = rc ? rc : gust_buf_printf(out, ",\"dead_at\":\"%s\",\"error\":", dead_at);
     rc = rc ? rc : gust_json_append_string(out, error, strlen(error));
-    if (gust_utf8_valid(m->data, m->len)) {
+    if (omit_payload) {
+        rc = rc ? rc : gust_buf_printf(out, ",\"payload_omitted\":%zu", m->len);
+    } else if (gust_utf8_valid(m->data, m->len)) {
         rc = rc ? rc : gust_buf_append(out, ",\"payload\":", 11);
         rc = rc ? rc : gust_json_append_string(out, m->data, m->len);
     } else {

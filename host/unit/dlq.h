@@ -12,5 +12,10 @@
  * when it is not valid UTF-8, so a replay restores it byte for byte. first_seen is
  * when the stream stored the message. */
 int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error);
+/* The same; with omit_payload, "payload_omitted": <its size in bytes> instead of the
+ * payload (an envelope the server would refuse as too large: the message stays in the
+ * stream at stream_seq until it is removed). */
+int gust_dlq_envelope_as(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error,
+                         int omit_payload);
 
 #endif

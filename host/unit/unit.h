@@ -74,6 +74,10 @@ struct gust_handler {
     /* Optional. The unit's thread has stopped between batches: clean is 0 when what
      * was fed last was not all stored (a bus down at the stop). */
     void (*stopped)(void *impl, int clean);
+    /* Optional. The lowest stream sequence the unit may still read again (a detect
+     * unit: its checkpoints' positions): what is below it may be removed. 0: not known
+     * (nothing may be). Any thread. */
+    uint64_t (*floor)(void *impl);
     /* Optional. Members for /units: "," then "key": value pairs. Any thread. */
     void (*render_json)(void *impl, struct gust_buf *out);
     void (*destroy)(void *impl);

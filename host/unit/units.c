@@ -166,6 +166,42 @@ static uint64_t read_counter(const struct gust_consumer *c, const struct counter
     return atomic_load((atomic_uint_fast64_t *)((char *)gust_consumer_stats(c) + k->offset));
 }
 
+/* Messages its durable consumer has yet to take or settle; -1: not known (no bus, not
+ * read yet, or not a durable consumer). */
+static int64_t unit_backlog(struct gust_units *u, const struct gust_consumer *c)
+{
+    if (u->bus == NULL || !gust_consumer_durable(c)) {
+        return -1;
+    }
+    char durable[160];
+    snprintf(durable, sizeof(durable), "%s_%s", gust_consumer_kind(c), gust_consumer_name(c));
+    return gust_bus_backlog(u->bus, durable);
+}
+
+void gust_units_readers(void *ud, struct gust_bus_readers *r)
+{
+    struct gust_units *u = ud;
+    r->ready = 1;
+    r->n = 0;
+    r->floor = UINT64_MAX;
+    pthread_mutex_lock(&u->lock);
+    for (size_t i = 0; i < u->n; i++) {
+        const struct gust_consumer *c = u->v[i];
+        const struct gust_handler *h = gust_consumer_handler(c);
+        if (gust_consumer_durable(c)) {
+            if (r->n == GUST_BUS_READERS_MAX) {
+                r->ready = 0; /* cannot tell them all: remove nothing */
+                break;
+            }
+            snprintf(r->names[r->n++], sizeof(r->names[0]), "%s_%s", gust_consumer_kind(c), gust_consumer_name(c));
+        } else if (h->floor != NULL) {
+            uint64_t f = h->floor(h->impl);
+            r->floor = f < r->floor ? f : r->floor;
+        }
+    }
+    pthread_mutex_unlock(&u->lock);
+}
+
 void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -210,6 +246,12 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
             uint64_t lines, dropped;
             gust_recent_log_counts(gust_recent_find(name), &lines, &dropped);
             gust_buf_printf(out, ",\"log\":{\"lines\":%" PRIu64 ",\"dropped\":%" PRIu64 "}", lines, dropped);
+        }
+        int64_t backlog = unit_backlog(u, c);
+        if (backlog >= 0) {
+            gust_buf_printf(out, ",\"backlog\":%" PRId64, backlog);
+        } else {
+            gust_buf_append(out, ",\"backlog\":null", 15);
         }
         char err[GUST_ERROR_MAX];
         int64_t at_ms = 0;
@@ -441,6 +483,15 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
             } else {
                 gust_buf_printf(out, "%" PRIu64 "\n", v);
             }
+        }
+    }
+    gust_buf_printf(out, "# HELP gust_unit_backlog Messages the unit's consumer has yet to take or settle.\n"
+                         "# TYPE gust_unit_backlog gauge\n");
+    for (size_t i = 0; i < u->n; i++) {
+        int64_t backlog = unit_backlog(u, u->v[i]);
+        if (backlog >= 0) {
+            gust_buf_printf(out, "gust_unit_backlog{unit=\"%s\",kind=\"%s\"} %" PRId64 "\n",
+                            gust_consumer_name(u->v[i]), gust_consumer_kind(u->v[i]), backlog);
         }
     }
     render_edge_metrics(u, out);

@@ -12,6 +12,8 @@
 #include "../common/buf.h"
 #include "consumer.h"
 
+struct gust_bus;
+
 struct gust_leases;
 struct gust_nodes;
 
@@ -27,6 +29,7 @@ struct gust_units {
     char last_reload_error[512];
     struct gust_leases *leases; /* borrowed (may be NULL): the process's leases */
     struct gust_nodes *nodes;   /* borrowed: the node directory with `cluster on;`, else NULL */
+    struct gust_bus *bus;       /* borrowed (may be NULL): for the units' backlog */
 };
 
 void gust_units_init(struct gust_units *u);
@@ -53,6 +56,10 @@ void gust_units_reloaded(struct gust_units *u, const char *error);
 /* The members "generation", "reload_count", "last_reload_error" and "units": [{name,
  * kind, source, state, counters..., retries, last_error, last_error_at}] of /units' object. */
 void gust_units_render_fields(struct gust_units *u, struct gust_buf *out);
+/* The bus's retention asks who reads the event stream (gust_bus_readers_fn; ud: the
+ * registry): every unit's durable consumer, and the lowest position the others need. */
+struct gust_bus_readers;
+void gust_units_readers(void *ud, struct gust_bus_readers *r);
 /* Prometheus text, one series per unit and counter. */
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out);
 

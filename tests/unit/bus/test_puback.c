@@ -11,7 +11,7 @@ static int failures;
 /* want: 0 stored, GUST_EIO refused, GUST_EINVAL unreadable. */
 static void check(const char *data, int want, uint64_t want_seq, int want_dup, const char *want_why)
 {
-    struct gust_puback ack = {123, 7};
+    struct gust_puback ack = {.seq = 123, .duplicate = 7};
     char why[256] = "unset";
     int rc = gust_puback_parse(data, strlen(data), &ack, why, sizeof(why));
     int ok = rc == want && (want != 0 || (ack.seq == want_seq && ack.duplicate == want_dup)) &&
@@ -27,18 +27,53 @@ static void check(const char *data, int want, uint64_t want_seq, int want_dup, c
     }
 }
 
+/* A refusal's kind: full (why "store full") or for good. */
+static void check_refusal(const char *data, int want_full, int want_for_good)
+{
+    struct gust_puback ack = {0};
+    char why[256];
+    int rc = gust_puback_parse(data, strlen(data), &ack, why, sizeof(why));
+    if (rc != GUST_EIO || ack.full != want_full || ack.for_good != want_for_good ||
+        (want_full && strcmp(why, "store full") != 0)) {
+        printf("FAIL: %s -> rc %d full %d for_good %d why '%s'\n", data, rc, ack.full, ack.for_good, why);
+        failures++;
+    }
+}
+
+/* The subject a server names when it refuses a publish as not permitted. */
+static void check_refused_subject(const char *text, const char *want)
+{
+    char out[64] = "unset";
+    int rc = gust_refused_subject(text, out, sizeof(out));
+    if ((want == NULL && rc != -1) || (want != NULL && (rc != 0 || strcmp(out, want) != 0))) {
+        printf("FAIL: refused subject of '%s' -> %d '%s' (want %s)\n", text, rc, out, want ? want : "none");
+        failures++;
+    }
+}
+
 int main(void)
 {
+    check_refused_subject("Permissions Violation for Publish to \"ev.secret\"", "ev.secret");
+    check_refused_subject("nats: permissions violation for publish to ev.a.b", "ev.a.b");
+    check_refused_subject("Permissions Violation for Subscription to \"ev.x\"", NULL);
+    check_refused_subject("Permissions Violation for Publish to \"\"", NULL);
+    check_refused_subject(NULL, NULL);
     /* What nats-server sends. */
     check("{\"stream\":\"GUST\",\"seq\":12}", 0, 12, 0, NULL);
     check("{\"stream\":\"GUST\",\"seq\":12,\"duplicate\":true}", 0, 12, 1, NULL);
     check("{\"stream\":\"GUST\",\"domain\":\"hub\",\"seq\":1,\"duplicate\":false}", 0, 1, 0, NULL);
     check("{\"error\":{\"code\":503,\"err_code\":10077,\"description\":\"maximum messages exceeded\"},"
           "\"stream\":\"GUST\",\"seq\":0}",
-          GUST_EIO, 0, 0, "jetstream: maximum messages exceeded");
+          GUST_EIO, 0, 0, "store full");
     check("{\"error\":{\"code\":400,\"description\":\"a \\\"quoted\\\" reason \\u00e9\"}}", GUST_EIO, 0, 0,
           "jetstream: a \"quoted\" reason ?");
     check("{\"error\":{\"code\":500}}", GUST_EIO, 0, 0, "without a description");
+    /* Why it was refused: a full store may take it later, a message too large never. */
+    check_refusal("{\"error\":{\"code\":503,\"err_code\":10077,\"description\":\"maximum bytes exceeded\"}}", 1, 0);
+    check_refusal("{\"error\":{\"code\":503,\"err_code\":10023,\"description\":\"insufficient resources\"}}", 1, 0);
+    check_refusal("{\"error\":{\"code\":400,\"err_code\":10054,\"description\":\"message size exceeds maximum "
+                  "allowed\"}}", 0, 1);
+    check_refusal("{\"error\":{\"code\":503,\"description\":\"stream is offline\"}}", 0, 0);
     check(" \r\n\t{ \"seq\" : 18446744073709551615 , \"stream\" : \"S\" } \n", 0, UINT64_MAX, 0, NULL);
     check("{\"stream\":\"GUST\",\"seq\":5,\"extra\":{\"a\":[1,2.5e3,null,true,\"x\"]}}", 0, 5, 0, NULL);
 

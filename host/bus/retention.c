@@ -1,0 +1,400 @@
+#include "retention.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/buf.h"
+#include "../common/log.h"
+#include "bus_int.h"
+
+#define PASS_MS 250
+#define FULL_HOLD_MS 2000 /* a refusal says "full" for this long */
+#define SAMPLES 1024      /* (time, last sequence) pairs: where `keep` ago was */
+#define CALL_WAIT_MS 1000 /* each JetStream call: a frozen server holds a stop no longer */
+#define SETTLED_MS 2000   /* a message stored this long ago is counted in num_pending */
+
+enum { EVENTS, DLQ, STATE, LEASES, FLOW_STATE, NSTREAMS };
+#define OTHERS_EVERY 4 /* passes: the other streams' sizes are for /metrics only */
+
+struct stream_stat {
+    char name[80];
+    atomic_uint_fast64_t bytes, msgs;
+    atomic_int_fast64_t max_bytes; /* -1: none */
+    atomic_int known;
+};
+
+struct backlog {
+    char name[160];
+    int64_t pending;
+};
+
+struct gust_retention {
+    struct gust_bus *bus;
+    pthread_t thread;
+    pthread_mutex_t lock; /* stop, readers, backlog */
+    pthread_cond_t wake;
+    int stopping;
+    gust_bus_readers_fn readers_fn;
+    void *readers_ud;
+    struct gust_bus_readers readers; /* the thread's own */
+    struct backlog *backlog;         /* under lock: the last pass's */
+    size_t nbacklog;
+    struct stream_stat stat[NSTREAMS];
+    atomic_uint_fast64_t purges; /* purge requests that succeeded */
+    /* The thread's: samples of the event stream's last sequence over time. */
+    int64_t sample_ms[SAMPLES];
+    uint64_t sample_seq[SAMPLES];
+    size_t nsamples, first;
+    uint64_t recent, settled; /* last sequences of the stream, settled is SETTLED_MS old */
+    int64_t recent_at;
+    int warned;
+    uint64_t passes;
+};
+
+static atomic_int_fast64_t refused_full_at; /* monotonic ms of the last refusal, 0 none */
+
+void gust_retention_note_full(void)
+{
+    atomic_store(&refused_full_at, gust_now_ms());
+}
+
+/* The JetStream name of stream k ("KV_<bucket>" for a bucket), or NULL. */
+static const char *stream_name(struct gust_retention *r, int k)
+{
+    const struct gust_bus_conf *c = gust_bus_config(r->bus);
+    struct stream_stat *st = &r->stat[k];
+    if (st->name[0] == '\0') {
+        const char *bucket = k == LEASES ? c->lease_bucket : k == FLOW_STATE ? c->flow_state_bucket : NULL;
+        const char *name = k == EVENTS ? c->stream : k == DLQ ? c->dlq_stream : k == STATE ? c->state_stream : NULL;
+        if (bucket != NULL) {
+            snprintf(st->name, sizeof(st->name), "KV_%s", bucket);
+        } else if (name != NULL) {
+            snprintf(st->name, sizeof(st->name), "%s", name);
+        }
+    }
+    return st->name[0] != '\0' ? st->name : NULL;
+}
+
+static jsOptions *call_opts(jsOptions *o)
+{
+    jsOptions_Init(o);
+    o->Wait = CALL_WAIT_MS;
+    return o;
+}
+
+/* The stream's state into its stat; 0, or -1 when JetStream did not answer. */
+static int read_stream(struct gust_retention *r, int k, jsStreamState *state)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    const char *name = stream_name(r, k);
+    if (name == NULL || js_GetStreamInfo(&si, gust_bus__js(r->bus), name, call_opts(&(jsOptions){0}), &jerr) != NATS_OK) {
+        return -1;
+    }
+    *state = si->State;
+    state->Subjects = NULL;
+    state->Deleted = NULL;
+    state->Lost = NULL;
+    struct stream_stat *st = &r->stat[k];
+    atomic_store(&st->bytes, si->State.Bytes);
+    atomic_store(&st->msgs, si->State.Msgs);
+    atomic_store(&st->max_bytes, si->Config->MaxBytes > 0 ? si->Config->MaxBytes : -1);
+    atomic_store(&st->known, 1);
+    jsStreamInfo_Destroy(si);
+    return 0;
+}
+
+/* Remembers that the stream ended at last_seq now, at most SAMPLES over 2 x keep. */
+static void sample(struct gust_retention *r, int64_t now, uint64_t last_seq, int64_t keep_ms)
+{
+    int64_t every = keep_ms / (SAMPLES / 2);
+    every = every < PASS_MS ? PASS_MS : every;
+    if (r->nsamples > 0 && now - r->sample_ms[(r->first + r->nsamples - 1) % SAMPLES] < every) {
+        return;
+    }
+    if (r->nsamples == SAMPLES) {
+        r->first = (r->first + 1) % SAMPLES;
+        r->nsamples--;
+    }
+    size_t at = (r->first + r->nsamples++) % SAMPLES;
+    r->sample_ms[at] = now;
+    r->sample_seq[at] = last_seq;
+}
+
+/* The stream's last sequence keep_ms ago (0: not known that long): what ended then is
+ * older than keep. */
+static uint64_t seq_kept_since(const struct gust_retention *r, int64_t now, int64_t keep_ms)
+{
+    uint64_t seq = 0;
+    for (size_t i = 0; i < r->nsamples; i++) {
+        size_t at = (r->first + i) % SAMPLES;
+        if (r->sample_ms[at] > now - keep_ms) {
+            break;
+        }
+        seq = r->sample_seq[at];
+    }
+    return seq;
+}
+
+/* Each configured durable consumer: its backlog (published for /metrics), and the
+ * lowest sequence it still needs into *floor. 0, or -1 when one could not be read (then
+ * nothing is removed this pass). */
+static int read_consumers(struct gust_retention *r, uint64_t settled_seq, uint64_t *floor)
+{
+    const struct gust_bus_readers *rd = &r->readers;
+    struct backlog *bl = calloc(rd->n > 0 ? rd->n : 1, sizeof(*bl));
+    if (bl == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    const char *stream = gust_bus_config(r->bus)->stream;
+    for (size_t i = 0; i < rd->n; i++) {
+        jsConsumerInfo *ci = NULL;
+        jsErrCode jerr = 0;
+        snprintf(bl[i].name, sizeof(bl[i].name), "%s", rd->names[i]);
+        bl[i].pending = -1;
+        if (js_GetConsumerInfo(&ci, gust_bus__js(r->bus), stream, rd->names[i], call_opts(&(jsOptions){0}),
+                               &jerr) != NATS_OK) {
+            rc = -1; /* not made yet, or JetStream away: it may need anything */
+            continue;
+        }
+        bl[i].pending = (int64_t)ci->NumPending + ci->NumAckPending;
+        /* Below its ack floor it takes nothing again. Caught up (nothing pending nor
+         * unacked), it is done with all it was handed, and with what the stream held a
+         * while ago: the server counts a new message as pending a little after storing
+         * it, so the stream's last sequence of this very moment would be too far. */
+        uint64_t needs = ci->AckFloor.Stream + 1;
+        if (ci->NumPending == 0 && ci->NumAckPending == 0) {
+            uint64_t done = ci->Delivered.Stream > settled_seq ? ci->Delivered.Stream : settled_seq;
+            needs = done + 1 > needs ? done + 1 : needs;
+        }
+        *floor = needs < *floor ? needs : *floor;
+        jsConsumerInfo_Destroy(ci);
+    }
+    pthread_mutex_lock(&r->lock);
+    free(r->backlog);
+    r->backlog = bl;
+    r->nbacklog = rd->n;
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* Removes the messages below seq, whatever their subject. Never with a subject filter:
+ * nats-server 2.9 then moves every consumer's ack floor to the first message left on
+ * that subject, filter or not, and the others lose what they had yet to take or were
+ * to take again (seen here: events accepted and never delivered). So a consumer that
+ * is behind (a sink down) holds back the events of every subject above its floor. */
+static int purge(struct gust_retention *r, uint64_t seq)
+{
+    const struct gust_bus_conf *conf = gust_bus_config(r->bus);
+    jsOptions o;
+    call_opts(&o);
+    o.Stream.Purge.Sequence = seq;
+    jsErrCode jerr = 0;
+    natsStatus s = js_PurgeStream(gust_bus__js(r->bus), conf->stream, &o, &jerr);
+    if (s != NATS_OK) {
+        if (!r->warned++) {
+            gust_warn("bus: cannot remove consumed events below seq %" PRIu64 " of %s: %s (jetstream error %d)", seq,
+                      conf->stream, gust_bus__reason(s), (int)jerr);
+        }
+        return -1;
+    }
+    r->warned = 0;
+    atomic_fetch_add(&r->purges, 1);
+    return 0;
+}
+
+static void pass(struct gust_retention *r)
+{
+    const struct gust_bus_conf *conf = gust_bus_config(r->bus);
+    jsStreamState st;
+    if (read_stream(r, EVENTS, &st) != 0) {
+        return;
+    }
+    if (r->passes++ % OTHERS_EVERY == 0) {
+        for (int k = DLQ; k < NSTREAMS; k++) {
+            read_stream(r, k, &(jsStreamState){0});
+        }
+    }
+    int64_t now = gust_now_ms();
+    if (conf->keep_ms >= 0) {
+        sample(r, now, st.LastSeq, conf->keep_ms);
+    }
+    pthread_mutex_lock(&r->lock);
+    gust_bus_readers_fn fn = r->readers_fn;
+    void *ud = r->readers_ud;
+    pthread_mutex_unlock(&r->lock);
+    r->readers.ready = 0;
+    r->readers.n = 0;
+    r->readers.floor = 0;
+    if (fn != NULL) {
+        fn(ud, &r->readers); /* under the registry's lock, never ours */
+    }
+    if (!r->readers.ready) {
+        return;
+    }
+    uint64_t floor = r->readers.floor;
+    /* The stream's last sequence SETTLED_MS ago. */
+    if (now - r->recent_at >= SETTLED_MS) {
+        r->settled = r->recent;
+        r->recent = st.LastSeq;
+        r->recent_at = now;
+    }
+    int known = read_consumers(r, r->settled, &floor) == 0;
+    if (conf->keep_ms < 0 || !known || floor == 0 || st.Msgs == 0) {
+        return;
+    }
+    /* Consumed and older than keep; consumed at all while the stream nears its bound. */
+    int near_full = conf->max_bytes > 0 && st.Bytes >= (uint64_t)conf->max_bytes / 4 * 3;
+    uint64_t upto = floor;
+    if (!near_full) {
+        uint64_t old = seq_kept_since(r, now, conf->keep_ms);
+        upto = old + 1 < upto ? old + 1 : upto;
+    }
+    if (upto > st.LastSeq + 1) {
+        upto = st.LastSeq + 1;
+    }
+    if (upto > st.FirstSeq) {
+        purge(r, upto);
+    }
+}
+
+static void *run(void *arg)
+{
+    struct gust_retention *r = arg;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stopping) {
+        pthread_mutex_unlock(&r->lock);
+        if (gust_bus_healthy(r->bus)) {
+            pass(r);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += PASS_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&r->lock);
+        if (!r->stopping) {
+            pthread_cond_timedwait(&r->wake, &r->lock, &until);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+int gust_retention_start(struct gust_bus *bus, struct gust_retention **out, struct gust_err *err)
+{
+    struct gust_retention *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    r->bus = bus;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    if (pthread_create(&r->thread, NULL, run, r) != 0) {
+        pthread_cond_destroy(&r->wake);
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return gust_err_set(err, GUST_EIO, "cannot start the retention thread");
+    }
+    *out = r;
+    return 0;
+}
+
+void gust_retention_stop(struct gust_retention *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    r->stopping = 1;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r->backlog);
+    free(r);
+}
+
+void gust_bus_set_readers(struct gust_bus *bus, gust_bus_readers_fn fn, void *ud)
+{
+    struct gust_retention *r = gust_bus__retention(bus);
+    if (r == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&r->lock);
+    r->readers_fn = fn;
+    r->readers_ud = ud;
+    pthread_mutex_unlock(&r->lock);
+}
+
+int gust_bus_store_full(struct gust_bus *bus)
+{
+    int64_t at = atomic_load(&refused_full_at);
+    if (at != 0 && gust_now_ms() - at < FULL_HOLD_MS) {
+        return 1;
+    }
+    struct gust_retention *r = gust_bus__retention(bus);
+    if (r == NULL || !atomic_load(&r->stat[EVENTS].known)) {
+        return 0;
+    }
+    int64_t max = atomic_load(&r->stat[EVENTS].max_bytes);
+    return max > 0 && atomic_load(&r->stat[EVENTS].bytes) >= (uint64_t)(max - max / 100);
+}
+
+int64_t gust_bus_backlog(struct gust_bus *bus, const char *consumer)
+{
+    struct gust_retention *r = gust_bus__retention(bus);
+    int64_t v = -1;
+    if (r == NULL) {
+        return v;
+    }
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->nbacklog; i++) {
+        if (strcmp(r->backlog[i].name, consumer) == 0) {
+            v = r->backlog[i].pending;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return v;
+}
+
+void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out)
+{
+    struct gust_retention *r = gust_bus__retention(bus);
+    if (r == NULL) {
+        return;
+    }
+    static const char *const series[][2] = {
+        {"gust_stream_bytes", "Bytes stored in the stream."},
+        {"gust_stream_messages", "Messages stored in the stream."},
+        {"gust_stream_max_bytes", "The stream's bound in bytes (-1: none)."},
+    };
+    for (int s = 0; s < 3; s++) {
+        gust_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", series[s][0], series[s][1], series[s][0]);
+        for (int k = 0; k < NSTREAMS; k++) {
+            const struct stream_stat *st = &r->stat[k];
+            if (!atomic_load(&st->known)) {
+                continue;
+            }
+            long long v = s == 0   ? (long long)atomic_load(&st->bytes)
+                          : s == 1 ? (long long)atomic_load(&st->msgs)
+                                   : (long long)atomic_load(&st->max_bytes);
+            gust_buf_printf(out, "%s{stream=\"%s\"} %lld\n", series[s][0], r->stat[k].name, v);
+        }
+    }
+    gust_buf_printf(out,
+                    "# HELP gust_store_full 1 while the event stream refuses new events (full).\n"
+                    "# TYPE gust_store_full gauge\ngust_store_full %d\n"
+                    "# HELP gust_stream_purges_total Purges of consumed events from the event stream by gust.\n"
+                    "# TYPE gust_stream_purges_total counter\ngust_stream_purges_total %" PRIu64 "\n",
+                    gust_bus_store_full(bus), (uint64_t)atomic_load(&r->purges));
+}
