@@ -154,6 +154,9 @@ def main():
             r2["accepted"] += 1
         t.eq(refused, (503, "not stored: store full"), "ingest when full")
         t.eq(metric(g, "gust_store_full"), 1.0, "gust_store_full while full")
+        st, body, _ = g.request("GET", "/healthz")
+        causes = [c["cause"] for c in json.loads(body).get("causes", [])]
+        t.check(st == 503 and "store_full" in causes, "/healthz 503 naming store_full while full: %d %s" % (st, body))
         backlog = metric(g, 'gust_unit_backlog{unit="out",kind="sink"}')
         t.check(backlog is not None and backlog > 1000, "the sink's backlog is shown (%s)" % backlog)
 
@@ -181,6 +184,7 @@ def main():
         wait_for(lambda: metric(g, "gust_store_full") == 0.0, 10, "store no longer full")
         st, _, _ = g.request("POST", "/ingest/orders", body=order("SO#after"))
         t.eq(st, 202, "ingest accepts again once consumed events are removed")
+        wait_for(lambda: g.request("GET", "/healthz")[0] == 200, 10, "/healthz 200 again by itself")
         stop.set()
         watcher.join(5)
         print("peak stream bytes: %d (bound %d)" % (peak[0], MAX), flush=True)

@@ -15,6 +15,7 @@
  *    keeps the last error with its time, then runs once the feed opens. */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,53 @@ static void test_feed_opened_later(void)
     gust_consumer_destroy(c);
 }
 
+/* A handler that stays in its batch until released: past its timeout per message plus
+ * GUST_STUCK_MARGIN_MS the unit counts as stuck (/healthz unit_stuck), and no longer
+ * once the batch is done. The flow layer keeps a script from doing this (its timeout
+ * reaches every call); this is the net under what it might miss, a plugin's deliver
+ * included. */
+static atomic_int release_handler;
+static void hold_run(void *impl, struct gust_batch *b)
+{
+    (void)impl;
+    while (!atomic_load(&release_handler)) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        b->outcome[i] = GUST_OUTCOME_OK;
+        b->emit_end[i] = b->emits.n;
+    }
+}
+
+static void test_stuck_handler(void)
+{
+    nlog = 0;
+    struct ffeed feed;
+    struct foutlet out;
+    ffeed_init(&feed, 1);
+    fout_init(&out);
+    struct gust_consumer_conf cc = {.unit = "u", .kind = "flow", .source = "ev.in", .dlq_prefix = "dlq.",
+                                    .batch = 1, .max_deliver = 3, .retry_delay_ms = 100,
+                                    .retry_max_delay_ms = 1000, .settle = GUST_SETTLE_ACK,
+                                    .handler_timeout_ms = 100};
+    struct gust_handler h = {.kind = "flow", .impl = NULL, .run_batch = hold_run};
+    struct gust_consumer *c = NULL;
+    struct gust_err err;
+    atomic_store(&release_handler, 0);
+    CHECK(gust_consumer_create(&cc, &feed.feed, &out.outlet, h, &c, &err) == 0 && gust_consumer_start(c, &err) == 0);
+    for (int i = 0; i < 1000 && gust_consumer_stuck_ms(c) == 0; i++) { /* up to 10 s */
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(gust_consumer_stuck_ms(c) > 0);
+    atomic_store(&release_handler, 1);
+    wait_until(all_settled, &feed);
+    CHECK(all_settled(&feed));
+    CHECK(gust_consumer_stuck_ms(c) == 0);
+    gust_consumer_destroy(c);
+}
+
 int main(void)
 {
     test_barrier_and_ids();
@@ -505,6 +553,7 @@ int main(void)
     test_ordered_republish();
     test_stop_between_batches();
     test_feed_opened_later();
+    test_stuck_handler();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
