@@ -343,6 +343,16 @@ def read_vpl_engine(d):
             tgt=target("vpl-sequence", rate_10k=get(at10k, "rate_median"), bytes=worst))
 
 
+def read_soak(d):
+    start, end = d.get("start") or {}, d.get("end") or {}
+    row(d, "soak: %s min of load, a fault every %s s (nats frozen, sink down, SIGHUP, stuck flow, store full)"
+        % (d.get("minutes"), d.get("fault_every_s")),
+        "%s accepted, %s delivered, %s lost, %s dead-lettered (%s stuck); RSS %.1f → %.1f MB, fds %s → %s" % (
+            d.get("accepted"), d.get("delivered"), d.get("lost"), d.get("dead_lettered"), d.get("stuck_events"),
+            mb(start.get("rss_kb")) or 0, mb(end.get("rss_kb")) or 0, start.get("fds"), end.get("fds")),
+        cmd(d, "bench/soak.sh"))
+
+
 def read_bus(d):
     c = cmd(d, "bench/bus.sh")
     ceiling = target("ceiling")
@@ -414,10 +424,11 @@ READERS = {
     "cluster": ("bench/cluster.sh", read_cluster),
     "compare": ("bench/compare/run.sh", read_compare),
     "bus": ("bench/bus.sh", read_bus),
+    "soak": ("bench/soak.sh", read_soak),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.
-OPTIONAL = {"mqtt-cpu", "detect-lag-10000", "detect-lag-100000"}
+OPTIONAL = {"mqtt-cpu", "detect-lag-10000", "detect-lag-100000", "soak"}
 
 
 def load(path):
