@@ -40,10 +40,13 @@ struct mqtt_keys {
 };
 
 #define MQTT_KEY(S, f, T, def, flags, help) GUST_KEY_AS(S, common.f, #f, T, def, flags, help)
+#define MQTT_KEY_RANGE(S, f, T, def, flags, lo, hi, help) \
+    {#f, GUST_T_##T, def, (flags) | GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, common.f, T), lo, hi, NULL}
 /* The schema entries both types share; expand inside a schema table of S. */
 #define MQTT_COMMON_KEYS(S)                                                                         \
     MQTT_KEY(S, broker, ADDR, NULL, GUST_K_REQUIRED, "MQTT broker host:port"),                      \
-    MQTT_KEY(S, qos, INT, "1", 0, "0 (at most once) or 1 (at least once, acked end to end)"),       \
+    MQTT_KEY_RANGE(S, qos, INT, "1", 0, 0, 1,                                                       \
+                   "0 (at most once) or 1 (at least once, acked end to end); QoS 2 is not supported"), \
     MQTT_KEY(S, client_id, STR, NULL, 0, "MQTT client id (default: gust-<unit>)"),                  \
     MQTT_KEY(S, username, STR, NULL, 0, "MQTT user name"),                                          \
     MQTT_KEY(S, password, STR, NULL, GUST_K_SECRET, "MQTT password (use ${ENV}); never logged"),    \
@@ -51,9 +54,9 @@ struct mqtt_keys {
     MQTT_KEY(S, tls_ca, PATH, NULL, 0, "CA certificate file: connect with TLS"),                    \
     MQTT_KEY(S, tls_cert, PATH, NULL, 0, "client certificate (with tls_key)"),                      \
     MQTT_KEY(S, tls_key, PATH, NULL, GUST_K_SECRET, "client private key"),                          \
-    MQTT_KEY(S, keepalive, DURATION, "30s", 0, "MQTT keepalive (mqtt_out: at least 5s)"),           \
-    MQTT_KEY(S, timeout, DURATION, "5s", 0,                                                         \
-             "connect timeout; mqtt_out: also the longest a batch waits for the connection and its PUBACKs")
+    MQTT_KEY_RANGE(S, keepalive, DURATION, "30s", 0, 1000, 65535000, "MQTT keepalive (mqtt_out: at least 5s)"), \
+    MQTT_KEY_RANGE(S, timeout, DURATION, "5s", 0, 10, INT64_MAX,                                    \
+                   "connect timeout; mqtt_out: also the longest a batch waits for the connection and its PUBACKs")
 
 /* What both types make of those keys. Strings are borrowed from the cfg (which outlives
  * the instance) except password, which is owned (read from password_file). */

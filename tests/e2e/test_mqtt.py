@@ -364,7 +364,7 @@ def test_config_errors(t, tmp, nats):
     cases = [
         ("source s { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; subject_prefix ev.b; }",
          "set exactly one of subject and subject_prefix"),
-        ("source s { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; qos 2; }", "qos: 2 is neither 0 nor 1"),
+        ("source s { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; qos 2; }", "qos must be within 0..1"),
         ("source s { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; non_json drop; }",
          "non_json: \"drop\" is not reject, wrap or pass"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a/#; }", "is not a topic one can publish to"),
