@@ -137,6 +137,25 @@ int gust_publisher_send(struct gust_publisher *p, const char *subject, const voi
 int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const void *data, size_t len,
                            int64_t give_up_ms, gust_publish_done_fn done, void *ud)
 {
+    return gust_publisher_send_id(p, subject, data, len, NULL, give_up_ms, done, ud);
+}
+
+/* The host's publish, with the id when there is one. */
+static int host_publish(struct gust_publisher *p, const char *subject, const void *data, size_t len,
+                        const char *msg_id, gust_publish_done_fn done, void *ud)
+{
+    if (msg_id == NULL) {
+        return p->conf.api->publish(p->conf.inst, subject, data, len, done, ud);
+    }
+    if (!GUST_API_HAS(p->conf.api, publish_msg)) {
+        return GUST_EINVAL;
+    }
+    return p->conf.api->publish_msg(p->conf.inst, subject, data, len, msg_id, done, ud);
+}
+
+int gust_publisher_send_id(struct gust_publisher *p, const char *subject, const void *data, size_t len,
+                           const char *msg_id, int64_t give_up_ms, gust_publish_done_fn done, void *ud)
+{
     int64_t pause = 5;
     int once = give_up_ms <= gust_clock_mono_ms(); /* one try, no wait */
     pthread_mutex_lock(&p->lock);
@@ -167,9 +186,9 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
         int rc;
         if (t != NULL) {
             *t = (struct tracked){.p = p, .done = done, .ud = ud};
-            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done_tracked, t);
+            rc = host_publish(p, subject, data, len, msg_id, on_done_tracked, t);
         } else {
-            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done, p);
+            rc = host_publish(p, subject, data, len, msg_id, on_done, p);
         }
         if (rc == 0) {
             atomic_fetch_add(&p->counts.sent, 1);

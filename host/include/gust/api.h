@@ -57,6 +57,17 @@ struct gust_host_api {
      * destroy. Returns 0 or GUST_EINVAL. gust_sdk_bind() passes key_size for you. */
     int (*cfg_bind)(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size,
                     void *out, struct gust_err *err);
+
+    /* ABI 1.4 */
+
+    /* publish, with a message id: JetStream stores a repeat of msg_id within the event
+     * stream's duplicate window once (its done still says stored, with the first copy's
+     * sequence). A source whose broker redelivers what it did not see committed (a Redis
+     * entry, a Kafka offset) names each message after its broker identity, so a crash
+     * between the PubAck and the commit stores it once. msg_id NULL: none. On the edge
+     * path (no bus) the id is ignored. */
+    int (*publish_msg)(struct gust_instance *inst, const char *subject, const void *data, size_t len,
+                       const char *msg_id, gust_publish_done_fn done, void *ud);
 };
 
 /* 1 when the host's table has the entry `field` (it may be older than the plugin's header). */

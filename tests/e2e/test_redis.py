@@ -1,0 +1,268 @@
+"""The redis plugin against a real redis-server and nats-server: 3000 entries waiting in
+a stream go redis_in -> JetStream -> redis_out across a kill -9 of gust (every id comes
+out, JetStream holds each once: XACK after the PubAck, Nats-Msg-Id from the entry id,
+the dead consumer's pending entries claimed back); redis-server down 10 s mid-run loses
+nothing and dead-letters nothing; a command Redis refuses (WRONGTYPE) is dead-lettered
+with Redis's error; bad settings are refused by gust -t with file:line."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from gustlib import BUILD, GUST, Checks, Gust, NatsServer, TempDir, free_port, nats_publish, port_open, wait_for
+
+
+class Redis:
+    """A real redis-server on a free loopback port, its dir in the temp dir, no saving
+    but on SHUTDOWN SAVE (so a restart keeps the streams)."""
+
+    def __init__(self, tmp):
+        self.port = free_port()
+        self.dir = os.path.join(tmp.path, "redis-%d" % self.port)
+        os.makedirs(self.dir)
+        self.log = open(os.path.join(self.dir, "log"), "ab")
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+                                      self.dir, "--save", "", "--appendonly", "no"], stdout=self.log,
+                                     stderr=self.log)
+        wait_for(lambda: port_open(self.port), 10, "redis-server on %d" % self.port)
+        wait_for(lambda: self.try_ping(), 10, "redis-server loaded")
+
+    def try_ping(self):
+        try:
+            return self.cmd("PING") == "PONG"
+        except (OSError, RuntimeError):
+            return False
+
+    def stop(self):
+        """SHUTDOWN SAVE: the streams are on disk for the next start."""
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.cmd("SHUTDOWN", "SAVE")
+            except (OSError, RuntimeError):
+                pass
+            self.proc.wait(10)
+        self.proc = None
+
+    def cmd(self, *args):
+        return self.pipeline([args])[0]
+
+    def pipeline(self, cmds):
+        """Sends every command, then reads every reply (RESP2)."""
+        out = bytearray()
+        for args in cmds:
+            out += b"*%d\r\n" % len(args)
+            for a in args:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(out)
+            f = s.makefile("rb")
+            return [self._reply(f) for _ in cmds]
+
+    def _reply(self, f):
+        line = f.readline()
+        if not line:
+            raise OSError("connection closed")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = f.read(n + 2)[:-2]
+            return data.decode(errors="replace")
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply(f) for _ in range(n)]
+        raise OSError("bad reply %r" % line)
+
+    def xadd_many(self, stream, start, n, field="data"):
+        cmds = [("XADD", stream, "*", field, json.dumps({"id": i, "v": i * 7})) for i in range(start, start + n)]
+        for i in range(0, len(cmds), 500):
+            for r in self.pipeline(cmds[i:i + 500]):
+                assert not isinstance(r, Exception), r
+
+    def ids(self, stream, field="data"):
+        """[id] of every entry's JSON in `field`."""
+        out = []
+        for _, fields in self.cmd("XRANGE", stream, "-", "+") or []:
+            kv = dict(zip(fields[0::2], fields[1::2]))
+            out.append(json.loads(kv[field])["id"])
+        return out
+
+
+CONF = """
+plugin_dir %(plugins)s;
+plugin redis;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; ack_wait 3s; max_deliver 2; }
+source rin_%(tag)s  { use redis_in; url %(redis)s; stream %(sin)s; group gust; subject %(subject)s; claim_idle 2s;
+              batch %(batch)d; competing on; }
+sink   rout_%(tag)s { use redis_out; source %(subject)s; url %(redis)s; stream %(sout)s; }
+"""
+
+
+def conf(nats, redis, sin, sout, subject, tag, batch=64):
+    """Units rin_TAG and rout_TAG: each scenario has its own durable consumer."""
+    return CONF % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "redis": redis.url, "sin": sin,
+                   "sout": sout, "subject": subject, "tag": tag, "batch": batch}
+
+
+def dead_letters(nats, unit):
+    return [json.loads(d) for _, _, d in nats.read_stream("GUST_DLQ") if ('"unit":"%s"' % unit).encode() in d]
+
+
+def check_once(t, nats, redis, subject, sout, n, what):
+    wait_for(lambda: len(set(redis.ids(sout))) >= n, 90, what + ": every id in " + sout)
+    got = redis.ids(sout)
+    t.eq(len(set(got)), n, what + ": distinct ids in " + sout)
+    t.eq(sorted(set(got)), list(range(n)), what + ": the ids sent")
+    js = [p["id"] for p in nats.payloads(subject)]
+    t.eq(len(js), n, what + ": JetStream holds each id once (%d duplicates)" % (len(js) - len(set(js))))
+    t.eq(len(set(js)), n, what + ": JetStream holds every id")
+    print("%s: %d in %s (%d written twice: at least once), %d on the bus" % (what, len(got), sout,
+                                                                           len(got) - len(set(got)), len(js)),
+          flush=True)
+
+
+def test_kill9(t, tmp, nats, redis):
+    """3000 entries waiting; gust killed with -9 about a second in, then restarted."""
+    n = 3000
+    redis.xadd_many("s_in", 0, n)
+    # Small batches, so that the run lasts long enough for the kill to land in it.
+    c = conf(nats, redis, "s_in", "s_out", "ev.redis", "k", batch=8)
+    g = Gust(tmp, c)
+    try:
+        # Killed with entries read and not acked (XPENDING > 0): read, being published, or
+        # stored and waiting for their XACK.
+        wait_for(lambda: redis.cmd("XLEN", "s_out") >= 200 and redis.cmd("XPENDING", "s_in", "gust")[0] > 0, 30,
+                 "the bridge to be flowing")
+        g.proc.send_signal(signal.SIGKILL)
+        g.proc.wait(10)
+        pending = redis.cmd("XPENDING", "s_in", "gust")[0]
+        moved = redis.cmd("XLEN", "s_out")
+        print("kill -9: %d in s_out, %d pending in the group" % (moved, pending), flush=True)
+        t.check(moved < n and pending > 0, "the kill landed mid-run, with entries pending")
+        g = Gust(tmp, c)
+        check_once(t, nats, redis, "ev.redis", "s_out", n, "kill -9")
+        wait_for(lambda: redis.cmd("XPENDING", "s_in", "gust")[0] == 0, 30, "every entry acked")
+        t.check("[source:rin_k] claimed " in g.log(), "the dead consumer's pending entries claimed (XAUTOCLAIM)")
+        t.eq(dead_letters(nats, "rout_k"), [], "kill -9: no dead letters")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
+def test_redis_down(t, tmp, nats, redis):
+    """redis-server stopped for 10 s mid-run: both sides wait and reconnect; nothing lost,
+    no dead letters, no hot reconnect loop."""
+    c = conf(nats, redis, "d_in", "d_out", "ev.down", "d")
+    redis.xadd_many("d_in", 0, 1000)
+    g = Gust(tmp, c)
+    try:
+        wait_for(lambda: redis.cmd("XLEN", "d_out") >= 1000, 60, "the first 1000 through")
+        redis.stop()
+        # While Redis is away: 1000 more reach the bus for redis_out, which must keep them.
+        nats_publish(nats.port, [("ev.down", json.dumps({"id": i}).encode()) for i in range(1000, 2000)])
+        time.sleep(10)
+        redis.start()
+        redis.xadd_many("d_in", 2000, 1000)
+        wait_for(lambda: len(set(redis.ids("d_out"))) >= 3000, 120, "all 3000 in d_out")
+        t.eq(sorted(set(redis.ids("d_out"))), list(range(3000)), "redis down 10 s: every id")
+        t.eq(dead_letters(nats, "rout_d"), [], "redis down 10 s: no dead letters")
+        log = g.log()
+        warns = [l for l in log.splitlines() if "retrying with backoff" in l]
+        t.check(1 <= len(warns) <= 6, "one log line per state change, not one per attempt: %r" % warns)
+        t.check("[source:rin_d] reconnected to redis" in log and "[sink:rout_d] reconnected to redis" in log,
+                "both sides say they reconnected")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
+def test_refused(t, tmp, nats, redis):
+    """A key that is not a stream: XADD gets WRONGTYPE, the message is dead-lettered with it."""
+    redis.cmd("SET", "w_out", "a string")
+    c = conf(nats, redis, "w_in", "w_out", "ev.wrong", "w")
+    g = Gust(tmp, c)
+    try:
+        nats_publish(nats.port, [("ev.wrong", b'{"id":1}')])
+        got = wait_for(lambda: dead_letters(nats, "rout_w"), 60, "the refused message in the DLQ")
+        t.eq(len(got), 1, "one dead letter")
+        t.eq(got[0]["payload"], '{"id":1}', "the message refused")
+        t.check("WRONGTYPE" in got[0]["error"], "Redis's error: %r" % got[0]["error"])
+        t.eq(redis.cmd("GET", "w_out"), "a string", "the key untouched")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
+def test_config_errors(t, tmp, nats):
+    cases = [
+        ("source s { use redis_in; url redis://127.0.0.1:1; stream a; subject ev.a; }", "group"),
+        ("source s { use redis_in; url redis://127.0.0.1:1; stream a; group g; subject ev.a; colour red; }",
+         "colour"),
+        ("source s { use redis_in; url http://127.0.0.1:1; stream a; group g; subject ev.a; }",
+         "url: \"http://127.0.0.1:1\" is not a redis:// URL"),
+        ("sink s { use redis_out; source ev.a; url redis://127.0.0.1:99999; stream a; }", "url: bad port"),
+        ("sink s { use redis_out; source ev.a; url rediss://127.0.0.1:6380; stream a; }",
+         "url: TLS (rediss://) needs hiredis 1.0 or newer"),
+        ("sink s { use redis_out; source ev.a; url redis://:secret@127.0.0.1; stream a; }", "use password_file"),
+        ("source s { use redis_in; url redis://127.0.0.1:1; stream a; group g; subject ev.a; claim_idle 10ms; }",
+         "claim_idle"),
+        ("source s { use redis_in; url redis://127.0.0.1:1; stream a; group g; subject ev.a; start middle; }",
+         "start"),
+        ("sink s { use redis_out; source ev.a; url redis://u@127.0.0.1; stream a; }", "a user needs a password_file"),
+    ]
+
+    def run(units, *args):
+        path = tmp.file("check.conf", "plugin_dir %s;\nplugin redis;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
+                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
+        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
+
+    for unit, want in cases:
+        path, p = run(unit, "-t")
+        t.check(p.returncode != 0, "gust -t refuses: " + want)
+        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
+    path, p = run("source s { use redis_in; url redis://127.0.0.1:1/2; stream a; group g; subject ev.a; } "
+                  "sink o { use redis_out; source ev.a; url redis://127.0.0.1; stream b; maxlen 1000; }", "-t")
+    t.eq(p.returncode, 0, "gust -t takes a good pair: %r" % p.stderr[-600:])
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    nats = NatsServer(tmp)
+    redis = Redis(tmp)
+    try:
+        test_config_errors(t, tmp, nats)
+        test_kill9(t, tmp, nats, redis)
+        test_redis_down(t, tmp, nats, redis)
+        test_refused(t, tmp, nats, redis)
+    finally:
+        redis.stop()
+        nats.stop()
+    tmp.cleanup()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
