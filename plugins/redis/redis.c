@@ -14,6 +14,7 @@ static const struct gust_plugin_type types[] = {
         .start = redis_in_start,
         .stop = redis_in_stop,
         .destroy = redis_in_destroy,
+        .counters = redis_in_counters,
     },
     {
         .name = "redis_out",
@@ -23,6 +24,7 @@ static const struct gust_plugin_type types[] = {
         .deliver = redis_out_deliver,
         .stop = redis_out_stop,
         .destroy = redis_out_destroy,
+        .counters = redis_out_counters,
     },
 };
 

@@ -107,12 +107,14 @@ extern const struct gust_schema_key redis_in_schema[];
 int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
 int redis_in_start(void *ctx, struct gust_err *err);
 void redis_in_stop(void *ctx);
+size_t redis_in_counters(void *ctx, struct gust_plugin_counter *c, size_t max);
 void redis_in_destroy(void *ctx);
 
 extern const struct gust_schema_key redis_out_schema[];
 int redis_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
 int redis_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results);
 void redis_out_stop(void *ctx);
+size_t redis_out_counters(void *ctx, struct gust_plugin_counter *c, size_t max);
 void redis_out_destroy(void *ctx);
 
 #endif

@@ -442,6 +442,24 @@ int redis_in_start(void *ctx, struct gust_err *err)
     return 0;
 }
 
+size_t redis_in_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
+{
+    struct redis_in *in = ctx;
+    const struct gust_plugin_counter all[] = {
+        {"connected", (uint64_t)atomic_load(&in->conn.connected)},
+        {"read", (uint64_t)atomic_load(&in->read)},
+        {"acked", (uint64_t)atomic_load(&in->acked)},
+        {"claimed", (uint64_t)atomic_load(&in->claimed)},
+        {"rejected", (uint64_t)atomic_load(&in->rejected)},
+        {"publish_failed", (uint64_t)atomic_load(&in->failed)},
+        {"connects", (uint64_t)atomic_load(&in->conn.connects)},
+        {"connection_errors", (uint64_t)atomic_load(&in->conn.errors)},
+    };
+    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
+    memcpy(c, all, n * sizeof(*c));
+    return n;
+}
+
 void redis_in_stop(void *ctx)
 {
     struct redis_in *in = ctx;

@@ -133,6 +133,22 @@ int redis_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct g
     return 0;
 }
 
+size_t redis_out_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
+{
+    struct redis_out *o = ctx;
+    const struct gust_plugin_counter all[] = {
+        {"connected", (uint64_t)atomic_load(&o->conn.connected)},
+        {"written", (uint64_t)atomic_load(&o->written)},
+        {"refused", (uint64_t)atomic_load(&o->rejected)},
+        {"retried", (uint64_t)atomic_load(&o->retried)},
+        {"connects", (uint64_t)atomic_load(&o->conn.connects)},
+        {"connection_errors", (uint64_t)atomic_load(&o->conn.errors)},
+    };
+    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
+    memcpy(c, all, n * sizeof(*c));
+    return n;
+}
+
 void redis_out_stop(void *ctx)
 {
     struct redis_out *o = ctx;

@@ -176,6 +176,17 @@ def test_kill9(t, tmp, nats, redis):
         wait_for(lambda: redis.cmd("XPENDING", "s_in", "gust")[0] == 0, 30, "every entry acked")
         t.check("[source:rin_k] claimed " in g.log(), "the dead consumer's pending entries claimed (XAUTOCLAIM)")
         t.eq(dead_letters(nats, "rout_k"), [], "kill -9: no dead letters")
+        # The plugin's own counters, in /units and /metrics.
+        units = json.loads(g.request("GET", "/units")[1])["units"]
+        plugin = next(u for u in units if u["name"] == "rout_k").get("plugin", {})
+        t.eq(plugin.get("connected"), 1, "/units: rout_k connected")
+        t.check(plugin.get("written", 0) >= 1, "/units: rout_k counts what it wrote: %r" % plugin)
+        metrics = g.request("GET", "/metrics")[1].decode()
+        t.check('gust_plugin_value{unit="rout_k",name="written"} ' in metrics, "/metrics: rout_k's counters")
+        src = next((x for x in json.loads(g.request("GET", "/units")[1])["sources"] if x["name"] == "rin_k"), {})
+        t.eq(src.get("plugin", {}).get("connected"), 1, "/units: rin_k connected")
+        t.check(src.get("plugin", {}).get("claimed", 0) >= 1, "/units: rin_k counts the claimed entries: %r" % src)
+        t.check('gust_plugin_value{unit="rin_k",name="acked"} ' in metrics, "/metrics: rin_k's counters")
     finally:
         g.stop()
         if t.failed:
