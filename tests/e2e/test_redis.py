@@ -239,6 +239,51 @@ def test_refused(t, tmp, nats, redis):
             print(g.log()[-3000:])
 
 
+def test_payload_and_auth(t, tmp, nats, redis):
+    """An ACL user with password_file; the payload rules (field, whole entry, non_json
+    reject and wrap); a wrong password is one clear log line without the secret."""
+    redis.cmd("ACL", "SETUSER", "alice", "on", ">s3cret-pw", "~*", "&*", "+@all")
+    good = tmp.file("pw", "s3cret-pw\n")
+    bad = tmp.file("badpw", "not-the-pw\n")
+    redis.pipeline([("XADD", "p_in", "*", "data", '{"id":1}'), ("XADD", "p_in", "*", "id", "2", "name", "x"),
+                    ("XADD", "p_in", "*", "data", "not json"), ("XADD", "p_in", "*", "body", '{"id":3}'),
+                    ("XADD", "q_in", "*", "data", "hello")])
+    c = """
+plugin_dir %(plugins)s;
+plugin redis;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; ack_wait 3s; max_deliver 2; }
+source pin { use redis_in; url redis://alice@127.0.0.1:%(port)d; password_file %(good)s; stream p_in; group g;
+             subject ev.pay; competing on; }
+source qin { use redis_in; url redis://127.0.0.1:%(port)d; user alice; password_file %(good)s; stream q_in;
+             group g; subject ev.wrap; non_json wrap; competing on; }
+source bin { use redis_in; url redis://127.0.0.1:%(port)d/3; user alice; password_file %(bad)s; stream b_in;
+             group g; subject ev.never; competing on; }
+""" % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "port": redis.port, "good": good, "bad": bad}
+    g = Gust(tmp, c)
+    try:
+        wait_for(lambda: len(nats.payloads("ev.pay")) >= 3 and nats.payloads("ev.wrap"), 30, "the entries on the bus")
+        time.sleep(0.5)
+        t.eq(nats.payloads("ev.pay"), [{"id": 1}, {"id": "2", "name": "x"}, {"body": '{"id":3}'}],
+             "field data, else the whole entry as an object of strings; not JSON rejected")
+        w = nats.payloads("ev.wrap")
+        t.eq(len(w), 1, "one wrapped message")
+        t.eq((w[0].get("payload_base64"), w[0].get("stream")), ("aGVsbG8=", "q_in"), "non_json wrap: %r" % w)
+        wait_for(lambda: redis.cmd("XPENDING", "p_in", "g")[0] == 0, 10, "every entry acked, the rejected one too")
+        src = {x["name"]: x["plugin"] for x in json.loads(g.request("GET", "/units")[1])["sources"]}
+        t.eq(src["pin"]["rejected"], 1, "/units counts the rejected entry")
+        t.eq(src["bin"]["connected"], 0, "the wrong password: not connected")
+        wait_for(lambda: "WRONGPASS" in g.log(), 10, "the refusal in the log")
+        time.sleep(2)
+        lines = [l for l in g.log().splitlines() if "[source:bin]" in l and "WRONGPASS" in l]
+        t.eq(len(lines), 1, "one log line for the refused AUTH, not one per attempt: %r" % lines)
+        t.check("not-the-pw" not in g.log() and "s3cret-pw" not in g.log(), "no password in the log")
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
 def test_config_errors(t, tmp, nats):
     cases = [
         ("source s { use redis_in; url redis://127.0.0.1:1; stream a; subject ev.a; }", "group"),
@@ -281,6 +326,7 @@ def main():
         test_kill9(t, tmp, nats, redis)
         test_redis_down(t, tmp, nats, redis)
         test_refused(t, tmp, nats, redis)
+        test_payload_and_auth(t, tmp, nats, redis)
     finally:
         redis.stop()
         nats.stop()
