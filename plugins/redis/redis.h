@@ -32,23 +32,27 @@ struct redis_keys {
     const char *field;
 };
 
+/* clang-format off */
 #define REDIS_KEY(S, f, T, def, flags, help) GUST_KEY_AS(S, common.f, #f, T, def, flags, help)
 #define REDIS_KEY_RANGE(S, f, T, def, lo, hi, help) \
     {#f, GUST_T_##T, def, GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, common.f, T), lo, hi, NULL}
-#define REDIS_COMMON_KEYS(S)                                                                                     \
-    REDIS_KEY(S, url, STR, NULL, GUST_K_REQUIRED, "redis://host[:port][/db] (rediss:// needs a newer hiredis)"), \
-    REDIS_KEY(S, user, STR, NULL, 0, "ACL user name (Redis 6+): AUTH user password"),                            \
-    REDIS_KEY(S, password_file, PATH, NULL, GUST_K_SECRET, "file whose first line is the password"),            \
-    REDIS_KEY_RANGE(S, db, INT, "0", 0, 1000000, "database number (SELECT); 0: the URL's /N, else 0"),          \
-    REDIS_KEY_RANGE(S, timeout, DURATION, "5s", 100, 60000, "connect and command timeout"),                     \
-    REDIS_KEY(S, field, STR, "data", 0, "the entry field that holds the message's JSON")
+#define REDIS_COMMON_KEYS(S)                                                                               \
+    REDIS_KEY(S, url, STR, NULL, GUST_K_REQUIRED,                                                          \
+              "redis://[user@]host[:port][/db] (no rediss://: hiredis 0.14 has no TLS)"),                  \
+    REDIS_KEY(S, user, STR, NULL, 0, "ACL user name (Redis 6+): AUTH user password"),                      \
+    REDIS_KEY(S, password_file, PATH, NULL, GUST_K_SECRET, "file whose first line is the password"),       \
+    REDIS_KEY_RANGE(S, db, INT, "0", 0, 1000000, "database number (SELECT); 0: the URL's /N, else 0"),     \
+    REDIS_KEY_RANGE(S, timeout, DURATION, "5s", 100, 60000, "connect and command timeout"),                \
+    REDIS_KEY(S, field, STR, "data", 0,                                                                    \
+              "the entry field that holds the message (redis_in: an entry without it is taken whole)")
+/* clang-format on */
 
 /* What both types make of those keys. */
 struct redis_conf {
     char host[256];
     int port;
     int db;
-    const char *user;          /* borrowed, or owned (from the URL) when owns_user */
+    const char *user; /* borrowed, or owned (from the URL) when owns_user */
     int owns_user;
     const char *password_file; /* borrowed; read at each connect */
     int64_t timeout_ms;
@@ -67,7 +71,7 @@ struct redis_conn {
     int64_t retry_at;   /* monotonic ms: no attempt before it */
     int64_t backoff_ms; /* next wait: 100 ms doubling to 10 s */
     int64_t up_since;
-    int was_up;         /* ever connected (for the log line's wording) */
+    int was_up; /* ever connected (for the log line's wording) */
     char last_error[200];
     atomic_int connected;
     atomic_uint_fast64_t connects, errors;
@@ -111,7 +115,8 @@ size_t redis_in_counters(void *ctx, struct gust_plugin_counter *c, size_t max);
 void redis_in_destroy(void *ctx);
 
 extern const struct gust_schema_key redis_out_schema[];
-int redis_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err);
+int redis_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx,
+                     struct gust_err *err);
 int redis_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results);
 void redis_out_stop(void *ctx);
 size_t redis_out_counters(void *ctx, struct gust_plugin_counter *c, size_t max);

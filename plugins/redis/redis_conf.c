@@ -27,7 +27,8 @@ static int parse_url(struct redis_conf *c, const char *url, const char **user, c
     at = strchr(p, '@');
     if (at && (!slash || at < slash)) {
         if (memchr(p, ':', (size_t)(at - p))) {
-            snprintf(why, whysz, "a password does not belong in the URL (it would be logged): use password_file");
+            snprintf(why, whysz,
+                     "a password does not belong in the URL (it would be logged): use password_file");
             return -1;
         }
         if (at == p) {
@@ -99,8 +100,8 @@ int redis_conf_load(struct redis_conf *c, const struct redis_keys *k, const stru
     }
     if (k->db != 0) {
         if (c->db != 0 && c->db != k->db) {
-            return gust_err_set(err, GUST_ECONFIG, "%s: db %lld differs from the URL's /%d", h->cfg_where(cfg, "db"),
-                                (long long)k->db, c->db);
+            return gust_err_set(err, GUST_ECONFIG, "%s: db %lld differs from the URL's /%d",
+                                h->cfg_where(cfg, "db"), (long long)k->db, c->db);
         }
         c->db = (int)k->db;
     }

@@ -22,8 +22,8 @@ void redis_conn_init(struct redis_conn *c, struct gust_instance *inst, const str
 
 int redis_error_transient(const char *msg)
 {
-    static const char *const transient[] = {"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN",
-                                            "READONLY", "OOM", "NOAUTH", "NOREPLICAS", "MISCONF"};
+    static const char *const transient[] = {"LOADING",  "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN",
+                                            "READONLY", "OOM",  "NOAUTH",   "NOREPLICAS",  "MISCONF"};
     for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++) {
         size_t n = strlen(transient[i]);
         if (strncmp(msg, transient[i], n) == 0 && (msg[n] == ' ' || msg[n] == '\0')) {
@@ -37,8 +37,8 @@ static void failed(struct redis_conn *c, const char *why)
 {
     atomic_fetch_add(&c->errors, 1);
     if (strcmp(why, c->last_error) != 0) {
-        redis_host->log(c->inst, GUST_LOG_WARN, "redis %s: %s (retrying with backoff up to 10s)", c->conf->shown,
-                        why);
+        redis_host->log(c->inst, GUST_LOG_WARN, "redis %s: %s (retrying with backoff up to 10s)",
+                        c->conf->shown, why);
         snprintf(c->last_error, sizeof(c->last_error), "%s", why);
     }
     c->retry_at = gust_clock_mono_ms() + c->backoff_ms;
@@ -126,7 +126,8 @@ int redis_conn_ensure(struct redis_conn *c, char *why, size_t whysz)
     c->up_since = gust_clock_mono_ms();
     atomic_fetch_add(&c->connects, 1);
     atomic_store(&c->connected, 1);
-    redis_host->log(c->inst, GUST_LOG_INFO, "%s redis %s", c->was_up ? "reconnected to" : "connected to", cf->shown);
+    redis_host->log(c->inst, GUST_LOG_INFO, "%s redis %s", c->was_up ? "reconnected to" : "connected to",
+                    cf->shown);
     c->was_up = 1;
     c->last_error[0] = '\0';
     return 0;

@@ -33,7 +33,8 @@ static int whole(const struct redis_entry *e, struct gust_buf *out)
 {
     int rc = gust_buf_append(out, "{", 1);
     for (size_t i = 0; rc == 0 && i < e->nfields; i++) {
-        if (!gust_utf8_valid(e->names[i], e->name_lens[i]) || !gust_utf8_valid(e->values[i], e->value_lens[i])) {
+        if (!gust_utf8_valid(e->names[i], e->name_lens[i]) ||
+            !gust_utf8_valid(e->values[i], e->value_lens[i])) {
             return 1;
         }
         rc = i > 0 ? gust_buf_append(out, ",", 1) : 0;

@@ -72,7 +72,7 @@ struct redis_in {
 
     /* The thread's own. */
     int group_ready;
-    int pending_pass;        /* reading our own pending entries (from pending_cursor) */
+    int pending_pass; /* reading our own pending entries (from pending_cursor) */
     char pending_cursor[48];
     char claim_cursor[48];
     int64_t next_claim, pause_until;
@@ -102,7 +102,8 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     }
     if (!in->k.stream[0] || strlen(in->k.stream) > 200) {
         redis_in_destroy(in);
-        return gust_err_set(err, GUST_ECONFIG, "%s: stream: must be 1 to 200 bytes", h->cfg_where(cfg, "stream"));
+        return gust_err_set(err, GUST_ECONFIG, "%s: stream: must be 1 to 200 bytes",
+                            h->cfg_where(cfg, "stream"));
     }
     if (!in->k.group[0]) {
         redis_in_destroy(in);
@@ -171,8 +172,8 @@ static void refused(struct redis_in *in, const char *cmd, redisReply *r)
 
 static int ensure_group(struct redis_in *in)
 {
-    const char *argv[] = {"XGROUP", "CREATE", in->k.stream, in->k.group,
-                          strcmp(in->k.start, "latest") == 0 ? "$" : "0", "MKSTREAM"};
+    const char *from = strcmp(in->k.start, "latest") == 0 ? "$" : "0";
+    const char *argv[] = {"XGROUP", "CREATE", in->k.stream, in->k.group, from, "MKSTREAM"};
     redisReply *r = command(in, 6, argv);
     if (!r) {
         return -1;
@@ -182,8 +183,9 @@ static int ensure_group(struct redis_in *in)
         return -1;
     }
     if (r->type != REDIS_REPLY_ERROR) {
-        redis_host->log(in->inst, GUST_LOG_INFO, "created consumer group %s on stream %s (from %s)", in->k.group,
-                        in->k.stream, strcmp(in->k.start, "latest") == 0 ? "new entries" : "the first entry");
+        redis_host->log(in->inst, GUST_LOG_INFO, "created consumer group %s on stream %s (from %s)",
+                        in->k.group, in->k.stream,
+                        strcmp(in->k.start, "latest") == 0 ? "new entries" : "the first entry");
     }
     freeReplyObject(r);
     in->group_ready = 1;
@@ -231,8 +233,8 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             in->ack_argv[3 + nack++] = s->id;
             continue;
         }
-        struct redis_entry ent = {.id = s->id, .names = names, .values = values, .name_lens = nlens,
-                                  .value_lens = vlens};
+        struct redis_entry ent = {
+            .id = s->id, .names = names, .values = values, .name_lens = nlens, .value_lens = vlens};
         size_t nf = f->elements / 2;
         const redisReply *const *el = (const redisReply *const *)f->element;
         if (nf > 64) {
@@ -258,8 +260,8 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
         }
         snprintf(in->msg_id, sizeof(in->msg_id), "%s:%s", in->k.stream, s->id);
         atomic_store(&s->status, GUST_EAGAIN);
-        rc = gust_publisher_send_id(in->pub, in->k.subject, in->json.data, in->json.len, in->msg_id, INT64_MAX,
-                                    on_stored, s);
+        rc = gust_publisher_send_id(in->pub, in->k.subject, in->json.data, in->json.len, in->msg_id,
+                                    INT64_MAX, on_stored, s);
         if (rc == 0) {
             s->sent = 1;
         } else {
@@ -324,10 +326,22 @@ static void read_round(struct redis_in *in)
 
     if (!in->pending_pass && now >= in->next_claim) {
         snprintf(idle, sizeof(idle), "%" PRId64, in->k.claim_idle);
-        const char *argv[] = {"XAUTOCLAIM", in->k.stream, in->k.group, in->consumer, idle,
-                              in->claim_cursor[0] ? in->claim_cursor : "0-0", "COUNT", count};
+        const char *argv[] = {"XAUTOCLAIM", in->k.stream, in->k.group,
+                              in->consumer, idle,         in->claim_cursor[0] ? in->claim_cursor : "0-0",
+                              "COUNT",      count};
         redisReply *r = command(in, 8, argv);
         if (!r) {
+            return;
+        }
+        /* Whatever comes back, the next look is not before the next period: a reply of
+         * another shape must not turn into a claim on every round. */
+        in->next_claim = now + (in->k.claim_idle / 2 > 1000 ? in->k.claim_idle / 2 : 1000);
+        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0) {
+            redis_host->log(in->inst, GUST_LOG_WARN,
+                            "this Redis has no XAUTOCLAIM (6.2 and later have it): entries a dead consumer "
+                            "left pending are not claimed");
+            in->next_claim = INT64_MAX;
+            freeReplyObject(r);
             return;
         }
         if (r->type == REDIS_REPLY_ERROR) {
@@ -339,13 +353,14 @@ static void read_round(struct redis_in *in)
             snprintf(in->claim_cursor, sizeof(in->claim_cursor), "%s", r->element[0]->str);
             if (r->element[1]->elements > 0) {
                 atomic_fetch_add(&in->claimed, r->element[1]->elements);
-                redis_host->log(in->inst, GUST_LOG_INFO, "claimed %zu entries left pending over %" PRId64 " ms",
+                redis_host->log(in->inst, GUST_LOG_INFO,
+                                "claimed %zu entries left pending over %" PRId64 " ms",
                                 r->element[1]->elements, in->k.claim_idle);
             }
             int got = handle_entries(in, r->element[1], last, sizeof(last));
-            /* The cursor back at 0-0: the whole pending list was scanned. */
-            if (got >= 0 && strcmp(in->claim_cursor, "0-0") == 0) {
-                in->next_claim = now + (in->k.claim_idle / 2 > 1000 ? in->k.claim_idle / 2 : 1000);
+            /* More of the pending list to scan: go on at the next round. */
+            if (got >= 0 && strcmp(in->claim_cursor, "0-0") != 0) {
+                in->next_claim = now;
             }
         }
         freeReplyObject(r);
@@ -424,10 +439,12 @@ static void *in_thread(void *arg)
 int redis_in_start(void *ctx, struct gust_err *err)
 {
     struct redis_in *in = ctx;
-    struct gust_publisher_conf pc = {.api = redis_host, .inst = in->inst, .max_inflight = (size_t)in->k.batch};
+    struct gust_publisher_conf pc = {
+        .api = redis_host, .inst = in->inst, .max_inflight = (size_t)in->k.batch};
 
     if (!GUST_API_HAS(redis_host, publish_msg)) {
-        return gust_err_set(err, GUST_EINVAL, "this host has no publish_msg (ABI 1.4): it needs a newer gust");
+        return gust_err_set(err, GUST_EINVAL,
+                            "this host has no publish_msg (ABI 1.4): it needs a newer gust");
     }
     int rc = gust_publisher_create(&in->pub, &pc, err);
     if (rc != 0) {

@@ -122,7 +122,8 @@ int redis_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct g
         if (r->type == REDIS_REPLY_ERROR) {
             int transient = redis_error_transient(r->str);
             results[i].status = transient ? GUST_RETRY : GUST_REJECTED;
-            snprintf(results[i].error, sizeof(results[i].error), "redis XADD %.60s: %.120s", o->k.stream, r->str);
+            snprintf(results[i].error, sizeof(results[i].error), "redis XADD %.60s: %.120s", o->k.stream,
+                     r->str);
             atomic_fetch_add(transient ? &o->retried : &o->rejected, 1);
         } else {
             results[i].status = GUST_DELIVERED;
