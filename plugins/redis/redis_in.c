@@ -318,6 +318,53 @@ static const redisReply *read_entries(const redisReply *r)
     return s->element[1];
 }
 
+/* After a full claim scan: consumers of the group other than this one with nothing
+ * pending, idle longer than claim_idle, are removed (XGROUP DELCONSUMER), so the
+ * <host>:<pid> names of processes gone do not pile up. A live one removed by mistake
+ * costs nothing: its next XREADGROUP makes it again. */
+static void forget_dead_consumers(struct redis_in *in)
+{
+    const char *argv[] = {"XINFO", "CONSUMERS", in->k.stream, in->k.group};
+    redisReply *r = command(in, 4, argv);
+    if (!r) {
+        return;
+    }
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *c = r->element[i];
+        const char *name = NULL;
+        long long pending = -1, idle = -1;
+        for (size_t j = 0; c->type == REDIS_REPLY_ARRAY && j + 1 < c->elements; j += 2) {
+            const char *k = c->element[j]->str;
+            const redisReply *v = c->element[j + 1];
+            if (!k) {
+                continue;
+            }
+            if (strcmp(k, "name") == 0 && v->type == REDIS_REPLY_STRING) {
+                name = v->str;
+            } else if (strcmp(k, "pending") == 0 && v->type == REDIS_REPLY_INTEGER) {
+                pending = v->integer;
+            } else if (strcmp(k, "idle") == 0 && v->type == REDIS_REPLY_INTEGER) {
+                idle = v->integer;
+            }
+        }
+        if (!name || pending != 0 || idle <= in->k.claim_idle || strcmp(name, in->consumer) == 0) {
+            continue;
+        }
+        const char *del[] = {"XGROUP", "DELCONSUMER", in->k.stream, in->k.group, name};
+        redisReply *d = command(in, 5, del);
+        if (!d) {
+            break;
+        }
+        if (d->type != REDIS_REPLY_ERROR) {
+            redis_host->log(in->inst, GUST_LOG_INFO,
+                            "removed consumer %s from group %s: idle %lld ms, nothing pending", name,
+                            in->k.group, idle);
+        }
+        freeReplyObject(d);
+    }
+    freeReplyObject(r);
+}
+
 static void read_round(struct redis_in *in)
 {
     char count[24], idle[24], last[48] = "";
@@ -361,6 +408,8 @@ static void read_round(struct redis_in *in)
             /* More of the pending list to scan: go on at the next round. */
             if (got >= 0 && strcmp(in->claim_cursor, "0-0") != 0) {
                 in->next_claim = now;
+            } else if (got >= 0 && in->conn.ctx) {
+                forget_dead_consumers(in);
             }
         }
         freeReplyObject(r);

@@ -175,6 +175,9 @@ def test_kill9(t, tmp, nats, redis):
         check_once(t, nats, redis, "ev.redis", "s_out", n, "kill -9")
         wait_for(lambda: redis.cmd("XPENDING", "s_in", "gust")[0] == 0, 30, "every entry acked")
         t.check("[source:rin_k] claimed " in g.log(), "the dead consumer's pending entries claimed (XAUTOCLAIM)")
+        wait_for(lambda: len(redis.cmd("XINFO", "CONSUMERS", "s_in", "gust")) == 1, 20,
+                 "the dead consumer removed from the group once nothing of it is pending")
+        t.check("[source:rin_k] removed consumer " in g.log(), "the removal logged")
         t.eq(dead_letters(nats, "rout_k"), [], "kill -9: no dead letters")
         # The plugin's own counters, in /units and /metrics.
         units = json.loads(g.request("GET", "/units")[1])["units"]
