@@ -250,7 +250,7 @@ def test_payload_and_auth(t, tmp, nats, redis):
     bad = tmp.file("badpw", "not-the-pw\n")
     redis.pipeline([("XADD", "p_in", "*", "data", '{"id":1}'), ("XADD", "p_in", "*", "id", "2", "name", "x"),
                     ("XADD", "p_in", "*", "data", "not json"), ("XADD", "p_in", "*", "body", '{"id":3}'),
-                    ("XADD", "q_in", "*", "data", "hello")])
+                    ("XADD", "q_in", "*", "data", "hello"), ("XADD", "l_in", "*", "data", '{"old":1}')])
     c = """
 plugin_dir %(plugins)s;
 plugin redis;
@@ -260,6 +260,8 @@ source pin { use redis_in; url redis://alice@127.0.0.1:%(port)d; password_file %
              subject ev.pay; competing on; }
 source qin { use redis_in; url redis://127.0.0.1:%(port)d; user alice; password_file %(good)s; stream q_in;
              group g; subject ev.wrap; non_json wrap; competing on; }
+source lin { use redis_in; url redis://127.0.0.1:%(port)d; user alice; password_file %(good)s; stream l_in;
+             group g; subject ev.latest; start latest; competing on; }
 source bin { use redis_in; url redis://127.0.0.1:%(port)d/3; user alice; password_file %(bad)s; stream b_in;
              group g; subject ev.never; competing on; }
 """ % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "port": redis.port, "good": good, "bad": bad}
@@ -276,6 +278,12 @@ source bin { use redis_in; url redis://127.0.0.1:%(port)d/3; user alice; passwor
         src = {x["name"]: x["plugin"] for x in json.loads(g.request("GET", "/units")[1])["sources"]}
         t.eq(src["pin"]["rejected"], 1, "/units counts the rejected entry")
         t.eq(src["bin"]["connected"], 0, "the wrong password: not connected")
+        wait_for(lambda: "[source:lin] created consumer group g on stream l_in (from new entries)" in g.log(), 10,
+                 "the group of lin created at $")
+        redis.cmd("XADD", "l_in", "*", "data", '{"new":2}')
+        wait_for(lambda: nats.payloads("ev.latest"), 10, "the new entry of l_in")
+        time.sleep(0.5)
+        t.eq(nats.payloads("ev.latest"), [{"new": 2}], "start latest: only what came after the group")
         wait_for(lambda: "WRONGPASS" in g.log(), 10, "the refusal in the log")
         time.sleep(2)
         lines = [l for l in g.log().splitlines() if "[source:bin]" in l and "WRONGPASS" in l]
