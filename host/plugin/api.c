@@ -53,16 +53,21 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
                             &inst->inflight);
 }
 
-static int api_publish_msg(struct gust_instance *inst, const char *subject, const void *data, size_t len,
-                           const char *msg_id, gust_publish_done_fn done, void *ud)
+static int api_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m,
+                           gust_publish_done_fn done, void *ud)
 {
     if (inst != NULL && inst->edges != NULL) {
-        return gust_edge_set_publish(inst->edges, subject, data, len, done, ud);
+        return gust_edge_set_publish(inst->edges, m->subject, m->data, m->len, done, ud);
     }
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
     }
-    struct gust_pub p = {.subject = subject, .data = data, .len = len, .msg_id = msg_id};
+    struct gust_pub p = {.subject = m->subject,
+                         .data = m->data,
+                         .len = m->len,
+                         .msg_id = m->msg_id,
+                         .headers = m->headers,
+                         .nheaders = m->nheaders};
     return gust_bus_publish_msg(inst->bus, &p, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
 }
 

@@ -8,8 +8,9 @@
  *      what a previous run of this consumer read and never acked), then new ones (`>`,
  *      blocking 500 ms at most so a stop is noticed), and every claim_idle/2 the entries
  *      other consumers left pending longer than claim_idle (XAUTOCLAIM: a dead process's);
- *   2. publish each with Nats-Msg-Id "<stream>:<entry id>": an entry stored and not yet
- *      acked when gust died is read again, and JetStream stores it once;
+ *   2. publish each with Nats-Msg-Id "<stream>:<entry id>" (and headers Redis-Stream and
+ *      Redis-Entry-Id): an entry stored and not yet acked when gust died is read again,
+ *      and JetStream stores it once;
  *   3. wait for every PubAck of the batch, then XACK the stored ones in one command.
  * A publish that fails leaves its entry pending; the source pauses and re-reads its
  * pending entries. The group is created when missing (XGROUP CREATE ... MKSTREAM from the
@@ -260,8 +261,15 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
         }
         snprintf(in->msg_id, sizeof(in->msg_id), "%s:%s", in->k.stream, s->id);
         atomic_store(&s->status, GUST_EAGAIN);
-        rc = gust_publisher_send_id(in->pub, in->k.subject, in->json.data, in->json.len, in->msg_id,
-                                    INT64_MAX, on_stored, s);
+        /* Where it came from, for flows (meta.headers) and for reading it back in Redis. */
+        const struct gust_header hdr[] = {{"Redis-Stream", in->k.stream}, {"Redis-Entry-Id", s->id}};
+        const struct gust_pub_msg m = {.subject = in->k.subject,
+                                       .data = in->json.data,
+                                       .len = in->json.len,
+                                       .msg_id = in->msg_id,
+                                       .headers = hdr,
+                                       .nheaders = 2};
+        rc = gust_publisher_send_msg(in->pub, &m, INT64_MAX, on_stored, s);
         if (rc == 0) {
             s->sent = 1;
         } else {

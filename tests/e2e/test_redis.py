@@ -242,6 +242,17 @@ def test_refused(t, tmp, nats, redis):
             print(g.log()[-3000:])
 
 
+HDR = """
+-- what redis_in's headers say, for the test to read back
+return {
+  source = "ev.wrap",
+  on_event = function(ev, meta)
+    emit("ev.hdr", { stream = meta.headers["Redis-Stream"], id = meta.headers["Redis-Entry-Id"] })
+  end,
+}
+"""
+
+
 def test_payload_and_auth(t, tmp, nats, redis):
     """An ACL user with password_file; the payload rules (field, whole entry, non_json
     reject and wrap); a wrong password is one clear log line without the secret."""
@@ -262,9 +273,11 @@ source qin { use redis_in; url redis://127.0.0.1:%(port)d; user alice; password_
              group g; subject ev.wrap; non_json wrap; competing on; }
 source lin { use redis_in; url redis://127.0.0.1:%(port)d; user alice; password_file %(good)s; stream l_in;
              group g; subject ev.latest; start latest; competing on; }
+flow hdr { script %(hdr)s; }
 source bin { use redis_in; url redis://127.0.0.1:%(port)d/3; user alice; password_file %(bad)s; stream b_in;
              group g; subject ev.never; competing on; }
-""" % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "port": redis.port, "good": good, "bad": bad}
+""" % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "port": redis.port, "good": good, "bad": bad,
+       "hdr": tmp.file("hdr.lua", HDR)}
     g = Gust(tmp, c)
     try:
         wait_for(lambda: len(nats.payloads("ev.pay")) >= 3 and nats.payloads("ev.wrap"), 30, "the entries on the bus")
@@ -274,6 +287,8 @@ source bin { use redis_in; url redis://127.0.0.1:%(port)d/3; user alice; passwor
         w = nats.payloads("ev.wrap")
         t.eq(len(w), 1, "one wrapped message")
         t.eq((w[0].get("payload_base64"), w[0].get("stream")), ("aGVsbG8=", "q_in"), "non_json wrap: %r" % w)
+        h = wait_for(lambda: nats.payloads("ev.hdr"), 10, "the flow's view of the headers")
+        t.eq(h, [{"stream": "q_in", "id": w[0].get("id")}], "headers Redis-Stream and Redis-Entry-Id in meta.headers")
         wait_for(lambda: redis.cmd("XPENDING", "p_in", "g")[0] == 0, 10, "every entry acked, the rejected one too")
         src = {x["name"]: x["plugin"] for x in json.loads(g.request("GET", "/units")[1])["sources"]}
         t.eq(src["pin"]["rejected"], 1, "/units counts the rejected entry")
