@@ -137,6 +137,26 @@ int gust_publisher_send(struct gust_publisher *p, const char *subject, const voi
 int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const void *data, size_t len,
                            int64_t give_up_ms, gust_publish_done_fn done, void *ud)
 {
+    struct gust_pub_msg m = {.subject = subject, .data = data, .len = len};
+    return gust_publisher_send_msg(p, &m, give_up_ms, done, ud);
+}
+
+/* The host's publish; publish_msg only for what plain publish cannot carry. */
+static int host_publish(struct gust_publisher *p, const struct gust_pub_msg *m, gust_publish_done_fn done,
+                        void *ud)
+{
+    if (m->msg_id == NULL && m->nheaders == 0) {
+        return p->conf.api->publish(p->conf.inst, m->subject, m->data, m->len, done, ud);
+    }
+    if (!GUST_API_HAS(p->conf.api, publish_msg)) {
+        return GUST_EINVAL;
+    }
+    return p->conf.api->publish_msg(p->conf.inst, m, done, ud);
+}
+
+int gust_publisher_send_msg(struct gust_publisher *p, const struct gust_pub_msg *m, int64_t give_up_ms,
+                            gust_publish_done_fn done, void *ud)
+{
     int64_t pause = 5;
     int once = give_up_ms <= gust_clock_mono_ms(); /* one try, no wait */
     pthread_mutex_lock(&p->lock);
@@ -167,9 +187,9 @@ int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const 
         int rc;
         if (t != NULL) {
             *t = (struct tracked){.p = p, .done = done, .ud = ud};
-            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done_tracked, t);
+            rc = host_publish(p, m, on_done_tracked, t);
         } else {
-            rc = p->conf.api->publish(p->conf.inst, subject, data, len, on_done, p);
+            rc = host_publish(p, m, on_done, p);
         }
         if (rc == 0) {
             atomic_fetch_add(&p->counts.sent, 1);

@@ -397,6 +397,9 @@ static int source_start(void *ud, struct gust_err *err)
         rc = gust_instance_start(&s->inst, err);
         if (rc != 0) {
             gust_instance_dispose(&s->inst);
+        } else if (s->units != NULL) {
+            /* Not shown is all a failure costs: the source runs. */
+            gust_units_source_add(s->units, s->unit->name, s->type->counters, s->inst.ctx);
         }
     }
     return rc;
@@ -405,6 +408,9 @@ static int source_start(void *ud, struct gust_err *err)
 static void source_stop(void *ud)
 {
     struct gust_source *s = ud;
+    if (s->units != NULL && s->inst.type != NULL) {
+        gust_units_source_remove(s->units, s->inst.ctx);
+    }
     gust_instance_dispose(&s->inst);
 }
 
@@ -447,6 +453,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         s->bus = bus;
         s->leased = !u->k.competing;
         s->edges = gust_edge_links_find(host->edges, u->name);
+        s->units = units;
         int rc;
         if (s->leased) {
             struct gust_lease_task task = {.start = source_start, .stop = source_stop, .ud = s};

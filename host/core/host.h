@@ -20,6 +20,7 @@ struct gust_source {
     const struct gust_unit_conf *unit;
     struct gust_bus *bus;
     struct gust_edge_set *edges; /* the edge units it feeds (NULL: it publishes to the bus) */
+    struct gust_units *units;    /* borrowed: where its plugin's counters are shown */
     int leased;
 };
 

@@ -53,6 +53,24 @@ static int api_publish(struct gust_instance *inst, const char *subject, const vo
                             &inst->inflight);
 }
 
+static int api_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m,
+                           gust_publish_done_fn done, void *ud)
+{
+    if (inst != NULL && inst->edges != NULL) {
+        return gust_edge_set_publish(inst->edges, m->subject, m->data, m->len, done, ud);
+    }
+    if (inst == NULL || inst->bus == NULL) {
+        return GUST_EINVAL;
+    }
+    struct gust_pub p = {.subject = m->subject,
+                         .data = m->data,
+                         .len = m->len,
+                         .msg_id = m->msg_id,
+                         .headers = m->headers,
+                         .nheaders = m->nheaders};
+    return gust_bus_publish_msg(inst->bus, &p, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
+}
+
 static const struct gust_host_api host_api = {
     .struct_size = sizeof(struct gust_host_api),
     .abi_major = GUST_ABI_MAJOR,
@@ -66,6 +84,7 @@ static const struct gust_host_api host_api = {
     .cfg_where = gust_cfg_where,
     .publish = api_publish,
     .cfg_bind = gust_cfg_bind,
+    .publish_msg = api_publish_msg,
 };
 
 const struct gust_host_api *gust_host_api(void)

@@ -1,5 +1,9 @@
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "gust/sdk.h"
 
 #include "sink_handler.h"
 
@@ -42,6 +46,43 @@ static void sink_run_batch(void *impl, struct gust_batch *b)
     }
 }
 
+/* The plugin's own counters (ABI 1.4 types with a counters callback). */
+static size_t sink_counters(struct sink *s, struct gust_plugin_counter *c)
+{
+    const struct gust_plugin_type *t = s->inst->type;
+    if (t == NULL || t->counters == NULL || !s->inst->started) {
+        return 0;
+    }
+    size_t n = t->counters(s->inst->ctx, c, GUST_PLUGIN_COUNTERS_MAX);
+    return n < GUST_PLUGIN_COUNTERS_MAX ? n : GUST_PLUGIN_COUNTERS_MAX;
+}
+
+static void sink_render_json(void *impl, struct gust_buf *out)
+{
+    struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
+    size_t n = sink_counters(impl, c);
+    if (n == 0) {
+        return;
+    }
+    gust_buf_append(out, ",\"plugin\":{", 11);
+    for (size_t i = 0; i < n; i++) {
+        gust_buf_printf(out, "%s", i > 0 ? "," : "");
+        gust_json_append_string(out, c[i].name, strlen(c[i].name));
+        gust_buf_printf(out, ":%" PRIu64, c[i].value);
+    }
+    gust_buf_append(out, "}", 1);
+}
+
+static void sink_render_metrics(void *impl, const char *unit, struct gust_buf *out)
+{
+    struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
+    size_t n = sink_counters(impl, c);
+    for (size_t i = 0; i < n; i++) { /* unit names and counter names need no escaping */
+        gust_buf_printf(out, "gust_plugin_value{unit=\"%s\",name=\"%s\"} %" PRIu64 "\n", unit, c[i].name,
+                        c[i].value);
+    }
+}
+
 static void sink_destroy(void *impl)
 {
     struct sink *s = impl;
@@ -57,5 +98,10 @@ struct gust_handler gust_sink_handler(struct gust_instance *inst)
     if (s != NULL) {
         s->inst = inst;
     }
-    return (struct gust_handler){.kind = "sink", .impl = s, .run_batch = sink_run_batch, .destroy = sink_destroy};
+    return (struct gust_handler){.kind = "sink",
+                                 .impl = s,
+                                 .run_batch = sink_run_batch,
+                                 .render_json = sink_render_json,
+                                 .render_metrics = sink_render_metrics,
+                                 .destroy = sink_destroy};
 }

@@ -80,6 +80,9 @@ struct gust_handler {
     uint64_t (*floor)(void *impl);
     /* Optional. Members for /units: "," then "key": value pairs. Any thread. */
     void (*render_json)(void *impl, struct gust_buf *out);
+    /* Optional. Lines of /metrics' gust_plugin_value family for unit `unit` (the header
+     * is the registry's). Any thread. */
+    void (*render_metrics)(void *impl, const char *unit, struct gust_buf *out);
     void (*destroy)(void *impl);
 };
 

@@ -21,6 +21,50 @@ void gust_units_init(struct gust_units *u)
     u->generation = 1;
 }
 
+int gust_units_source_add(struct gust_units *u, const char *name,
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx)
+{
+    if (counters == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&u->lock);
+    if (u->nsources == u->sources_cap) {
+        size_t cap = u->sources_cap ? u->sources_cap * 2 : 8;
+        struct gust_units_source *v = realloc(u->sources, cap * sizeof(*v));
+        if (v == NULL) {
+            pthread_mutex_unlock(&u->lock);
+            return GUST_ENOMEM;
+        }
+        u->sources = v;
+        u->sources_cap = cap;
+    }
+    struct gust_units_source *e = &u->sources[u->nsources++];
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    e->counters = counters;
+    e->ctx = ctx;
+    pthread_mutex_unlock(&u->lock);
+    return 0;
+}
+
+void gust_units_source_remove(struct gust_units *u, void *ctx)
+{
+    pthread_mutex_lock(&u->lock);
+    for (size_t i = 0; i < u->nsources; i++) {
+        if (u->sources[i].ctx == ctx) {
+            u->sources[i] = u->sources[--u->nsources];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&u->lock);
+}
+
+/* Under the lock: source i's counters into c. */
+static size_t source_counters(struct gust_units *u, size_t i, struct gust_plugin_counter *c)
+{
+    size_t n = u->sources[i].counters(u->sources[i].ctx, c, GUST_PLUGIN_COUNTERS_MAX);
+    return n < GUST_PLUGIN_COUNTERS_MAX ? n : GUST_PLUGIN_COUNTERS_MAX;
+}
+
 int gust_units_add(struct gust_units *u, struct gust_consumer *c)
 {
     int rc = GUST_ENOMEM;
@@ -273,6 +317,22 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
         gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]", 1);
+    /* Sources whose plugin has counters (ABI 1.4): the ones running in this process. */
+    gust_buf_append(out, ",\"sources\":[", 12);
+    for (size_t i = 0; i < u->nsources; i++) {
+        struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
+        size_t n = source_counters(u, i, c);
+        gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
+        gust_json_append_string(out, u->sources[i].name, strlen(u->sources[i].name));
+        gust_buf_append(out, ",\"plugin\":{", 11);
+        for (size_t k = 0; k < n; k++) {
+            gust_buf_printf(out, "%s", k > 0 ? "," : "");
+            gust_json_append_string(out, c[k].name, strlen(c[k].name));
+            gust_buf_printf(out, ":%" PRIu64, c[k].value);
+        }
+        gust_buf_append(out, "}}", 2);
+    }
+    gust_buf_append(out, "]", 1);
     pthread_mutex_unlock(&u->lock);
 }
 
@@ -464,6 +524,32 @@ static void render_memory_metrics(struct gust_units *u, struct gust_buf *out)
     }
 }
 
+/* Plugins' own counters (ABI 1.4), one family with the counter's name as a label. */
+static void render_plugin_metrics(struct gust_units *u, struct gust_buf *out)
+{
+    size_t mark = out->len;
+    gust_buf_printf(out, "# HELP gust_plugin_value A plugin instance's own counter or gauge (label name).\n"
+                         "# TYPE gust_plugin_value untyped\n");
+    size_t body = out->len;
+    for (size_t i = 0; i < u->n; i++) {
+        const struct gust_handler *h = gust_consumer_handler(u->v[i]);
+        if (h->render_metrics != NULL) {
+            h->render_metrics(h->impl, gust_consumer_name(u->v[i]), out);
+        }
+    }
+    for (size_t i = 0; i < u->nsources; i++) { /* unit and counter names need no escaping */
+        struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
+        size_t n = source_counters(u, i, c);
+        for (size_t k = 0; k < n; k++) {
+            gust_buf_printf(out, "gust_plugin_value{unit=\"%s\",name=\"%s\"} %" PRIu64 "\n", u->sources[i].name,
+                            c[k].name, c[k].value);
+        }
+    }
+    if (out->len == body) {
+        out->len = mark; /* no plugin has counters: no empty family */
+    }
+}
+
 void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
 {
     pthread_mutex_lock(&u->lock);
@@ -495,6 +581,7 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
         }
     }
     render_edge_metrics(u, out);
+    render_plugin_metrics(u, out);
     render_detect_metrics(u, out);
     render_log_metrics(u, out);
     render_state_metrics(u, out);

@@ -11,11 +11,20 @@
 
 #include "../common/buf.h"
 #include "consumer.h"
+#include "gust/plugin.h"
 
 struct gust_bus;
 
 struct gust_leases;
 struct gust_nodes;
+
+/* A running source instance whose plugin has counters (ABI 1.4), for /units' "sources"
+ * and /metrics. */
+struct gust_units_source {
+    char name[128];
+    size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max);
+    void *ctx;
+};
 
 struct gust_units {
     pthread_mutex_t lock;
@@ -30,6 +39,8 @@ struct gust_units {
     struct gust_leases *leases; /* borrowed (may be NULL): the process's leases */
     struct gust_nodes *nodes;   /* borrowed: the node directory with `cluster on;`, else NULL */
     struct gust_bus *bus;       /* borrowed (may be NULL): for the units' backlog */
+    struct gust_units_source *sources; /* running sources with counters */
+    size_t nsources, sources_cap;
 };
 
 void gust_units_init(struct gust_units *u);
@@ -46,6 +57,11 @@ int gust_units_keep(struct gust_units *u, const char *name, const char *identity
 /* The kept unit `name`, no longer marked (the generation starting takes it over), or
  * NULL. */
 struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
+/* A source instance started (its counters shown from now) or about to stop (never read
+ * again once this returns). ctx is the plugin's; a type without counters is not listed. */
+int gust_units_source_add(struct gust_units *u, const char *name,
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx);
+void gust_units_source_remove(struct gust_units *u, void *ctx);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
 /* Calls fn on each listed unit, under the registry's lock (fn must not call back into

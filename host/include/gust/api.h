@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "gust/msg.h"
 #include "gust/schema.h"
 
 enum gust_log_level { GUST_LOG_ERROR = 0, GUST_LOG_WARN, GUST_LOG_INFO, GUST_LOG_DEBUG };
@@ -19,6 +20,17 @@ struct gust_instance;
 /* Called once per publish, from a host thread: status 0 and the stream sequence when
  * the bus stored it, or a negative GUST_E* and the reason when it refused or timed out. */
 typedef void (*gust_publish_done_fn)(void *ud, int status, uint64_t seq, const char *error);
+
+/* ABI 1.4: one message for publish_msg. Fixed as it is: a later minor that needs more
+ * adds another entry rather than growing it. */
+struct gust_pub_msg {
+    const char *subject;
+    const void *data;
+    size_t len;
+    const char *msg_id;                /* Nats-Msg-Id, or NULL */
+    const struct gust_header *headers; /* NATS headers (name, value), or NULL */
+    size_t nheaders;
+};
 
 struct gust_host_api {
     uint32_t struct_size;
@@ -57,6 +69,18 @@ struct gust_host_api {
      * destroy. Returns 0 or GUST_EINVAL. gust_sdk_bind() passes key_size for you. */
     int (*cfg_bind)(const struct gust_cfg *cfg, const struct gust_schema_key *schema, size_t key_size,
                     void *out, struct gust_err *err);
+
+    /* ABI 1.4 */
+
+    /* publish, with a message id and headers (m and what it points to are copied before
+     * the call returns). JetStream stores a repeat of m->msg_id within the event stream's
+     * duplicate window once (done still says stored, with the first copy's sequence): a
+     * source whose broker redelivers what it did not see committed (a Redis entry, a
+     * Kafka offset) names each message after its broker identity, so a crash between
+     * the PubAck and the commit stores it once. On the edge path (no bus) the id and the
+     * headers are ignored. */
+    int (*publish_msg)(struct gust_instance *inst, const struct gust_pub_msg *m, gust_publish_done_fn done,
+                       void *ud);
 };
 
 /* 1 when the host's table has the entry `field` (it may be older than the plugin's header). */

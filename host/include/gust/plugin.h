@@ -37,11 +37,19 @@
 #include "gust/schema.h"
 
 #define GUST_ABI_MAJOR 1
-#define GUST_ABI_MINOR 3
+#define GUST_ABI_MINOR 4
 #define GUST_PLUGIN_ENTRY gust_plugin_entry
 #define GUST_PLUGIN_ENTRY_NAME "gust_plugin_entry"
 
 enum gust_plugin_kind { GUST_PLUGIN_SOURCE = 1, GUST_PLUGIN_SINK = 2 };
+
+/* ABI 1.4: one of an instance's own counters, shown by /units (sinks: member "plugin")
+ * and /metrics (gust_plugin_value{unit,name}). */
+struct gust_plugin_counter {
+    const char *name; /* [a-z0-9_]+, static */
+    uint64_t value;
+};
+#define GUST_PLUGIN_COUNTERS_MAX 16
 
 struct gust_plugin_type {
     const char *name;                     /* what `use <name>;` names */
@@ -60,6 +68,10 @@ struct gust_plugin_type {
     /* Stop threads and connections; after it returns the instance publishes nothing. */
     void (*stop)(void *ctx);
     void (*destroy)(void *ctx);
+    /* ABI 1.4. Optional. Fills up to max (GUST_PLUGIN_COUNTERS_MAX) of the instance's
+     * counters and returns how many. Called from the HTTP thread between start and stop,
+     * while the instance runs: read atomics. */
+    size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max);
     /* New fields go here, at the end (the host reads types type_size bytes apart). */
 };
 

@@ -59,6 +59,10 @@ int gust_publisher_send(struct gust_publisher *p, const char *subject, const voi
  * is not called. */
 int gust_publisher_send_cb(struct gust_publisher *p, const char *subject, const void *data, size_t len,
                            int64_t give_up_ms, gust_publish_done_fn done, void *ud);
+/* The same for a message with an id and headers (api->publish_msg, ABI 1.4: GUST_EINVAL
+ * from a host without it). */
+int gust_publisher_send_msg(struct gust_publisher *p, const struct gust_pub_msg *m, int64_t give_up_ms,
+                            gust_publish_done_fn done, void *ud);
 /* Makes waiting and later sends give up at once. Thread-safe. */
 void gust_publisher_stop(struct gust_publisher *p);
 int gust_publisher_stopping(const struct gust_publisher *p);
