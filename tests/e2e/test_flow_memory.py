@@ -11,7 +11,12 @@ import re
 import threading
 import time
 
-from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, wait_for
+from gustlib import SANITIZED, Checks, Gust, NatsServer, TempDir, kill_all, wait_for
+
+# The bound on gust's RSS with a 64m memory_max hog beside a working flow. Under
+# AddressSanitizer its quarantine keeps freed blocks and its shadow grows with them (775 MB
+# seen), so the bound there only catches a heap that grows without limit.
+RSS_LIMIT_MB = 2048 if SANITIZED else 400
 
 HOG = """
 return {
@@ -136,7 +141,7 @@ def main():
         t.check(False, "%s: %s" % (type(e).__name__, e))
     sampling.set()
     sampler.join()
-    t.check(0 < peak[0] < 400, "gust's RSS stayed under 400 MB (peak %.0f MB)" % peak[0])
+    t.check(0 < peak[0] < RSS_LIMIT_MB, "gust's RSS stayed under %d MB (peak %.0f MB)" % (RSS_LIMIT_MB, peak[0]))
     print("peak RSS %.0f MB" % peak[0])
     failed = t.failed > 0
     kill_all([g], nats, failed)
