@@ -276,8 +276,12 @@ static void pass(struct gust_retention *r)
         uint64_t old = seq_kept_since(r, now, conf->keep_ms);
         upto = old + 1 < upto ? old + 1 : upto;
     }
-    if (upto > st.LastSeq + 1) {
-        upto = st.LastSeq + 1;
+    /* Never up to the last message: a purge that covers every message the store holds
+     * takes nats-server 2.9's shortcut to a whole purge, which drops its lock a moment, so
+     * a message stored then is purged too (fixed upstream in "fileStore Compact and
+     * StoreMsg race", nats-server PR 8400). Keeping the last one costs a message. */
+    if (upto > st.LastSeq) {
+        upto = st.LastSeq;
     }
     if (upto > st.FirstSeq) {
         purge(r, upto);

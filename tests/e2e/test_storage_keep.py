@@ -45,11 +45,13 @@ def main():
         # keep 1s: consumed events go about a second after they were stored, those on
         # subjects nobody reads with them.
         g = start("keep 1s;")
-        wait_for(lambda: nats.count() == 0, 10, "everything consumed removed after keep")
+        # The stream's last message always stays (retention.c: a purge of every message
+        # races new ones on nats-server 2.9).
+        wait_for(lambda: nats.count() == 1, 10, "everything consumed but the last removed after keep")
         post(g, "in", 10)
         wait_for(lambda: len(nats.payloads("ev.copied")) == 10, 10, "copied")
         t.check(nats.count() > 0, "kept for a while after being consumed")
-        wait_for(lambda: nats.count() == 0, 10, "removed once older than keep")
+        wait_for(lambda: nats.count() == 1, 10, "removed once older than keep (all but the last)")
 
         # Events a unit has not consumed (its flow fails them, for now) stay.
         post(g, "held", 3)
