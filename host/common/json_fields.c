@@ -163,7 +163,7 @@ int gust_json_scan(const void *data, size_t n, struct gust_json_field *fields, s
 {
     const unsigned char *p = data;
     unsigned char open[MAX_NEST]; /* '{' or '[' per level */
-    struct key keys[GUST_JSON_MAX_DEPTH];
+    struct key keys[GUST_JSON_FIELD_DEPTH];
     size_t depth = 0, arrays = 0, i = ws(p, 0, n);
     int type, escaped = 0;
 
@@ -190,7 +190,7 @@ value:
         *root = p[start] == '{' ? GUST_JV_OBJECT : type;
     }
     /* Fields are paths of object keys: nothing under an array can be one. */
-    if (nfields && arrays == 0 && depth <= GUST_JSON_MAX_DEPTH) {
+    if (nfields && arrays == 0 && depth <= GUST_JSON_FIELD_DEPTH) {
         match(fields, nfields, keys, depth, type, p, start, i, escaped);
     }
     if (type == GUST_JV_CONTAINER) {
@@ -236,7 +236,7 @@ key:
     if (!(i = string_end(p, i + 1, n, &escaped))) {
         return -1;
     }
-    if (depth <= GUST_JSON_MAX_DEPTH) {
+    if (depth <= GUST_JSON_FIELD_DEPTH) {
         keys[depth - 1] = (struct key){p + start + 1, i - start - 2, escaped};
     }
     i = ws(p, i, n);

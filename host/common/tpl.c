@@ -13,7 +13,7 @@
 
 enum { PART_TEXT, PART_SUBJECT, PART_FIELD };
 
-#define MAX_DEPTH GUST_JSON_MAX_DEPTH
+#define MAX_DEPTH GUST_JSON_FIELD_DEPTH
 #define MAX_FIELDS 16 /* {payload.…} parts of one template: read in one pass over the payload */
 
 struct part {
