@@ -1,6 +1,7 @@
 #include "delivery.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "gust/err.h"
 
@@ -21,6 +22,15 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
                                 .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
                                 .attempt = (uint32_t)attempt, .stored_ns = ts};
     in->ref = m;
+    in->tick = NULL;
+    static const char tick_prefix[] = "{\"@tick\":";
+    if (in->msg.len > sizeof(tick_prefix) - 1 && memcmp(in->msg.data, tick_prefix, sizeof(tick_prefix) - 1) == 0) {
+        /* Only what looks like a tick costs a header lookup. */
+        const char *unit = NULL;
+        if (natsMsgHeader_Get(m, GUST_TICK_HEADER, &unit) == NATS_OK) {
+            in->tick = unit;
+        }
+    }
     const char **keys = NULL;
     int nkeys = 0;
     if (with_headers && slot < room->headers_cap && natsMsgHeader_Keys(m, &keys, &nkeys) == NATS_OK) {

@@ -19,7 +19,13 @@
 struct gust_in {
     struct gust_msg msg;
     void *ref;
+    /* A detect unit's stored idle tick (GUST_TICK_HEADER): the unit it is for, else NULL.
+     * Only that unit reads it; the core acks it for every other one. */
+    const char *tick;
 };
+
+/* The header that marks a detect unit's idle tick ({"@tick": ms}) on its input subject. */
+#define GUST_TICK_HEADER "Gust-Tick"
 
 struct gust_feed;
 

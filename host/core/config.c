@@ -166,6 +166,10 @@ const struct gust_schema_key gust_detect_schema[] = {
     UNIT(checkpoint_interval, DURATION, "5s", 0,
          "the engine's state is checkpointed at least this often once it changed (0: only at a clean stop)"),
     UNIT(checkpoint_events, INT, "100000", 0, "... and after this many events (0: no bound)"),
+    UNIT_RANGE(idle_tick, DURATION, "0", GUST_K_ZERO_OFF, 100, 3600000,
+         "while the input is quiet this long, the clocks move with wall time (minus this grace), so windows close "
+         "and absences fire without a later event; each tick is stored on the input first, so replays make the same "
+         "alerts (0: off, the clocks move with events only)"),
     UNIT(tests, PATH, NULL, 0,
          "a folder of rule tests (gust vpl-test cases: CASE.json files, or folders with events.jsonl and "
          "expected.jsonl) that gust -t runs against the rules"),

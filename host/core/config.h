@@ -85,6 +85,7 @@ struct gust_unit_keys {
     int64_t slices;      /* detect */
     int64_t checkpoint_interval;
     int64_t checkpoint_events;
+    int64_t idle_tick;
     const char *tests;   /* detect: a folder of rule tests for gust -t */
     int competing;       /* source */
     const char *lua_path; /* flow: its own, else NULL (the top level's) */

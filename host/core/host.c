@@ -78,6 +78,7 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
         .slices = (uint32_t)slices,
         .checkpoint_interval_ms = u->k.checkpoint_interval,
         .checkpoint_events = u->k.checkpoint_events,
+        .idle_tick_ms = u->k.idle_tick,
         .stream = host->config->nats.stream,
         .edge = u->k.edge != NULL,
         .bus = bus,

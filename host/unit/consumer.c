@@ -70,6 +70,7 @@ struct gust_consumer {
     /* Per-batch arrays, grown to the largest batch and reused. */
     size_t cap;
     struct gust_in *in;
+    uint8_t *tick; /* per message of the batch: the unit's own idle tick */
     struct gust_msg *msgs;
     int *outcome;
     char (*error)[GUST_ERROR_MAX];
@@ -148,9 +149,30 @@ static int grow(struct gust_consumer *c, size_t n)
     GROW(publish_failed);
     GROW(refused);
     GROW(fate);
+    GROW(tick);
 #undef GROW
     c->cap = n;
     return 0;
+}
+
+/* Acks and hands back the idle ticks that are not this unit's (they share its input
+ * subject with the detect unit that stored them); returns how many messages are left,
+ * in order, with c->tick saying which are its own ticks. */
+static size_t skip_ticks(struct gust_consumer *c, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct gust_in *in = &c->in[i];
+        int own = in->tick != NULL && c->handler.reads_ticks && strcmp(in->tick, c->conf.unit) == 0;
+        if (in->tick != NULL && !own) {
+            c->feed->ops->settle(c->feed, in, -1);
+            c->feed->ops->release(c->feed, in, 1);
+            continue;
+        }
+        c->tick[kept] = (uint8_t)own;
+        c->in[kept++] = *in;
+    }
+    return kept;
 }
 
 static size_t emit_start(const struct gust_consumer *c, size_t i)
@@ -478,6 +500,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     c->batch.outcome = c->outcome;
     c->batch.error = c->error;
     c->batch.emit_end = c->emit_end;
+    c->batch.tick = c->tick;
     if (c->conf.handler_timeout_ms > 0) {
         atomic_store(&c->handler_deadline,
                      (int64_t)(t0 / 1000000u) + c->conf.handler_timeout_ms * (int64_t)n + GUST_STUCK_MARGIN_MS);
@@ -677,6 +700,10 @@ static void *unit_thread(void *arg)
             continue;
         }
         drained += stopping ? (size_t)n : 0;
+        n = (int)skip_ticks(c, (size_t)n);
+        if (n == 0) {
+            continue;
+        }
         int rc = run_batch(c, (size_t)n);
         c->feed->ops->release(c->feed, c->in, (size_t)n);
         if (rc != 0) {
@@ -789,6 +816,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->publish_failed);
     free(c->refused);
     free(c->fate);
+    free(c->tick);
     free(c->tickets);
     free(c->envelope_at);
     free(c->source);

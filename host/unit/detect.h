@@ -79,6 +79,10 @@ struct detect {
     char stream[64];
     int64_t checkpoint_interval_ms;
     uint64_t checkpoint_events;
+    int64_t idle_tick_ms;    /* 0: off */
+    int64_t last_input_wall; /* wall ms of the last input read (not a tick) */
+    int64_t last_tick_wall;  /* wall ms of the last tick sent */
+    int tick_failing;        /* the last tick could not be stored (logged once) */
     uint64_t first_seq; /* where a slice without any checkpoint starts reading */
     int first_seq_known;
     uint32_t nslices;
@@ -114,5 +118,11 @@ void detect_update_floor(struct detect *d);
 uint64_t detect_floor(void *impl);
 /* The view's counters from the engines held here. Unit thread. */
 void detect_refresh_view(struct detect *d);
+
+/* detect_tick.c: when the input has been quiet for idle_tick and this process holds
+ * slice 0, stores a tick {"@tick": wall ms - idle_tick} on the unit's input (header
+ * GUST_TICK_HEADER: the unit), which the unit applies when it reads it back in stream
+ * order. Unit thread, between batches. */
+void detect_tick_due(struct detect *d);
 
 #endif

@@ -62,6 +62,17 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
         /* The consumer's filter may be wider than the program's subjects (one read
          * keeps stream order): what no .from() names is not the program's. */
         const char *type = type_of(d, m->subject);
+        int64_t tick_at = 0;
+        int is_tick = b->tick != NULL && b->tick[i];
+        if (is_tick && !vpl_tick_of(m->data, m->len, &tick_at)) {
+            b->outcome[i] = GUST_OUTCOME_DEAD;
+            snprintf(b->error[i], GUST_ERROR_MAX, "marked as an idle tick, but not {\"@tick\": <epoch ms>}");
+            b->emit_end[i] = b->emits.n;
+            continue;
+        }
+        if (!is_tick && type != NULL) {
+            d->last_input_wall = gust_clock_wall_ms();
+        }
         int fed = 0;
         for (uint32_t k = 0; type != NULL && k < d->nslices; k++) {
             struct slice *s = &d->slices[k];
@@ -73,7 +84,8 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
             d->cur = s;
             s->alerts = 0;
             d->push_failed = 0;
-            int rc = vpl_engine_feed_json(s->eng, m->data, m->len, type, m->stored_ns / 1000000, on_alert, d);
+            int rc = is_tick ? vpl_engine_tick(s->eng, tick_at, on_alert, d)
+                             : vpl_engine_feed_json(s->eng, m->data, m->len, type, m->stored_ns / 1000000, on_alert, d);
             if (rc == VPL_EJSON) {
                 /* Undecodable: every engine would say so, and none changed. */
                 b->outcome[i] = GUST_OUTCOME_DEAD;
@@ -264,6 +276,8 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
     d->nslices = o->slices > 0 ? o->slices : 1;
     d->checkpoint_interval_ms = o->checkpoint_interval_ms;
     d->checkpoint_events = o->checkpoint_events > 0 ? (uint64_t)o->checkpoint_events : UINT64_MAX;
+    d->idle_tick_ms = o->idle_tick_ms;
+    d->last_input_wall = gust_clock_wall_ms(); /* a unit that starts quiet ticks after one idle_tick */
     struct vpl_error verr = {0};
     int rc = GUST_ECONFIG;
     if (vpl_program_compile(o->src, o->len, o->path, &d->prog, &verr) != 0) {
@@ -282,6 +296,7 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
     *out = (struct gust_handler){.kind = "detect",
                                  .impl = d,
                                  .run_batch = detect_run_batch,
+                                 .reads_ticks = 1, /* its own stored ticks, with idle_tick on or off */
                                  .emit_id = detect_emit_id,
                                  .between = detect_between,
                                  .stored = detect_stored,

@@ -336,6 +336,7 @@ int detect_between(void *impl, uint64_t *seq)
         *seq = low + 1;
         return GUST_SEEK;
     }
+    detect_tick_due(d);
     return GUST_GO_ON;
 }
 

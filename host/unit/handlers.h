@@ -43,6 +43,7 @@ struct gust_detect_opts {
     uint32_t slices;
     int64_t checkpoint_interval_ms; /* 0: only at a clean stop */
     int64_t checkpoint_events;      /* 0: no bound */
+    int64_t idle_tick_ms;           /* 0: the clock moves with events only */
     const char *stream;             /* the event stream it reads */
     int edge;                       /* the edge path: one slice, always here, no positions */
     struct gust_bus *bus;           /* NULL: only check the program (gust -t) */

@@ -44,6 +44,9 @@ struct gust_batch {
      * handler whose messages may each run long leaves the rest of the batch
      * (outcome GUST_OUTCOME_WAIT) once it is. */
     const atomic_int *stopping;
+    /* tick[i]: message i is this unit's own stored idle tick ({"@tick": ms}); only for
+     * a handler with reads_ticks. */
+    const uint8_t *tick;
 };
 
 /* What a handler's between() asks of the core before the next batch. */
@@ -57,6 +60,8 @@ struct gust_handler {
     const char *kind; /* "flow", "detect", "sink", "relay" */
     void *impl;
     int wants_headers; /* msgs carry their headers (they cost a parse each) */
+    int reads_ticks;   /* the unit's own idle ticks reach run_batch (detect); every
+                          other tick is acked unseen */
     /* Called on the unit's thread, once per batch. */
     void (*run_batch)(void *impl, struct gust_batch *b);
     /* Optional. After run_batch, before anything of the batch is published: commits what

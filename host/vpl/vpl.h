@@ -95,6 +95,7 @@ struct vpl_limits vpl_limits_default(void);
 struct vpl_stats {
     uint64_t events;             /* events fed successfully */
     uint64_t events_unrouted;    /* events whose type no stream reads */
+    uint64_t ticks;              /* ticks applied (vpl_engine_tick) */
     uint64_t alerts;             /* alerts delivered to callbacks */
     uint64_t open_runs;          /* sequence runs open now */
     uint64_t partitions;         /* partitions (sequence + window) alive now */
@@ -132,6 +133,15 @@ typedef void (*vpl_alert_fn)(void *ud, const char *stream, const char *topic,
 int vpl_engine_feed_json(struct vpl_engine *eng, const char *json, size_t len,
                          const char *default_event_type, int64_t arrival_ms,
                          vpl_alert_fn cb, void *ud);
+
+/* Moves every event-time clock to now_ms, as an event of each type at that time would
+ * (a type's lag applies), and closes the windows and fires the absences it has passed:
+ * a tick, for a unit whose input is quiet (idle_tick) and for replays of its stored
+ * ticks. A clock already past now_ms stays. 0, or VPL_ENOMEM. */
+int vpl_engine_tick(struct vpl_engine *eng, int64_t now_ms, vpl_alert_fn cb, void *ud);
+/* 1 when json[0..len) is a tick as stored and as vpl-run reads it, {"@tick": <epoch ms>}
+ * (an integer, the only key), with *ms set; 0 for anything else (an event). */
+int vpl_tick_of(const char *json, size_t len, int64_t *ms);
 
 const char *vpl_engine_last_error(const struct vpl_engine *eng);
 

@@ -63,7 +63,7 @@ origin)
 mqtt_session)
     m=$root/plugins/mqtt
     src="$here/stub_sock.c $m/mqtt_link.c $m/mqtt_in_conn.c $m/mqtt_in_ring.c $m/mqtt_wire.c $m/mqtt_payload.c
-         $m/mqtt_subject.c $m/mqtt_json.c $m/mqtt_conf.c $h/common/source.c $common"
+         $m/mqtt_subject.c $h/common/json_fields.c $m/mqtt_conf.c $h/common/source.c $common"
     inc="$inc -I$m"
     libs="-lpthread"
     # settings, then CONNACK, SUBACK (QoS 1, 0), a QoS 1 PUBLISH, a QoS 2 one and its PUBREL, a PINGRESP

@@ -97,6 +97,7 @@ static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int 
         m->attempt++;
         in[k].msg = (struct gust_msg){.subject = m->subject, .data = m->data, .len = strlen(m->data),
                                       .stream_seq = m->seq, .attempt = m->attempt};
+        in[k].tick = NULL;
         in[k++].ref = m;
     }
     if (k > 0) {

@@ -621,6 +621,98 @@ static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *e
     drain(e);
 }
 
+/* What every feed leaves behind: the events held for it, the scratch arena, the callback. */
+static int end_feed(struct vpl_engine *e)
+{
+    for (uint32_t i = 0; i < e->nheld; i++) {
+        rt_drop(e, e->held[i]);
+    }
+    e->nheld = 0;
+    arena_reset(&e->scratch);
+    e->cb = NULL;
+    e->ud = NULL;
+    if (e->oom) {
+        /* State stays consistent, but what this input should have done may be partial. */
+        e->oom = 0;
+        snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
+        return VPL_ENOMEM;
+    }
+    return 0;
+}
+
+int vpl_engine_tick(struct vpl_engine *e, int64_t now_ms, vpl_alert_fn cb, void *ud)
+{
+    if (e == NULL) {
+        return VPL_EINVAL;
+    }
+    const struct vpl_program *p = e->prog;
+    e->errmsg[0] = '\0';
+    e->cb = cb;
+    e->ud = ud;
+    int moved = 0;
+    for (uint32_t t = 0; t < p->ntypes; t++) {
+        moved |= advance(e, t, now_ms);
+    }
+    /* As an input of every type at now_ms: each timed stream closes what its clock has
+     * passed, upstream first, after what was derived so far has reached it. */
+    for (uint32_t si = 0; moved && si < p->nstreams && !e->oom; si++) {
+        if (p->streams[si].timed) {
+            drain(e);
+            if (!e->oom) {
+                clock_step(e, si, now_ms);
+            }
+        }
+    }
+    drain(e);
+    int rc = end_feed(e);
+    if (rc == 0) {
+        e->st.ticks++;
+    }
+    return rc;
+}
+
+int vpl_tick_of(const char *json, size_t len, int64_t *ms)
+{
+    static const char key[] = "\"@tick\"";
+    size_t i = 0;
+    while (i < len && (json[i] == ' ' || json[i] == '\t')) {
+        i++;
+    }
+    if (i == len || json[i++] != '{') {
+        return 0;
+    }
+    while (i < len && (json[i] == ' ' || json[i] == '\t')) {
+        i++;
+    }
+    if (len - i < sizeof(key) - 1 || memcmp(json + i, key, sizeof(key) - 1) != 0) {
+        return 0;
+    }
+    i += sizeof(key) - 1;
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == ':')) {
+        i++;
+    }
+    char digits[24];
+    size_t n = 0;
+    while (i < len && n + 1 < sizeof(digits) && ((json[i] >= '0' && json[i] <= '9') || (n == 0 && json[i] == '-'))) {
+        digits[n++] = json[i++];
+    }
+    digits[n] = '\0';
+    while (i < len && (json[i] == ' ' || json[i] == '\t')) {
+        i++;
+    }
+    if (n == 0 || i == len || json[i++] != '}') {
+        return 0;
+    }
+    while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\r' || json[i] == '\n')) {
+        i++;
+    }
+    if (i != len) {
+        return 0;
+    }
+    *ms = strtoll(digits, NULL, 10);
+    return 1;
+}
+
 int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type,
                          int64_t arrival_ms, vpl_alert_fn cb, void *ud)
 {
@@ -657,17 +749,7 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, con
         }
         route_input(e, type, ev, advance(e, type, ev->time));
     }
-    for (uint32_t i = 0; i < e->nheld; i++) {
-        rt_drop(e, e->held[i]);
-    }
-    e->nheld = 0;
-    arena_reset(&e->scratch);
-    e->cb = NULL;
-    e->ud = NULL;
-    if (e->oom) {
-        /* State stays consistent, but what this input should have done may be partial. */
-        e->oom = 0;
-        snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
+    if (end_feed(e) != 0) {
         return VPL_ENOMEM;
     }
     e->st.events++;

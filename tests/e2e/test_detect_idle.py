@@ -1,0 +1,96 @@
+"""Detection that fires on silence: `idle_tick 1s` with a 3 s absence. One reading, then
+nothing: the alert is stored within 6.5 s of the reading (without idle_tick it never
+is); kill -9 and a restart store it no second time; the alerts stored equal what
+`gust vpl-run` prints for the input as stored, its ticks included (detect_oracle.py).
+A flow reading the same subject never sees the unit's ticks."""
+import collections
+import json
+import os
+import time
+
+from detect_oracle import compare, key, vpl_run
+from gustlib import SOURCE_DIR, Checks, Gust, NatsServer, TempDir, wait_for
+
+PROGRAM = os.path.join(SOURCE_DIR, "tests", "e2e", "data", "idle.vpl")
+CONF = """
+http { listen 127.0.0.1:@PORT@; }
+nats { url %s; ack_wait 1s; }
+node_name %s;
+detect idle { rules %s; checkpoint_interval 200ms; %s }
+flow seen { source ev.reading; script %s; }
+"""
+FLOW = """
+return { on_event = function(ev) emit("ev.seen", ev) end }
+"""
+
+
+def reading(sensor):
+    """A reading with its own event time, as the oracle needs (vpl-run has no arrival
+    time of the bus's)."""
+    return json.dumps({"event_type": "Reading", "sensor": sensor, "ts": int(time.time() * 1000)}).encode()
+
+
+def alerts(stored):
+    return [m for m in stored if m[1] == "ev.detect.idle.Quiet"]
+
+
+def inputs(stored):
+    return [m for m in stored if m[1] == "ev.reading"]
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    nats = NatsServer(tmp)
+    flow = os.path.join(tmp.path, "seen.lua")
+    with open(flow, "w") as f:
+        f.write(FLOW)
+    conf = CONF % (nats.url, "idle-a", PROGRAM, "idle_tick 1s;", flow)
+    g = Gust(tmp, conf)
+
+    # Without a later event, only the ticks can fire the absence.
+    st, body, _ = g.request("POST", "/ingest/reading", reading("s1"))
+    t.eq(st, 202, "reading accepted: %s" % body)
+    sent = time.monotonic()
+    wait_for(lambda: alerts(nats.read_stream()), 15, "the silence alert")
+    took = time.monotonic() - sent
+    t.check(took < 6.5, "the alert was stored %.1f s after the reading (3 s absence, 1 s tick: < 6.5 s)" % took)
+    t.eq([json.loads(m[2])["sensor"] for m in alerts(nats.read_stream())], ["s1"], "one alert, for s1")
+
+    # The flow on the same subject saw the reading, never a tick.
+    wait_for(lambda: [m for m in nats.read_stream() if m[1] == "ev.seen"], 10, "the flow's emit")
+    time.sleep(2.5)  # more ticks stored meanwhile
+    stored = nats.read_stream()
+    ticks = [m for m in inputs(stored) if m[2].startswith(b'{"@tick":')]
+    t.check(len(ticks) >= 3, "ticks are stored on the input subject: %d" % len(ticks))
+    seen = [json.loads(m[2]) for m in stored if m[1] == "ev.seen"]
+    t.eq([e.get("sensor") for e in seen], ["s1"], "the flow saw the reading only, no tick: %s" % seen)
+
+    # kill -9 and a restart: the ticks are replayed where they were stored, once.
+    g.proc.kill()
+    g.proc.wait()
+    g = Gust(tmp, conf, port=g.port)
+    time.sleep(3)
+    stored = nats.read_stream()
+    t.eq(len(alerts(stored)), 1, "still exactly one alert after kill -9 and a restart")
+
+    # A second reading of s2 then one of s1 in time: the oracle over what is stored.
+    for s in ("s2", "s1"):
+        g.request("POST", "/ingest/reading", reading(s))
+        time.sleep(0.3)
+    wait_for(lambda: len(alerts(nats.read_stream())) >= 3, 15, "the alerts of s2 and s1")
+    time.sleep(1.5)
+    stored = nats.read_stream()
+    compare(t, vpl_run(PROGRAM, [m[2] for m in inputs(stored)]),
+            collections.Counter(key(json.loads(m[2])) for m in alerts(stored)),
+            "stored alerts == vpl-run over the stored input, ticks included")
+
+    g.stop()
+    g.proc.wait()
+    nats.stop()
+    tmp.cleanup()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
