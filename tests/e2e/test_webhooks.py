@@ -29,8 +29,8 @@ FLOW = """
 return {
   source = "ev.hook",
   on_event = function(ev, meta)
-    emit("ev.seen", { event = meta.headers["X-GitHub-Event"], delivery = meta.headers["X-GitHub-Delivery"],
-                      action = ev.action })
+    emit("ev.seen", { event = meta.headers["X-GitHub-Event"], delivery = meta.headers["x-github-delivery"],
+                      action = ev.action, names = meta.headers["X-GitHub-Event"] and rawget(meta.headers, "X-GitHub-Event") })
   end,
 }
 """
@@ -78,8 +78,9 @@ def test_github(t, g, nats):
     status, out = post(g, "/hooks/github", body, hdrs)
     t.eq(status, 202, "github, right signature: %r" % (out,))
     seen = wait_for(lambda: nats.payloads("ev.seen"), 20, "the flow's emit")
-    t.eq(seen, [{"event": "pull_request", "delivery": "d-1", "action": "opened"}],
-         "the flow sees X-GitHub-Event and X-GitHub-Delivery in meta.headers")
+    t.eq(seen, [{"event": "pull_request", "delivery": "d-1", "action": "opened", "names": "pull_request"}],
+         "the flow sees X-GitHub-Event (named as sent) and X-GitHub-Delivery (looked up in lower case) in "
+         "meta.headers")
 
     status, out = post(g, "/hooks/github", body, dict(hdrs, **{"X-GitHub-Delivery": "d-1"}))
     t.eq((status, out.get("duplicate")), (202, True), "the same delivery again: 202, a duplicate")
