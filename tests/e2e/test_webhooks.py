@@ -2,7 +2,7 @@
 Python's hmac: GitHub's signature right (202, a flow sees X-GitHub-Event and
 X-GitHub-Delivery in meta.headers), wrong or missing (401, nothing stored), a second
 secret (rotation), the same delivery twice (stored once); Stripe right and an hour old;
-Standard Webhooks right and wrong; a form stored as an object of strings, a lone
+Standard Webhooks right and wrong; Slack's signed payload= form stored as its JSON; a form stored as an object of strings, a lone
 payload= field as its JSON, text/plain refused (415) unless raw on; a webhook without
 verify takes the ingest token, a signed one does not; a reload reads the secrets again; gust -t refuses an unknown verify,
 a missing secret and a path that collides with another route, with file:line."""
@@ -23,6 +23,7 @@ GH_OLD = "gh-old-s3cret"
 STRIPE = "whsec_stripe_e2e"
 STD_KEY = b"standard-webhooks-key-0123456789"
 STD = "whsec_" + base64.b64encode(STD_KEY).decode()
+SLACK = "8f742231b10e8888abcd99yyyzzz85a5"
 
 FLOW = """
 -- what the webhook's kept headers look like to a flow
@@ -67,6 +68,7 @@ webhook stripe { path /hooks/stripe; subject ev.stripe; verify stripe; secret_fi
 webhook std    { path /hooks/std; subject ev.std; verify standard; secret_env GUST_E2E_WHSEC; }
 webhook form   { path /hooks/form; subject ev.form; }
 webhook raw    { path /hooks/raw; subject ev.raw; raw on; headers content-type; }
+webhook slack  { path /hooks/slack; subject ev.slack; verify slack; secret_env GUST_E2E_SLACK; }
 flow seen { script %(flow)s; }
 """ % {"nats": nats.url, "stripe": tmp.file("stripe.secret", STRIPE + "\n"), "flow": tmp.file("seen.lua", FLOW)}
 
@@ -165,6 +167,25 @@ def test_forms(t, g, nats):
     t.eq(nats.payloads("ev.raw"), [{"body_base64": base64.b64encode(b"<a>hello</a>").decode()}], "raw on, as stored")
 
 
+def test_slack(t, g, nats):
+    """Slack's interactive request: a signed payload= form, stored as its JSON."""
+    now = int(time.time())
+    body = b"payload=%7B%22type%22%3A%22block_actions%22%2C%22user%22%3A%7B%22id%22%3A%22U1%22%7D%7D"
+    sig = "v0=" + hmac.new(SLACK.encode(), b"v0:%d:" % now + body, hashlib.sha256).hexdigest()
+    hdrs = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": str(now),
+            "X-Slack-Signature": sig}
+    status, out = post(g, "/hooks/slack", body, hdrs)
+    t.eq(status, 202, "slack, right: %r" % (out,))
+    status, out = post(g, "/hooks/slack", body, dict(hdrs, **{"X-Slack-Request-Timestamp": str(now - 600)}))
+    t.eq(status, 401, "slack, a timestamp 10 minutes old: %r" % (out,))
+    time.sleep(0.5)
+    t.eq(nats.payloads("ev.slack"), [{"type": "block_actions", "user": {"id": "U1"}}], "the payload's JSON stored")
+    status, metrics, _ = g.request("GET", "/metrics")
+    text = metrics.decode()
+    t.check('route="webhook",code="202"' in text and 'route="webhook",code="401"' in text,
+            "/metrics counts the webhook route")
+
+
 def test_reload(t, tmp, g, nats):
     """A secret replaced in its file is read again at reload (rotation without a restart)."""
     tmp.file("gh.secret", "gh-new-s3cret\n")
@@ -219,11 +240,13 @@ def main():
         test_config_errors(t, tmp, nats)
         tmp.file("gh.secret", GH + "\n")  # the trailing newline is not part of the secret
         tmp.file("old.secret", GH_OLD)
-        g = Gust(tmp, conf(tmp, nats), env={"GUST_E2E_INGEST": INGEST_TOKEN, "GUST_E2E_WHSEC": STD})
+        g = Gust(tmp, conf(tmp, nats), env={"GUST_E2E_INGEST": INGEST_TOKEN, "GUST_E2E_WHSEC": STD,
+                                          "GUST_E2E_SLACK": SLACK})
         test_github(t, g, nats)
         test_stripe(t, g, nats)
         test_standard(t, g, nats)
         test_forms(t, g, nats)
+        test_slack(t, g, nats)
         test_reload(t, tmp, g, nats)
     finally:
         if g is not None:
