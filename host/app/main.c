@@ -26,6 +26,7 @@
 #include "../core/config_tables.h"
 #include "../flow/flow.h"
 #include "../http/server.h"
+#include "../http/webhooks.h"
 #include "../plugin/loader.h"
 #include "../vpl/vpl_cli.h"
 #include "replay_cli.h"
@@ -209,6 +210,8 @@ static struct gust_http_settings http_settings(const struct gust_config *c)
         .listen_ssl = gust_cfg_count(c->http_cfg, "listen") == 2,
         .server_names = h->server_names.items,
         .nserver_names = h->server_names.n,
+        .webhooks = c->webhooks,
+        .nwebhooks = c->nwebhooks,
     };
 }
 
@@ -395,6 +398,9 @@ static int test_config(const char *config_path)
     struct gust_listen_conf listen;
     rc = rc != 0 ? rc : check_connections(host.config, &link, &listen, &err);
     rc = rc != 0 ? rc : run_rule_tests(host.config, &err);
+    struct gust_webhooks *hooks = NULL; /* their secrets readable */
+    rc = rc != 0 ? rc : gust_webhooks_create(host.config->webhooks, host.config->nwebhooks, &hooks, &err);
+    gust_webhooks_destroy(hooks);
     gust_host_release(&host);
     gust_plugins_shutdown();
     if (rc != 0) {

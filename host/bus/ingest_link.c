@@ -771,17 +771,17 @@ int gust_ingest_link_connected(const struct gust_ingest_link *l)
     return l->sock != NULL && natsConnection_Status(l->cur->nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
-int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, const void *data, size_t len,
-                             const char *msg_id, gust_publish_done_fn fn, void *ud)
+int gust_ingest_link_publish(struct gust_ingest_link *l, const struct gust_pub_msg *pm, gust_publish_done_fn fn,
+                             void *ud)
 {
-    if (!filter_matches(l->stream_subjects, subject)) {
+    if (!filter_matches(l->stream_subjects, pm->subject)) {
         return GUST_EIO;
     }
     if (!gust_ingest_link_connected(l)) {
         return GUST_EAGAIN;
     }
     natsConnection *nc = l->cur->nc;
-    if (len > (size_t)natsConnection_GetMaxPayload(nc)) {
+    if (pm->len > (size_t)natsConnection_GetMaxPayload(nc)) {
         return GUST_EINVAL;
     }
     int queued = natsConnection_Buffered(nc);
@@ -792,17 +792,20 @@ int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, co
     if (id == 0) {
         return GUST_EAGAIN;
     }
-    gust_pending_set_tag(&l->pending, id, gust_pending_tag(subject));
+    gust_pending_set_tag(&l->pending, id, gust_pending_tag(pm->subject));
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
     natsStatus s;
-    if (msg_id == NULL) {
-        s = natsConnection_PublishRequest(nc, subject, reply, data, (int)len);
+    if (pm->msg_id == NULL && pm->nheaders == 0) {
+        s = natsConnection_PublishRequest(nc, pm->subject, reply, pm->data, (int)pm->len);
     } else {
         natsMsg *m = NULL;
-        s = natsMsg_Create(&m, subject, reply, data, (int)len);
-        if (s == NATS_OK) s = natsMsgHeader_Set(m, "Nats-Msg-Id", msg_id);
+        s = natsMsg_Create(&m, pm->subject, reply, pm->data, (int)pm->len);
+        if (s == NATS_OK && pm->msg_id != NULL) s = natsMsgHeader_Set(m, "Nats-Msg-Id", pm->msg_id);
+        for (size_t i = 0; s == NATS_OK && i < pm->nheaders; i++) {
+            s = natsMsgHeader_Add(m, pm->headers[i].name, pm->headers[i].value);
+        }
         if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
         if (m != NULL) {
             free_msg(m);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "gust/api.h"    /* struct gust_pub_msg */
 #include "gust/plugin.h" /* gust_publish_done_fn */
 
 struct gust_nats_link_conf; /* link_conf.h */
@@ -54,14 +55,14 @@ int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf
 /* Fails what is pending (fn is called) and closes the connection. NULL is a no-op. */
 void gust_ingest_link_destroy(struct gust_ingest_link *l);
 
-/* On the loop: publishes data (copied) to subject, with a Nats-Msg-Id header when
- * msg_id is not NULL (JetStream then stores it once within its duplicate window), and
- * calls fn on the loop with the outcome, possibly before this returns. Returns
- * GUST_EIO when the stream does not take subject, GUST_EAGAIN when not connected or too
- * much is waiting to be written, GUST_EINVAL when the message is over the server's
- * max_payload; fn is then not called. */
-int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, const void *data, size_t len,
-                             const char *msg_id, gust_publish_done_fn fn, void *ud);
+/* On the loop: publishes m's data (copied) to m's subject, with a Nats-Msg-Id header
+ * when m->msg_id is not NULL (JetStream then stores it once within its duplicate window)
+ * and m's other NATS headers, and calls fn on the loop with the outcome, possibly
+ * before this returns. Returns GUST_EIO when the stream does not take the subject,
+ * GUST_EAGAIN when not connected or too much is waiting to be written, GUST_EINVAL
+ * when the message is over the server's max_payload; fn is then not called. */
+int gust_ingest_link_publish(struct gust_ingest_link *l, const struct gust_pub_msg *m, gust_publish_done_fn fn,
+                             void *ud);
 int gust_ingest_link_connected(const struct gust_ingest_link *l);
 
 #endif

@@ -7,6 +7,7 @@
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
 #include "../conf/value.h"
+#include "config_webhooks.h"
 #include "edges.h"
 
 #define R GUST_K_RELOADABLE
@@ -25,6 +26,11 @@
 #define UNIT_RANGE(f, T, def, flags, lo, hi, help) \
     GUST_KEY_RANGE(struct gust_unit_keys, f, T, def, (flags) | R, lo, hi, help)
 #define TABLE(f, T, def, flags, help) GUST_KEY(struct gust_table_keys, f, T, def, (flags) | R, help)
+/* Webhooks are part of the front's policy, rebuilt at every reload: all reloadable. */
+#define HOOK(f, T, def, flags, help) GUST_KEY(struct gust_webhook_keys, f, T, def, (flags) | R, help)
+#define HOOK_RANGE(f, T, def, flags, lo, hi, help) \
+    GUST_KEY_RANGE(struct gust_webhook_keys, f, T, def, (flags) | R, lo, hi, help)
+#define HOOK_ENUM(f, def, words, help) GUST_KEY_ENUM(struct gust_webhook_keys, f, def, R, words, help)
 
 const struct gust_schema_key gust_top_schema[] = {
     TOP(state_dir, PATH, "var", 0, "embedded NATS store and runtime files"),
@@ -203,6 +209,35 @@ const struct gust_schema_key gust_table_schema[] = {
     TABLE(file, PATH, NULL, GUST_K_REQUIRED,
           "the table: .csv (a header row) or .json (an object, or an array of objects)"),
     TABLE(key, STR, NULL, 0, "the column (CSV) or member (JSON array) whose value is a row's key"),
+    GUST_KEY_END,
+};
+
+const struct gust_schema_key gust_webhook_schema[] = {
+    HOOK(path, STR, NULL, GUST_K_REQUIRED,
+         "the URL path that takes the provider's POSTs (under base_path), e.g. /hooks/github; no other route's"),
+    HOOK(subject, SUBJECT, NULL, GUST_K_REQUIRED, "where each delivery is published (under the stream's subjects)"),
+    HOOK_ENUM(verify, "none", "none|github|stripe|shopify|slack|standard|hmac",
+              "the signature every delivery must carry (401 otherwise, nothing stored); none: unsigned, and the "
+              "ingest token applies"),
+    HOOK(secret_file, LIST, NULL, GUST_K_SECRET,
+         "file(s) holding the signing secret (its trailing newline is not part of it); several: each is tried "
+         "(rotation)"),
+    HOOK(secret_env, LIST, NULL, GUST_K_SECRET, "environment variable(s) holding the signing secret"),
+    HOOK_RANGE(tolerance, DURATION, "300s", 0, 1000, 7 * 24 * 3600 * 1000LL,
+               "stripe, slack, standard: a signed timestamp further than this from now is refused (a replay)"),
+    HOOK(signature_header, STR, NULL, 0, "verify hmac: the header carrying the signature"),
+    HOOK_ENUM(algorithm, "sha256", "sha256|sha1", "verify hmac: the HMAC's hash"),
+    HOOK_ENUM(encoding, "hex", "hex|base64", "verify hmac: how the signature is written"),
+    HOOK(prefix, STR, NULL, 0, "verify hmac: text before the encoded signature (e.g. sha1=)"),
+    HOOK(idempotency_header, STR, NULL, 0,
+         "a header whose value becomes the Nats-Msg-Id, so a retried delivery is stored once (default: the "
+         "scheme's delivery id: X-GitHub-Delivery, the Stripe event's id, webhook-id, X-Shopify-Webhook-Id; "
+         "else Idempotency-Key)"),
+    HOOK(headers, LIST, NULL, 0,
+         "request headers kept with the event as NATS headers (flows: meta.headers), matched without case"),
+    HOOK(raw, BOOL, "off", 0,
+         "on: a body neither JSON nor a form is stored as {\"body_base64\": ...} rather than refused (415)"),
+    HOOK(max_body, SIZE, NULL, 0, "largest delivery (413 beyond; default and at most: the http block's max_body)"),
     GUST_KEY_END,
 };
 
@@ -403,12 +438,13 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     c->plugins = calloc(root->nchildren + 1, sizeof(*c->plugins));
     c->units = calloc(root->nchildren + 1, sizeof(*c->units));
     c->tables = calloc(root->nchildren + 1, sizeof(*c->tables));
-    if (c->plugins == NULL || c->units == NULL || c->tables == NULL) {
+    c->webhooks = calloc(root->nchildren + 1, sizeof(*c->webhooks));
+    if (c->plugins == NULL || c->units == NULL || c->tables == NULL || c->webhooks == NULL) {
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http", "nats", "plugin", "flow", "detect", "relay", "sink", "source", "table",
-                                         NULL};
+    static const char *const blocks[] = {"http",  "nats",  "plugin", "flow",    "detect", "relay",
+                                         "sink",  "source", "table", "webhook", NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
         goto fail;
@@ -435,6 +471,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
             }
         } else if (strcmp(n->name, "table") == 0) {
             rc = add_table(c, n, err);
+        } else if (strcmp(n->name, "webhook") == 0) {
+            rc = gust_config_add_webhook(c, n, err);
         } else {
             for (int k = GUST_UNIT_FLOW; k <= GUST_UNIT_SOURCE; k++) {
                 if (strcmp(n->name, unit_kinds[k]) == 0) {
@@ -462,7 +500,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0) {
+        (rc = check_subjects(c, err)) != 0 || (rc = gust_config_webhooks_check(c, err)) != 0) {
         goto fail;
     }
     read_log(c);
@@ -515,6 +553,10 @@ void gust_config_destroy(struct gust_config *c)
         gust_cfg_destroy(c->tables[i].cfg);
     }
     free(c->tables);
+    for (size_t i = 0; i < c->nwebhooks; i++) {
+        gust_cfg_destroy(c->webhooks[i].cfg);
+    }
+    free(c->webhooks);
     free(c->plugins);
     gust_cfg_destroy(c->top_cfg);
     gust_cfg_destroy(c->http_cfg);

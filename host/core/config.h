@@ -122,6 +122,33 @@ struct gust_table_conf {
     struct gust_table_keys k; /* bound from cfg */
 };
 
+/* `webhook NAME { path P; subject S; verify SCHEME; ... }`: a POST route of the front
+ * that publishes to subject, its signature checked (host/http/webhook.c). */
+struct gust_webhook_keys {
+    const char *path;
+    const char *subject;
+    const char *verify; /* none|github|stripe|shopify|slack|standard|hmac */
+    struct gust_list secret_file;
+    struct gust_list secret_env;
+    int64_t tolerance; /* ms */
+    const char *signature_header;
+    const char *algorithm; /* sha256|sha1 */
+    const char *encoding;  /* hex|base64 */
+    const char *prefix;
+    const char *idempotency_header;
+    struct gust_list headers;
+    int raw;
+    int64_t max_body; /* 0: the http block's */
+};
+
+struct gust_webhook_conf {
+    const char *name; /* borrowed from the tree */
+    char where[300];
+    char dir[4096];           /* of the file the block is in: relative secret_file paths start there */
+    struct gust_cfg *cfg;     /* owned */
+    struct gust_webhook_keys k; /* bound from cfg */
+};
+
 struct gust_config {
     struct gust_conf *tree;
     struct gust_top_keys top;
@@ -139,6 +166,8 @@ struct gust_config {
     size_t nunits;
     struct gust_table_conf *tables;
     size_t ntables;
+    struct gust_webhook_conf *webhooks;
+    size_t nwebhooks;
 };
 
 extern const struct gust_schema_key gust_top_schema[];
@@ -150,6 +179,7 @@ extern const struct gust_schema_key gust_relay_schema[];
 extern const struct gust_schema_key gust_sink_schema[];   /* besides the plugin's keys */
 extern const struct gust_schema_key gust_source_schema[]; /* besides the plugin's keys */
 extern const struct gust_schema_key gust_table_schema[];
+extern const struct gust_schema_key gust_webhook_schema[];
 
 const char *gust_unit_kind_name(enum gust_unit_kind kind);
 

@@ -20,6 +20,7 @@ static const struct {
     {"sink NAME { } (plus its plugin type's keys)", gust_sink_schema},
     {"source NAME { } (plus its plugin type's keys)", gust_source_schema},
     {"table NAME { }", gust_table_schema},
+    {"webhook NAME { }", gust_webhook_schema},
 };
 
 /* Text for roff: a leading . or ' would start a request, a backslash an escape. */

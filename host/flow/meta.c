@@ -72,12 +72,24 @@ static void push_headers(lua_State *L, const struct gust_flow_meta *m)
 /* on_event behind a wrapper that builds meta from plain arguments. A table
  * constructor with constant keys is a template the VM copies with its keys in place;
  * building the same table with the C API (seven rawsets) cost twice as much. */
+/* meta.headers keeps the names as the message carries them (a webhook's as the client
+ * sent them), and a name looked up in another case finds them too: HTTP names have no
+ * case, and a proxy (or HTTP/2) may lowercase them. The metatable costs a lookup only
+ * when the exact name misses, and cannot be read or replaced by the script. */
 static const char wrapper[] =
     "local on_event = ...\n"
+    "local setmetatable, next, type, lower = setmetatable, next, type, string.lower\n"
+    "local any_case = { __metatable = false, __index = function(t, k)\n"
+    "  if type(k) ~= 'string' then return nil end\n"
+    "  k = lower(k)\n"
+    "  for n, v in next, t do\n"
+    "    if lower(n) == k then return v end\n"
+    "  end\n"
+    "end }\n"
     "return function(ev, subject, seq, time, time_rfc3339, attempt, unit, headers)\n"
     "  return on_event(ev, {subject = subject, seq = seq, time = time,\n"
     "    time_rfc3339 = time_rfc3339, attempt = attempt, unit = unit,\n"
-    "    headers = headers or {}})\n"
+    "    headers = headers and setmetatable(headers, any_case) or {}})\n"
     "end\n";
 
 void gust_flow_wrap_on_event(lua_State *L)

@@ -21,12 +21,13 @@
 #include "../bus/ingest_link.h"
 
 #define MAX_SUBJECT GUST_INGEST_SUBJECT_MAX
-#define MAX_MSG_ID 200
+#define MAX_MSG_ID GUST_INGEST_MSG_ID_MAX
 
 struct ingest_wait {
     struct gust_http *http;
     struct ingest_wait **anchor; /* in the request's pool; NULL once the request is gone */
     h2o_req_t *req;
+    enum gust_route route;
     int64_t start_us;
     char subject[MAX_SUBJECT];
 };
@@ -49,7 +50,7 @@ static void respond(struct ingest_wait *w, int status, uint64_t seq, const char 
         char body[MAX_SUBJECT + 80];
         int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "%s}\n", w->subject, seq,
                          status == GUST_PUBLISH_DUPLICATE ? ",\"duplicate\":true" : "");
-        gust_http_send(req, GUST_ROUTE_INGEST, 202, "application/json", body, (size_t)n);
+        gust_http_send(req, w->route, 202, "application/json", body, (size_t)n);
     } else {
         char msg[400];
         if (status == GUST_EIO) {
@@ -62,7 +63,7 @@ static void respond(struct ingest_wait *w, int status, uint64_t seq, const char 
                      "header to store it once)",
                      error != NULL ? error : "no PubAck");
         }
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 503, msg);
+        gust_http_send_error(req, w->route, 503, msg);
     }
 }
 
@@ -78,13 +79,11 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
     free(w);
 }
 
-/* The request's Idempotency-Key (or Nats-Msg-Id), quotes removed, into out; "" when it
- * has none. 0, or -1 when it is unusable as a message id. */
-static int msg_id_of(h2o_req_t *req, char out[MAX_MSG_ID + 1])
+int gust_ingest_msg_id(h2o_req_t *req, const char *const *names, size_t nnames,
+                       char out[GUST_INGEST_MSG_ID_MAX + 1])
 {
-    static const char *const names[] = {"idempotency-key", "nats-msg-id"};
     out[0] = '\0';
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < nnames; k++) {
         ssize_t i = h2o_find_header_by_str(&req->headers, names[k], strlen(names[k]), -1);
         if (i < 0) {
             continue;
@@ -94,7 +93,8 @@ static int msg_id_of(h2o_req_t *req, char out[MAX_MSG_ID + 1])
             v.base++;
             v.len -= 2;
         }
-        if (v.len == 0 || v.len > MAX_MSG_ID || h2o_find_header_by_str(&req->headers, names[k], strlen(names[k]), i) >= 0) {
+        if (v.len == 0 || v.len > MAX_MSG_ID ||
+            h2o_find_header_by_str(&req->headers, names[k], strlen(names[k]), i) >= 0) {
             return -1;
         }
         for (size_t j = 0; j < v.len; j++) {
@@ -109,6 +109,39 @@ static int msg_id_of(h2o_req_t *req, char out[MAX_MSG_ID + 1])
         out[v.len] = '\0';
     }
     return 0;
+}
+
+void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m)
+{
+    struct ingest_wait *w = calloc(1, sizeof(*w));
+    if (w == NULL || strlen(m->subject) >= sizeof(w->subject)) {
+        free(w);
+        gust_http_send_error(req, route, 503, "not stored: out of memory");
+        return;
+    }
+    w->http = http;
+    w->req = req;
+    w->route = route;
+    w->start_us = (int64_t)(gust_clock_mono_ns() / 1000u);
+    snprintf(w->subject, sizeof(w->subject), "%s", m->subject);
+    /* Linked before the publish: its outcome may come before it returns. */
+    http->ingest_inflight++;
+    w->anchor = h2o_mem_alloc_shared(&req->pool, sizeof(*w->anchor), on_req_dispose);
+    *w->anchor = w;
+    int rc = gust_ingest_link_publish(http->ingest_bus, m, on_published, w);
+    if (rc != 0) {
+        /* Not sent, and on_published will not run. */
+        http->ingest_inflight--;
+        *w->anchor = NULL;
+        free(w);
+        if (rc == GUST_EINVAL) {
+            gust_http_send_error(req, route, 413, "body over the bus's max_payload");
+        } else if (rc == GUST_EIO) {
+            gust_http_send_error(req, route, 503, "not stored: no stream takes this subject");
+        } else {
+            gust_http_send_error(req, route, 503, "not stored: bus unavailable");
+        }
+    }
 }
 
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
@@ -142,38 +175,18 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
         return;
     }
+    static const char *const id_headers[] = {"idempotency-key", "nats-msg-id"};
     char msg_id[MAX_MSG_ID + 1];
-    if (msg_id_of(req, msg_id) != 0) {
+    if (gust_ingest_msg_id(req, id_headers, 2, msg_id) != 0) {
         gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
                              "Idempotency-Key (or Nats-Msg-Id): one value of 1 to 200 visible ASCII characters");
         return;
     }
-    struct ingest_wait *w = calloc(1, sizeof(*w));
-    if (w == NULL) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: out of memory");
-        return;
-    }
-    w->http = http;
-    w->req = req;
-    w->start_us = (int64_t)(gust_clock_mono_ns() / 1000u);
-    memcpy(w->subject, subject, sizeof(subject));
-    /* Linked before the publish: its outcome may come before it returns. */
-    http->ingest_inflight++;
-    w->anchor = h2o_mem_alloc_shared(&req->pool, sizeof(*w->anchor), on_req_dispose);
-    *w->anchor = w;
-    int rc = gust_ingest_link_publish(http->ingest_bus, w->subject, req->entity.base, req->entity.len,
-                                      msg_id[0] != '\0' ? msg_id : NULL, on_published, w);
-    if (rc != 0) {
-        /* Not sent, and on_published will not run. */
-        http->ingest_inflight--;
-        *w->anchor = NULL;
-        free(w);
-        if (rc == GUST_EINVAL) {
-            gust_http_send_error(req, GUST_ROUTE_INGEST, 413, "body over the bus's max_payload");
-        } else if (rc == GUST_EIO) {
-            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: no stream takes this subject");
-        } else {
-            gust_http_send_error(req, GUST_ROUTE_INGEST, 503, "not stored: bus unavailable");
-        }
-    }
+    struct gust_pub_msg m = {
+        .subject = subject,
+        .data = req->entity.base,
+        .len = req->entity.len,
+        .msg_id = msg_id[0] != '\0' ? msg_id : NULL,
+    };
+    gust_ingest_publish(http, req, GUST_ROUTE_INGEST, &m);
 }

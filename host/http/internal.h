@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "../common/buf.h"
+#include "gust/api.h"
 #include "auth.h"
 #include "dlq_query.h"
 #include "metrics.h"
@@ -50,6 +51,7 @@ struct gust_http_policy {
     struct gust_auth ingest_auth;
     struct gust_proxies proxies;
     struct gust_admin_names names; /* the listener's names, server_names: admin_gate.c */
+    struct gust_webhooks *webhooks; /* webhooks.h; NULL when none */
 };
 
 struct gust_http {
@@ -128,6 +130,19 @@ void gust_linger_arm(struct gust_http *http, h2o_req_t *req);
 
 /* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
+/* ingest.c: the one way a request is published. Publishes m (its strings borrowed for
+ * the call) on ingest's connection and answers req 202 once JetStream stored it (or
+ * 503), counting the answer under route. */
+void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m);
+/* The message id a request carries in the first of names (lowercase header names) it
+ * has, quotes removed, into out; "" when none. 0, or -1 when unusable: repeated, empty,
+ * over 200 characters or not visible ASCII, or two names saying different things. */
+#define GUST_INGEST_MSG_ID_MAX 200
+int gust_ingest_msg_id(h2o_req_t *req, const char *const *names, size_t nnames, char out[GUST_INGEST_MSG_ID_MAX + 1]);
+
+/* webhook.c: POST <base><path> of webhook h (the policy's, valid for the call). */
+struct gust_webhook;
+void gust_webhook_handle(struct gust_http *http, h2o_req_t *req, const struct gust_webhook *h);
 
 /* admin.c: the worker thread for blocking admin calls. */
 int gust_admin_start(struct gust_http *http, struct gust_err *err);

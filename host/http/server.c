@@ -22,9 +22,11 @@
 #include "internal.h"
 #include "listen_conf.h"
 #include "query.h"
+#include "webhooks.h"
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
+ *   POST <a webhook's path>     its signature (verify); with verify none, as ingest
  *   GET  /healthz               open (load balancers and probes): 503 naming each cause
  *   GET  /livez                 open: 200 while the process answers (supervisors)
  *   GET  /metrics               admin read, or open with `metrics_public on`
@@ -49,6 +51,7 @@ static const char *reason_of(int status)
     case 301: return "Moved Permanently";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -288,7 +291,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         had_base = 1;
     }
     static const char ingest[] = "/ingest/";
-    if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
+    const struct gust_webhook *hook = gust_webhooks_find(policy->webhooks, path.base, path.len);
+    if (hook != NULL) {
+        /* The signature stands in for the ingest token; the admin token never applies. */
+        if (hook->v.scheme != GUST_WH_NONE ||
+            gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_WEBHOOK, "gust-ingest")) {
+            gust_webhook_handle(http, req, hook);
+        }
+    } else if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
         (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
         if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
@@ -465,6 +475,8 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     p->s.trusted_proxies = NULL;
     p->s.listen = NULL;
     p->s.server_names = NULL;
+    p->s.webhooks = NULL;
+    p->s.nwebhooks = 0;
     int rc = gust_auth_load(&p->admin_auth, "admin", s->admin_token_file, s->admin_token_env, err);
     rc = rc ? rc : gust_auth_load(&p->ingest_auth, "ingest", s->ingest_token_file, s->ingest_token_env, err);
     for (size_t i = 0; i < s->ntrusted_proxies && rc == 0; i++) {
@@ -472,6 +484,7 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     }
     rc = rc ? rc
             : gust_admin_names_init(&p->names, s->listen, s->listen_ssl, s->server_names, s->nserver_names, err);
+    rc = rc ? rc : gust_webhooks_create(s->webhooks, s->nwebhooks, &p->webhooks, err);
     /* A reload that drops the token of a listener others can reach is refused (at start,
      * gust_listen_conf_load has said so with the file and line). */
     if (rc == 0 && !p->names.loopback && !p->admin_auth.enabled) {
@@ -491,6 +504,7 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
 void gust_http_policy_destroy(struct gust_http_policy *p)
 {
     if (p != NULL) {
+        gust_webhooks_destroy(p->webhooks); /* wipes their secrets */
         OPENSSL_cleanse(p, sizeof(*p)); /* the token digests */
         free(p);
     }

@@ -12,6 +12,7 @@ struct gust_bus;
 struct gust_cfg;
 struct gust_units;
 struct gust_http;
+struct gust_webhook_conf;
 
 /* What a reload may change in the front: security and limits (see the README's HTTP
  * section). Strings are borrowed for the call that takes them. */
@@ -35,6 +36,8 @@ struct gust_http_settings {
     int listen_ssl;                /* `listen ADDR ssl;` */
     const char *const *server_names; /* more names the admin routes answer to (origin.h) */
     size_t nserver_names;
+    const struct gust_webhook_conf *webhooks; /* the webhook blocks (../core/config.h) */
+    size_t nwebhooks;
 };
 
 /* settings made ready to serve: token files read, proxies parsed. */

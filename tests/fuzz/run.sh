@@ -5,7 +5,7 @@
 # repeatable: what passes here passes there. Longer exploration:
 #   FUZZ_RUNS=-1 tests/fuzz/run.sh mqtt_session 600
 # usage: tests/fuzz/run.sh TARGET [SECONDS] [KEEP_DIR]
-#   TARGET: ingest flow_json dlq_query proxy origin mqtt_session exec_lines http_poll flow_state pattern
+#   TARGET: ingest flow_json dlq_query proxy origin mqtt_session exec_lines http_poll flow_state pattern form
 set -eu
 name=$1
 secs=${2:-10}
@@ -99,6 +99,13 @@ pattern)
     seed gsub '\003\201\005\010hello(l)()%%b()<%%1%%2>'
     seed frontier '\002\000\010\010THE (ok)%%f[%%a]%%a+f'
     seed anchor '\003\000\003\003abc^a.t'
+    ;;
+form)
+    src="$h/http/form.c $h/common/json_check.c $common"
+    libs="$(pkg-config --libs yajl)"
+    seed pairs 'a=1&b=x+y&a=%%41%%zz&&c&=d'
+    seed utf8 'e=caf%%C3%%A9&bad=%%C0%%AF'
+    seed payload 'payload=%%7B%%22a%%22%%3A%%5B1%%5D%%7D'
     ;;
 *)
     echo "unknown target $name" >&2

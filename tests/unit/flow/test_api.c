@@ -72,6 +72,20 @@ static void test_meta(void)
     gust_emits_free(&out);
     gust_flow_destroy(f);
 
+    /* A header name in another case finds the header; the exact name first. */
+    CHECK(flow_from_text("return { on_event = function(ev, meta) local h = meta.headers\n"
+                         "  emit('ev.h', { a = h['content-type'], b = h['X-TAG'], c = h['X-Tag'], d = h.nope,\n"
+                         "                 e = h[1], mt = tostring(getmetatable(h)) }) end }",
+                         0, &f, &err) == 0);
+    CHECK(run(f, "{}", &meta, &out, &err) == 0);
+    CHECK_CONTAINS(out.v[0].payload, "\"a\":\"application/json\"");
+    CHECK_CONTAINS(out.v[0].payload, "\"b\":\"a, b\"");
+    CHECK_CONTAINS(out.v[0].payload, "\"c\":\"a, b\"");
+    CHECK_CONTAINS(out.v[0].payload, "\"mt\":\"false\"");
+    CHECK(strstr(out.v[0].payload, "\"d\"") == NULL && strstr(out.v[0].payload, "\"e\"") == NULL);
+    gust_emits_free(&out);
+    gust_flow_destroy(f);
+
     /* on_event(...) takes meta too; on_event(ev) is given none (and costs none). */
     CHECK(flow_from_text("return { on_event = function(...) local ev, meta = ...\n"
                          "  emit('ev.x', { seq = meta.seq, n = select('#', ...) }) end }",
