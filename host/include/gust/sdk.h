@@ -81,6 +81,41 @@ const char *gust_http_header_problem(const char *line);
  * "Content-Type". */
 int gust_http_header_is(const char *line, const char *name);
 
+/* --- rate limits --- */
+
+/* The one rate limiter of the sinks (http_out's `rate`; mqtt_out and the broker sinks
+ * can take it as it is). Not thread-safe: one per sender, or behind the caller's lock.
+ * It limits one process: a cluster of P processes sharing a consumer sends up to P times
+ * the rate (give each process its share). */
+
+/* "200/s", "10/m", "5/h", "2.5/s": the rate in events per second into *per_sec.
+ * -1 when it is not such a rate (a positive number, '/', s, m or h). */
+int gust_rate_parse(const char *text, double *per_sec);
+
+/* A token bucket: per_sec tokens a second, holding up to burst (at least 1), full at
+ * start. {0} is not a bucket: init it. */
+struct gust_bucket {
+    double tokens, burst, per_ms;
+    int64_t at_ms;
+};
+void gust_bucket_init(struct gust_bucket *b, double per_sec, double burst, int64_t now_ms);
+/* Takes n tokens at now_ms (a monotonic clock: gust_clock_mono_ms) and returns 0, or
+ * takes nothing and returns how many ms to wait before they are there (>= 1). n above
+ * the burst is taken from a full bucket, leaving it in debt (the rate still holds). */
+int64_t gust_bucket_take(struct gust_bucket *b, double n, int64_t now_ms);
+
+/* One bucket per key (a rendered `rate_key`), the max_keys used last kept (LRU); a key
+ * pushed out comes back with a full bucket. */
+struct gust_limiter;
+/* Returns 0, GUST_EINVAL (per_sec <= 0, max_keys 0) or GUST_ENOMEM. */
+int gust_limiter_create(struct gust_limiter **out, double per_sec, double burst, size_t max_keys);
+/* gust_bucket_take on key[0..len)'s bucket (made full when new). */
+int64_t gust_limiter_take(struct gust_limiter *l, const char *key, size_t len, double n, int64_t now_ms);
+/* How many keys it holds now. */
+size_t gust_limiter_keys(const struct gust_limiter *l);
+/* NULL is a no-op. */
+void gust_limiter_destroy(struct gust_limiter *l);
+
 /* --- configuration --- */
 
 /* Binds the GUST_K_BOUND keys of a plugin type's schema from the instance's cfg into out
