@@ -49,6 +49,7 @@ struct http_out_keys {
     int64_t batch_bytes;
     int64_t batch_linger;
     const char *batch_format;
+    const char *batch_wrap;
     const char *rate;
     int64_t rate_burst;
     const char *rate_key;
@@ -74,6 +75,11 @@ struct http_out_conf {
     size_t batch_max;
     size_t batch_bytes;      /* 0: no bound */
     int64_t batch_linger_ms;
+    /* A json_array batch's body: wrap_pre, the messages with commas, wrap_post ("[" and
+     * "]", or batch_wrap's text around its "[...]"). */
+    const char *wrap_pre, *wrap_post;
+    size_t wrap_pre_len, wrap_post_len;
+    size_t batch_overhead; /* a batch's bytes besides its messages and their separators */
     /* Rate: requests a second (a batch is one), 0: none; the burst a bucket holds. */
     double rate;
     double rate_burst;

@@ -157,7 +157,7 @@ static void split(struct http_out_client *cl, size_t g)
         cl->grps[one] = whole;
         cl->grps[one].first = cl->grps[one].last_m = m;
         cl->grps[one].n = 1;
-        cl->grps[one].bytes = cl->msgs[m].len + (cl->conf->ndjson ? 1 : 2);
+        cl->grps[one].bytes = cl->msgs[m].len + cl->conf->batch_overhead;
         cl->grps[one].resent = 0;
         cl->grps[one].answered_on = 0;
         todo_push(cl, one);
@@ -427,7 +427,7 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
         gust_buf_append(&c->wbuf, msg->data, msg->len);
     } else {
         if (!conf->ndjson) {
-            gust_buf_append(&c->wbuf, "[", 1);
+            gust_buf_append(&c->wbuf, conf->wrap_pre, conf->wrap_pre_len);
         }
         for (size_t m = gr->first; m != NONE; m = cl->nxt[m]) {
             const struct gust_msg *msg = &cl->msgs[m];
@@ -440,7 +440,7 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
             }
         }
         if (!conf->ndjson) {
-            gust_buf_append(&c->wbuf, "]", 1);
+            gust_buf_append(&c->wbuf, conf->wrap_post, conf->wrap_post_len);
         }
     }
     c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){g, deadline};
@@ -692,7 +692,7 @@ static void make_groups(struct http_out_client *cl, size_t n)
         }
         size_t gi = cl->ngrps++;
         cl->grps[gi] = (struct grp){.first = m, .last_m = m, .n = 1,
-                                    .bytes = cl->msgs[m].len + (conf->batching ? (conf->ndjson ? 1 : 2) : 0),
+                                    .bytes = cl->msgs[m].len + (conf->batching ? conf->batch_overhead : 0),
                                     .head_off = off, .head_len = hl, .key_off = off + hl, .key_len = kl};
         todo_push(cl, gi);
         if (conf->batching) {

@@ -46,6 +46,9 @@ const struct gust_schema_key http_out_schema[] = {
     GUST_KEY_ENUM(struct http_out_keys, batch_format, "json_array", 0, "json_array|ndjson",
                   "a batch's body: a JSON array of the messages, or ndjson (one message a line: each must be "
                   "one line)"),
+    KEY(batch_wrap, STR, NULL, 0,
+        "a json_array batch's body around its array, written as the array \"[...]\": "
+        "'{\"records\": [...]}' (default: the array alone)"),
     KEY(rate, STR, NULL, 0,
         "most requests a second (a batch is one): N/s, N/m or N/h, over all connections of this sink, in "
         "this process (a cluster of P processes sends up to P times it)"),
@@ -181,6 +184,24 @@ static int load_batch_rate(struct http_out_conf *conf, const struct gust_host_ap
     conf->batch_max = conf->batching && k->batch_max == 1 && k->batch_bytes > 0 ? 100000 : conf->batch_max;
     conf->batch_linger_ms = k->batch_linger;
     conf->ndjson = strcmp(k->batch_format, "ndjson") == 0;
+    conf->wrap_pre = "[";
+    conf->wrap_post = "]";
+    if (k->batch_wrap != NULL) {
+        const char *at = strstr(k->batch_wrap, "[...]");
+        if (at == NULL || strstr(at + 5, "[...]") != NULL || conf->ndjson || !conf->batching) {
+            return gust_err_set(err, GUST_ECONFIG, "%s: batch_wrap: %s", api->cfg_where(cfg, "batch_wrap"),
+                                at == NULL || strstr(at + 5, "[...]") ? "holds \"[...]\" once, where the batch's array goes"
+                                : conf->ndjson ? "wraps a json_array batch, not ndjson"
+                                               : "wraps a batch: set batch_max (or batch_bytes)");
+        }
+        conf->wrap_pre = k->batch_wrap;
+        conf->wrap_pre_len = (size_t)(at - k->batch_wrap) + 1; /* up to its '[' */
+        conf->wrap_post = at + 4;                              /* from its ']' */
+    } else {
+        conf->wrap_pre_len = 1;
+    }
+    conf->wrap_post_len = strlen(conf->wrap_post);
+    conf->batch_overhead = conf->ndjson ? 1 : conf->wrap_pre_len + conf->wrap_post_len;
     if (k->rate != NULL && gust_rate_parse(k->rate, &conf->rate) != 0) {
         return gust_err_set(err, GUST_ECONFIG, "%s: rate: \"%s\" is not a rate (N/s, N/m or N/h, N > 0)",
                             api->cfg_where(cfg, "rate"), k->rate);

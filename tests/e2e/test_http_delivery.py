@@ -2,6 +2,7 @@
 
 - batch_max 100, batch_linger 20ms, json_array: 2 000 events arrive as JSON arrays of at
   most 100 in no more than 100 requests, every id once; ndjson the same as lines.
+- batch_wrap '{"records": [...]}' puts each batch's array in a wrapper.
 - A batch the far end refuses (400) is sent again event by event: only the bad events
   are dead-lettered, every other one is delivered once.
 - rate 200/s: between 180 and 220 requests a second over 6 s (without the limiter the
@@ -112,6 +113,24 @@ def parse(body, fmt):
     return v
 
 
+def test_wrap(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink bw { use http_out; source ev.wrap; url FAR/bulk; batch_max 10; "
+              "batch_linger 50ms; batch_wrap '{\"records\": [...], \"n\": 1}'; }")
+    try:
+        nats_publish(nats.port, [("ev.wrap", json.dumps({"id": i}).encode()) for i in range(30)])
+        wait_for(lambda: sum(len(json.loads(h[4])["records"]) for h in list(far.hits)) >= 30, 30,
+                 "30 events wrapped")
+        bodies = [json.loads(h[4]) for h in far.hits]
+        t.check(all(set(b) == {"records", "n"} and len(b["records"]) <= 10 for b in bodies),
+                "batch_wrap: each body is the wrapper around its batch: %r" % bodies[0])
+        t.eq(sorted(e["id"] for b in bodies for e in b["records"]), list(range(30)), "batch_wrap: every id once")
+    finally:
+        g.stop()
+        far.close()
+
+
 def test_batch_refused(t, nats):
     far = FarEnd()
     tmp = TempDir()
@@ -204,6 +223,7 @@ def main():
         if only in ("", "batch"):
             test_batches(t, nats, "json_array")
             test_batches(t, nats, "ndjson")
+            test_wrap(t, nats)
             test_batch_refused(t, nats)
         if only in ("", "rate"):
             test_rate(t, nats)
