@@ -111,7 +111,7 @@ struct http_out_client {
     /* The rate (kept from call to call): one bucket, or one per key. */
     struct gust_bucket bucket;
     struct gust_limiter *limiter;
-    int64_t rate_until;      /* no token before this (gust_now_ms); 0: not waiting */
+    int64_t rate_until;      /* no token before this (gust_clock_mono_ms); 0: not waiting */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
     /* Until when (gust_clock_mono_ms) a 429 or 503 with Retry-After paused the whole sink: no
@@ -825,7 +825,7 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
         http_out_resp_reset(&c->resp);
     }
     if (conf->rate > 0) {
-        gust_bucket_init(&cl->bucket, conf->rate, conf->rate_burst, gust_now_ms());
+        gust_bucket_init(&cl->bucket, conf->rate, conf->rate_burst, gust_clock_mono_ms());
         if (conf->k.rate_key != NULL && gust_limiter_create(&cl->limiter, conf->rate, conf->rate_burst,
                                                             RATE_KEYS_MAX) != 0) {
             goto fail;

@@ -7,6 +7,7 @@
   are dead-lettered, every other one is delivered once.
 - rate 200/s: between 180 and 220 requests a second over 6 s (without the limiter the
   sink sends thousands a second).
+- rate_key "{payload.tenant}": one 20/s bucket per tenant, side by side.
 - Templates: 30 routed PUTs, each to /orders/<its country, percent-encoded> with
   X-Order: <its id>; an event without the field, and one whose id would inject a header
   line, are dead-lettered (exactly those), with the reason.
@@ -179,6 +180,30 @@ def test_rate(t, nats):
         far.close()
 
 
+def test_rate_key(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, 'sink rk { use http_out; source ev.rkey; url FAR/x; rate 20/s; rate_key "{payload.tenant}"; }')
+    try:
+        nats_publish(nats.port, [("ev.rkey", json.dumps({"id": i, "tenant": "t%d" % (i % 3)}).encode())
+                                 for i in range(180)])
+        wait_for(lambda: len(far.hits) >= 180, 60, "180 requests")
+        t0 = far.hits[0][0]
+        total = far.hits[-1][0] - t0
+        spans = {}
+        for tenant in ("t0", "t1", "t2"):
+            times = [h[0] for h in far.hits if json.loads(h[4])["tenant"] == tenant]
+            spans[tenant] = times[59] - times[20]  # past its burst of 20: 39 tokens at 20/s
+        print("rate_key: all in %.2f s, per tenant after the burst %r" % (total, spans))
+        t.check(all(1.6 <= v <= 3.0 for v in spans.values()), "rate_key: each tenant at 20/s: %r" % spans)
+        # One bucket for all would take (180 - 20) / 20 = 8 s.
+        t.check(total < 5, "rate_key: the tenants' buckets run side by side: %.2f s" % total)
+        t.eq(sorted(json.loads(h[4])["id"] for h in far.hits), list(range(180)), "rate_key: every event once")
+    finally:
+        g.stop()
+        far.close()
+
+
 def test_templates(t, nats):
     far = FarEnd()
     tmp = TempDir()
@@ -227,6 +252,9 @@ def main():
             test_batch_refused(t, nats)
         if only in ("", "rate"):
             test_rate(t, nats)
+        if only in ("", "tpl"):
+            test_templates(t, nats)
+            test_rate_key(t, nats)
     finally:
         nats.stop()
     t.done()

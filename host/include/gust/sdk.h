@@ -88,10 +88,18 @@ int gust_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_
 
 /* A sink key made from each message (tpl.c): literal text with placeholders
  *   {subject}       the message's subject (or what the sink's subject_fn makes of it)
- *   {payload.a.b}   field a.b of the JSON payload: a string as is (escapes decoded), a
- *                   number as written, true or false; missing, null, an object or an
- *                   array fails the message (the sink rejects it: a dead letter)
- * e.g. mqtt_out's `topic "site/{payload.site}"`, kafka_out's `key "{payload.id}"`. */
+ *   {subject.N}     token N of the subject, from 0 ({subject.1} of ev.orders.fr: orders)
+ *   {payload.a.b}   field a.b of the JSON payload: a string as its text (escapes
+ *                   decoded), a number as written (7, not 7.0), anything else (true,
+ *                   false, null, an object, an array) as compact JSON
+ *   {env.X}         the environment variable X, read once by gust_tpl_compile (unset
+ *                   without a default: a compile error)
+ *   {NAME:-text}    any of them with a default, for a missing field or token (or a
+ *                   null field)
+ * A missing value without a default fails the message (the sink rejects it: a dead
+ * letter, with the reason). A value holding '{' is quoted in host.conf (a bare word ends
+ * at '{'). e.g. mqtt_out's `topic "site/{payload.site}"`, http_out's
+ * `url "http://api/orders/{payload.country}"`, kafka_out's `key "{payload.id}"`. */
 struct gust_msg;
 struct gust_tpl;
 /* Fills why (one line, without the key's name) on failure. */
@@ -102,6 +110,15 @@ typedef int (*gust_tpl_subject_fn)(void *ud, const char *subject, char *out, siz
 /* Writes m's value into out (NUL-terminated); -1 with why filled when it cannot. */
 int gust_tpl_render(const struct gust_tpl *t, const struct gust_msg *m, gust_tpl_subject_fn subject_fn, void *ud,
                     char *out, size_t outsz, char *why, size_t whysz);
+/* gust_tpl_render_as's flags: how the values (not the template's own text) are written. */
+enum {
+    GUST_TPL_URL = 1,    /* percent-encoded, all but A-Z a-z 0-9 - . _ ~ (a path segment, a
+                            query value: "a/b c" is a%2Fb%20c) */
+    GUST_TPL_HEADER = 2, /* refused when holding CR, LF or NUL (it would end a header line) */
+};
+/* gust_tpl_render with flags (GUST_TPL_*; 0 is gust_tpl_render). */
+int gust_tpl_render_as(const struct gust_tpl *t, const struct gust_msg *m, int flags, gust_tpl_subject_fn subject_fn,
+                       void *ud, char *out, size_t outsz, char *why, size_t whysz);
 void gust_tpl_free(struct gust_tpl *t);
 
 /* --- time --- */
