@@ -99,7 +99,8 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
     if (c->rate > 0) {
         /* The host asks for the next fetch while one is delivered: a message may wait two
          * of them. Two fetches sent at the rate take two thirds of ack_wait at most. */
-        double per_request = c->batching ? (double)c->batch_max : 1.0;
+        /* A batch bounded by bytes may hold a single message: count one per request. */
+        double per_request = c->batching && c->batch_bytes == 0 ? (double)c->batch_max : 1.0;
         double fit = c->rate * per_request * (double)l->ack_wait_ms / 1000.0 / 3.0;
         if (fit < (double)l->max) {
             l->max = fit >= 1.0 ? (size_t)fit : 1;
