@@ -76,7 +76,7 @@ static int durable_next(struct gust_feed *f, struct gust_in *in, size_t max, int
         return -1;
     }
     int status = 0;
-    int n = gust_pull_next(d->pull, d->room.msgs, max, &status, why, why_size);
+    int n = gust_pull_next(d->pull, d->room.msgs, max, f->linger_ms, &status, why, why_size);
     for (int i = 0; i < n; i++) {
         gust_delivery_fill(&in[i], &d->room, (size_t)i, with_headers);
     }

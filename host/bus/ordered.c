@@ -101,7 +101,7 @@ static int ordered_next(struct gust_feed *f, struct gust_in *in, size_t max, int
         return -1;
     }
     int status = 0;
-    int n = gust_pull_next(o->pull, o->room.msgs, max, &status, why, why_size);
+    int n = gust_pull_next(o->pull, o->room.msgs, max, f->linger_ms, &status, why, why_size);
     if (n < 0) {
         drop_consumer(o); /* made again at the position next time */
         return -1;

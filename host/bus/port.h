@@ -30,8 +30,9 @@ struct gust_in {
 struct gust_feed;
 
 struct gust_feed_ops {
-    /* Waits up to a bound of the feed's for messages, then takes those already there:
-     * up to max into in[]. Returns how many (0: none in time) or -1 with why filled in.
+    /* Waits up to a bound of the feed's for messages, then takes those already there
+     * (or that come within f->linger_ms of the first): up to max into in[]. Returns
+     * how many (0: none in time) or -1 with why filled in.
      * with_headers: fill msg.headers (they cost a parse each). */
     int (*next)(struct gust_feed *f, struct gust_in *in, size_t max, int with_headers, char *why,
                 size_t why_size);
@@ -53,6 +54,10 @@ struct gust_feed {
     /* After a stop is asked for, how many more messages the unit takes before it stops
      * (the edge path handles what its queue holds: at most a queue's worth). */
     size_t drain_on_stop;
+    /* Once next() has a first message, how long it waits for `max` (0: it takes what is
+     * there). Set by the consumer core (a batching sink's linger); feeds that cannot
+     * wait ignore it. */
+    int64_t linger_ms;
 };
 
 /* One message to publish. */

@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "bus.h"
+#include "gust/sdk.h"
 
 /* How long past its expiry a request may still answer (its 408, or a last message)
  * before the next call sends a new one anyway. */
@@ -101,9 +102,10 @@ static size_t unfulfilled(natsMsg *m, size_t owed)
     return v < owed ? (size_t)v : owed;
 }
 
-int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_out, char *why,
-                   size_t why_size)
+int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t linger_ms, int *status_out,
+                   char *why, size_t why_size)
 {
+    int64_t first_at = 0;
     *status_out = 0;
     if (p->owed > 0 && gust_clock_mono_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
         p->unanswered += !p->answered;
@@ -126,6 +128,10 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
         if (n == 0) {
             wait = p->deadline_ms + EXPIRY_GRACE_MS - gust_clock_mono_ms();
             wait = wait < 1 ? 1 : wait;
+        } else if (linger_ms > 0) {
+            /* A batching sink: what comes soon after the first goes in the same call. */
+            wait = first_at + linger_ms - gust_clock_mono_ms();
+            wait = wait < 0 ? 0 : wait;
         }
         natsMsg *m = NULL;
         natsStatus s = natsSubscription_NextMsg(&m, p->inbox, wait);
@@ -145,6 +151,7 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
         p->unanswered = 0;
         int status = status_of(m, why, why_size);
         if (status == 0) {
+            first_at = n == 0 ? gust_clock_mono_ms() : first_at;
             msgs[n++] = m;
             p->owed -= p->owed > 0;
             continue;

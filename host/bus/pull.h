@@ -27,11 +27,13 @@ struct gust_pull;
  * expires_ms: a request's life on the server, and the longest wait of a call. */
 int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
                      struct gust_pull **out, struct gust_err *err);
-/* Waits up to expires_ms for a message, then takes those already here, up to max.
+/* Waits up to expires_ms for a message, then takes those already here (or that come
+ * within linger_ms of the first), up to max.
  * Returns how many went into msgs (0: none in time), or -1 with why filled in (and
  * *status the JetStream status code, 0 when none: a lost connection, no responders).
  * The messages are the caller's to destroy. */
-int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status, char *why, size_t why_size);
+int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t linger_ms, int *status, char *why,
+                   size_t why_size);
 /* For a consumer that acks: NAKs the messages already delivered here and not taken
  * (the next batch asked for ahead), so that another process, or the next generation,
  * gets them at once rather than after ack_wait. The inbox takes nothing more: destroy

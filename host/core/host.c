@@ -349,7 +349,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     if (rc == 0) {
         rc = gust_instance_start(inst, err);
     }
-    struct gust_handler h = gust_sink_handler(inst);
+    struct gust_handler h = gust_sink_handler(inst, host->config->nats.ack_wait);
     if (h.impl == NULL) {
         rc = rc != 0 ? rc : gust_err_set(err, GUST_ENOMEM, "out of memory");
         gust_instance_dispose(inst);

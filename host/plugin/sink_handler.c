@@ -10,6 +10,7 @@
 
 struct sink {
     struct gust_instance *inst;
+    int64_t ack_wait_ms;
     struct gust_result *results;
     size_t cap;
 };
@@ -47,6 +48,20 @@ static void sink_run_batch(void *impl, struct gust_batch *b)
     }
 }
 
+/* ABI 1.5 types with a fetch_limits callback shape the unit's fetches. */
+static void sink_fetch_limits(void *impl, size_t *max, int64_t *linger_ms)
+{
+    struct sink *s = impl;
+    const struct gust_plugin_type *t = s->inst->type;
+    if (t == NULL || t->fetch_limits == NULL || !s->inst->started) {
+        return;
+    }
+    struct gust_fetch_limits l = {.ack_wait_ms = s->ack_wait_ms, .max = *max, .linger_ms = 0};
+    t->fetch_limits(s->inst->ctx, &l);
+    *max = l.max > 0 ? l.max : 1;
+    *linger_ms = l.linger_ms;
+}
+
 /* The plugin's own counters (ABI 1.4 types with a counters callback). */
 static size_t sink_counters(struct sink *s, struct gust_plugin_counter *c)
 {
@@ -78,15 +93,17 @@ static void sink_destroy(void *impl)
     free(s);
 }
 
-struct gust_handler gust_sink_handler(struct gust_instance *inst)
+struct gust_handler gust_sink_handler(struct gust_instance *inst, int64_t ack_wait_ms)
 {
     struct sink *s = calloc(1, sizeof(*s));
     if (s != NULL) {
         s->inst = inst;
+        s->ack_wait_ms = ack_wait_ms;
     }
     return (struct gust_handler){.kind = "sink",
                                  .impl = s,
                                  .run_batch = sink_run_batch,
+                                 .fetch_limits = sink_fetch_limits,
                                  .render_json = sink_render_json,
                                  .render_metrics = sink_render_metrics,
                                  /* broker sinks carry them on (Nats-Msg-Id as the broker's

@@ -7,7 +7,8 @@
 #include "instance.h"
 
 /* inst is created and started by the caller and owned by the handler from here on
- * (disposed of in its destroy). impl is NULL when out of memory. */
-struct gust_handler gust_sink_handler(struct gust_instance *inst);
+ * (disposed of in its destroy). ack_wait_ms (nats { ack_wait }) goes to the plugin's
+ * fetch_limits. impl is NULL when out of memory. */
+struct gust_handler gust_sink_handler(struct gust_instance *inst, int64_t ack_wait_ms);
 
 #endif

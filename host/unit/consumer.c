@@ -649,6 +649,21 @@ static void *unit_thread(void *arg)
     int opened = c->feed != NULL || open_feed(c);
     if (opened) {
         set_state(c, STATE_RUNNING);
+        /* A batching or rate-limited sink shapes its fetches: how many a call gets (a
+         * slow sender must not hold messages past ack_wait), and a linger to fill them. */
+        if (c->handler.fetch_limits != NULL) {
+            size_t want = max;
+            int64_t linger_ms = 0;
+            c->handler.fetch_limits(c->handler.impl, &want, &linger_ms);
+            if (want > 0 && grow(c, want) == 0) {
+                max = want;
+            }
+            c->feed->linger_ms = linger_ms > 0 ? linger_ms : 0;
+            if (max != (size_t)c->conf.batch || linger_ms > 0) {
+                gust_info("[%s] fetching up to %zu messages at once, lingering %lld ms", c->name, max,
+                          (long long)c->feed->linger_ms);
+            }
+        }
     }
     size_t drained = 0;     /* messages taken since the stop was asked for */
     int64_t failed_at = 0;  /* the last read that failed (CLOCK_MONOTONIC ms) */

@@ -72,6 +72,10 @@ struct gust_handler {
     /* Optional. The Nats-Msg-Id of emit e (of message i) into out (GUST_MSG_ID_MAX);
      * without it, the core's "<unit>:<stream seq>:<index in the message's emits>". */
     void (*emit_id)(void *impl, const struct gust_batch *b, size_t i, size_t e, char *out);
+    /* Optional. Once, on the unit's thread, before the first fetch: may change *max
+     * (the most messages a batch takes; in: the unit's `batch`) and set *linger_ms (once
+     * a first message is there, how long to wait for max). */
+    void (*fetch_limits)(void *impl, size_t *max, int64_t *linger_ms);
     /* Optional. Between batches, before taking the next one, on the unit's thread. */
     int (*between)(void *impl, uint64_t *seq);
     /* Optional. Every publish of the batch is stored (the barrier passed). */

@@ -11,7 +11,12 @@
  *                                                         5000 ms", "connect: Connection refused"
  *   any other (4xx, 3xx: redirects are not     REJECTED  "http 404 from URL: " + the first
  *   followed)                                             120 bytes of the response body
- * The host owns retries and backoff; deliver sleeps only for a Retry-After (seconds or
+ * Batching (batch_max, batch_bytes, batch_linger, batch_format): each request carries a
+ * batch of messages as a JSON array (or ndjson); see http_out_client.c. A rate (rate,
+ * rate_burst, rate_key) is a token bucket per sink, or per key, in this process.
+ * Templates in url (path and query), method and header values: http_out_tpl.c.
+ *
+ * The host owns retries and backoff; deliver sleeps only for a rate's token, and for a Retry-After (seconds or
  * an HTTP-date) on a 429 or 503, which pauses the whole sink, every message, for that
  * long, capped by retry_max_delay: no request is written before it ends, in this call or
  * a later one (the refused message itself is retried by the host, and its next
@@ -62,10 +67,10 @@ static int http_out_start(void *ctx, struct gust_err *err)
     int rc = http_out_client_create(&h->client, &h->conf, err);
 
     if (rc == 0) {
-        host->log(h->inst, GUST_LOG_INFO, "%.*s %s, connections %zu, pipeline %zu, max_inflight %zu",
-                  (int)((const char *)memchr(h->conf.head.data, ' ', h->conf.head.len) - h->conf.head.data),
-                  h->conf.head.data, h->conf.url,
-                  h->conf.connections, h->conf.pipeline, h->conf.max_inflight);
+        host->log(h->inst, GUST_LOG_INFO, "%s %s, connections %zu, pipeline %zu, max_inflight %zu%s%s%s",
+                  h->conf.k.method, h->conf.url, h->conf.connections, h->conf.pipeline, h->conf.max_inflight,
+                  h->conf.batching ? ", batches of " : "", h->conf.batching ? h->conf.k.batch_format : "",
+                  h->conf.rate > 0 ? ", rate limited" : "");
     }
     return rc;
 }
@@ -76,6 +81,37 @@ static int http_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n,
     struct http_out *h = ctx;
 
     return http_out_client_deliver(h->client, msgs, n, results);
+}
+
+/* Fetches that fill batches, and that a rate can send within ack_wait (see
+ * http_out_client.c for why batches are made within one deliver call). */
+static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
+{
+    struct http_out *h = ctx;
+    const struct http_out_conf *c = &h->conf;
+
+    if (c->batching) {
+        /* Whole batches: a multiple of batch_max (at least one), near the unit's batch. */
+        size_t per = c->batch_max < 100000 ? c->batch_max : l->max;
+        l->max = per * (l->max / per > 0 ? l->max / per : 1);
+        l->linger_ms = c->batch_linger_ms;
+    }
+    if (c->rate > 0) {
+        /* The host asks for the next fetch while one is delivered: a message may wait two
+         * of them. Two fetches sent at the rate take two thirds of ack_wait at most. */
+        /* A batch bounded by bytes may hold a single message: count one per request. */
+        double per_request = c->batching && c->batch_bytes == 0 ? (double)c->batch_max : 1.0;
+        double fit = c->rate * per_request * (double)l->ack_wait_ms / 1000.0 / 3.0;
+        if (fit < (double)l->max) {
+            l->max = fit >= 1.0 ? (size_t)fit : 1;
+        }
+        if (fit < 1.0) {
+            host->log(h->inst, GUST_LOG_WARN,
+                      "rate %s is below one request per %lld ms (a third of nats ack_wait): messages "
+                      "waiting for it are delivered again meanwhile; raise ack_wait",
+                      c->k.rate, (long long)(l->ack_wait_ms / 3));
+        }
+    }
 }
 
 static void http_out_stop(void *ctx)
@@ -106,6 +142,7 @@ static const struct gust_plugin_type types[] = {{
     .start = http_out_start,
     .deliver = http_out_deliver,
     .stop = http_out_stop,
+    .fetch_limits = http_out_fetch_limits,
     .destroy = http_out_destroy,
 }};
 

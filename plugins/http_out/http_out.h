@@ -45,6 +45,14 @@ struct http_out_keys {
     int64_t pipeline;
     const char *tls_ca;
     int64_t retry_max_delay;
+    int64_t batch_max;
+    int64_t batch_bytes;
+    int64_t batch_linger;
+    const char *batch_format;
+    const char *batch_wrap;
+    const char *rate;
+    int64_t rate_burst;
+    const char *rate_key;
 };
 
 extern const struct gust_schema_key http_out_schema[];
@@ -60,7 +68,44 @@ struct http_out_conf {
     size_t connections;      /* most connections open at once, all kept alive */
     size_t pipeline;         /* most requests outstanding on one connection */
     int64_t retry_max_delay_ms; /* longest pause a Retry-After imposes on the sink */
+    /* Batching: on when batch_max > 1 or batch_bytes is set; then every request's body
+     * is an array (or ndjson) of up to batch_max messages and batch_bytes bytes. */
+    int batching;
+    int ndjson;              /* batch_format ndjson, else json_array */
+    size_t batch_max;
+    size_t batch_bytes;      /* 0: no bound */
+    int64_t batch_linger_ms;
+    /* A json_array batch's body: wrap_pre, the messages with commas, wrap_post ("[" and
+     * "]", or batch_wrap's text around its "[...]"). */
+    const char *wrap_pre, *wrap_post;
+    size_t wrap_pre_len, wrap_post_len;
+    size_t batch_overhead; /* a batch's bytes besides its messages and their separators */
+    /* Rate: requests a second (a batch is one), 0: none; the burst a bucket holds. */
+    double rate;
+    double rate_burst;
+    struct http_out_tpl *tpl; /* owned: the templates of url, method, header, rate_key */
+    /* The header key as pairs (owned), nhdr of them, and their "Name: value" lines: the
+     * fixed ones first (`headers`, in the shared head), the templated ones NULL. */
+    char **hdr_name, **hdr_value, **hdr_line;
+    size_t nhdr;
+    struct gust_list headers;
 };
+
+/* 1 when m[0..len) is a method http_out sends: POST, PUT, PATCH. */
+int http_out_method_ok(const char *m, size_t len);
+
+/* The templates of an instance (http_out_tpl.c), NULL when it has none: then every
+ * request has conf->head and no rate key. */
+struct http_out_tpl;
+/* Compiles the templated keys of conf->k into conf->tpl (left NULL when none is). */
+int http_out_tpl_load(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                      struct gust_err *err);
+void http_out_tpl_free(struct http_out_tpl *t);
+/* Appends m's request head (up to "Content-Length: ") to out, then sets *key_off and
+ * *key_len to m's rate key, appended after it (len 0: no rate_key). -1 with why (the
+ * dead letter's reason) when a template cannot be rendered for m. */
+int http_out_tpl_render(const struct http_out_conf *conf, const struct gust_msg *m, struct gust_buf *out,
+                        size_t *head_len, size_t *key_len, char *why, size_t whysz);
 
 /* Binds and checks the keys of cfg (borrowed), naming file:line of a bad value in err. */
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
@@ -98,7 +143,8 @@ struct http_out_client;
  * connection yet. */
 int http_out_client_create(struct http_out_client **out, const struct http_out_conf *conf,
                            struct gust_err *err);
-/* Sends every msgs[i] and fills results[i] (see gust_plugin_type.deliver). Returns 0. */
+/* Sends every msgs[i] and fills results[i] (see gust_plugin_type.deliver), in batches
+ * when conf->batching, at conf->rate. Returns 0. */
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
                             struct gust_result *results);
 /* Closes the connections. NULL is a no-op. */

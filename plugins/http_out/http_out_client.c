@@ -21,7 +21,25 @@
  * only when one arrives with no request outstanding: then every outcome read on that
  * connection in this call is in doubt, and each becomes a RETRY (the outstanding ones
  * too), and the connection is closed. Before the call returns, the connections it used
- * are looked at once more (without waiting) for such trailing answers. */
+ * are looked at once more (without waiting) for such trailing answers.
+ *
+ * Requests, not messages, are what the connections carry: without batching a request is
+ * one message; with it (batch_max > 1 or batch_bytes) a request is a group of up to
+ * batch_max messages sharing one request head (url, method and headers rendered alike)
+ * and one rate key, its body their array (or ndjson). Groups are made within one deliver
+ * call only: messages are the host's until the call returns and each needs its outcome
+ * by then, so a group cannot wait for a later call's messages. Filling the groups is the
+ * host's part: this type's fetch_limits asks for fetches of a multiple of batch_max, and
+ * for a linger of batch_linger once a first message is there (http_out.c). A 2xx settles
+ * every message of a group; a refusal (4xx) of a group of several sends each of its
+ * messages again alone, in the same call, so that only the bad one is rejected; any other
+ * outcome (a RETRY) is every member's.
+ *
+ * A rate (`rate`) is one token bucket for the whole sink (every connection), or one per
+ * rendered rate_key (the 10 000 keys used last): a request is written only with a token
+ * of its bucket. A request whose bucket is empty lets one behind it with a token of
+ * another key go first (the sink is unordered); when none has one, the call waits for
+ * the nearest token. */
 #define _GNU_SOURCE /* strerror_r returning char * */
 #include <errno.h>
 #include <poll.h>
@@ -37,10 +55,26 @@
 /* Read buffer of a connection: room for a head of HTTP_OUT_HEAD_MAX plus the answers a
  * pipeline brings at once (an empty 200 is about 40-100 bytes). */
 #define RBUF_SIZE (64 * 1024)
+/* Keys of rate_key kept, each with its bucket. */
+#define RATE_KEYS_MAX 10000
+/* A group being filled is looked for among this many of the newest (templated heads). */
+#define OPEN_GROUPS_MAX 64
+#define NONE ((size_t)-1)
 
 struct req {
-    size_t msg;       /* index in the batch */
+    size_t grp;       /* index in the call's groups */
     int64_t deadline; /* when it times out: written + timeout */
+};
+
+/* A request of a deliver call: one message, or a batch of them. */
+struct grp {
+    size_t first, n;   /* its messages: first, then nxt[] of each, n of them */
+    size_t last_m;     /* its last message (where the next joins) */
+    size_t bytes;      /* the body's length */
+    size_t head_off, head_len; /* its head in the call's arena; head_len 0: conf->head */
+    size_t key_off, key_len;   /* its rate key in the arena; key_len 0: the one bucket */
+    uint8_t resent;    /* already sent again after a lost connection */
+    uint32_t answered_on; /* 1 + the connection its answer came on, or 0 */
 };
 
 struct conn {
@@ -66,11 +100,18 @@ struct http_out_client {
     const struct gust_msg *msgs;
     struct gust_result *results;
     size_t undecided;        /* messages without an outcome yet */
-    size_t *todo;            /* ring of messages to write, capacity tcap */
+    struct grp *grps;        /* the call's requests, ngrps of them (room for 2 per message) */
+    size_t ngrps;
+    size_t *nxt;             /* per message: the next of its group, NONE at the end */
+    size_t *todo;            /* ring of groups to write, capacity tcap (2 per message) */
     size_t thead, tlen, tcap;
-    unsigned char *resent;   /* per message: already sent again after a lost connection */
-    uint32_t *answered_on;   /* per message: 1 + the connection its answer came on, or 0 */
+    size_t mcap;             /* messages the per-call arrays hold */
+    struct gust_buf arena;   /* the call's rendered heads and rate keys */
     size_t inflight;         /* written and not answered, over every connection */
+    /* The rate (kept from call to call): one bucket, or one per key. */
+    struct gust_bucket bucket;
+    struct gust_limiter *limiter;
+    int64_t rate_until;      /* no token before this (gust_clock_mono_ms); 0: not waiting */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
     /* Until when (gust_clock_mono_ms) a 429 or 503 with Retry-After paused the whole sink: no
@@ -90,39 +131,64 @@ static void result_set(struct gust_result *r, int status, const char *fmt, ...)
     va_end(ap);
 }
 
-static void decide(struct http_out_client *cl, size_t m, int status, const char *why)
+/* Every message of group g gets the outcome. */
+static void decide(struct http_out_client *cl, size_t g, int status, const char *why)
 {
-    result_set(&cl->results[m], status, "%s", why);
-    cl->undecided--;
+    for (size_t m = cl->grps[g].first; m != NONE; m = cl->nxt[m]) {
+        result_set(&cl->results[m], status, "%s", why);
+    }
+    cl->undecided -= cl->grps[g].n;
 }
 
-static void todo_push(struct http_out_client *cl, size_t m)
+static void todo_push(struct http_out_client *cl, size_t g)
 {
-    cl->todo[(cl->thead + cl->tlen++) % cl->tcap] = m;
+    cl->todo[(cl->thead + cl->tlen++) % cl->tcap] = g;
+}
+
+/* A group of several refused: each of its messages goes again alone (the refusal may be
+ * one message's), as a batch of one. */
+static void split(struct http_out_client *cl, size_t g)
+{
+    struct grp whole = cl->grps[g];
+    for (size_t m = whole.first, next; m != NONE; m = next) {
+        next = cl->nxt[m];
+        cl->nxt[m] = NONE;
+        size_t one = cl->ngrps++;
+        cl->grps[one] = whole;
+        cl->grps[one].first = cl->grps[one].last_m = m;
+        cl->grps[one].n = 1;
+        cl->grps[one].bytes = cl->msgs[m].len + cl->conf->batch_overhead;
+        cl->grps[one].resent = 0;
+        cl->grps[one].answered_on = 0;
+        todo_push(cl, one);
+    }
 }
 
 /* The outcome of a complete answer on c: see the table at the top of http_out.c. */
-static void classify(struct http_out_client *cl, struct conn *c, size_t m, struct http_out_resp *r)
+static void classify(struct http_out_client *cl, struct conn *c, size_t g, struct http_out_resp *r)
 {
-    struct gust_result *res = &cl->results[m];
     const char *url = cl->conf->url;
     int status = r->status;
+    char why[sizeof(cl->results[0].error)];
 
-    cl->undecided--;
-    cl->answered_on[m] = (uint32_t)(c - cl->conns) + 1;
     c->answered_call++;
     if (status >= 200 && status < 300) {
-        res->status = GUST_DELIVERED;
-        res->error[0] = '\0';
+        why[0] = '\0';
+        decide(cl, g, GUST_DELIVERED, why);
     } else if ((status == 429 || status == 503) && r->has_retry_after) {
         int64_t ms = r->retry_after_ms < cl->conf->retry_max_delay_ms ? r->retry_after_ms
                                                                        : cl->conf->retry_max_delay_ms;
         int64_t until = gust_clock_mono_ms() + ms;
         cl->paused_until = until > cl->paused_until ? until : cl->paused_until;
-        result_set(res, GUST_RETRY, "http %d from %s: Retry-After, sink paused for %lld ms", status, url,
-                   (long long)ms);
+        snprintf(why, sizeof(why), "http %d from %s: Retry-After, sink paused for %lld ms", status, url,
+                 (long long)ms);
+        decide(cl, g, GUST_RETRY, why);
     } else if (status >= 500 || status == 408 || status == 429) {
-        result_set(res, GUST_RETRY, "http %d from %s", status, url);
+        snprintf(why, sizeof(why), "http %d from %s", status, url);
+        decide(cl, g, GUST_RETRY, why);
+    } else if (cl->grps[g].n > 1) {
+        split(cl, g);
+        return; /* no outcome yet: answered_on stays 0 */
     } else {
         /* Any other answer (4xx, or a redirect, which is not followed) will not change by
          * itself; what the server said comes along, made printable, for the dead letter. */
@@ -131,9 +197,10 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t m, struc
                 r->body[i] = ' ';
             }
         }
-        result_set(res, GUST_REJECTED, "http %d from %s: %.*s", status, url, (int)r->body_len,
-                   r->body);
+        snprintf(why, sizeof(why), "http %d from %s: %.*s", status, url, (int)r->body_len, r->body);
+        decide(cl, g, GUST_REJECTED, why);
     }
+    cl->grps[g].answered_on = (uint32_t)(c - cl->conns) + 1;
 }
 
 static void pause_ms(int64_t ms)
@@ -176,14 +243,14 @@ static void conn_close(struct conn *c)
 static void conn_lost(struct http_out_client *cl, struct conn *c, const char *why, int fail_all)
 {
     while (c->qlen > 0) {
-        size_t m = oldest(cl, c)->msg;
+        size_t g = oldest(cl, c)->grp;
         int started = c->started;
         pop(cl, c);
-        if (fail_all || started || cl->resent[m]) {
-            decide(cl, m, GUST_RETRY, why);
+        if (fail_all || started || cl->grps[g].resent) {
+            decide(cl, g, GUST_RETRY, why);
         } else {
-            cl->resent[m] = 1;
-            todo_push(cl, m);
+            cl->grps[g].resent = 1;
+            todo_push(cl, g);
         }
     }
     conn_close(c);
@@ -197,9 +264,9 @@ static void conn_closing(struct http_out_client *cl, struct conn *c)
         cl->depth = 1;
     }
     while (c->qlen > 0) {
-        size_t m = oldest(cl, c)->msg;
+        size_t g = oldest(cl, c)->grp;
         pop(cl, c);
-        todo_push(cl, m);
+        todo_push(cl, g);
     }
     conn_close(c);
 }
@@ -212,10 +279,13 @@ static void conn_desync(struct http_out_client *cl, struct conn *c)
     uint32_t id = (uint32_t)(c - cl->conns) + 1;
     snprintf(why, sizeof(why), "an unasked-for answer from %.120s: answers cannot be matched to requests",
              cl->conf->url);
-    for (size_t m = 0; m < cl->tcap && c->answered_call > 0; m++) {
-        if (cl->answered_on[m] == id) {
-            result_set(&cl->results[m], GUST_RETRY, "%s", why); /* decided already: undecided stays */
-            cl->answered_on[m] = 0;
+    for (size_t g = 0; g < cl->ngrps && c->answered_call > 0; g++) {
+        if (cl->grps[g].answered_on == id) {
+            for (size_t m = cl->grps[g].first; m != NONE; m = cl->nxt[m]) {
+                /* decided already: undecided stays */
+                result_set(&cl->results[m], GUST_RETRY, "%s", why);
+            }
+            cl->grps[g].answered_on = 0;
         }
     }
     conn_lost(cl, c, why, 1);
@@ -245,7 +315,7 @@ static void conn_parse(struct http_out_client *cl, struct conn *c)
         if (!done) {
             break;
         }
-        classify(cl, c, oldest(cl, c)->msg, &c->resp);
+        classify(cl, c, oldest(cl, c)->grp, &c->resp);
         c->answered++;
         int keep = c->resp.keep_alive;
         pop(cl, c);
@@ -277,7 +347,7 @@ static void conn_read(struct http_out_client *cl, struct conn *c)
         if (n < 0) {
             if (n == GUST_SOCK_EOF && c->qlen > 0 && http_out_resp_ends_at_eof(&c->resp)) {
                 /* an answer without a length: the close is its end */
-                classify(cl, c, oldest(cl, c)->msg, &c->resp);
+                classify(cl, c, oldest(cl, c)->grp, &c->resp);
                 c->answered++;
                 pop(cl, c);
                 conn_closing(cl, c);
@@ -336,29 +406,86 @@ static int conn_open(struct http_out_client *cl, struct conn *c)
     return -1;
 }
 
-/* Appends message m's request to c's write buffer. */
-static int conn_add(struct http_out_client *cl, struct conn *c, size_t m, int64_t deadline)
+/* Appends group g's request to c's write buffer. */
+static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_t deadline)
 {
     const struct http_out_conf *conf = cl->conf;
-    const struct gust_msg *msg = &cl->msgs[m];
+    const struct grp *gr = &cl->grps[g];
+    const char *head = gr->head_len ? cl->arena.data + gr->head_off : conf->head.data;
+    size_t head_len = gr->head_len ? gr->head_len : conf->head.len;
     char len[32];
-    int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", msg->len);
+    int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", gr->bytes);
 
-    if (gust_buf_reserve(&c->wbuf, conf->head.len + (size_t)ll + msg->len) != 0) {
+    if (gust_buf_reserve(&c->wbuf, head_len + (size_t)ll + gr->bytes) != 0) {
         return -1;
     }
     /* Reserved: none of these can fail. */
-    gust_buf_append(&c->wbuf, conf->head.data, conf->head.len);
+    gust_buf_append(&c->wbuf, head, head_len);
     gust_buf_append(&c->wbuf, len, (size_t)ll);
-    if (msg->len) {
+    if (!conf->batching) {
+        const struct gust_msg *msg = &cl->msgs[gr->first];
         gust_buf_append(&c->wbuf, msg->data, msg->len);
+    } else {
+        if (!conf->ndjson) {
+            gust_buf_append(&c->wbuf, conf->wrap_pre, conf->wrap_pre_len);
+        }
+        for (size_t m = gr->first; m != NONE; m = cl->nxt[m]) {
+            const struct gust_msg *msg = &cl->msgs[m];
+            if (!conf->ndjson && m != gr->first) {
+                gust_buf_append(&c->wbuf, ",", 1);
+            }
+            gust_buf_append(&c->wbuf, msg->data, msg->len);
+            if (conf->ndjson) {
+                gust_buf_append(&c->wbuf, "\n", 1);
+            }
+        }
+        if (!conf->ndjson) {
+            gust_buf_append(&c->wbuf, conf->wrap_post, conf->wrap_post_len);
+        }
     }
-    c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){m, deadline};
+    c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){g, deadline};
     cl->inflight++;
     return 0;
 }
 
-/* Hands queued messages to the connections in [0, lanes) with the fewest outstanding. */
+/* Takes a token for group g's request: 0, or how long (ms) until its bucket has one. */
+static int64_t take_token(struct http_out_client *cl, size_t g, int64_t now)
+{
+    const struct grp *gr = &cl->grps[g];
+    if (cl->conf->rate <= 0) {
+        return 0;
+    }
+    if (cl->limiter != NULL) {
+        return gust_limiter_take(cl->limiter, cl->arena.data + gr->key_off, gr->key_len, 1, now);
+    }
+    return gust_bucket_take(&cl->bucket, 1, now);
+}
+
+/* The next group to write, taken off the queue: the oldest with a token of its bucket.
+ * NONE when none has one (cl->rate_until says when the first may). */
+static size_t next_group(struct http_out_client *cl, int64_t now)
+{
+    int64_t soonest = INT64_MAX;
+    /* With one bucket, the head waits for it as every other would. */
+    size_t look = cl->limiter != NULL ? cl->tlen : 1;
+
+    for (size_t i = 0; i < look; i++) {
+        size_t at = (cl->thead + i) % cl->tcap, g = cl->todo[at];
+        int64_t wait = take_token(cl, g, now);
+        if (wait == 0) {
+            /* Out of the ring: the head moves into its place. */
+            cl->todo[at] = cl->todo[cl->thead];
+            cl->thead = (cl->thead + 1) % cl->tcap;
+            cl->tlen--;
+            return g;
+        }
+        soonest = wait < soonest ? wait : soonest;
+    }
+    cl->rate_until = now + soonest;
+    return NONE;
+}
+
+/* Hands queued requests to the connections in [0, lanes) with the fewest outstanding. */
 static void assign(struct http_out_client *cl, size_t lanes)
 {
     int64_t now = gust_clock_mono_ms(), deadline = now + cl->conf->timeout_ms; /* before any connect */
@@ -366,6 +493,10 @@ static void assign(struct http_out_client *cl, size_t lanes)
     if (now < cl->paused_until) {
         return; /* a Retry-After holds every send */
     }
+    if (now < cl->rate_until) {
+        return; /* no token yet */
+    }
+    cl->rate_until = 0;
 
     while (cl->tlen > 0 && cl->inflight < cl->conf->max_inflight) {
         struct conn *best = NULL;
@@ -384,15 +515,22 @@ static void assign(struct http_out_client *cl, size_t lanes)
         if (!best) {
             return;
         }
-        size_t m = cl->todo[cl->thead];
-        cl->thead = (cl->thead + 1) % cl->tcap;
-        cl->tlen--;
+        size_t g;
+        if (best->sock || !cl->conn_err[0]) {
+            if ((g = next_group(cl, now)) == NONE) {
+                return;
+            }
+        } else {
+            g = cl->todo[cl->thead]; /* failed without a request: no token spent */
+            cl->thead = (cl->thead + 1) % cl->tcap;
+            cl->tlen--;
+        }
         if (!best->sock && (cl->conn_err[0] || conn_open(cl, best) != 0)) {
-            decide(cl, m, GUST_RETRY, cl->conn_err);
+            decide(cl, g, GUST_RETRY, cl->conn_err);
             continue;
         }
-        if (conn_add(cl, best, m, deadline) != 0) {
-            decide(cl, m, GUST_RETRY, "http_out: out of memory");
+        if (conn_add(cl, best, g, deadline) != 0) {
+            decide(cl, g, GUST_RETRY, "http_out: out of memory");
         }
     }
 }
@@ -479,33 +617,107 @@ static int64_t expire(struct http_out_client *cl, int64_t now)
     return next;
 }
 
+/* Grows the per-call arrays to n messages; -1 when out of memory. */
+static int room_for(struct http_out_client *cl, size_t n)
+{
+    if (n <= cl->mcap) {
+        return 0;
+    }
+    struct grp *g = realloc(cl->grps, 2 * n * sizeof(*g));
+    if (g) {
+        cl->grps = g;
+    }
+    size_t *t = g ? realloc(cl->todo, 2 * n * sizeof(*t)) : NULL;
+    if (t) {
+        cl->todo = t;
+    }
+    size_t *x = t ? realloc(cl->nxt, n * sizeof(*x)) : NULL;
+    if (!x) {
+        return -1;
+    }
+    cl->nxt = x;
+    cl->mcap = n;
+    cl->tcap = 2 * n;
+    return 0;
+}
+
+/* Whether message m (its head and rate key at arena offset off, hl and kl long) may
+ * join group g. */
+static int fits(struct http_out_client *cl, const struct grp *g, size_t m, size_t off, size_t hl, size_t kl)
+{
+    const struct http_out_conf *conf = cl->conf;
+    size_t add = cl->msgs[m].len + 1;
+    if (g->n >= conf->batch_max || (conf->batch_bytes && g->bytes + add > conf->batch_bytes)) {
+        return 0;
+    }
+    return g->head_len == hl && g->key_len == kl &&
+           (hl + kl == 0 || memcmp(cl->arena.data + g->head_off, cl->arena.data + off, hl + kl) == 0);
+}
+
+/* Makes the call's requests: each message's head and rate key rendered (a template that
+ * cannot be rendered rejects the message), then groups of alike messages when batching
+ * (order kept within a group), else one request each. */
+static void make_groups(struct http_out_client *cl, size_t n)
+{
+    const struct http_out_conf *conf = cl->conf;
+    size_t open[OPEN_GROUPS_MAX], nopen = 0;
+    char why[sizeof(cl->results[0].error)];
+
+    cl->ngrps = 0;
+    cl->arena.len = 0;
+    for (size_t m = 0; m < n; m++) {
+        size_t off = cl->arena.len, hl = 0, kl = 0;
+        cl->nxt[m] = NONE;
+        if (conf->tpl != NULL && http_out_tpl_render(conf, &cl->msgs[m], &cl->arena, &hl, &kl, why, sizeof(why)) != 0) {
+            cl->arena.len = off;
+            result_set(&cl->results[m], GUST_REJECTED, "%s", why);
+            cl->undecided--;
+            continue;
+        }
+        size_t found = NONE;
+        for (size_t i = nopen; conf->batching && i-- > 0;) {
+            if (fits(cl, &cl->grps[open[i]], m, off, hl, kl)) {
+                found = open[i];
+                break;
+            }
+        }
+        if (found != NONE) {
+            struct grp *g = &cl->grps[found];
+            cl->nxt[g->last_m] = m;
+            g->last_m = m;
+            g->n++;
+            g->bytes += cl->msgs[m].len + 1;
+            cl->arena.len = off; /* the group has the same */
+            continue;
+        }
+        size_t gi = cl->ngrps++;
+        cl->grps[gi] = (struct grp){.first = m, .last_m = m, .n = 1,
+                                    .bytes = cl->msgs[m].len + (conf->batching ? conf->batch_overhead : 0),
+                                    .head_off = off, .head_len = hl, .key_off = off + hl, .key_len = kl};
+        todo_push(cl, gi);
+        if (conf->batching) {
+            if (nopen == OPEN_GROUPS_MAX) {
+                memmove(open, open + 1, (OPEN_GROUPS_MAX - 1) * sizeof(*open));
+                nopen--;
+            }
+            open[nopen++] = gi;
+        }
+    }
+}
+
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
                             struct gust_result *results)
 {
     const struct http_out_conf *conf = cl->conf;
-    size_t lanes = n < conf->connections ? n : conf->connections;
 
     if (n == 0) {
         return 0;
     }
-    if (n > cl->tcap) {
-        size_t *t = realloc(cl->todo, n * sizeof(*t));
-        unsigned char *r = t ? realloc(cl->resent, n) : NULL;
-        uint32_t *a = r ? realloc(cl->answered_on, n * sizeof(*a)) : NULL;
-        if (t) {
-            cl->todo = t;
+    if (room_for(cl, n) != 0) {
+        for (size_t i = 0; i < n; i++) {
+            result_set(&results[i], GUST_RETRY, "http_out: out of memory");
         }
-        if (r) {
-            cl->resent = r;
-        }
-        if (!a) {
-            for (size_t i = 0; i < n; i++) {
-                result_set(&results[i], GUST_RETRY, "http_out: out of memory");
-            }
-            return 0;
-        }
-        cl->answered_on = a;
-        cl->tcap = n;
+        return 0;
     }
     cl->msgs = msgs;
     cl->results = results;
@@ -514,17 +726,16 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     cl->inflight = 0;
     cl->depth = conf->pipeline;
     cl->conn_err[0] = '\0';
-    memset(cl->resent, 0, n);
-    memset(cl->answered_on, 0, cl->tcap * sizeof(*cl->answered_on));
     for (size_t i = 0; i < cl->conf->connections; i++) {
         cl->conns[i].answered_call = 0;
     }
-    for (size_t i = 0; i < n; i++) {
-        todo_push(cl, i);
-    }
+    make_groups(cl, n);
+    size_t lanes = cl->ngrps < conf->connections ? cl->ngrps : conf->connections;
     check_idle(cl);
 
     while (cl->undecided > 0) {
+        /* A refused batch's messages, sent again alone, may use more connections. */
+        lanes = cl->ngrps < conf->connections ? cl->ngrps : conf->connections;
         assign(cl, lanes);
         for (size_t i = 0; i < lanes; i++) {
             if (cl->conns[i].sock && cl->conns[i].wbuf.len > cl->conns[i].woff) {
@@ -539,12 +750,19 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
             pause_ms(cl->paused_until - now); /* nothing in flight: wait out the Retry-After */
             continue;
         }
+        if (cl->inflight == 0 && now < cl->rate_until) {
+            pause_ms(cl->rate_until - now); /* nothing in flight: wait for a token */
+            continue;
+        }
         if (cl->inflight == 0) {
             continue; /* lost connections put requests back: assign them */
         }
         int wait = next == INT64_MAX ? 1000 : (int)(next - now);
         if (now < cl->paused_until && cl->tlen > 0 && cl->paused_until - now < wait) {
             wait = (int)(cl->paused_until - now); /* then send what waits */
+        }
+        if (now < cl->rate_until && cl->tlen > 0 && cl->rate_until - now < wait) {
+            wait = (int)(cl->rate_until - now); /* a token for what waits */
         }
         size_t np = 0;
         for (size_t i = 0; i < lanes; i++) {
@@ -606,6 +824,13 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
         }
         http_out_resp_reset(&c->resp);
     }
+    if (conf->rate > 0) {
+        gust_bucket_init(&cl->bucket, conf->rate, conf->rate_burst, gust_clock_mono_ms());
+        if (conf->k.rate_key != NULL && gust_limiter_create(&cl->limiter, conf->rate, conf->rate_burst,
+                                                            RATE_KEYS_MAX) != 0) {
+            goto fail;
+        }
+    }
     if (conf->u.tls && (rc = gust_tls_create(&cl->tls, conf->tls_ca, NULL, NULL, err)) != 0) {
         http_out_client_destroy(cl);
         return rc;
@@ -634,7 +859,9 @@ void http_out_client_destroy(struct http_out_client *cl)
     free(cl->conns);
     free(cl->pfd);
     free(cl->todo);
-    free(cl->resent);
-    free(cl->answered_on);
+    free(cl->grps);
+    free(cl->nxt);
+    gust_buf_free(&cl->arena);
+    gust_limiter_destroy(cl->limiter);
     free(cl);
 }

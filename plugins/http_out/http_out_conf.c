@@ -1,6 +1,7 @@
 /* An http_out instance's keys: the schema that binds them, and the checks of the values
  * only this plugin understands (the host has already checked their types). The request
  * head every message shares is built here once. */
+#define _GNU_SOURCE /* asprintf */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +10,16 @@
 #include "http_out.h"
 
 #define KEY(f, T, def, flags, help) GUST_KEY(struct http_out_keys, f, T, def, flags, help)
+#define KEY_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct http_out_keys, f, T, def, flags, lo, hi, help)
 const struct gust_schema_key http_out_schema[] = {
-    KEY(url, STR, NULL, GUST_K_REQUIRED, "where to send each message (http:// or https://)"),
-    KEY(method, STR, "POST", 0, "POST or PUT"),
+    KEY(url, STR, NULL, GUST_K_REQUIRED,
+        "where to send each message (http:// or https://); its path and query may hold templates "
+        "(\"http://api/orders/{payload.country}\", values percent-encoded; quote a value with '{')"),
+    KEY(method, STR, "POST", 0, "POST, PUT or PATCH, or a template rendering to one of them"),
     KEY(header, LIST, NULL, GUST_K_SECRET,
-        "extra request header \"Name: value\", repeatable; values are literal (use ${ENV})"),
+        "extra request header, repeatable: `header NAME VALUE` (the value may be a template: "
+        "header X-Order \"{payload.id}\") or `header \"Name: value\"`; a rendered value holding a line "
+        "break rejects the message"),
     KEY(content_type, STR, "application/json", 0, "Content-Type of the requests"),
     KEY(timeout, DURATION, "5s", 0, "limit for one request, connecting included"),
     KEY(max_inflight, INT, "256", 0,
@@ -29,6 +35,27 @@ const struct gust_schema_key http_out_schema[] = {
     KEY(retry_max_delay, DURATION, "5s", 0,
         "longest pause a 429 or 503 with Retry-After imposes on the whole sink (no request is sent "
         "until it ends); as nats retry_max_delay, the longest redelivery delay"),
+    KEY_RANGE(batch_max, INT, "1", 0, 1, 100000,
+              "messages per request: above 1, each request's body is a batch of up to this many (see "
+              "batch_format), acked together after a 2xx; a 4xx sends each again alone"),
+    KEY_RANGE(batch_bytes, SIZE, "0", GUST_K_ZERO_OFF, 1, 1 << 30,
+              "most bytes of a batch's body (0: no bound); batching is on when set; a larger message goes alone"),
+    KEY_RANGE(batch_linger, DURATION, "0", GUST_K_ZERO_OFF, 1, 60000,
+              "once a first message is there, how long the sink waits for batch_max of them (0: it sends "
+              "what is there)"),
+    GUST_KEY_ENUM(struct http_out_keys, batch_format, "json_array", 0, "json_array|ndjson",
+                  "a batch's body: a JSON array of the messages, or ndjson (one message a line: each must be "
+                  "one line)"),
+    KEY(batch_wrap, STR, NULL, 0,
+        "a json_array batch's body around its array, written as the array \"[...]\": "
+        "'{\"records\": [...]}' (default: the array alone)"),
+    KEY(rate, STR, NULL, 0,
+        "most requests a second (a batch is one): N/s, N/m or N/h, over all connections of this sink, in "
+        "this process (a cluster of P processes sends up to P times it)"),
+    KEY_RANGE(rate_burst, INT, "0", GUST_K_ZERO_OFF, 1, 1000000000,
+              "requests sent at once after a quiet spell (0: one second of the rate)"),
+    KEY(rate_key, STR, NULL, 0,
+        "a template (\"{payload.tenant}\"): one rate per rendered key, the 10000 keys used last kept"),
     GUST_KEY_END,
 };
 
@@ -54,16 +81,16 @@ static int put_str(struct http_out_conf *conf, const char *s)
 }
 
 /* "POST /path HTTP/1.1\r\nHost: ...\r\nContent-Type: ...\r\n<headers>Content-Length: " */
-static int build_head(struct http_out_conf *conf, int put_method)
+static int build_head(struct http_out_conf *conf, const char *method)
 {
-    const struct gust_list *hl = &conf->k.header;
+    const struct gust_list *hl = &conf->headers;
     int own_host = 0;
     const struct http_out_url *u = &conf->u;
 
     for (size_t i = 0; i < hl->n; i++) {
         own_host |= gust_http_header_is(hl->items[i], "Host");
     }
-    if (put_str(conf, put_method ? "PUT " : "POST ") != 0 ||
+    if (put_str(conf, method) != 0 || put_str(conf, " ") != 0 ||
         (u->target_len == 0 || u->target[0] == '?' ? put_str(conf, "/") : 0) != 0 ||
         gust_buf_append(&conf->head, u->target, u->target_len) != 0 || put_str(conf, " HTTP/1.1\r\n") != 0 ||
         /* A Host header of the user's own (a virtual host behind an address) replaces ours. */
@@ -80,6 +107,111 @@ static int build_head(struct http_out_conf *conf, int put_method)
         }
     }
     return put_str(conf, "Content-Length: ");
+}
+
+int http_out_method_ok(const char *m, size_t len)
+{
+    return (len == 4 && memcmp(m, "POST", 4) == 0) || (len == 3 && memcmp(m, "PUT", 3) == 0) ||
+           (len == 5 && memcmp(m, "PATCH", 5) == 0);
+}
+
+/* The header key's items, as written: `header NAME VALUE` (two items) or `header
+ * "Name: value"` (one, holding a colon; a name cannot), each repeatable. Into
+ * conf->hdr_name/hdr_value (pairs) and conf->headers ("Name: value" lines of the fixed
+ * ones, for the head every request shares). */
+static int load_headers(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                        struct gust_err *err)
+{
+    const struct gust_list *l = &conf->k.header;
+    size_t nlines = 0;
+
+    if (l->n == 0) {
+        return 0;
+    }
+    if (!(conf->hdr_name = calloc(l->n, sizeof(char *))) || !(conf->hdr_value = calloc(l->n, sizeof(char *))) ||
+        !(conf->hdr_line = calloc(l->n, sizeof(char *)))) {
+        return gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        const char *item = l->items[i], *colon = strchr(item, ':');
+        size_t h = conf->nhdr;
+        char *line;
+        if (colon) {
+            const char *v = colon + 1;
+            while (*v == ' ' || *v == '\t') {
+                v++;
+            }
+            conf->hdr_name[h] = strndup(item, (size_t)(colon - item));
+            conf->hdr_value[h] = strdup(v);
+        } else if (i + 1 < l->n) {
+            conf->hdr_name[h] = strdup(item);
+            conf->hdr_value[h] = strdup(l->items[++i]);
+        } else {
+            /* The item may be a secret written without its name: not shown. */
+            return gust_err_set(err, GUST_ECONFIG, "%s: header #%zu has a name and no value (header NAME VALUE, "
+                                "or header \"Name: value\")", api->cfg_where(cfg, "header"), h + 1);
+        }
+        conf->nhdr++;
+        if (!conf->hdr_name[h] || !conf->hdr_value[h] ||
+            asprintf(&line, "%s: %s", conf->hdr_name[h], conf->hdr_value[h]) < 0) {
+            return gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
+        }
+        /* A template's braces are checked by its compiler; the rest as a line would be. */
+        const char *why = check_header(line);
+        if (why) {
+            free(line);
+            /* The value may be a secret: name the header by its position only. */
+            return gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), h + 1, why);
+        }
+        if (strchr(conf->hdr_value[h], '{')) {
+            free(line); /* rendered per message */
+        } else {
+            conf->hdr_line[nlines++] = line; /* fixed: in the shared head */
+            conf->headers = (struct gust_list){(const char *const *)conf->hdr_line, nlines};
+        }
+    }
+    return 0;
+}
+
+static int load_batch_rate(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                           struct gust_err *err)
+{
+    const struct http_out_keys *k = &conf->k;
+
+    conf->batch_max = (size_t)k->batch_max;
+    conf->batch_bytes = (size_t)k->batch_bytes;
+    conf->batching = k->batch_max > 1 || k->batch_bytes > 0;
+    conf->batch_max = conf->batching && k->batch_max == 1 && k->batch_bytes > 0 ? 100000 : conf->batch_max;
+    conf->batch_linger_ms = k->batch_linger;
+    conf->ndjson = strcmp(k->batch_format, "ndjson") == 0;
+    conf->wrap_pre = "[";
+    conf->wrap_post = "]";
+    if (k->batch_wrap != NULL) {
+        const char *at = strstr(k->batch_wrap, "[...]");
+        if (at == NULL || strstr(at + 5, "[...]") != NULL || conf->ndjson || !conf->batching) {
+            return gust_err_set(err, GUST_ECONFIG, "%s: batch_wrap: %s", api->cfg_where(cfg, "batch_wrap"),
+                                at == NULL || strstr(at + 5, "[...]") ? "holds \"[...]\" once, where the batch's array goes"
+                                : conf->ndjson ? "wraps a json_array batch, not ndjson"
+                                               : "wraps a batch: set batch_max (or batch_bytes)");
+        }
+        conf->wrap_pre = k->batch_wrap;
+        conf->wrap_pre_len = (size_t)(at - k->batch_wrap) + 1; /* up to its '[' */
+        conf->wrap_post = at + 4;                              /* from its ']' */
+    } else {
+        conf->wrap_pre_len = 1;
+    }
+    conf->wrap_post_len = strlen(conf->wrap_post);
+    conf->batch_overhead = conf->ndjson ? 1 : conf->wrap_pre_len + conf->wrap_post_len;
+    if (k->rate != NULL && gust_rate_parse(k->rate, &conf->rate) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: rate: \"%s\" is not a rate (N/s, N/m or N/h, N > 0)",
+                            api->cfg_where(cfg, "rate"), k->rate);
+    }
+    if ((k->rate_burst > 0 || k->rate_key != NULL) && k->rate == NULL) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: %s needs a rate", api->cfg_where(cfg, k->rate_key ? "rate_key" : "rate_burst"),
+                            k->rate_key ? "rate_key" : "rate_burst");
+    }
+    conf->rate_burst = k->rate_burst > 0 ? (double)k->rate_burst : (conf->rate >= 1 ? conf->rate : 1);
+    return 0;
 }
 
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
@@ -100,8 +232,8 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     }
     conf->tls_ca = k->tls_ca;
 
-    if (strcmp(k->method, "POST") != 0 && strcmp(k->method, "PUT") != 0) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: method: \"%s\" is neither POST nor PUT",
+    if (!strchr(k->method, '{') && !http_out_method_ok(k->method, strlen(k->method))) {
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: method: \"%s\" is none of POST, PUT, PATCH",
                           api->cfg_where(cfg, "method"), k->method);
         goto fail;
     }
@@ -133,16 +265,16 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
                           api->cfg_where(cfg, "content_type"));
         goto fail;
     }
-    for (size_t i = 0; i < k->header.n; i++) {
-        const char *why = check_header(k->header.items[i]);
-        if (why) {
-            /* The value may be a secret: name the header by its position only. */
-            rc = gust_err_set(err, GUST_ECONFIG, "%s: header #%zu %s", api->cfg_where(cfg, "header"), i + 1,
-                              why);
-            goto fail;
-        }
+    if ((rc = load_headers(conf, api, cfg, err)) != 0) {
+        goto fail;
     }
-    if (build_head(conf, strcmp(k->method, "PUT") == 0) != 0) {
+    if ((rc = load_batch_rate(conf, api, cfg, err)) != 0) {
+        goto fail;
+    }
+    if ((rc = http_out_tpl_load(conf, api, cfg, err)) != 0) {
+        goto fail;
+    }
+    if (build_head(conf, strchr(k->method, '{') ? "POST" : k->method) != 0) {
         rc = gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
         goto fail;
     }
@@ -156,4 +288,19 @@ fail:
 void http_out_conf_free(struct http_out_conf *conf)
 {
     gust_buf_free(&conf->head);
+    http_out_tpl_free(conf->tpl);
+    conf->tpl = NULL;
+    for (size_t i = 0; i < conf->nhdr; i++) {
+        free(conf->hdr_name[i]);
+        free(conf->hdr_value[i]);
+    }
+    for (size_t i = 0; i < conf->headers.n; i++) {
+        free(conf->hdr_line[i]);
+    }
+    conf->headers.n = 0;
+    free(conf->hdr_name);
+    free(conf->hdr_value);
+    free(conf->hdr_line);
+    conf->hdr_name = conf->hdr_value = conf->hdr_line = NULL;
+    conf->nhdr = 0;
 }

@@ -37,7 +37,7 @@
 #include "gust/schema.h"
 
 #define GUST_ABI_MAJOR 1
-#define GUST_ABI_MINOR 4
+#define GUST_ABI_MINOR 5
 #define GUST_PLUGIN_ENTRY gust_plugin_entry
 #define GUST_PLUGIN_ENTRY_NAME "gust_plugin_entry"
 
@@ -50,6 +50,21 @@ struct gust_plugin_counter {
     uint64_t value;
 };
 #define GUST_PLUGIN_COUNTERS_MAX 16
+
+/* ABI 1.5: how the host fetches messages for a sink instance (fetch_limits below). Fixed
+ * as it is: a later minor that needs more adds another callback rather than growing it. */
+struct gust_fetch_limits {
+    /* In: nats { ack_wait }: a message handed to deliver() and not settled within it is
+     * delivered again (to any process). */
+    int64_t ack_wait_ms;
+    /* In: the unit's `batch`. Out: the most messages one deliver() call gets (>= 1).
+     * The host asks for the next batch while deliver() runs, so a message may wait two
+     * calls: a sink that sends slowly (a rate limit) keeps 2 * max within ack_wait. */
+    size_t max;
+    /* In: 0. Out: once a first message is there, how long the host waits for `max`
+     * before it calls deliver() with what it has (a batching sink's linger). */
+    int64_t linger_ms;
+};
 
 struct gust_plugin_type {
     const char *name;                     /* what `use <name>;` names */
@@ -72,6 +87,9 @@ struct gust_plugin_type {
      * counters and returns how many. Called from the HTTP thread between start and stop,
      * while the instance runs: read atomics. */
     size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max);
+    /* ABI 1.5. Optional (sinks). Called once after start, on the unit's thread, before
+     * the first fetch: may lower or raise l->max and set l->linger_ms. */
+    void (*fetch_limits)(void *ctx, struct gust_fetch_limits *l);
     /* New fields go here, at the end (the host reads types type_size bytes apart). */
 };
 

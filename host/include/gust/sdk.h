@@ -88,10 +88,18 @@ int gust_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_
 
 /* A sink key made from each message (tpl.c): literal text with placeholders
  *   {subject}       the message's subject (or what the sink's subject_fn makes of it)
- *   {payload.a.b}   field a.b of the JSON payload: a string as is (escapes decoded), a
- *                   number as written, true or false; missing, null, an object or an
- *                   array fails the message (the sink rejects it: a dead letter)
- * e.g. mqtt_out's `topic "site/{payload.site}"`, kafka_out's `key "{payload.id}"`. */
+ *   {subject.N}     token N of the subject, from 0 ({subject.1} of ev.orders.fr: orders)
+ *   {payload.a.b}   field a.b of the JSON payload: a string as its text (escapes
+ *                   decoded), a number as written (7, not 7.0), anything else (true,
+ *                   false, null, an object, an array) as compact JSON
+ *   {env.X}         the environment variable X, read once by gust_tpl_compile (unset
+ *                   without a default: a compile error)
+ *   {NAME:-text}    any of them with a default, for a missing field or token (or a
+ *                   null field)
+ * A missing value without a default fails the message (the sink rejects it: a dead
+ * letter, with the reason). A value holding '{' is quoted in host.conf (a bare word ends
+ * at '{'). e.g. mqtt_out's `topic "site/{payload.site}"`, http_out's
+ * `url "http://api/orders/{payload.country}"`, kafka_out's `key "{payload.id}"`. */
 struct gust_msg;
 struct gust_tpl;
 /* Fills why (one line, without the key's name) on failure. */
@@ -102,6 +110,15 @@ typedef int (*gust_tpl_subject_fn)(void *ud, const char *subject, char *out, siz
 /* Writes m's value into out (NUL-terminated); -1 with why filled when it cannot. */
 int gust_tpl_render(const struct gust_tpl *t, const struct gust_msg *m, gust_tpl_subject_fn subject_fn, void *ud,
                     char *out, size_t outsz, char *why, size_t whysz);
+/* gust_tpl_render_as's flags: how the values (not the template's own text) are written. */
+enum {
+    GUST_TPL_URL = 1,    /* percent-encoded, all but A-Z a-z 0-9 - . _ ~ (a path segment, a
+                            query value: "a/b c" is a%2Fb%20c) */
+    GUST_TPL_HEADER = 2, /* refused when holding CR, LF or NUL (it would end a header line) */
+};
+/* gust_tpl_render with flags (GUST_TPL_*; 0 is gust_tpl_render). */
+int gust_tpl_render_as(const struct gust_tpl *t, const struct gust_msg *m, int flags, gust_tpl_subject_fn subject_fn,
+                       void *ud, char *out, size_t outsz, char *why, size_t whysz);
 void gust_tpl_free(struct gust_tpl *t);
 
 /* --- time --- */
@@ -127,6 +144,41 @@ const char *gust_http_header_problem(const char *line);
 /* 1 when line's name (up to its colon) is name, in any case: "content-type: x" is
  * "Content-Type". */
 int gust_http_header_is(const char *line, const char *name);
+
+/* --- rate limits --- */
+
+/* The one rate limiter of the sinks (http_out's `rate`; mqtt_out and the broker sinks
+ * can take it as it is). Not thread-safe: one per sender, or behind the caller's lock.
+ * It limits one process: a cluster of P processes sharing a consumer sends up to P times
+ * the rate (give each process its share). */
+
+/* "200/s", "10/m", "5/h", "2.5/s": the rate in events per second into *per_sec.
+ * -1 when it is not such a rate (a positive number, '/', s, m or h). */
+int gust_rate_parse(const char *text, double *per_sec);
+
+/* A token bucket: per_sec tokens a second, holding up to burst (at least 1), full at
+ * start. {0} is not a bucket: init it. */
+struct gust_bucket {
+    double tokens, burst, per_ms;
+    int64_t at_ms;
+};
+void gust_bucket_init(struct gust_bucket *b, double per_sec, double burst, int64_t now_ms);
+/* Takes n tokens at now_ms (a monotonic clock: gust_clock_mono_ms) and returns 0, or
+ * takes nothing and returns how many ms to wait before they are there (>= 1). n above
+ * the burst is taken from a full bucket, leaving it in debt (the rate still holds). */
+int64_t gust_bucket_take(struct gust_bucket *b, double n, int64_t now_ms);
+
+/* One bucket per key (a rendered `rate_key`), the max_keys used last kept (LRU); a key
+ * pushed out comes back with a full bucket. */
+struct gust_limiter;
+/* Returns 0, GUST_EINVAL (per_sec <= 0, max_keys 0) or GUST_ENOMEM. */
+int gust_limiter_create(struct gust_limiter **out, double per_sec, double burst, size_t max_keys);
+/* gust_bucket_take on key[0..len)'s bucket (made full when new). */
+int64_t gust_limiter_take(struct gust_limiter *l, const char *key, size_t len, double n, int64_t now_ms);
+/* How many keys it holds now. */
+size_t gust_limiter_keys(const struct gust_limiter *l);
+/* NULL is a no-op. */
+void gust_limiter_destroy(struct gust_limiter *l);
 
 /* --- configuration --- */
 

@@ -2,6 +2,7 @@
  * into exact element bytes, string quoting, RFC 3339 time, HTTP header lines, and the
  * publisher and source runner against a fake host API (back-pressure, max_inflight,
  * giving up, outcome callbacks, the schedule). */
+#define _GNU_SOURCE /* setenv */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -442,6 +443,39 @@ static void tpl_case(const char *spec, gust_tpl_subject_fn subject_fn, const cha
     gust_tpl_free(t);
 }
 
+/* gust_tpl_render_as: values percent-encoded for a URL (the literal text is not), and
+ * refused in a header when they would end its line. */
+static void test_template_flags(void)
+{
+    struct gust_tpl *t = NULL;
+    char why[200] = "", out[256] = "";
+    const char *payload = "{\"c\":\"a b/c?d&e=\\u00e9\",\"id\":\"x\\r\\nX-Evil: 1\",\"n\":5}";
+    struct gust_msg m = {.subject = "ev.tpl", .data = payload, .len = strlen(payload)};
+
+    CHECK(gust_tpl_compile("/orders/{payload.c}?n={payload.n}&s={subject}", &t, why, sizeof(why)) == 0, "%s", why);
+    CHECK(gust_tpl_render_as(t, &m, GUST_TPL_URL, NULL, NULL, out, sizeof(out), why, sizeof(why)) == 0 &&
+              strcmp(out, "/orders/a%20b%2Fc%3Fd%26e%3D%C3%A9?n=5&s=ev.tpl") == 0,
+          "percent-encoded values: %s", out);
+    CHECK(gust_tpl_render_as(t, &m, 0, NULL, NULL, out, sizeof(out), why, sizeof(why)) == 0 &&
+              strcmp(out, "/orders/a b/c?d&e=\xc3\xa9?n=5&s=ev.tpl") == 0,
+          "as they are without the flag: %s", out);
+    gust_tpl_free(t);
+    CHECK(gust_tpl_compile("{payload.id}", &t, why, sizeof(why)) == 0, "%s", why);
+    CHECK(gust_tpl_render_as(t, &m, GUST_TPL_HEADER, NULL, NULL, out, sizeof(out), why, sizeof(why)) != 0 &&
+              strstr(why, "{payload.id}: the value holds a line break"),
+          "a header line break refused: %s", why);
+    CHECK(gust_tpl_render_as(t, &m, GUST_TPL_URL, NULL, NULL, out, sizeof(out), why, sizeof(why)) == 0 &&
+              strcmp(out, "x%0D%0AX-Evil%3A%201") == 0,
+          "encoded in a URL: %s", out);
+    gust_tpl_free(t);
+    t = NULL;
+    CHECK(gust_tpl_compile("{env.GUST_TPL_NEVER_SET}", &t, why, sizeof(why)) != 0 && !t &&
+              strstr(why, "GUST_TPL_NEVER_SET is not set"),
+          "an unset variable without a default: %s", why);
+    CHECK(gust_tpl_compile("{subject.x}", &t, why, sizeof(why)) != 0 && !t && strstr(why, "a number"),
+          "{subject.x} refused: %s", why);
+}
+
 static void test_templates(void)
 {
     tpl_case("dev/{payload.device}/cmd", NULL, "ev.out.x", "{\"device\":\"d7\"}", "dev/d7/cmd");
@@ -451,8 +485,23 @@ static void test_templates(void)
     tpl_case("gust/{subject}", last_token, "ev.out.a", "{}", "gust/a");
     tpl_case("{payload.s}", NULL, "ev.x", "{\"s\":\"a\\\"b\"}", "a\"b");
     tpl_case("dev/{payload.device}", NULL, "ev.out.x", "{\"id\":1}", "{payload.device}: the payload has no such field");
-    tpl_case("dev/{payload.device}", NULL, "ev.out.x", "{\"device\":null}", "has it null");
-    tpl_case("dev/{payload.device}", NULL, "ev.out.x", "{\"device\":[1]}", "has an object or array there");
+    /* Objects and arrays as compact JSON, null as null, numbers as written. */
+    tpl_case("{payload.o}", NULL, "ev.x", "{\"o\": {\"a\": [1, 2], \"b\": \"x y\", \"c\": \"q\\\" }\"}}",
+             "{\"a\":[1,2],\"b\":\"x y\",\"c\":\"q\\\" }\"}");
+    tpl_case("dev/{payload.device}", NULL, "ev.out.x", "{\"device\":[1]}", "dev/[1]");
+    tpl_case("dev/{payload.device}", NULL, "ev.out.x", "{\"device\":null}", "dev/null");
+    tpl_case("{payload.n}", NULL, "ev.x", "{\"n\":7}", "7");
+    /* Defaults: for a missing field, or a null one. */
+    tpl_case("{payload.x:-none}/{payload.y:-}", NULL, "ev.x", "{\"x\":null}", "none/");
+    tpl_case("{payload.x:-none}", NULL, "ev.x", "{\"x\":\"set\"}", "set");
+    /* Subject tokens, from 0. */
+    tpl_case("{subject.1}/{subject.2}", NULL, "ev.orders.fr", "{}", "orders/fr");
+    tpl_case("{subject.3}", NULL, "ev.orders.fr", "{}", "the subject ev.orders.fr has no token 3");
+    tpl_case("{subject.3:-all}", NULL, "ev.orders.fr", "{}", "all");
+    /* The environment, read when compiled. */
+    setenv("GUST_TPL_TEST", "from env", 1);
+    tpl_case("{env.GUST_TPL_TEST}/{env.GUST_TPL_UNSET:-dflt}", NULL, "ev.x", "{}", "from env/dflt");
+    unsetenv("GUST_TPL_TEST");
     tpl_case("dev/{payload.device}", NULL, "ev.out.x", "not json", "the payload is not JSON");
     static const char *const bad[][2] = {{"a/{payload.x", "is not closed"}, {"a/{foo}", "unknown placeholder {foo}"},
                                                                                   {"a}/{subject}", "'}' without '{'"}, {"{payload.a..b}", "empty field name"}};
@@ -475,6 +524,7 @@ int main(void)
     test_runner();
     test_json();
     test_templates();
+    test_template_flags();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,264 @@
+"""http_out delivering to real APIs (issue 27, items 1-3): batches, rate limits, templates.
+
+- batch_max 100, batch_linger 20ms, json_array: 2 000 events arrive as JSON arrays of at
+  most 100 in no more than 100 requests, every id once; ndjson the same as lines.
+- batch_wrap '{"records": [...]}' puts each batch's array in a wrapper.
+- A batch the far end refuses (400) is sent again event by event: only the bad events
+  are dead-lettered, every other one is delivered once.
+- rate 200/s: between 180 and 220 requests a second over 6 s (without the limiter the
+  sink sends thousands a second).
+- rate_key "{payload.tenant}": one 20/s bucket per tenant, side by side.
+- Templates: 30 routed PUTs, each to /orders/<its country, percent-encoded> with
+  X-Order: <its id>; an event without the field, and one whose id would inject a header
+  line, are dead-lettered (exactly those), with the reason.
+
+The far end is our own HTTP/1.1 server (keep-alive, pipelined requests answered in
+order), recording every request."""
+import http.server
+import json
+import os
+import threading
+import time
+import urllib.parse
+
+from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, nats_publish, wait_for
+
+PLUGINS = os.path.join(BUILD, "plugins")
+
+CONF = """
+plugin_dir %(plugins)s;
+plugin http_out;
+http { listen 127.0.0.1:@PORT@; }
+nats { url %(nats)s; max_deliver 2; retry_delay 100ms; retry_max_delay 500ms; }
+%(sink)s
+"""
+
+
+class FarEnd:
+    """Records (monotonic time, method, path, headers, body) of each request. Answers 400
+    to a body holding an event with "bad": true (alone or in an array), 200 otherwise."""
+
+    def __init__(self):
+        self.hits = []
+        lock = threading.Lock()
+        far = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def handle_any(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with lock:
+                    far.hits.append((time.monotonic(), self.command, self.path, dict(self.headers), body))
+                bad = b'"bad": true' in body or b'"bad":true' in body
+                answer = b"bad event\n" if bad else b""
+                self.send_response(400 if bad else 200)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            do_POST = do_PUT = do_PATCH = handle_any
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start(tmp, nats, far, sink):
+    return Gust(tmp, CONF % {"plugins": PLUGINS, "nats": nats.url,
+                             "sink": sink.replace("FAR", "http://127.0.0.1:%d" % far.port)})
+
+
+def dead_letters(nats, unit):
+    return [json.loads(m[2]) for m in nats.read_stream("GUST_DLQ") if m[1] == "dlq." + unit]
+
+
+def test_batches(t, nats, fmt):
+    far = FarEnd()
+    tmp = TempDir()
+    subject = "ev.orders.%s" % fmt
+    g = start(tmp, nats, far, "sink b { use http_out; source %s; url FAR/bulk; batch_max 100; "
+              "batch_linger 20ms; batch_format %s; }" % (subject, fmt))
+    try:
+        nats_publish(nats.port, [(subject, json.dumps({"id": i}).encode()) for i in range(2000)])
+        ids = lambda: sum(len(parse(h[4], fmt)) for h in list(far.hits))
+        wait_for(lambda: ids() >= 2000, 60, "%s: 2000 events delivered" % fmt)
+        time.sleep(0.5)
+        sizes = [len(parse(h[4], fmt)) for h in far.hits]
+        got = sorted(e["id"] for h in far.hits for e in parse(h[4], fmt))
+        print("%s: %d requests, sizes %s" % (fmt, len(far.hits), sizes[:30]))
+        t.check(len(far.hits) <= 100, "%s: at most 100 requests for 2000 events: %d" % (fmt, len(far.hits)))
+        t.check(max(sizes) <= 100, "%s: at most 100 events a request: %d" % (fmt, max(sizes)))
+        t.eq(got, list(range(2000)), "%s: every id once" % fmt)
+        ctype = far.hits[0][3].get("Content-Type")
+        t.eq(ctype, "application/json", "%s: the content type" % fmt)
+    finally:
+        g.stop()
+        far.close()
+
+
+def parse(body, fmt):
+    if fmt == "ndjson":
+        assert body.endswith(b"\n"), body[-20:]
+        return [json.loads(line) for line in body.split(b"\n") if line]
+    v = json.loads(body)
+    assert isinstance(v, list), body[:40]
+    return v
+
+
+def test_wrap(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink bw { use http_out; source ev.wrap; url FAR/bulk; batch_max 10; "
+              "batch_linger 50ms; batch_wrap '{\"records\": [...], \"n\": 1}'; }")
+    try:
+        nats_publish(nats.port, [("ev.wrap", json.dumps({"id": i}).encode()) for i in range(30)])
+        wait_for(lambda: sum(len(json.loads(h[4])["records"]) for h in list(far.hits)) >= 30, 30,
+                 "30 events wrapped")
+        bodies = [json.loads(h[4]) for h in far.hits]
+        t.check(all(set(b) == {"records", "n"} and len(b["records"]) <= 10 for b in bodies),
+                "batch_wrap: each body is the wrapper around its batch: %r" % bodies[0])
+        t.eq(sorted(e["id"] for b in bodies for e in b["records"]), list(range(30)), "batch_wrap: every id once")
+    finally:
+        g.stop()
+        far.close()
+
+
+def test_batch_refused(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink br { use http_out; source ev.refuse; url FAR/bulk; batch_max 50; "
+              "batch_linger 20ms; }")
+    bad = {7, 120, 299}
+    try:
+        nats_publish(nats.port, [("ev.refuse", json.dumps({"id": i, "bad": i in bad}).encode())
+                                 for i in range(300)])
+        wait_for(lambda: len(dead_letters(nats, "br")) >= 3, 60, "three dead letters")
+        time.sleep(1)
+        dl = sorted(json.loads(d["payload"])["id"] for d in dead_letters(nats, "br"))
+        t.eq(dl, sorted(bad), "only the bad events are dead-lettered")
+        t.check(all("http 400" in d["error"] and "bad event" in d["error"] for d in dead_letters(nats, "br")),
+                "the far end's answer in the dead letter: %r" % dead_letters(nats, "br")[0]["error"])
+        # The far end answered 200 exactly to the requests holding no bad event.
+        accepted = [json.loads(h[4]) for h in far.hits]
+        ok = [e["id"] for batch in accepted if not any(x["bad"] for x in batch) for e in batch]
+        t.eq(sorted(ok), [i for i in range(300) if i not in bad], "every good event accepted once")
+        singles = [h for h in far.hits if len(json.loads(h[4])) == 1]
+        t.check(len(singles) >= 50, "a refused batch is sent again event by event (batches of one): %d"
+                % len(singles))
+    finally:
+        g.stop()
+        far.close()
+
+
+def test_rate(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink r { use http_out; source ev.rate; url FAR/x; rate 200/s; }")
+    try:
+        nats_publish(nats.port, [("ev.rate", json.dumps({"id": i}).encode()) for i in range(1700)])
+        wait_for(lambda: len(far.hits) >= 1600, 60, "1600 requests")
+        # The first second's burst (200 at once) is left out: from the 300th request to the
+        # 1500th, 1200 requests, 6 s at 200/s.
+        times = [h[0] for h in far.hits]
+        rate = 1200 / (times[1499] - times[299])
+        print("rate: %.1f requests/s over %.2f s" % (rate, times[1499] - times[299]))
+        t.check(180 <= rate <= 220, "rate 200/s measured between 180 and 220/s: %.1f" % rate)
+        wait_for(lambda: len(far.hits) >= 1700, 30, "every event")
+        got = sorted(json.loads(h[4])["id"] for h in far.hits)
+        t.eq(got, list(range(1700)), "every event once (none redelivered while waiting for the rate)")
+    finally:
+        g.stop()
+        far.close()
+
+
+def test_rate_key(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, 'sink rk { use http_out; source ev.rkey; url FAR/x; rate 20/s; rate_key "{payload.tenant}"; }')
+    try:
+        nats_publish(nats.port, [("ev.rkey", json.dumps({"id": i, "tenant": "t%d" % (i % 3)}).encode())
+                                 for i in range(180)])
+        wait_for(lambda: len(far.hits) >= 180, 60, "180 requests")
+        t0 = far.hits[0][0]
+        total = far.hits[-1][0] - t0
+        spans = {}
+        for tenant in ("t0", "t1", "t2"):
+            times = [h[0] for h in far.hits if json.loads(h[4])["tenant"] == tenant]
+            spans[tenant] = times[59] - times[20]  # past its burst of 20: 39 tokens at 20/s
+        print("rate_key: all in %.2f s, per tenant after the burst %r" % (total, spans))
+        t.check(all(1.6 <= v <= 3.0 for v in spans.values()), "rate_key: each tenant at 20/s: %r" % spans)
+        # One bucket for all would take (180 - 20) / 20 = 8 s.
+        t.check(total < 5, "rate_key: the tenants' buckets run side by side: %.2f s" % total)
+        t.eq(sorted(json.loads(h[4])["id"] for h in far.hits), list(range(180)), "rate_key: every event once")
+    finally:
+        g.stop()
+        far.close()
+
+
+def test_templates(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, 'sink t { use http_out; source ev.tpl; url "FAR/orders/{payload.country}?src={subject}"; '
+              'method PUT; header X-Order "{payload.id}"; header "X-Fixed: yes"; }')
+    countries = ["FR", "DE", "United Kingdom", "a/b?c"]
+    try:
+        events = [{"id": i, "country": countries[i % 4]} for i in range(30)]
+        msgs = [("ev.tpl", json.dumps(e).encode()) for e in events]
+        msgs.append(("ev.tpl", json.dumps({"id": 30}).encode()))  # no country
+        msgs.append(("ev.tpl", json.dumps({"id": "x\r\nX-Evil: 1", "country": "FR"}).encode()))
+        nats_publish(nats.port, msgs)
+        wait_for(lambda: len(far.hits) >= 30 and len(dead_letters(nats, "t")) >= 2, 60,
+                 "30 PUTs and two dead letters")
+        time.sleep(0.5)
+        t.eq(len(far.hits), 30, "30 requests")
+        for _, method, path, headers, body in far.hits:
+            e = json.loads(body)
+            want = "/orders/%s?src=ev.tpl" % urllib.parse.quote(e["country"], safe="")
+            t.check(method == "PUT" and path == want and headers.get("X-Order") == str(e["id"]) and
+                    headers.get("X-Fixed") == "yes",
+                    "PUT %s with X-Order %s: got %s %s %r" % (want, e["id"], method, path, headers.get("X-Order")))
+        t.eq(sorted(json.loads(h[4])["id"] for h in far.hits), list(range(30)), "each routed once")
+        dl = {json.loads(d["payload"])["id"]: d["error"] for d in dead_letters(nats, "t")}
+        t.eq(sorted(map(str, dl)), ["30", "x\r\nX-Evil: 1"], "exactly the two bad events dead-lettered")
+        print("dead letters: %r" % dl)
+        t.check("payload.country" in dl.get(30, ""), "the missing field named: %r" % dl.get(30))
+        t.check("line break" in dl.get("x\r\nX-Evil: 1", ""), "the header injection refused: %r"
+                % dl.get("x\r\nX-Evil: 1"))
+        t.check(not any("X-Evil" in h[3] for h in far.hits), "no injected header reached the far end")
+    finally:
+        g.stop()
+        far.close()
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    nats = NatsServer(tmp)
+    only = os.environ.get("GUST_TEST_ONLY", "")
+    try:
+        if only in ("", "batch"):
+            test_batches(t, nats, "json_array")
+            test_batches(t, nats, "ndjson")
+            test_wrap(t, nats)
+            test_batch_refused(t, nats)
+        if only in ("", "rate"):
+            test_rate(t, nats)
+        if only in ("", "tpl"):
+            test_templates(t, nats)
+            test_rate_key(t, nats)
+    finally:
+        nats.stop()
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
