@@ -2,7 +2,10 @@
 nothing: the alert is stored within 6.5 s of the reading (without idle_tick it never
 is); kill -9 and a restart store it no second time; the alerts stored equal what
 `gust vpl-run` prints for the input as stored, its ticks included (detect_oracle.py).
-A flow reading the same subject never sees the unit's ticks."""
+A flow reading the same subject never sees the unit's ticks. In a cluster of two with
+`slices 2`, only the holder of slice 0 ticks (one tick a second, not two), and when it is
+killed the other takes slice 0 over and ticks on: the alerts of both slices come, and the
+oracle holds."""
 import collections
 import json
 import os
@@ -12,6 +15,12 @@ from detect_oracle import compare, key, vpl_run
 from gustlib import SOURCE_DIR, Checks, Gust, NatsServer, TempDir, wait_for
 
 PROGRAM = os.path.join(SOURCE_DIR, "tests", "e2e", "data", "idle.vpl")
+CLUSTER = """
+http { listen 127.0.0.1:@PORT@; }
+nats { url %s; lease_ttl 1500ms; lease_poll 100ms; }
+node_name %s;
+detect idle { rules %s; slices 2; idle_tick 1s; checkpoint_interval 200ms; }
+"""
 CONF = """
 http { listen 127.0.0.1:@PORT@; }
 nats { url %s; ack_wait 1s; }
@@ -36,6 +45,54 @@ def alerts(stored):
 
 def inputs(stored):
     return [m for m in stored if m[1] == "ev.reading"]
+
+
+def oracle(t, nats, what):
+    stored = nats.read_stream()
+    compare(t, vpl_run(PROGRAM, [m[2] for m in inputs(stored)]),
+            collections.Counter(key(json.loads(m[2])) for m in alerts(stored)), what)
+
+
+def owned(g):
+    units = json.loads(g.request("GET", "/units")[1])["units"]
+    return next(u for u in units if u["name"] == "idle")["detect"]["owned"]
+
+
+def cluster(t):
+    tmp = TempDir()
+    nats = NatsServer(tmp)
+    gusts = {}
+    for name in ("a", "b"):
+        sub = TempDir()
+        gusts[name] = (Gust(sub, CLUSTER % (nats.url, "idle-" + name, PROGRAM)), sub)
+    wait_for(lambda: sorted(k for g, _ in gusts.values() for k in owned(g)) == [0, 1], 30, "slices 0 and 1 held")
+    g0 = next(g for g, _ in gusts.values() if 0 in owned(g))
+    g1 = next(g for g, _ in gusts.values() if g is not g0)
+    sensors = ["s%d" % i for i in range(8)]
+    for s in sensors:
+        g1.request("POST", "/ingest/reading", reading(s))
+    wait_for(lambda: len(alerts(nats.read_stream())) >= len(sensors), 20, "the alerts of both slices")
+    before = len([m for m in inputs(nats.read_stream()) if m[2].startswith(b'{"@tick":')])
+    time.sleep(4)
+    ticks = len([m for m in inputs(nats.read_stream()) if m[2].startswith(b'{"@tick":')]) - before
+    t.check(2 <= ticks <= 5, "one process ticks, once a second: %d ticks in 4 s" % ticks)
+
+    # The holder of slice 0 dies: the other takes it over and ticks on.
+    g0.proc.kill()
+    g0.proc.wait()
+    for s in ("late1", "late2"):
+        g1.request("POST", "/ingest/reading", reading(s))
+    wait_for(lambda: len(alerts(nats.read_stream())) >= len(sensors) + 2, 20,
+             "the alerts after the holder of slice 0 was killed")
+    wait_for(lambda: sorted(owned(g1)) == [0, 1], 10, "the survivor holds both slices")
+    time.sleep(1.5)
+    oracle(t, nats, "cluster: stored alerts == vpl-run over the stored input, ticks included")
+    for g, sub in gusts.values():
+        if g.proc.poll() is None:
+            g.stop()
+        sub.cleanup()
+    nats.stop()
+    tmp.cleanup()
 
 
 def main():
@@ -80,15 +137,13 @@ def main():
         time.sleep(0.3)
     wait_for(lambda: len(alerts(nats.read_stream())) >= 3, 15, "the alerts of s2 and s1")
     time.sleep(1.5)
-    stored = nats.read_stream()
-    compare(t, vpl_run(PROGRAM, [m[2] for m in inputs(stored)]),
-            collections.Counter(key(json.loads(m[2])) for m in alerts(stored)),
-            "stored alerts == vpl-run over the stored input, ticks included")
+    oracle(t, nats, "stored alerts == vpl-run over the stored input, ticks included")
 
     g.stop()
     g.proc.wait()
     nats.stop()
     tmp.cleanup()
+    cluster(t)
     t.done()
 
 
