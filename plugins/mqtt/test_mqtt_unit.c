@@ -4,24 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tests/check.h"
+
 #include "mqtt.h"
 #include "mqtt_wire.h"
 
 const struct gust_host_api *mqtt_host; /* the pure parts never call it */
 
-static int failed, passed;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-        }                                                                                          \
-    } while (0)
 
 static void subject_case(const char *topic, const char *want)
 {
@@ -117,6 +106,5 @@ int main(void)
     test_subjects();
     test_payload();
     test_wire();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_result("mqtt");
 }

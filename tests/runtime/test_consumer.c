@@ -21,16 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../host/unit/consumer.h"
+#include "../check.h"
 
-static int failures;
-#define CHECK(c)                                                                     \
-    do {                                                                             \
-        if (!(c)) {                                                                  \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);   \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "../../host/unit/consumer.h"
 
 /* ---- the fake feed ---------------------------------------------------------------- */
 
@@ -555,10 +548,5 @@ int main(void)
     test_stop_between_batches();
     test_feed_opened_later();
     test_stuck_handler();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("consumer core: all checks passed\n");
-    return 0;
+    return check_result("consumer core");
 }

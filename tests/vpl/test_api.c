@@ -7,20 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
+
 #include "json.h"
 #include "rfc3339.h"
 #include "value.h"
 #include "vpl.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            failures++;                                                                   \
-        }                                                                                 \
-    } while (0)
 
 struct sink {
     char last[1024];
@@ -45,7 +37,7 @@ static struct vpl_program *compile(const char *src)
     struct vpl_error err;
     if (vpl_program_compile(src, strlen(src), "test.vpl", &p, &err) != 0) {
         fprintf(stderr, "compile failed: %s\n", err.msg);
-        failures++;
+        check_failures++;
     }
     return p;
 }
@@ -132,7 +124,7 @@ static void test_values_out(void)
                  "\"s\":\"tab\\t quote\\\" \xc3\xa9 \xf0\x9f\x98\x80 ctl\\u0001\","
                  "\"arr\":[1,2.5,null,true],\"m\":{\"k\":\"v\",\"n\":{\"d\":1}},\"neg\":-0.0,"
                  "\"huge\":null}") == 0);
-    if (failures)
+    if (check_failures)
         fprintf(stderr, "got %s\n", s.last);
     vpl_engine_destroy(e);
     vpl_program_destroy(p);
@@ -222,7 +214,7 @@ static void check_double(double f)
     }
     if (strcmp(got, want) != 0) {
         fprintf(stderr, "format_double(%.17g): %s, the round-trip loop: %s\n", f, got, want);
-        failures++;
+        check_failures++;
     }
 }
 
@@ -346,10 +338,5 @@ int main(void)
     test_values_out();
     test_limits_and_memory();
     test_errors();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("all API checks passed\n");
-    return 0;
+    return check_result("vpl api");
 }

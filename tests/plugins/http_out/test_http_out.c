@@ -12,23 +12,13 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
+#include "../../check.h"
+
 #include "fake_host.h"
 #include "server_proc.h"
 
 static const char *sink_path, *python, *status_py;
 static const struct gust_plugin_type *type;
-static int failures;
-
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            failures++;                                                                        \
-            fprintf(stderr, "%s:%d: FAIL (%s) ", __FILE__, __LINE__, #cond);                   \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-        }                                                                                      \
-    } while (0)
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -751,10 +741,5 @@ int main(int argc, char **argv)
     test_https();
 
     fake_plugin_unload(&plugin);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    fprintf(stderr, "all http_out checks passed\n");
-    return 0;
+    return check_result("http_out");
 }

@@ -3,23 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../check.h"
+
 #include "../../../host/bus/pending.h"
 
 #define N 3000
 
-static int failures;
 static int calls[N + 2];
 static int statuses[N + 2];
 
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            printf("FAIL line %d: ", __LINE__);                                                     \
-            printf(__VA_ARGS__);                                                                    \
-            printf("\n");                                                                           \
-            failures++;                                                                             \
-        }                                                                                           \
-    } while (0)
 
 static void done(void *ud, int status, uint64_t seq, const char *error)
 {
@@ -84,6 +76,5 @@ int main(void)
     CHECK(id == 4097, "id %llu after the ring drained", (unsigned long long)id);
     gust_pending_dispose(&p);
 
-    printf("%s\n", failures == 0 ? "ok" : "FAILED");
-    return failures != 0;
+    return check_result("pending");
 }

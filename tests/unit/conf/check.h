@@ -1,30 +1,14 @@
-/* A tiny assertion harness: each CHECK prints where it failed and what it saw, counts the
- * failure and carries on, so one run shows every broken case; main returns
- * check_result(), non-zero when anything failed. */
-#ifndef GUST_TEST_CHECK_H
-#define GUST_TEST_CHECK_H
+/* Table-driven checks for the config tests, on the one harness (tests/check.h): each
+ * names its row, so a failure says which broke and what it saw. */
+#ifndef GUST_TEST_CONF_CHECK_H
+#define GUST_TEST_CONF_CHECK_H
+
+#include "../../check.h"
 
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-static int check_failures;
-static int check_count;
-
-static inline void check_fail(const char *file, int line, const char *label)
-{
-    fprintf(stderr, "%s:%d: FAIL %s\n", file, line, label);
-    check_failures++;
-}
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        check_count++;                                                                             \
-        if (!(cond)) {                                                                             \
-            check_fail(__FILE__, __LINE__, #cond);                                                 \
-        }                                                                                          \
-    } while (0)
 
 /* label names the case in a table so that a failure says which row broke. */
 #define CHECK_STR(label, got, want) check_str(__FILE__, __LINE__, label, got, want)
@@ -62,16 +46,6 @@ static inline void check_contains(const char *file, int line, const char *label,
         fprintf(stderr, "    got:  \"%s\"\n    want: a string containing \"%s\"\n",
                 hay ? hay : "NULL", needle);
     }
-}
-
-static inline int check_result(const char *name)
-{
-    if (check_failures > 0) {
-        fprintf(stderr, "%s: %d of %d checks failed\n", name, check_failures, check_count);
-        return 1;
-    }
-    printf("%s: all %d checks passed\n", name, check_count);
-    return 0;
 }
 
 #endif

@@ -1,22 +1,11 @@
-/* A tiny assert harness for the flow unit tests: CHECK records a failure and goes on,
- * check_report() prints the count and gives the exit status. */
-#ifndef GUST_TEST_CHECK_H
-#define GUST_TEST_CHECK_H
+/* String checks for the flow unit tests, on the one harness (tests/check.h). */
+#ifndef GUST_TEST_FLOW_CHECK_H
+#define GUST_TEST_FLOW_CHECK_H
+
+#include "../../check.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int check_failures;
-static int check_count;
-
-#define CHECK(cond)                                                                                          \
-    do {                                                                                                     \
-        check_count++;                                                                                       \
-        if (!(cond)) {                                                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                         \
-            check_failures++;                                                                                \
-        }                                                                                                    \
-    } while (0)
 
 #define CHECK_STR(got, want)                                                                                 \
     do {                                                                                                     \
@@ -39,11 +28,5 @@ static int check_count;
             check_failures++;                                                                                \
         }                                                                                                    \
     } while (0)
-
-static inline int check_report(const char *name)
-{
-    printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
-    return check_failures > 0 ? 1 : 0;
-}
 
 #endif

@@ -387,5 +387,5 @@ int main(void)
     test_require();
     test_log();
     test_reachable();
-    return check_report("test_api");
+    return check_result("test_api");
 }

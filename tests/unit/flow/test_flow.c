@@ -307,5 +307,5 @@ int main(void)
     test_timeout();
     test_memory_max();
     test_threads();
-    return check_report("test_flow");
+    return check_result("test_flow");
 }

@@ -353,5 +353,5 @@ int main(void)
     test_bignums_and_json_table();
     test_invalid_input();
     freelocale(c_locale);
-    return check_report("test_json");
+    return check_result("test_json");
 }

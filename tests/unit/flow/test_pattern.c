@@ -228,5 +228,5 @@ int main(int argc, char **argv)
     test_random(&d, argc > 1 ? atoi(argv[1]) : 20000);
     pd_close(&d);
     test_budget();
-    return check_report("test_pattern");
+    return check_result("test_pattern");
 }

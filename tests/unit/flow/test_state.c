@@ -370,5 +370,5 @@ int main(void)
     test_expiry();
     test_errors();
     test_many_keys();
-    return check_report("test_state");
+    return check_result("test_state");
 }

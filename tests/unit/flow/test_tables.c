@@ -263,5 +263,5 @@ int main(void)
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
-    return check_report("test_tables");
+    return check_result("test_tables");
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../check.h"
+
 #include "../../../host/bus/port.h"
 #include "../../../host/plugin/instance.h"
 #include "../../../host/plugin/loader.h"
@@ -29,17 +31,6 @@ int gust_edge_set_publish(struct gust_edge_set *set, const char *subject, const 
     (void)set, (void)subject, (void)data, (void)len, (void)done, (void)ud;
     return GUST_EINVAL;
 }
-
-static int passed, failed;
-#define CHECK(cond, what)                                                                                      \
-    do {                                                                                                       \
-        if (cond) {                                                                                            \
-            passed++;                                                                                          \
-        } else {                                                                                               \
-            failed++;                                                                                          \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, what);                                              \
-        }                                                                                                      \
-    } while (0)
 
 /* The plugin's own layouts: a message with one more field at its end (a newer header),
  * and a result with a shorter error text (an older one). */
@@ -120,6 +111,5 @@ int main(void)
               "the error texts");
     }
     gust_instance_dispose(&inst);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_result("deliver");
 }

@@ -4,21 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../check.h"
+
 #include "gust/sdk.h"
 
-static int failed, passed;
-
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            passed++;                                                                                        \
-        } else {                                                                                             \
-            failed++;                                                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-        }                                                                                                    \
-    } while (0)
 
 static void test_parse(void)
 {
@@ -114,6 +103,5 @@ int main(void)
     test_parse();
     test_bucket();
     test_limiter();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_result("rate");
 }

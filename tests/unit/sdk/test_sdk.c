@@ -10,22 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../check.h"
+
 #include "gust/sdk.h"
 #include "gust/source.h"
 
-static int failed, passed;
-
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            passed++;                                                                                        \
-        } else {                                                                                             \
-            failed++;                                                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-        }                                                                                                    \
-    } while (0)
 
 static int check(const char *s, const char *const *keys, const char **clash, char *why)
 {
@@ -525,6 +514,5 @@ int main(void)
     test_json();
     test_templates();
     test_template_flags();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_result("sdk");
 }

@@ -169,5 +169,5 @@ int main(void)
     test_envelope();
     test_ranges();
     test_cache();
-    return check_report("test_flow_state");
+    return check_result("test_flow_state");
 }
