@@ -363,6 +363,13 @@ static void receive(struct amqp_in *in)
     struct timeval tv = {0, in->count > 0 ? 5000 : 200000};
     char why[300];
 
+    if (gust_clock_mono_ms() >= in->next_depth) {
+        /* Deliveries that arrive meanwhile wait in rabbitmq-c's frame queue. */
+        refresh_backlog(in);
+        if (!in->link.conn) {
+            return;
+        }
+    }
     amqp_maybe_release_buffers(c);
     amqp_rpc_reply_t r = amqp_consume_message(c, &env, &tv, 0);
     if (r.reply_type == AMQP_RESPONSE_NORMAL) {
@@ -371,9 +378,6 @@ static void receive(struct amqp_in *in)
         return;
     }
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_TIMEOUT) {
-        if (in->count == 0 && gust_clock_mono_ms() >= in->next_depth) {
-            refresh_backlog(in);
-        }
         return;
     }
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_UNEXPECTED_STATE) {

@@ -107,6 +107,8 @@ def test_kill9(t, tmp, nats, rmq):
         t.eq(dead_letters(nats, "aout_k"), [], "kill -9: no dead letters")
         wait_for(lambda: plugin_counters(g, "ain_k").get("unacked") == 0, 20, "every delivery acked")
         t.eq(tool(rmq, "count", "gust_in").strip(), "0", "gust_in drained (every message acked)")
+        wait_for(lambda: plugin_counters(g, "ain_k").get("backlog") == 0, 30,
+                 "/units: ain_k's backlog (the queue's depth, refreshed every 5 s) down to 0")
         src = plugin_counters(g, "ain_k")
         t.eq(src.get("connected"), 1, "/units: ain_k connected")
         t.check(src.get("acked", 0) >= 1, "/units: ain_k counts acks: %r" % src)
