@@ -201,6 +201,8 @@ def test_declare_headers_payload(t, tmp, nats, rmq):
     tool(rmq, "declare", "t_in", "transient")
     tool(rmq, "declare", "h_in", "durable")
     tool(rmq, "declare", "w_in", "durable")
+    tool(rmq, "declare", "h_7", "durable")
+    tool(rmq, "declare", "h_8", "durable")
     tool(rmq, "send", "", "h_in", '{"id":7}', "message_id=abc", "correlation_id=c-1", "content_type=application/json",
          "app_id=shop", "header:tenant=acme", "header:Nats-Expected-Stream=NOPE")
     tool(rmq, "send", "", "h_in", "not json")
@@ -217,6 +219,7 @@ source toff { use amqp_in; url %(url)s; queue t_in; declare off; subject ev.toff
 source hin  { use amqp_in; url %(url)s; queue h_in; subject ev.hdr_in; competing on; }
 source win  { use amqp_in; url %(url)s; queue w_in; subject ev.wrap; non_json wrap; competing on; }
 flow hdr { script %(hdr)s; }
+sink hout { use amqp_out; source ev.hdr_in; url %(url)s; routing_key "h_{payload.id}"; }
 """ % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "url": rmq.url,
        "hdr": tmp.file("hdr.lua", HDR)}
     tool(rmq, "send", "", "t_in", '{"id":9}')
@@ -238,6 +241,14 @@ flow hdr { script %(hdr)s; }
         t.eq(h[1].get("id"), 8, "a message without properties")
         t.eq(len(h), 2, "the non-JSON message rejected (not published)")
         t.eq(plugin_counters(g, "hin").get("rejected"), 1, "/units counts the rejected message")
+        # And back out through amqp_out, routed by a template: headers -> properties.
+        h7 = wait_for(lambda: get_all(rmq, "h_7"), 20, "message 7 routed to h_7")
+        t.eq([(m[0], m[1], m[2], m[4]) for m in h7], [("h_in:abc", 2, "application/json", '{"id":7}')],
+             "routing_key template; message_id from Nats-Msg-Id; content_type back from Content-Type")
+        t.check("tenant=acme;" in h7[0][3] and "Amqp-" not in h7[0][3] and "Nats-" not in h7[0][3],
+                "other headers into the headers table, mapped and Nats-* ones not: %r" % h7[0][3])
+        h8 = wait_for(lambda: get_all(rmq, "h_8"), 20, "message 8 routed to h_8")
+        t.check(len(h8) == 1 and h8[0][0].startswith("gust:"), "no Nats-Msg-Id: message_id gust:<seq>: %r" % h8)
         w = wait_for(lambda: nats.payloads("ev.wrap"), 20, "the wrapped message")
         t.eq(w, [{"payload_base64": "aGVsbG8=", "queue": "w_in"}], "non_json wrap")
         time.sleep(2)
