@@ -43,11 +43,12 @@ struct amqp_out {
     struct gust_tpl *rk;
     int confirming;
     uint64_t next_seq; /* the confirm tag of the next publish on this channel */
+    int64_t isolate_until; /* monotonic ms: publish one message at a time until then */
     amqp_table_entry_t fields[AMQP_MAX_HEADERS];
     /* Per batch (grown as needed). */
     uint64_t *seq;
     char *returned; /* 1: came back with basic.return (its text in the result) */
-    char *settled;
+    char *settled; /* 0: in play, 1: has its result, 2: waits for a later round */
     size_t slots;
     atomic_uint_fast64_t published, refused, returns, retried;
 };
@@ -167,7 +168,35 @@ static int returned(struct amqp_out *o, const struct gust_msg *msgs, struct gust
     return 0;
 }
 
-/* Reads frames until every message of the batch has its confirm. */
+/* The broker closed the channel over a message it refuses, without saying which. No
+ * such exchange or access refused: every message not yet confirmed shares the exchange,
+ * all are refused. Too large (406) is one message's fault: alone, it is rejected; among
+ * several, they are retried and the next minute's batches go out one message at a time,
+ * so the culprit is found and its batchmates get through. A new connection at once. */
+static void refused(struct amqp_out *o, struct gust_result *r, size_t n, size_t left, int code, const char *why)
+{
+    char text[200];
+    int isolate = code == AMQP_PRECONDITION_FAILED && left > 1;
+    snprintf(text, sizeof(text), "amqp: refused by the broker: %.170s", why);
+    if (isolate) {
+        if (gust_clock_mono_ms() >= o->isolate_until) {
+            amqp_host->log(o->inst, GUST_LOG_WARN,
+                           "the broker refused one of %zu messages (%s): publishing one at a time for a minute "
+                           "to find it",
+                           left, why);
+        }
+        o->isolate_until = gust_clock_mono_ms() + 60000;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!o->settled[i]) {
+            settle(o, r, i, isolate ? GUST_RETRY : GUST_REJECTED, text);
+        }
+    }
+    amqp_link_reset(&o->link);
+    o->confirming = 0;
+}
+
+/* Reads frames until every message in play (settled 0) has its confirm. */
 static void wait_confirms(struct amqp_out *o, const struct gust_msg *msgs, struct gust_result *r, size_t n)
 {
     int64_t deadline = gust_clock_mono_ms() + o->conf.timeout_ms;
@@ -212,16 +241,7 @@ static void wait_confirms(struct amqp_out *o, const struct gust_msg *msgs, struc
             amqp_close_text(o->link.conn, m, why, sizeof(why));
             if (c->reply_code == AMQP_NOT_FOUND || c->reply_code == AMQP_ACCESS_REFUSED ||
                 c->reply_code == AMQP_PRECONDITION_FAILED) {
-                /* Refused: a dead letter with the broker's text. A new connection at once. */
-                for (size_t i = 0; i < n; i++) {
-                    if (!o->settled[i]) {
-                        char text[200];
-                        snprintf(text, sizeof(text), "amqp: refused by the broker: %.170s", why);
-                        settle(o, r, i, GUST_REJECTED, text);
-                    }
-                }
-                amqp_link_reset(&o->link);
-                o->confirming = 0;
+                refused(o, r, n, left, c->reply_code, why);
                 return;
             }
             break;
@@ -260,6 +280,35 @@ static int grow(struct amqp_out *o, size_t n)
     return 0;
 }
 
+/* Connected with confirms on, or why not. */
+static int ready(struct amqp_out *o, char *why, size_t whysz)
+{
+    if (amqp_link_ensure(&o->link, why, whysz) != 0) {
+        return -1;
+    }
+    if (!o->confirming) {
+        if (!amqp_confirm_select(o->link.conn, 1)) {
+            amqp_reply_text(amqp_get_rpc_reply(o->link.conn), "confirm.select", why, whysz);
+            amqp_link_drop(&o->link, why);
+            return -1;
+        }
+        o->confirming = 1;
+        o->next_seq = 1;
+        amqp_link_ready(&o->link);
+    }
+    return 0;
+}
+
+/* Messages waiting for a later round are back in play, for retry_rest. */
+static void unpark(struct amqp_out *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (o->settled[i] == 2) {
+            o->settled[i] = 0;
+        }
+    }
+}
+
 int amqp_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gust_result *results)
 {
     struct amqp_out *o = ctx;
@@ -273,47 +322,53 @@ int amqp_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
     if (o->link.conn) {
         amqp_maybe_release_buffers(o->link.conn);
     }
-    if (amqp_link_ensure(&o->link, why, sizeof(why)) != 0) {
-        retry_rest(o, results, n, why);
-        return 0;
-    }
-    if (!o->confirming) {
-        if (!amqp_confirm_select(o->link.conn, 1)) {
-            amqp_reply_text(amqp_get_rpc_reply(o->link.conn), "confirm.select", why, sizeof(why));
-            amqp_link_drop(&o->link, why);
-            retry_rest(o, results, n, why);
-            return 0;
-        }
-        o->confirming = 1;
-        o->next_seq = 1;
-        amqp_link_ready(&o->link);
-    }
     amqp_bytes_t exchange = amqp_cstring_bytes(o->k.exchange);
-    size_t sent = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (gust_tpl_render(o->rk, &msgs[i], NULL, NULL, rk, sizeof(rk), why, sizeof(why)) != 0) {
-            char text[200];
-            snprintf(text, sizeof(text), "amqp: routing_key: %.170s", why);
-            settle(o, results, i, GUST_REJECTED, text);
-            continue;
-        }
-        amqp_basic_properties_t p;
-        snprintf(fallback, sizeof(fallback), "gust:%" PRIu64, msgs[i].stream_seq);
-        amqp_headers_to_props(&msgs[i], fallback, &p, o->fields);
-        amqp_bytes_t body = {msgs[i].len, (void *)msgs[i].data};
-        int rc = amqp_basic_publish(o->link.conn, 1, exchange, amqp_cstring_bytes(rk), 1, 0, &p, body);
-        if (rc != AMQP_STATUS_OK) {
-            snprintf(why, sizeof(why), "basic.publish: %s", amqp_error_string2(rc));
-            amqp_link_drop(&o->link, why);
-            o->confirming = 0;
+    /* Normally one round: the whole batch, then its confirms. */
+    size_t step = gust_clock_mono_ms() < o->isolate_until ? 1 : n;
+    for (size_t from = 0; from < n; from += step) {
+        size_t to = from + step < n ? from + step : n;
+        if (ready(o, why, sizeof(why)) != 0) {
             retry_rest(o, results, n, why);
             return 0;
         }
-        o->seq[i] = o->next_seq++;
-        sent++;
-    }
-    if (sent > 0) {
-        wait_confirms(o, msgs, results, n);
+        for (size_t i = to; i < n; i++) {
+            o->settled[i] = o->settled[i] ? o->settled[i] : 2;
+        }
+        size_t sent = 0;
+        for (size_t i = from; i < to; i++) {
+            if (o->settled[i]) {
+                continue;
+            }
+            if (gust_tpl_render(o->rk, &msgs[i], NULL, NULL, rk, sizeof(rk), why, sizeof(why)) != 0) {
+                char text[200];
+                snprintf(text, sizeof(text), "amqp: routing_key: %.170s", why);
+                settle(o, results, i, GUST_REJECTED, text);
+                continue;
+            }
+            amqp_basic_properties_t p;
+            snprintf(fallback, sizeof(fallback), "gust:%" PRIu64, msgs[i].stream_seq);
+            amqp_headers_to_props(&msgs[i], fallback, &p, o->fields);
+            amqp_bytes_t body = {msgs[i].len, (void *)msgs[i].data};
+            int rc = amqp_basic_publish(o->link.conn, 1, exchange, amqp_cstring_bytes(rk), 1, 0, &p, body);
+            if (rc != AMQP_STATUS_OK) {
+                snprintf(why, sizeof(why), "basic.publish: %s", amqp_error_string2(rc));
+                amqp_link_drop(&o->link, why);
+                o->confirming = 0;
+                unpark(o, n);
+                retry_rest(o, results, n, why);
+                return 0;
+            }
+            o->seq[i] = o->next_seq++;
+            sent++;
+        }
+        if (sent > 0) {
+            wait_confirms(o, msgs, results, n);
+        }
+        unpark(o, n);
+        if (!o->link.conn && o->link.retry_at > gust_clock_mono_ms()) {
+            retry_rest(o, results, n, o->link.last_error);
+            return 0;
+        }
     }
     return 0;
 }

@@ -506,11 +506,12 @@ class RabbitMQ:
     Slow to start (seconds): start one per test file. stop() is a clean `rabbitmqctl
     stop` (durable queues and persistent messages stay for the next start()); close()
     also ends the epmd it started. tls: make_certs()'s dict, for a TLS listener on
-    tls_port too (the server's certificate names localhost and 127.0.0.1)."""
+    tls_port too (the server's certificate names localhost and 127.0.0.1); max_message_size:
+    the broker refuses (406) larger messages."""
 
     BIN = "/usr/lib/rabbitmq/bin"
 
-    def __init__(self, tmp, tls=None):
+    def __init__(self, tmp, tls=None, max_message_size=None):
         self.port = free_port()
         self.tls_port = free_port() if tls else None
         self.dist_port = free_port()
@@ -523,6 +524,8 @@ class RabbitMQ:
             f.write("listeners.tcp.1 = 127.0.0.1:%d\n" % self.port
                     + "disk_free_limit.absolute = 10MB\n"
                     + "log.console = false\nlog.file.level = info\n")
+            if max_message_size:
+                f.write("max_message_size = %d\n" % max_message_size)
             if tls:
                 for name in ("ca", "cert", "key"):
                     shutil.copy(tls[name], os.path.join(self.dir, name + ".pem"))

@@ -162,7 +162,13 @@ http { listen 127.0.0.1:@PORT@; }
 nats { url %(nats)s; ack_wait 3s; max_deliver 2; }
 sink nowhere { use amqp_out; source ev.unroutable; url %(url)s; routing_key no_such_queue; }
 sink noex    { use amqp_out; source ev.noex; url %(url)s; exchange no_such_exchange; routing_key x; }
+sink big     { use amqp_out; source ev.big; url %(url)s; routing_key big_out; }
 """ % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "url": rmq.url}
+    # One batch of three, the middle one over the broker's max_message_size: the broker
+    # closes the channel without saying which; only that one may be dead-lettered.
+    tool(rmq, "declare", "big_out", "durable")
+    nats_publish(nats.port, [("ev.big", b'{"id":1}'), ("ev.big", json.dumps({"id": 2, "pad": "x" * 70000}).encode()),
+                             ("ev.big", b'{"id":3}')])
     g = Gust(tmp, c)
     try:
         nats_publish(nats.port, [("ev.unroutable", b'{"id":1}'), ("ev.noex", b'{"id":2}')])
@@ -175,6 +181,16 @@ sink noex    { use amqp_out; source ev.noex; url %(url)s; exchange no_such_excha
         t.check("NOT_FOUND - no exchange 'no_such_exchange'" in got[0]["error"],
                 "the broker's text: %r" % got[0]["error"])
         t.check(plugin_counters(g, "nowhere").get("returned", 0) >= 1, "/units counts the returned message")
+        got = wait_for(lambda: dead_letters(nats, "big"), 60, "the message over max_message_size in the DLQ")
+        out = Collector(rmq, "big_out")
+        wait_for(lambda: len(set(out.ids())) >= 2, 60, "its batchmates in big_out")
+        time.sleep(1)
+        t.eq(sorted(set(out.ids())), [1, 3], "the batchmates of a refused message get through")
+        got = dead_letters(nats, "big")
+        t.eq(len(got), 1, "one dead letter: the large message alone")
+        t.check("406" in got[0]["error"] and "max size" in got[0]["error"], "the broker's text: %r" % got[0]["error"])
+        t.check("[sink:big] the broker refused one of 3 messages" in g.log(),
+                "the three came in one batch, and amqp_out went one message at a time to find the culprit")
     finally:
         g.stop()
         if t.failed:
@@ -336,7 +352,7 @@ def main():
     nats = NatsServer(tmp)
     test_config_errors(t, tmp, nats)
     certs = make_certs(tmp)
-    rmq = RabbitMQ(tmp, tls=certs)
+    rmq = RabbitMQ(tmp, tls=certs, max_message_size=65536)
     try:
         test_kill9(t, tmp, nats, rmq)
         test_refused(t, tmp, nats, rmq)
