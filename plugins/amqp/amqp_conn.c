@@ -108,6 +108,9 @@ static int password(const struct amqp_conf *cf, char *out, size_t outsz, char *w
 static int open_socket(amqp_connection_state_t conn, const struct amqp_conf *cf, struct timeval *tv, char *why,
                        size_t whysz)
 {
+    if (cf->tls) {
+        atomic_store(&amqp_tls_used, 1);
+    }
     amqp_socket_t *s = cf->tls ? amqp_ssl_socket_new(conn) : amqp_tcp_socket_new(conn);
     if (!s) {
         snprintf(why, whysz, "cannot make a %s socket", cf->tls ? "TLS" : "TCP");

@@ -25,6 +25,8 @@
 #include "gust/sdk.h"
 
 extern const struct gust_host_api *amqp_host;
+/* Set once a TLS socket was made: fini then frees rabbitmq-c's OpenSSL state. */
+extern atomic_int amqp_tls_used;
 
 /* The keys both types share, as written; each type's keys struct holds them as member
  * `common`, and AMQP_COMMON_KEYS(struct type_keys) binds them there. */

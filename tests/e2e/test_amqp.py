@@ -61,6 +61,14 @@ def conf(nats, rmq, qin, qout, subject, tag, prefetch=64):
                    "qout": qout, "subject": subject, "tag": tag, "prefetch": prefetch}
 
 
+def stop(t, g, what):
+    """Stops gust and checks it went cleanly: exit 0, and nothing from a sanitizer (an
+    AddressSanitizer build reports into the log)."""
+    rc = g.stop()
+    t.check(rc == 0 and "Sanitizer" not in g.log() and "runtime error:" not in g.log(),
+            "%s: gust stopped cleanly (exit %s)" % (what, rc))
+
+
 def dead_letters(nats, unit):
     return [json.loads(d) for _, _, d in nats.read_stream("GUST_DLQ") if ('"unit":"%s"' % unit).encode() in d]
 
@@ -118,7 +126,7 @@ def test_kill9(t, tmp, nats, rmq):
         t.check('gust_plugin_value{unit="aout_k",name="published"} ' in metrics, "/metrics: aout_k's counters")
         t.check('gust_plugin_value{unit="ain_k",name="acked"} ' in metrics, "/metrics: ain_k's counters")
     finally:
-        g.stop()
+        stop(t, g, "test_kill9")
         if t.failed:
             print(g.log()[-3000:])
 
@@ -147,7 +155,7 @@ def test_broker_down(t, tmp, nats, rmq):
         t.check("[source:ain_d] reconnected to amqp" in log and "[sink:aout_d] reconnected to amqp" in log,
                 "both sides say they reconnected")
     finally:
-        g.stop()
+        stop(t, g, "test_broker_down")
         if t.failed:
             print(g.log()[-3000:])
 
@@ -189,10 +197,10 @@ sink big     { use amqp_out; source ev.big; url %(url)s; routing_key big_out; }
         got = dead_letters(nats, "big")
         t.eq(len(got), 1, "one dead letter: the large message alone")
         t.check("406" in got[0]["error"] and "max size" in got[0]["error"], "the broker's text: %r" % got[0]["error"])
-        t.check("[sink:big] the broker refused one of 3 messages" in g.log(),
-                "the three came in one batch, and amqp_out went one message at a time to find the culprit")
+        t.check("[sink:big] the broker refused one of " in g.log(),
+                "the large one came with a batchmate unconfirmed, and amqp_out went one message at a time")
     finally:
-        g.stop()
+        stop(t, g, "test_refused")
         if t.failed:
             print(g.log()[-3000:])
 
@@ -271,7 +279,7 @@ sink hout { use amqp_out; source ev.hdr_in; url %(url)s; routing_key "h_{payload
         lines = [l for l in g.log().splitlines() if "[source:tin] amqp" in l]
         t.eq(len(lines), 1, "one log line for the mismatch, not one per attempt: %r" % lines)
     finally:
-        g.stop()
+        stop(t, g, "test_declare_headers_payload")
         if t.failed:
             print(g.log()[-3000:])
 
@@ -311,7 +319,7 @@ source oca { use amqp_in; url amqps://guest@localhost:%(tls)d/%%2f; password_fil
         t.eq(plugin_counters(g, "oca").get("connected"), 0, "/units: oca not connected")
         t.check("not-the-pw" not in log, "no password in the log")
     finally:
-        g.stop()
+        stop(t, g, "test_tls_and_credentials")
         if t.failed:
             print(g.log()[-3000:])
 
