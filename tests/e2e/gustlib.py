@@ -497,3 +497,100 @@ def make_certs(tmp, name="tls"):
     p = lambda f: os.path.join(d, f)  # noqa: E731
     return {"ca": p("ca.crt"), "cert": p("server.crt"), "key": p("server.key"), "client_cert": p("client.crt"),
             "client_key": p("client.key"), "other_ca": p("other.crt")}
+
+
+class RabbitMQ:
+    """A real rabbitmq-server (Debian's package) on free loopback ports, everything of it
+    in a temp dir owned by the `rabbitmq` user and run as that user: its own node name,
+    AMQP port, distribution port and epmd port, so tests never meet another broker.
+    Slow to start (seconds): start one per test file. stop() is a clean `rabbitmqctl
+    stop` (durable queues and persistent messages stay for the next start()); close()
+    also ends the epmd it started. tls: make_certs()'s dict, for a TLS listener on
+    tls_port too (the server's certificate names localhost and 127.0.0.1); max_message_size:
+    the broker refuses (406) larger messages."""
+
+    BIN = "/usr/lib/rabbitmq/bin"
+
+    def __init__(self, tmp, tls=None, max_message_size=None):
+        self.port = free_port()
+        self.tls_port = free_port() if tls else None
+        self.dist_port = free_port()
+        self.epmd_port = free_port()
+        self.node = "gust%d@localhost" % self.port
+        self.dir = os.path.join(tmp.path, "rabbitmq-%d" % self.port)
+        os.makedirs(os.path.join(self.dir, "mnesia"))
+        os.makedirs(os.path.join(self.dir, "log"))
+        with open(os.path.join(self.dir, "rabbitmq.conf"), "w") as f:
+            f.write("listeners.tcp.1 = 127.0.0.1:%d\n" % self.port
+                    + "disk_free_limit.absolute = 10MB\n"
+                    + "log.console = false\nlog.file.level = info\n")
+            if max_message_size:
+                f.write("max_message_size = %d\n" % max_message_size)
+            if tls:
+                for name in ("ca", "cert", "key"):
+                    shutil.copy(tls[name], os.path.join(self.dir, name + ".pem"))
+                f.write("listeners.ssl.1 = 127.0.0.1:%d\n" % self.tls_port
+                        + "ssl_options.cacertfile = %s/ca.pem\n" % self.dir
+                        + "ssl_options.certfile = %s/cert.pem\n" % self.dir
+                        + "ssl_options.keyfile = %s/key.pem\n" % self.dir
+                        + "ssl_options.verify = verify_none\nssl_options.fail_if_no_peer_cert = false\n")
+        with open(os.path.join(self.dir, "enabled_plugins"), "w") as f:
+            f.write("[].\n")
+        subprocess.run(["chown", "-R", "rabbitmq:rabbitmq", self.dir], check=True)
+        os.chmod(tmp.path, 0o755)
+        self.env = dict(os.environ, HOME=self.dir, RABBITMQ_NODENAME=self.node,
+                        RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(self.port),
+                        RABBITMQ_DIST_PORT=str(self.dist_port), ERL_EPMD_PORT=str(self.epmd_port),
+                        ERL_EPMD_ADDRESS="127.0.0.1",
+                        RABBITMQ_MNESIA_BASE=os.path.join(self.dir, "mnesia"),
+                        RABBITMQ_LOG_BASE=os.path.join(self.dir, "log"),
+                        RABBITMQ_CONFIG_FILE=os.path.join(self.dir, "rabbitmq.conf"),
+                        RABBITMQ_ENABLED_PLUGINS_FILE=os.path.join(self.dir, "enabled_plugins"),
+                        RABBITMQ_PID_FILE=os.path.join(self.dir, "pid"))
+        self.log = open(os.path.join(self.dir, "stdout.log"), "ab")
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        return "amqp://guest:guest@127.0.0.1:%d/%%2f" % self.port
+
+    def _as_rabbitmq(self, *cmd):
+        return ["setpriv", "--reuid=rabbitmq", "--regid=rabbitmq", "--init-groups"] + list(cmd)
+
+    def start(self):
+        self.proc = subprocess.Popen(self._as_rabbitmq(os.path.join(self.BIN, "rabbitmq-server")), env=self.env,
+                                     stdout=self.log, stderr=self.log, cwd=self.dir)
+        deadline = time.monotonic() + 120
+        while not port_open(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("rabbitmq-server on %d did not start; its log:\n%s" % (self.port,
+                                                                                          self.logs()[-3000:]))
+            time.sleep(0.2)
+
+    def ctl(self, *args, timeout=60):
+        return subprocess.run(self._as_rabbitmq(os.path.join(self.BIN, "rabbitmqctl"), "-n", self.node, *args),
+                              env=self.env, capture_output=True, text=True, timeout=timeout, cwd=self.dir)
+
+    def logs(self):
+        out = []
+        for d in (self.dir, os.path.join(self.dir, "log")):
+            for name in sorted(os.listdir(d)):
+                if name.endswith(".log"):
+                    with open(os.path.join(d, name), errors="replace") as f:
+                        out.append(f.read())
+        return "\n".join(out)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.ctl("stop")
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+
+    def close(self):
+        self.stop()
+        subprocess.run(["epmd", "-port", str(self.epmd_port), "-kill"], env=self.env, capture_output=True)

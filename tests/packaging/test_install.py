@@ -25,7 +25,7 @@ def main():
     gust = gust[0]
     plugdirs = glob.glob(stage + "/**/gust/plugins", recursive=True)
     t.eq(len(plugdirs), 1, "one plugin directory")
-    for name in ("http_out", "mqtt", "timer", "http_poll", "exec"):
+    for name in ("http_out", "mqtt", "timer", "http_poll", "exec", "amqp"):
         t.check(os.path.exists(os.path.join(plugdirs[0], name + ".so")), name + ".so installed")
     for f in ("include/gust/plugin.h", "include/gust/sdk.h", "include/gust/source.h", "share/man/man5/gust-host.conf.5",
               "share/man/man8/gust.8"):
