@@ -54,20 +54,13 @@ struct gust_bus {
     int stopping;
     int streams_ready;
     atomic_int js_ok;
-    atomic_int_fast64_t js_answered; /* gust_now_ms() of JetStream's last answer to a check */
+    atomic_int_fast64_t js_answered; /* gust_clock_mono_ms() of JetStream's last answer to a check */
     atomic_int closing; /* our own close: not worth a warning */
     struct gust_retention *retention; /* bounded storage: purges, sizes, backlogs */
     int closed;         /* closed callbacks that ran: after both, none can touch us */
 };
 
 static const struct gust_outlet_ops outlet_ops;
-
-int64_t gust_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
@@ -169,7 +162,7 @@ static void *housekeeping(void *arg)
     pthread_mutex_lock(&bus->lock);
     while (!bus->stopping) {
         pthread_mutex_unlock(&bus->lock);
-        int64_t now = gust_now_ms();
+        int64_t now = gust_clock_mono_ms();
         gust_pending_expire(&bus->pending, now, GUST_ETIMEOUT, "no PubAck in time");
         if (now >= next_check) {
             /* JetStream calls block; they are fine here, never on an event loop. */
@@ -193,13 +186,13 @@ static void *housekeeping(void *arg)
                 ok = js_GetAccountInfo(&ai, bus->js, &jo, NULL) == NATS_OK;
                 jsAccountInfo_Destroy(ai);
                 if (ok) {
-                    atomic_store(&bus->js_answered, gust_now_ms());
+                    atomic_store(&bus->js_answered, gust_clock_mono_ms());
                 }
             }
             if (ok != atomic_exchange(&bus->js_ok, ok)) {
                 gust_info("bus: jetstream %s", ok ? "available" : "unavailable");
             }
-            next_check = gust_now_ms() + (ok ? 1000 : 250);
+            next_check = gust_clock_mono_ms() + (ok ? 1000 : 250);
         }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -350,11 +343,11 @@ static int first_streams(struct gust_bus *bus, const struct gust_bus_conf *conf,
     if (natsConnection_JetStream(&quick, bus->now.nc, &jo) != NATS_OK) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
-    int64_t give_up = conf->cancel != NULL ? INT64_MAX : gust_now_ms() + 30000;
+    int64_t give_up = conf->cancel != NULL ? INT64_MAX : gust_clock_mono_ms() + 30000;
     int64_t delay = 250;
     int rc;
     for (int attempt = 1; (rc = gust_streams_ensure(quick, conf, err)) != 0; attempt++) {
-        if (rc == GUST_ECONFIG || gust_now_ms() >= give_up || (conf->cancel != NULL && atomic_load(conf->cancel))) {
+        if (rc == GUST_ECONFIG || gust_clock_mono_ms() >= give_up || (conf->cancel != NULL && atomic_load(conf->cancel))) {
             break;
         }
         if (attempt <= 3 || attempt % 10 == 0) {
@@ -409,7 +402,7 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
         }
         bus->streams_ready = 1;
         atomic_store(&bus->js_ok, 1);
-        atomic_store(&bus->js_answered, gust_now_ms());
+        atomic_store(&bus->js_answered, gust_clock_mono_ms());
     }
     if (pthread_create(&bus->thread, NULL, housekeeping, bus) != 0) {
         rc = gust_err_set(err, GUST_EIO, "cannot start the bus thread");
@@ -501,7 +494,7 @@ int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_pu
     if (natsConnection_Status(l->nc) != NATS_CONN_STATUS_CONNECTED) {
         return GUST_EAGAIN;
     }
-    uint64_t id = gust_pending_add(&bus->pending, gust_now_ms() + bus->conf.publish_timeout_ms, fn, ud, inflight);
+    uint64_t id = gust_pending_add(&bus->pending, gust_clock_mono_ms() + bus->conf.publish_timeout_ms, fn, ud, inflight);
     if (id == 0) {
         return GUST_EAGAIN;
     }
@@ -629,7 +622,7 @@ int gust_bus_answering(struct gust_bus *bus, char *why, size_t size)
         return 0;
     }
     int64_t answered = atomic_load(&bus->js_answered);
-    int64_t silent = gust_now_ms() - answered;
+    int64_t silent = gust_clock_mono_ms() - answered;
     if (answered == 0) {
         snprintf(why, size, "jetstream has not answered yet (streams not set up)");
         return 0;
@@ -650,9 +643,9 @@ int gust_bus_connected(struct gust_bus *bus)
 
 void gust_bus_drain(struct gust_bus *bus, int64_t timeout_ms)
 {
-    int64_t until = gust_now_ms() + timeout_ms;
+    int64_t until = gust_clock_mono_ms() + timeout_ms;
     natsConnection_FlushTimeout(bus->main.nc, timeout_ms);
-    while (gust_pending_live(&bus->pending) > 0 && gust_now_ms() < until) {
+    while (gust_pending_live(&bus->pending) > 0 && gust_clock_mono_ms() < until) {
         struct timespec ts = {0, 2 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gust/err.h"
+#include "gust/sdk.h" /* gust_clock_mono_ms, the clock of its deadlines */
 #include "link_conf.h"
 #include "pending.h"
 #include "port.h"
@@ -120,7 +121,6 @@ int64_t gust_bus_backlog(struct gust_bus *bus, const char *consumer);
 struct gust_buf;
 void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out);
 
-int64_t gust_now_ms(void); /* CLOCK_MONOTONIC */
 
 /* At exit, after every bus is destroyed: the NATS library's own threads and memory. */
 void gust_bus_library_close(void);

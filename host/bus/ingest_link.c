@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
-#include "bus.h" /* gust_now_ms */
+#include "bus.h"
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "pending.h"
@@ -335,7 +335,7 @@ static void ask_connection(struct gust_ingest_link *l)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        l->connect_at_ms = gust_now_ms() + l->backoff.max_ms; /* try again later */
+        l->connect_at_ms = gust_clock_mono_ms() + l->backoff.max_ms; /* try again later */
         return;
     }
     c->l = l;
@@ -502,7 +502,7 @@ static void connected_url(struct gust_ingest_link *l, char *out, size_t size)
 static void schedule_connection(struct gust_ingest_link *l, const char *why)
 {
     l->failed_attempts++;
-    l->connect_at_ms = gust_now_ms() + gust_nats_backoff_delay(&l->backoff, l->failed_attempts, why);
+    l->connect_at_ms = gust_clock_mono_ms() + gust_nats_backoff_delay(&l->backoff, l->failed_attempts, why);
 }
 
 /* The connector made the connection: it becomes the one in use. */
@@ -602,7 +602,7 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 static void on_tick(h2o_timeout_entry_t *entry)
 {
     struct gust_ingest_link *l = H2O_STRUCT_FROM_MEMBER(struct gust_ingest_link, tick_entry, entry);
-    int64_t now = gust_now_ms();
+    int64_t now = gust_clock_mono_ms();
     gust_pending_expire(&l->pending, now, GUST_ETIMEOUT, "no PubAck in time");
     if (l->cur == NULL && l->making == NULL && l->connect_at_ms != 0 && now >= l->connect_at_ms) {
         ask_connection(l);
@@ -788,7 +788,7 @@ int gust_ingest_link_publish(struct gust_ingest_link *l, const char *subject, co
     if (queued > 0 && (size_t)queued > l->max_queued) {
         return GUST_EAGAIN;
     }
-    uint64_t id = gust_pending_add(&l->pending, gust_now_ms() + l->timeout_ms, fn, ud, NULL);
+    uint64_t id = gust_pending_add(&l->pending, gust_clock_mono_ms() + l->timeout_ms, fn, ud, NULL);
     if (id == 0) {
         return GUST_EAGAIN;
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../common/log.h"
+#include "gust/sdk.h"
 #include "nats_url.h"
 #include "nkeys.h"
 
@@ -305,25 +306,18 @@ int gust_nats_link_conf_load(const struct gust_cfg *nats, struct gust_nats_link_
 
 /* ---- reconnecting ---- */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gust_nats_backoff_init(struct gust_nats_backoff *b, const struct gust_nats_link_conf *conf, const char *link)
 {
     memset(b, 0, sizeof(*b));
     snprintf(b->name, sizeof(b->name), "%s", link);
     b->base_ms = conf->reconnect_wait_ms;
     b->max_ms = conf->reconnect_max_wait_ms;
-    b->connected_ms = now_ms();
+    b->connected_ms = gust_clock_mono_ms();
 }
 
 int64_t gust_nats_backoff_delay(struct gust_nats_backoff *b, int attempts, const char *why)
 {
-    int64_t now = now_ms();
+    int64_t now = gust_clock_mono_ms();
     if (attempts == 1) {
         /* A new outage: was the connection that just dropped up for long? */
         b->flaps = now - b->connected_ms < STABLE_MS ? b->flaps + 1 : 0;
@@ -351,7 +345,7 @@ int64_t gust_nats_backoff_delay(struct gust_nats_backoff *b, int attempts, const
 
 void gust_nats_backoff_connected(struct gust_nats_backoff *b)
 {
-    b->connected_ms = now_ms();
+    b->connected_ms = gust_clock_mono_ms();
     b->last_error[0] = '\0';
 }
 

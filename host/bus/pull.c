@@ -70,7 +70,7 @@ static void request(struct gust_pull *p, size_t batch)
      * buffer; what it brings later is handled like any delivery. */
     natsConnection_PublishRequest(p->nc, p->next_subject, p->inbox_subject, body, n);
     p->owed += batch;
-    p->deadline_ms = gust_now_ms() + p->expires_ms;
+    p->deadline_ms = gust_clock_mono_ms() + p->expires_ms;
     p->answered = 0;
 }
 
@@ -105,7 +105,7 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
                    size_t why_size)
 {
     *status_out = 0;
-    if (p->owed > 0 && gust_now_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
+    if (p->owed > 0 && gust_clock_mono_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
         p->unanswered += !p->answered;
         p->owed = 0;
         if (p->unanswered >= UNANSWERED_MAX) {
@@ -124,7 +124,7 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int *status_
     while (n < max) {
         int64_t wait = 0;
         if (n == 0) {
-            wait = p->deadline_ms + EXPIRY_GRACE_MS - gust_now_ms();
+            wait = p->deadline_ms + EXPIRY_GRACE_MS - gust_clock_mono_ms();
             wait = wait < 1 ? 1 : wait;
         }
         natsMsg *m = NULL;

@@ -56,7 +56,7 @@ static atomic_int_fast64_t refused_full_at; /* monotonic ms of the last refusal,
 
 void gust_retention_note_full(void)
 {
-    atomic_store(&refused_full_at, gust_now_ms());
+    atomic_store(&refused_full_at, gust_clock_mono_ms());
 }
 
 /* The JetStream name of stream k ("KV_<bucket>" for a bucket), or NULL. */
@@ -247,7 +247,7 @@ static void pass(struct gust_retention *r)
             read_stream(r, k, &(jsStreamState){0});
         }
     }
-    int64_t now = gust_now_ms();
+    int64_t now = gust_clock_mono_ms();
     if (conf->keep_ms >= 0) {
         sample(r, now, st.LastSeq, conf->keep_ms);
     }
@@ -363,7 +363,7 @@ void gust_bus_set_readers(struct gust_bus *bus, gust_bus_readers_fn fn, void *ud
 int gust_bus_store_full(struct gust_bus *bus)
 {
     int64_t at = atomic_load(&refused_full_at);
-    if (at != 0 && gust_now_ms() - at < FULL_HOLD_MS) {
+    if (at != 0 && gust_clock_mono_ms() - at < FULL_HOLD_MS) {
         return 1;
     }
     struct gust_retention *r = gust_bus__retention(bus);

@@ -333,7 +333,7 @@ static int under_share(struct gust_leases *l, const struct lease *e)
  * run_lock, the bucket open. */
 static void rebalance(struct gust_leases *l)
 {
-    int64_t now = gust_now_ms();
+    int64_t now = gust_clock_mono_ms();
     for (size_t gi = 0; gi < l->ngroups; gi++) {
         struct group *g = l->groups[gi];
         count_members(l, g);
@@ -358,7 +358,7 @@ static void rebalance(struct gust_leases *l)
 /* One round for one lease: renew, acquire, start. Under run_lock. err: see start_task. */
 static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
 {
-    int64_t now = gust_now_ms();
+    int64_t now = gust_clock_mono_ms();
     if (ensure_bucket(l) != 0) {
         if (e->held && now >= e->valid_until) {
             lost(l, e, now, "bucket unreachable");
@@ -580,7 +580,7 @@ int gust_leases_holding(struct gust_leases *l, const char *key)
         if (strcmp(l->v[i]->key, key) == 0) {
             /* A margin of a sixth of the TTL: a write this decides on must land before
              * a peer could take the lease. */
-            yes = l->v[i]->held && gust_now_ms() < l->v[i]->valid_until - l->conf.ttl_ms / 6;
+            yes = l->v[i]->held && gust_clock_mono_ms() < l->v[i]->valid_until - l->conf.ttl_ms / 6;
         }
     }
     pthread_mutex_unlock(&l->lock);

@@ -89,7 +89,7 @@ void gust_tls_destroy(struct gust_tls *t)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     struct pollfd p = {.fd = fd, .events = events};
-    int64_t left = deadline - gust_now_ms();
+    int64_t left = deadline - gust_clock_mono_ms();
     if (left <= 0) {
         return 0;
     }
@@ -174,7 +174,7 @@ int gust_sock_open(struct gust_sock **out, const struct gust_sock_peer *c, int64
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
     char port[8];
-    int64_t deadline = gust_now_ms() + timeout_ms;
+    int64_t deadline = gust_clock_mono_ms() + timeout_ms;
     int why = 0, rc;
     struct gust_sock *s;
 

@@ -18,6 +18,13 @@ int64_t gust_clock_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+uint64_t gust_clock_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Days since 1970-01-01 to a civil date (proleptic Gregorian), after Howard Hinnant's
  * civil_from_days: exact for every day count an int64 of ms can give. */
 static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)

@@ -40,16 +40,9 @@
 /* The hook finds its flow under this key in the registry. */
 static const char flow_key;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void arm_deadline(struct gust_flow *f)
 {
-    f->deadline_ns = now_ns() + (uint64_t)f->timeout_ms * 1000000u;
+    f->deadline_ns = gust_clock_mono_ns() + (uint64_t)f->timeout_ms * 1000000u;
     f->alloc.deadline_ns = f->deadline_ns;
 }
 
@@ -83,7 +76,7 @@ static void on_hook(lua_State *L, lua_Debug *ar)
     lua_rawget(L, LUA_REGISTRYINDEX);
     struct gust_flow *f = lua_touserdata(L, -1);
     lua_pop(L, 1);
-    if (!f->timed_out && now_ns() < f->deadline_ns) {
+    if (!f->timed_out && gust_clock_mono_ns() < f->deadline_ns) {
         return;
     }
     raise_timeout(L, f, 0);
@@ -91,7 +84,7 @@ static void on_hook(lua_State *L, lua_Debug *ar)
 
 void gust_flow_check_deadline(lua_State *L, struct gust_flow *f)
 {
-    if (f->timed_out || now_ns() >= f->deadline_ns) {
+    if (f->timed_out || gust_clock_mono_ns() >= f->deadline_ns) {
         raise_timeout(L, f, 1);
     }
 }

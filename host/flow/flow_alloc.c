@@ -12,13 +12,6 @@
 /* Allocations at least this large look at the clock. */
 #define ALLOC_CHECK_BYTES (256u * 1024u)
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void *gust_flow_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct gust_flow_alloc *a = ud;
@@ -34,7 +27,7 @@ void *gust_flow_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
             a->refused++;
             return NULL;
         }
-        if (more >= ALLOC_CHECK_BYTES && a->deadline_ns != 0 && now_ns() >= a->deadline_ns) {
+        if (more >= ALLOC_CHECK_BYTES && a->deadline_ns != 0 && gust_clock_mono_ns() >= a->deadline_ns) {
             a->late++;
             return NULL;
         }

@@ -63,7 +63,7 @@ static void unit_not_running(void *ud, struct gust_consumer *c)
     if (gust_consumer_running(c, &since)) {
         return;
     }
-    int64_t for_ms = gust_now_ms() - since;
+    int64_t for_ms = gust_clock_mono_ms() - since;
     if (for_ms <= GUST_HEALTH_GRACE_MS) {
         return;
     }

@@ -31,13 +31,6 @@ struct ingest_wait {
     char subject[MAX_SUBJECT];
 };
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* The request's pool is being freed: the client is gone or the response was sent. */
 static void on_req_dispose(void *p)
 {
@@ -52,7 +45,7 @@ static void respond(struct ingest_wait *w, int status, uint64_t seq, const char 
 {
     h2o_req_t *req = w->req;
     if (status == 0 || status == GUST_PUBLISH_DUPLICATE) {
-        gust_metrics_observe_publish(now_us() - w->start_us);
+        gust_metrics_observe_publish((int64_t)(gust_clock_mono_ns() / 1000u) - w->start_us);
         char body[MAX_SUBJECT + 80];
         int n = snprintf(body, sizeof(body), "{\"subject\":\"%s\",\"seq\":%" PRIu64 "%s}\n", w->subject, seq,
                          status == GUST_PUBLISH_DUPLICATE ? ",\"duplicate\":true" : "");
@@ -162,7 +155,7 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
     }
     w->http = http;
     w->req = req;
-    w->start_us = now_us();
+    w->start_us = (int64_t)(gust_clock_mono_ns() / 1000u);
     memcpy(w->subject, subject, sizeof(subject));
     /* Linked before the publish: its outcome may come before it returns. */
     http->ingest_inflight++;

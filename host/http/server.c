@@ -653,7 +653,7 @@ void gust_http_run(struct gust_http *http)
         if (!http->stopping) {
             continue;
         }
-        int64_t now = gust_now_ms();
+        int64_t now = gust_clock_mono_ms();
         if (deadline == 0) {
             deadline = now + gust_http_policy(http)->s.drain_ms;
         }

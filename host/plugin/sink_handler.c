@@ -1,4 +1,3 @@
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +5,8 @@
 #include "gust/sdk.h"
 
 #include "sink_handler.h"
+
+#include "../unit/plugin_counters.h"
 
 struct sink {
     struct gust_instance *inst;
@@ -53,34 +54,19 @@ static size_t sink_counters(struct sink *s, struct gust_plugin_counter *c)
     if (t == NULL || t->counters == NULL || !s->inst->started) {
         return 0;
     }
-    size_t n = t->counters(s->inst->ctx, c, GUST_PLUGIN_COUNTERS_MAX);
-    return n < GUST_PLUGIN_COUNTERS_MAX ? n : GUST_PLUGIN_COUNTERS_MAX;
+    return gust_plugin_counters_read(t->counters, s->inst->ctx, c);
 }
 
 static void sink_render_json(void *impl, struct gust_buf *out)
 {
     struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
-    size_t n = sink_counters(impl, c);
-    if (n == 0) {
-        return;
-    }
-    gust_buf_append(out, ",\"plugin\":{", 11);
-    for (size_t i = 0; i < n; i++) {
-        gust_buf_printf(out, "%s", i > 0 ? "," : "");
-        gust_json_append_string(out, c[i].name, strlen(c[i].name));
-        gust_buf_printf(out, ":%" PRIu64, c[i].value);
-    }
-    gust_buf_append(out, "}", 1);
+    gust_plugin_counters_json(out, c, sink_counters(impl, c), 0);
 }
 
 static void sink_render_metrics(void *impl, const char *unit, struct gust_buf *out)
 {
     struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
-    size_t n = sink_counters(impl, c);
-    for (size_t i = 0; i < n; i++) { /* unit names and counter names need no escaping */
-        gust_buf_printf(out, "gust_plugin_value{unit=\"%s\",name=\"%s\"} %" PRIu64 "\n", unit, c[i].name,
-                        c[i].value);
-    }
+    gust_plugin_counters_metrics(out, unit, c, sink_counters(impl, c));
 }
 
 static void sink_destroy(void *impl)
@@ -103,5 +89,8 @@ struct gust_handler gust_sink_handler(struct gust_instance *inst)
                                  .run_batch = sink_run_batch,
                                  .render_json = sink_render_json,
                                  .render_metrics = sink_render_metrics,
+                                 /* broker sinks carry them on (Nats-Msg-Id as the broker's
+                                    message id, the rest as its headers) */
+                                 .wants_headers = 1,
                                  .destroy = sink_destroy};
 }

@@ -85,13 +85,6 @@ struct gust_consumer {
     size_t *envelope_at;       /* per ticket of a dead letter: its offset in envelopes */
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -100,7 +93,7 @@ static void pause_ms(long ms)
 
 static int64_t mono_ms(void)
 {
-    return (int64_t)(now_ns() / 1000000u);
+    return (int64_t)(gust_clock_mono_ns() / 1000000u);
 }
 
 static int64_t wall_ms(void)
@@ -478,7 +471,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     }
 
     /* Handle. */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gust_clock_mono_ns();
     gust_emits_clear(&c->batch.emits);
     c->batch.msgs = c->msgs;
     c->batch.n = n;
@@ -495,7 +488,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
         c->handler.commit(c->handler.impl, &c->batch);
     }
     atomic_store(&c->handler_deadline, 0);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = gust_clock_mono_ns();
 
     char dlq_subject[300];
     snprintf(dlq_subject, sizeof(dlq_subject), "%s%s", c->conf.dlq_prefix, c->conf.unit);
@@ -524,7 +517,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
             memset(c->publish_failed, 0, n);
         }
     }
-    uint64_t t2 = now_ns();
+    uint64_t t2 = gust_clock_mono_ns();
 
     uint64_t ok = 0, failed = 0, dead = 0, emitted = 0;
     for (size_t i = 0; i < n; i++) {
@@ -656,11 +649,11 @@ static void *unit_thread(void *arg)
                 continue;
             }
         }
-        uint64_t t0 = now_ns();
+        uint64_t t0 = gust_clock_mono_ns();
         char why[256];
         int n = c->feed->ops->next(c->feed, c->in, max, c->handler.wants_headers, why, sizeof(why));
         atomic_fetch_add(&c->stats.fetches, 1);
-        atomic_fetch_add(&c->stats.fetch_ns, now_ns() - t0);
+        atomic_fetch_add(&c->stats.fetch_ns, gust_clock_mono_ns() - t0);
         if (n < 0) {
             failed_at = mono_ms();
             if (set_state(c, STATE_FAILING) != STATE_FAILING) {

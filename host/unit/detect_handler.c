@@ -113,7 +113,7 @@ static void detect_render_json(void *impl, struct gust_buf *out)
     struct detect_view v;
     gust_detect_view(impl, &v);
     const struct detect *d = impl;
-    int64_t age = v.checkpoint_mono > 0 ? gust_now_ms() - v.checkpoint_mono : -1;
+    int64_t age = v.checkpoint_mono > 0 ? gust_clock_mono_ms() - v.checkpoint_mono : -1;
     gust_buf_printf(out,
                     ",\"detect\":{\"slices\":%" PRIu32 ",\"owned\":[%s],\"position\":%" PRIu64
                     ",\"events\":%" PRIu64 ",\"open_runs\":%" PRIu64 ",\"partitions\":%" PRIu64 ",\"window_events\":%" PRIu64

@@ -149,7 +149,7 @@ static void set_started(struct detect *d, const char *fmt, ...)
  * the slice is taken over later rather than started empty. */
 static int take_over(struct detect *d, struct slice *s)
 {
-    int64_t t0 = gust_now_ms();
+    int64_t t0 = gust_clock_mono_ms();
     struct vpl_engine *eng = NULL;
     struct vpl_error verr = {0};
     if (vpl_engine_create(d->prog, NULL, &eng, &verr) != 0 ||
@@ -212,9 +212,9 @@ static int take_over(struct detect *d, struct slice *s)
     s->pos = pos;
     s->saved = pos;
     s->fed = 0;
-    s->checkpoint_at = gust_now_ms();
+    s->checkpoint_at = gust_clock_mono_ms();
     d->seek = 1;
-    int64_t ms = gust_now_ms() - t0;
+    int64_t ms = gust_clock_mono_ms() - t0;
     if (strcmp(how, "restored") == 0) {
         set_started(d, "slice %" PRIu32 " restored from its checkpoint at seq %" PRIu64 " (%zu bytes) in %" PRId64
                     " ms", s->index, pos, len, ms);
@@ -238,7 +238,7 @@ static void checkpoint(struct detect *d, struct slice *s)
     if (d->leases != NULL && !d->leases->holding(d->leases->impl, s->lease_key)) {
         return;
     }
-    int64_t t0 = gust_now_ms();
+    int64_t t0 = gust_clock_mono_ms();
     void *data = NULL;
     size_t len = 0;
     struct vpl_error verr = {0};
@@ -255,8 +255,8 @@ static void checkpoint(struct detect *d, struct slice *s)
         rc = gust_state_put(d->bus, s->store_name, info, data, len, NULL, why, sizeof(why));
     }
     free(data);
-    int64_t ms = gust_now_ms() - t0;
-    s->checkpoint_at = gust_now_ms();
+    int64_t ms = gust_clock_mono_ms() - t0;
+    s->checkpoint_at = gust_clock_mono_ms();
     pthread_mutex_lock(&d->lock);
     if (rc == 0) {
         s->fed = 0;
@@ -300,7 +300,7 @@ static void checkpoint_due(struct detect *d, int64_t now)
 int detect_between(void *impl, uint64_t *seq)
 {
     struct detect *d = impl;
-    checkpoint_due(d, gust_now_ms()); /* an idle unit too: what it applied last is kept */
+    checkpoint_due(d, gust_clock_mono_ms()); /* an idle unit too: what it applied last is kept */
     uint32_t held = 0;
     int let = 0;
     for (uint32_t k = 0; k < d->nslices; k++) {
@@ -349,7 +349,7 @@ void detect_stored(void *impl, const struct gust_batch *b)
             s->pos = last;
         }
     }
-    checkpoint_due(d, gust_now_ms());
+    checkpoint_due(d, gust_clock_mono_ms());
     detect_refresh_view(d);
 }
 

@@ -37,17 +37,10 @@ struct flow_unit {
     atomic_uint_fast64_t heap_bytes, memory_failures;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void on_log(void *ud, int level, const char *text, size_t len)
 {
     struct flow_unit *u = ud;
-    uint64_t now = now_ns();
+    uint64_t now = gust_clock_mono_ns();
     u->tokens += (double)(now - u->refilled_ns) * 1e-9 * u->rate;
     u->refilled_ns = now;
     if (u->tokens > u->rate) {
@@ -70,7 +63,7 @@ static void on_log(void *ud, int level, const char *text, size_t len)
 
 static void report_drops(struct flow_unit *u)
 {
-    uint64_t now = now_ns();
+    uint64_t now = gust_clock_mono_ns();
     if (u->unreported > 0 && now - u->reported_ns >= DROP_REPORT_NS) {
         gust_warn("[%s] log: %" PRIu64 " lines dropped (log_rate %.0f lines a second)", u->name,
                   u->unreported, u->rate);
@@ -191,7 +184,7 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
     u->recent = gust_recent_get(unit);
     u->rate = log_rate > 0 ? (double)log_rate : 1;
     u->tokens = u->rate;
-    u->refilled_ns = now_ns();
+    u->refilled_ns = gust_clock_mono_ns();
     struct gust_flow_opts o = *opts;
     o.log = on_log;
     o.log_ud = u;

@@ -12,6 +12,7 @@
 #include "edge.h"
 #include "flow_state.h"
 #include "handlers.h"
+#include "plugin_counters.h"
 #include "recent.h"
 
 void gust_units_init(struct gust_units *u)
@@ -61,8 +62,7 @@ void gust_units_source_remove(struct gust_units *u, void *ctx)
 /* Under the lock: source i's counters into c. */
 static size_t source_counters(struct gust_units *u, size_t i, struct gust_plugin_counter *c)
 {
-    size_t n = u->sources[i].counters(u->sources[i].ctx, c, GUST_PLUGIN_COUNTERS_MAX);
-    return n < GUST_PLUGIN_COUNTERS_MAX ? n : GUST_PLUGIN_COUNTERS_MAX;
+    return gust_plugin_counters_read(u->sources[i].counters, u->sources[i].ctx, c);
 }
 
 int gust_units_add(struct gust_units *u, struct gust_consumer *c)
@@ -324,13 +324,8 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
         size_t n = source_counters(u, i, c);
         gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
         gust_json_append_string(out, u->sources[i].name, strlen(u->sources[i].name));
-        gust_buf_append(out, ",\"plugin\":{", 11);
-        for (size_t k = 0; k < n; k++) {
-            gust_buf_printf(out, "%s", k > 0 ? "," : "");
-            gust_json_append_string(out, c[k].name, strlen(c[k].name));
-            gust_buf_printf(out, ":%" PRIu64, c[k].value);
-        }
-        gust_buf_append(out, "}}", 2);
+        gust_plugin_counters_json(out, c, n, 1);
+        gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]", 1);
     pthread_mutex_unlock(&u->lock);
@@ -420,7 +415,7 @@ static void render_detect_series(size_t k, const char *unit, const struct detect
         break;
     case DS_CHECKPOINT_AGE:
         gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", name, unit,
-                        v->checkpoint_mono > 0 ? (double)(gust_now_ms() - v->checkpoint_mono) / 1e3 : -1.0);
+                        v->checkpoint_mono > 0 ? (double)(gust_clock_mono_ms() - v->checkpoint_mono) / 1e3 : -1.0);
         break;
     case DS_RESTORE_SECONDS:
         gust_buf_printf(out, "%s{unit=\"%s\"} %.3f\n", name, unit, (double)v->restore_ms / 1e3);
@@ -537,13 +532,9 @@ static void render_plugin_metrics(struct gust_units *u, struct gust_buf *out)
             h->render_metrics(h->impl, gust_consumer_name(u->v[i]), out);
         }
     }
-    for (size_t i = 0; i < u->nsources; i++) { /* unit and counter names need no escaping */
+    for (size_t i = 0; i < u->nsources; i++) {
         struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
-        size_t n = source_counters(u, i, c);
-        for (size_t k = 0; k < n; k++) {
-            gust_buf_printf(out, "gust_plugin_value{unit=\"%s\",name=\"%s\"} %" PRIu64 "\n", u->sources[i].name,
-                            c[k].name, c[k].value);
-        }
+        gust_plugin_counters_metrics(out, u->sources[i].name, c, source_counters(u, i, c));
     }
     if (out->len == body) {
         out->len = mark; /* no plugin has counters: no empty family */

@@ -12,16 +12,9 @@
 const struct gust_host_api *exec_host;
 
 
-int64_t exec_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int exec_ratelog_ok(struct exec_ratelog *r, struct gust_instance *inst)
 {
-    int64_t now = exec_now_ms();
+    int64_t now = gust_clock_mono_ms();
 
     if (now - r->window_start >= 10000) {
         if (r->suppressed) {

@@ -19,7 +19,6 @@
 
 extern const struct gust_host_api *exec_host;
 
-int64_t exec_now_ms(void); /* CLOCK_MONOTONIC */
 
 /* How to run the command. argv is built at create from the config (no I/O); envp at start,
  * because env_file reads files. envp holds secrets: it is wiped when freed and never

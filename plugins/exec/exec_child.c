@@ -112,7 +112,7 @@ int exec_child_spawn(struct exec_child *c, const struct exec_cmd *cmd, const cha
         }
         goto fail_pipes;
     }
-    c->started_ms = exec_now_ms();
+    c->started_ms = gust_clock_mono_ms();
     close_fd(&pin[0]);
     close_fd(&pout[1]);
     close_fd(&perr[1]);
@@ -173,8 +173,8 @@ void exec_child_kill(struct exec_child *c, int grace_ms)
 {
     if (c->pid > 0 && !c->reaped) {
         if (grace_ms > 0 && kill(-c->pid, SIGTERM) == 0) {
-            int64_t until = exec_now_ms() + grace_ms;
-            while (!exec_child_exited(c) && exec_now_ms() < until) {
+            int64_t until = gust_clock_mono_ms() + grace_ms;
+            while (!exec_child_exited(c) && gust_clock_mono_ms() < until) {
                 usleep(2000);
             }
         }

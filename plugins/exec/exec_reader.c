@@ -187,9 +187,9 @@ static void on_toolong(void *ud, size_t max)
 /* Waits up to ms, or until stop. Returns 1 when stopping. */
 static int pause_ms(struct reader *r, int64_t ms)
 {
-    int64_t until = exec_now_ms() + ms;
+    int64_t until = gust_clock_mono_ms() + ms;
     while (!gust_source_stopping(r->runner)) {
-        int64_t left = until - exec_now_ms();
+        int64_t left = until - gust_clock_mono_ms();
         if (left <= 0) {
             return 0;
         }
@@ -210,7 +210,7 @@ static int run_child(struct reader *r, struct exec_child *c)
 {
     struct gust_err err = {{0}};
     struct exec_lines lines;
-    int64_t deadline = r->mode == MODE_SOURCE ? exec_now_ms() + r->cmd.timeout_ms : INT64_MAX;
+    int64_t deadline = r->mode == MODE_SOURCE ? gust_clock_mono_ms() + r->cmd.timeout_ms : INT64_MAX;
     int64_t exited_at = 0, closed_at = 0;
     int result = 0;
 
@@ -232,7 +232,7 @@ static int run_child(struct reader *r, struct exec_child *c)
             result = -3;
             break;
         }
-        int64_t now = exec_now_ms();
+        int64_t now = gust_clock_mono_ms();
         if (now >= deadline) {
             result = -2;
             break;
@@ -312,7 +312,7 @@ static int run_child(struct reader *r, struct exec_child *c)
 static void report_run(struct reader *r, const struct exec_child *c, int result)
 {
     char st[80], tail[200];
-    double secs = (double)(exec_now_ms() - c->started_ms) / 1000.0;
+    double secs = (double)(gust_clock_mono_ms() - c->started_ms) / 1000.0;
 
     if (result == -3 || result == -1) {
         return;
@@ -353,17 +353,17 @@ static void reader_run(void *arg, uint64_t n)
                    r->mode == MODE_SOURCE ? "running" : "streaming from", r->cmd.what, r->subject);
     while (!gust_source_stopping(r->runner)) {
         struct exec_child c;
-        int64_t started = exec_now_ms();
+        int64_t started = gust_clock_mono_ms();
         int result = run_child(r, &c);
         report_run(r, &c, result);
         if (gust_source_stopping(r->runner)) {
             break;
         }
         if (r->mode == MODE_SOURCE) {
-            pause_ms(r, started + r->interval_ms - exec_now_ms());
+            pause_ms(r, started + r->interval_ms - gust_clock_mono_ms());
             continue;
         }
-        if (exec_now_ms() - started >= r->restart_max_ms) {
+        if (gust_clock_mono_ms() - started >= r->restart_max_ms) {
             backoff = r->restart_min_ms; /* it ran long: this exit is news, not a crash loop */
         }
         exec_host->log(r->inst, GUST_LOG_INFO, "restarting %s in %lld ms", r->cmd.what, (long long)backoff);

@@ -115,7 +115,7 @@ static int spawn(struct sink *s, struct slot *sl, const struct gust_msg *m, stru
     }
     sl->msg = m;
     sl->res = res;
-    sl->deadline = exec_now_ms() + s->cmd.timeout_ms;
+    sl->deadline = gust_clock_mono_ms() + s->cmd.timeout_ms;
     sl->active = 1;
     if (m->len == 0) {
         close(sl->c.in); /* nothing to write: EOF at once */
@@ -206,7 +206,7 @@ int exec_sink_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct g
             continue;
         }
         int np = 0;
-        int64_t now = exec_now_ms(), wait = 100;
+        int64_t now = gust_clock_mono_ms(), wait = 100;
         for (int i = 0; i < s->max_inflight; i++) {
             struct slot *sl = &slots[i];
             if (!sl->active) {
@@ -241,7 +241,7 @@ int exec_sink_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct g
                 exec_child_read_err(&sl->c);
             }
         }
-        now = exec_now_ms();
+        now = gust_clock_mono_ms();
         for (int i = 0; i < s->max_inflight; i++) {
             struct slot *sl = &slots[i];
             if (!sl->active) {

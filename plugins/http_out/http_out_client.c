@@ -73,7 +73,7 @@ struct http_out_client {
     size_t inflight;         /* written and not answered, over every connection */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
-    /* Until when (gust_now_ms) a 429 or 503 with Retry-After paused the whole sink: no
+    /* Until when (gust_clock_mono_ms) a 429 or 503 with Retry-After paused the whole sink: no
      * request is written before, in this call or a later one. */
     int64_t paused_until;
 };
@@ -117,7 +117,7 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t m, struc
     } else if ((status == 429 || status == 503) && r->has_retry_after) {
         int64_t ms = r->retry_after_ms < cl->conf->retry_max_delay_ms ? r->retry_after_ms
                                                                        : cl->conf->retry_max_delay_ms;
-        int64_t until = gust_now_ms() + ms;
+        int64_t until = gust_clock_mono_ms() + ms;
         cl->paused_until = until > cl->paused_until ? until : cl->paused_until;
         result_set(res, GUST_RETRY, "http %d from %s: Retry-After, sink paused for %lld ms", status, url,
                    (long long)ms);
@@ -361,7 +361,7 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t m, int64_
 /* Hands queued messages to the connections in [0, lanes) with the fewest outstanding. */
 static void assign(struct http_out_client *cl, size_t lanes)
 {
-    int64_t now = gust_now_ms(), deadline = now + cl->conf->timeout_ms; /* before any connect */
+    int64_t now = gust_clock_mono_ms(), deadline = now + cl->conf->timeout_ms; /* before any connect */
 
     if (now < cl->paused_until) {
         return; /* a Retry-After holds every send */
@@ -531,7 +531,7 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
                 conn_write(cl, &cl->conns[i]);
             }
         }
-        int64_t now = gust_now_ms(), next = expire(cl, now);
+        int64_t now = gust_clock_mono_ms(), next = expire(cl, now);
         if (cl->undecided == 0) {
             break;
         }

@@ -4,7 +4,6 @@
  *   mqtt_conf.c     keys both types share (broker, credentials, TLS)
  *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
- *   mqtt_json.c     JSON read in place (validation, fields), no allocation
  *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
  *   mqtt_link.c     mqtt_in's client connection: socket (gust/sock.h), buffers,
  *                   CONNECT/CONNACK, keepalive; the reconnect backoff (both types)
@@ -13,7 +12,7 @@
  *   mqtt_out.c      the sink, on libmosquitto: a batch published from the unit's thread;
  *                   mqtt_out_net.c its client and the network thread that drives
  *                   libmosquitto's loop and reconnects
- *   mqtt_topic_tpl.c  mqtt_out's topic templates ({subject}, {payload.FIELD}) */
+ */
 #ifndef GUST_MQTT_H
 #define GUST_MQTT_H
 
@@ -89,40 +88,10 @@ const char *mqtt_connack_text(int rc);
 int mqtt_topic_to_subject(const char *prefix, const char *topic, size_t topic_len, char *out, size_t outsz);
 int mqtt_subject_to_topic(const char *strip, const char *subject, char *out, size_t outsz);
 
-/* JSON read in place (mqtt_json.c). */
-enum {
-    MQTT_JSON_NONE, MQTT_JSON_NULL, MQTT_JSON_TRUE, MQTT_JSON_FALSE, MQTT_JSON_NUMBER, MQTT_JSON_STRING,
-    MQTT_JSON_CONTAINER, /* an object or an array inside the value */
-    MQTT_JSON_OBJECT,    /* the whole value is an object (only as *root) */
-};
-#define MQTT_JSON_MAX_DEPTH 8
-struct mqtt_json_field {
-    const char *const *path; /* object keys from the top, NULL-terminated, at most MQTT_JSON_MAX_DEPTH */
-    /* Filled by the scan: the first value at path. */
-    int type;         /* MQTT_JSON_*: NONE when there is none */
-    const char *text; /* a number or literal as written; a string's bytes between its quotes */
-    size_t len;
-    int escaped; /* the string holds escapes: mqtt_json_unescape it */
-};
-/* 0 when data[0..len) is one JSON value (white space around it allowed), -1 otherwise;
- * *root is its type. Fills fields (may be NULL when nfields is 0); text points into data. */
-int mqtt_json_scan(const void *data, size_t len, struct mqtt_json_field *fields, size_t nfields, int *root);
-/* Decodes a string's escapes (s, len from a field) into out as UTF-8 and NUL-terminates
- * it; -1 when out is too small. */
-int mqtt_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_t *outlen);
-
 /* 1 when data is exactly one JSON object (surrounding white space allowed). */
 int mqtt_is_json_object(const void *data, size_t len);
 /* {"payload_base64":"...","topic":"..."}: malloc'd, length in *outlen; NULL on ENOMEM. */
 char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen);
-
-/* mqtt_out's topic templates (mqtt_topic_tpl.c). compile fills why on failure;
- * render writes the topic of m into out (NUL-terminated) or fills why (-1). */
-struct mqtt_tpl;
-int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t whysz);
-int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gust_msg *m, char *out, size_t outsz,
-                    char *why, size_t whysz);
-void mqtt_tpl_free(struct mqtt_tpl *t);
 
 /* The two types; mqtt.c puts them in the descriptor. */
 extern const struct gust_schema_key mqtt_in_schema[];

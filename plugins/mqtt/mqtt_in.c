@@ -113,9 +113,9 @@ int mqtt_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void 
  * within `timeout`; then DISCONNECT (the session stays, as clean session is off). */
 static void drain(struct mqtt_in *in)
 {
-    int64_t deadline = gust_now_ms() + in->conf.timeout_ms;
+    int64_t deadline = gust_clock_mono_ms() + in->conf.timeout_ms;
 
-    while (in->link.sock && gust_now_ms() < deadline) {
+    while (in->link.sock && gust_clock_mono_ms() < deadline) {
         in_ring_progress(in);
         if (in_conn_flush(in) != 0) {
             break;
@@ -143,7 +143,7 @@ static void *run(void *arg)
     mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
                    in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
     while (!atomic_load(&in->stopping)) {
-        int64_t now = gust_now_ms(), wait;
+        int64_t now = gust_clock_mono_ms(), wait;
         if (!in->link.sock && now >= in->reconnect_at) {
             in_conn_connect(in);
         }
@@ -151,7 +151,7 @@ static void *run(void *arg)
         if (in->link.sock) {
             in_conn_input(in);
         }
-        wait = in_conn_timers(in, gust_now_ms());
+        wait = in_conn_timers(in, gust_clock_mono_ms());
         if (in->link.sock) {
             in_conn_flush(in);
         }

@@ -43,7 +43,7 @@ size_t in_conn_max_packet(const struct mqtt_in *in)
 static int64_t close_link(struct mqtt_in *in)
 {
     int64_t delay = mqtt_backoff_next(&in->backoff, mqtt_link_close(&in->link));
-    in->reconnect_at = gust_now_ms() + delay;
+    in->reconnect_at = gust_clock_mono_ms() + delay;
     /* Entries of this connection will not be PUBACKed (their ids belong to it). */
     in->epoch++;
     in->sub_id = 0;
@@ -71,7 +71,7 @@ void in_conn_connect(struct mqtt_in *in)
     /* QoS 0 has nothing for the broker to keep: a clean session then. */
     if (mqtt_link_open(&in->link, c, in->tls, c->qos == 0, &err) != 0) {
         int64_t delay = mqtt_backoff_next(&in->backoff, 0);
-        in->reconnect_at = gust_now_ms() + delay;
+        in->reconnect_at = gust_clock_mono_ms() + delay;
         log_state(in, GUST_LOG_WARN, "cannot connect to %s:%d: %s; retrying in %" PRId64 " ms", c->host,
                   c->port, err.msg, delay);
     }

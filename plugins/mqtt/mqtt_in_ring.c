@@ -49,7 +49,7 @@ void in_on_stored(void *ud, int status, uint64_t seq, const char *error)
 static void schedule_retry(struct mqtt_in *in, struct in_entry *e)
 {
     e->delay_ms = e->delay_ms ? (e->delay_ms * 2 > 2000 ? 2000 : e->delay_ms * 2) : 50;
-    e->retry_at = gust_now_ms() + e->delay_ms;
+    e->retry_at = gust_clock_mono_ms() + e->delay_ms;
     e->state = E_RETRY;
     in->nretry++;
 }
@@ -170,7 +170,7 @@ void in_ring_progress(struct mqtt_in *in)
     }
 
     if (in->nretry && !atomic_load(&in->stopping)) {
-        int64_t now = gust_now_ms();
+        int64_t now = gust_clock_mono_ms();
         for (size_t k = 0; k < in->count; k++) {
             struct in_entry *e = &in->ring[(in->head + k) % in->cap];
             if (e->state != E_RETRY || e->retry_at > now) {

@@ -21,7 +21,7 @@ static void reset(struct mqtt_link *l)
 
 int64_t mqtt_link_close(struct mqtt_link *l)
 {
-    int64_t up_ms = l->sock && l->up ? gust_now_ms() - l->up_at : 0;
+    int64_t up_ms = l->sock && l->up ? gust_clock_mono_ms() - l->up_at : 0;
     gust_sock_close(l->sock);
     l->sock = NULL;
     reset(l);
@@ -56,7 +56,7 @@ int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gus
         mqtt_link_close(l);
         return gust_err_set(err, -1, "CONNECT does not fit (a field over 65535 bytes?)");
     }
-    int64_t now = gust_now_ms();
+    int64_t now = gust_clock_mono_ms();
     l->last_send = l->last_recv = now;
     l->connack_deadline = now + conf->timeout_ms;
     return 0;
@@ -76,7 +76,7 @@ int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p)
         return p->body[1];
     }
     l->up = 1;
-    l->up_at = gust_now_ms();
+    l->up_at = gust_clock_mono_ms();
     return 0;
 }
 
@@ -91,7 +91,7 @@ int mqtt_link_flush(struct mqtt_link *l, struct gust_err *err)
             break;
         }
         l->out.off += (size_t)n;
-        l->last_send = gust_now_ms();
+        l->last_send = gust_clock_mono_ms();
     }
     mqtt_wbuf_compact(&l->out);
     return 0;
@@ -124,7 +124,7 @@ int mqtt_link_read(struct mqtt_link *l, size_t max_bytes, struct gust_err *err)
         }
         l->rlen += (size_t)n;
         got += (size_t)n;
-        l->last_recv = gust_now_ms();
+        l->last_recv = gust_clock_mono_ms();
         if ((size_t)n < room && !gust_sock_buffered(l->sock)) {
             break; /* drained: another read would only say EAGAIN */
         }

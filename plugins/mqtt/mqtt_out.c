@@ -56,7 +56,12 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
     }
     if (o->topic && strchr(o->topic, '{')) {
         char why[200];
-        if (mqtt_tpl_compile(o->topic, &o->tpl, why, sizeof(why)) != 0) {
+        if (strcspn(o->topic, "+#") < strlen(o->topic)) {
+            snprintf(why, sizeof(why), "'+' and '#' are wildcards, not allowed in a publish topic");
+        } else if (gust_tpl_compile(o->topic, &o->tpl, why, sizeof(why)) == 0) {
+            why[0] = '\0';
+        }
+        if (why[0]) {
             return gust_err_set(err, GUST_ECONFIG, "%s: topic \"%s\": %s", h->cfg_where(cfg, "topic"),
                                 o->topic, why);
         }
@@ -92,7 +97,7 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     o->cfg = cfg;
     pthread_mutex_init(&o->lock, NULL);
     pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gust_now_ms's clock */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gust_clock_mono_ms's clock */
     pthread_cond_init(&o->cond, &ca);
     pthread_condattr_destroy(&ca);
     if ((rc = gust_sdk_bind(mqtt_host, cfg, mqtt_out_schema, &o->k, err)) != 0 ||
@@ -138,6 +143,12 @@ static void set(struct gust_result *r, int status, const char *why)
     snprintf(r->error, sizeof(r->error), "%s", why);
 }
 
+/* {subject} in a topic template: the subject as a topic, topic_strip removed. */
+static int subject_as_topic(void *strip, const char *subject, char *out, size_t outsz)
+{
+    return mqtt_subject_to_topic(strip, subject, out, outsz);
+}
+
 /* Topic of one message, into buf; NULL (and why) when it cannot be made. */
 static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *buf, size_t sz, char *why,
                             size_t whysz)
@@ -148,7 +159,12 @@ static const char *topic_of(struct mqtt_out *o, const struct gust_msg *m, char *
         return o->topic;
     }
     if (o->tpl) {
-        return mqtt_tpl_render(o->tpl, o->topic_strip, m, buf, sz, why, whysz) == 0 ? buf : NULL;
+        char tw[200];
+        if (gust_tpl_render(o->tpl, m, subject_as_topic, (void *)o->topic_strip, buf, sz, tw, sizeof(tw)) != 0) {
+            snprintf(why, whysz, "topic %.150s", tw);
+            return NULL;
+        }
+        return buf;
     }
     snprintf(why, whysz, "topic too long");
     if (pl >= sz) {
@@ -271,7 +287,7 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
     }
     memset(o->state, 0, n);
 
-    int64_t deadline = gust_now_ms() + o->conf.timeout_ms;
+    int64_t deadline = gust_clock_mono_ms() + o->conf.timeout_ms;
     pthread_mutex_lock(&o->lock);
     while (!o->connected && !o->stopping && out_wait_until(o, deadline) != ETIMEDOUT) {
     }
@@ -286,7 +302,7 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
 
     /* The PUBACKs (QoS 1) or the writes (QoS 0) of what was handed over, while the
      * connection they went out on lasts. */
-    deadline = gust_now_ms() + o->conf.timeout_ms;
+    deadline = gust_clock_mono_ms() + o->conf.timeout_ms;
     pthread_mutex_lock(&o->lock);
     while (o->nacked < o->want && o->conn_gen == gen && out_wait_until(o, deadline) != ETIMEDOUT) {
     }
@@ -318,7 +334,7 @@ void mqtt_out_destroy(void *ctx)
     }
     mqtt_out_stop(o);
     mosquitto_destroy(o->mosq);
-    mqtt_tpl_free(o->tpl);
+    gust_tpl_free(o->tpl);
     free(o->slot_of_mid);
     free(o->state);
     free(o->mid);

@@ -41,7 +41,7 @@ struct mqtt_out {
     struct mqtt_conf conf;
     char client_id[160];
     const char *topic;        /* fixed topic, or NULL: from the subject or a template */
-    struct mqtt_tpl *tpl;     /* owned: `topic` with {subject} / {payload.FIELD} */
+    struct gust_tpl *tpl;     /* owned: `topic` with {subject} / {payload.FIELD} */
     const char *topic_strip;  /* subject prefix removed first */
     const char *topic_prefix; /* prepended to the mapped topic */
     int max_inflight;
@@ -79,7 +79,7 @@ struct mqtt_out {
     size_t batch_cap, want, nacked;
 };
 
-/* Until at_ms (gust_now_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
+/* Until at_ms (gust_clock_mono_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
 int out_wait_until(struct mqtt_out *o, int64_t at_ms);
 
 /* mqtt_out_net.c. Sets up the client (no I/O) and starts the network thread, which

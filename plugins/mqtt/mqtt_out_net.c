@@ -26,7 +26,7 @@
  * lines of that thread only, since mosquitto_publish logs on the unit's thread too. */
 static _Thread_local const struct mqtt_out *net_thread_of;
 
-/* Until at_ms (gust_now_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
+/* Until at_ms (gust_clock_mono_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
 int out_wait_until(struct mqtt_out *o, int64_t at_ms)
 {
     struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000};
@@ -46,7 +46,7 @@ static void on_connect(struct mosquitto *m, void *ud, int rc)
     }
     /* Every packet would be formatted for it from now on: the lines only matter while connecting. */
     mosquitto_log_callback_set(m, NULL);
-    o->up_at = gust_now_ms();
+    o->up_at = gust_clock_mono_ms();
     pthread_mutex_lock(&o->lock);
     o->connected = 1;
     o->conn_gen++;
@@ -178,7 +178,7 @@ static void why_down(struct mqtt_out *o, int rc, int e, char *why, size_t whysz)
 static void went_down(struct mqtt_out *o, const char *why)
 {
     struct gust_err err = {{0}};
-    int64_t now = gust_now_ms(), up_ms = o->up_at ? now - o->up_at : 0;
+    int64_t now = gust_clock_mono_ms(), up_ms = o->up_at ? now - o->up_at : 0;
     int64_t delay = mqtt_backoff_next(&o->backoff, up_ms);
     int stopping;
 
@@ -237,7 +237,7 @@ static void attempt(struct mqtt_out *o)
             return;
         }
     }
-    o->attempt_at = gust_now_ms();
+    o->attempt_at = gust_clock_mono_ms();
     rc = mosquitto_connect_async(o->mosq, o->conf.host, o->conf.port, o->conf.keepalive_s);
     if (rc == MOSQ_ERR_SUCCESS && !o->conf.tls && out_guard_start(o, why, sizeof(why)) != 0) {
         went_down(o, why);
@@ -263,7 +263,7 @@ static void turn(struct mqtt_out *o)
         went_down(o, why);
         return;
     }
-    if (!o->up_at && gust_now_ms() - o->attempt_at >= o->conf.timeout_ms) {
+    if (!o->up_at && gust_clock_mono_ms() - o->attempt_at >= o->conf.timeout_ms) {
         went_down(o, "no CONNACK in time");
         return;
     }
@@ -287,15 +287,15 @@ static void *net_run(void *arg)
     for (;;) {
         pthread_mutex_lock(&o->lock);
         /* Stopping: once the DISCONNECT is out (the socket closes), or it could not be. */
-        if (o->stopping && (!o->open || !o->connected || gust_now_ms() >= o->stop_by)) {
+        if (o->stopping && (!o->open || !o->connected || gust_clock_mono_ms() >= o->stop_by)) {
             pthread_mutex_unlock(&o->lock);
             return NULL;
         }
         if (!o->open) {
-            if (gust_now_ms() < o->retry_at) {
+            if (gust_clock_mono_ms() < o->retry_at) {
                 out_wait_until(o, o->retry_at);
             }
-            int go = !o->stopping && gust_now_ms() >= o->retry_at;
+            int go = !o->stopping && gust_clock_mono_ms() >= o->retry_at;
             pthread_mutex_unlock(&o->lock);
             if (go) {
                 attempt(o);
@@ -330,7 +330,7 @@ void out_net_stop(struct mqtt_out *o)
     }
     pthread_mutex_lock(&o->lock);
     o->stopping = 1;
-    o->stop_by = gust_now_ms() + STOP_MS;
+    o->stop_by = gust_clock_mono_ms() + STOP_MS;
     /* Queues a DISCONNECT, which wakes the network thread in mosquitto_loop; once it is
      * written (or when not connected) the thread ends. */
     mosquitto_disconnect(o->mosq);

@@ -7,7 +7,7 @@
 int mqtt_is_json_object(const void *data, size_t len)
 {
     int root;
-    return mqtt_json_scan(data, len, NULL, 0, &root) == 0 && root == MQTT_JSON_OBJECT;
+    return gust_json_scan(data, len, NULL, 0, &root) == 0 && root == GUST_JV_OBJECT;
 }
 
 char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen)

@@ -74,55 +74,6 @@ static void test_payload(void)
     free(w);
 }
 
-static int valid(const char *s)
-{
-    int root;
-    return mqtt_json_scan(s, strlen(s), NULL, 0, &root) == 0;
-}
-
-/* What yajl (the host's decoder) accepts, and nothing else. */
-static void test_json(void)
-{
-    static const char *const good[] = {
-        "{}", "[]", " 0 ", "-0.5e+10", "1E3", "\"\"", "true", "null", "{\"a\":[1,{\"b\":false},\"x\"],\"c\":{}}",
-        "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00\"", "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", "[\n1 ,\t2\r]",
-    };
-    static const char *const bad[] = {
-        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "-", "1e", "+1", "tru",
-        "nul", "\"a", "\"\\x\"", "\"\\u12g4\"", "\"\x01\"", "\"\xff\"", "\"\xc3\"", "\"\xe2\x82\"", "1 2",
-        "{} {}", "[1]]", "{\"a\":1]", "'a'", "NaN",
-    };
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        CHECK(valid(good[i]), "valid JSON: %s", good[i]);
-    }
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        CHECK(!valid(bad[i]), "not JSON: %s", bad[i]);
-    }
-    char deep[3000];
-    memset(deep, '[', 1500);
-    memset(deep + 1500, ']', 1500);
-    CHECK(mqtt_json_scan(deep, 2048, NULL, 0, &(int){0}) != 0, "1024 levels at most");
-    CHECK(mqtt_json_scan(deep + 1500 - 1000, 2000, NULL, 0, &(int){0}) == 0, "1000 levels");
-
-    const char *a[] = {"a", NULL}, *ab[] = {"a", "b", NULL}, *k[] = {"k\xc3\xa9y", NULL}, *s[] = {"s", NULL};
-    struct mqtt_json_field f[] = {{.path = a}, {.path = ab}, {.path = k}, {.path = s}};
-    const char *doc = "{\"x\":[{\"a\":9}],\"a\":{\"b\":-1.50},\"k\\u00e9y\":true,\"s\":\"v\\/w\",\"s\":\"2nd\"}";
-    int root;
-    CHECK(mqtt_json_scan(doc, strlen(doc), f, 4, &root) == 0 && root == MQTT_JSON_OBJECT, "fields: scan");
-    CHECK(f[0].type == MQTT_JSON_CONTAINER, "a is an object (not the a inside the array)");
-    CHECK(f[1].type == MQTT_JSON_NUMBER && f[1].len == 5 && memcmp(f[1].text, "-1.50", 5) == 0, "a.b as written");
-    CHECK(f[2].type == MQTT_JSON_TRUE, "a key with an escape matches");
-    char out[16];
-    size_t n;
-    CHECK(f[3].type == MQTT_JSON_STRING && f[3].escaped &&
-              mqtt_json_unescape(f[3].text, f[3].len, out, sizeof(out), &n) == 0 && n == 3 && strcmp(out, "v/w") == 0,
-          "the first of two equal keys, unescaped");
-    CHECK(mqtt_json_unescape("\\uD83D\\uDE00\\u00e9\\uD800x", 25, out, sizeof(out), &n) == 0 &&
-              strcmp(out, "\xf0\x9f\x98\x80\xc3\xa9?x") == 0,
-          "surrogate pair, two-byte, lone surrogate as ?");
-    CHECK(mqtt_json_unescape("abcdefgh", 8, out, 8, &n) != 0, "unescape: no room");
-}
-
 static void test_wire(void)
 {
     struct mqtt_wbuf b = {0};
@@ -161,48 +112,10 @@ static void test_wire(void)
     mqtt_wbuf_free(&b);
 }
 
-static void tpl_case(const char *spec, const char *subject, const char *payload, const char *want)
-{
-    struct mqtt_tpl *t = NULL;
-    char why[200] = "", out[256] = "";
-    struct gust_msg m = {.subject = subject, .data = payload, .len = strlen(payload)};
-    int rc = mqtt_tpl_compile(spec, &t, why, sizeof(why));
-    CHECK(rc == 0, "compile %s: %s", spec, why);
-    if (rc == 0) {
-        rc = mqtt_tpl_render(t, "ev.out", &m, out, sizeof(out), why, sizeof(why));
-        CHECK(rc == 0 ? strcmp(out, want) == 0 : strstr(why, want) != NULL, "%s on %s: got %s (%s), want %s", spec,
-              payload, rc == 0 ? out : "error", why, want);
-    }
-    mqtt_tpl_free(t);
-}
-
-static void test_templates(void)
-{
-    tpl_case("dev/{payload.device}/cmd", "ev.out.x", "{\"device\":\"d7\"}", "dev/d7/cmd");
-    tpl_case("{payload.site.id}/{payload.n}/{payload.ok}", "ev.out.x", "{\"site\":{\"id\":\"s1\"},\"n\":1.50,\"ok\":true}",
-             "s1/1.50/true");
-    tpl_case("gust/{subject}", "ev.out.a.b%2Ec", "{}", "gust/a/b.c");
-    tpl_case("dev/{payload.device}", "ev.out.x", "{\"id\":1}", "topic {payload.device}: the payload has no such field");
-    tpl_case("dev/{payload.device}", "ev.out.x", "{\"device\":null}", "has it null");
-    tpl_case("dev/{payload.device}", "ev.out.x", "{\"device\":[1]}", "has an object or array there");
-    tpl_case("dev/{payload.device}", "ev.out.x", "not json", "the payload is not JSON");
-    static const char *const bad[][2] = {{"a/{payload.x", "is not closed"}, {"a/{foo}", "unknown placeholder {foo}"},
-                                         {"a/+/{subject}", "not allowed in a publish topic"},
-                                         {"a}/{subject}", "'}' without '{'"}, {"{payload.a..b}", "empty field name"}};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct mqtt_tpl *t = NULL;
-        char why[200] = "";
-        CHECK(mqtt_tpl_compile(bad[i][0], &t, why, sizeof(why)) != 0 && strstr(why, bad[i][1]) && !t,
-              "%s refused with %s (got %s)", bad[i][0], bad[i][1], why);
-    }
-}
-
 int main(void)
 {
-    test_templates();
     test_subjects();
     test_payload();
-    test_json();
     test_wire();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stub_sock_feed(data + 3, size - 3, 1 + (data[1] & 31) * 7);
 
     for (int turn = 0; turn < 20000; turn++) {
-        int64_t now = gust_now_ms();
+        int64_t now = gust_clock_mono_ms();
         if (!in->link.sock) {
             if (!stub_sock_left()) {
                 break;

@@ -1,7 +1,8 @@
 /* libgust-sdk: what plugins share, linked statically into each (and into the host).
  * `pkg-config --cflags --libs gust-plugin` gives the flags; docs/PLUGINS.md the guide.
  *
- *   gust/sdk.h     errors (gust/err.h), buffers, JSON output and checks, clocks and
+ *   gust/sdk.h     errors (gust/err.h), buffers, JSON output, checks and fields,
+ *                  sink templates, clocks and
  *                  RFC 3339 time, HTTP header lines, binding an instance's config
  *   gust/source.h  the source runner: a schedule thread and publishing with back-pressure
  *   gust/sock.h    a TCP client connection, optionally TLS */
@@ -59,11 +60,57 @@ int gust_json_check(const char *data, size_t len, const char *const *keys, const
 int gust_json_each(const char *data, size_t len, int (*fn)(void *ud, const char *elem, size_t elen),
                    void *ud);
 
+/* Reading fields of a JSON payload in place, with nothing allocated (json_fields.c): for
+ * per-message paths, where a yajl parser per message costs more than the work. It accepts
+ * what yajl accepts (see json_fields.c for the two corner cases it refuses). */
+enum {
+    GUST_JV_NONE, GUST_JV_NULL, GUST_JV_TRUE, GUST_JV_FALSE, GUST_JV_NUMBER, GUST_JV_STRING,
+    GUST_JV_CONTAINER, /* an object or an array inside the value */
+    GUST_JV_OBJECT,    /* the whole value is an object (only as *root) */
+};
+#define GUST_JSON_FIELD_DEPTH 8
+struct gust_json_field {
+    const char *const *path; /* object keys from the top, NULL-terminated, at most GUST_JSON_FIELD_DEPTH */
+    /* Filled by the scan: the first value at path. */
+    int type;         /* GUST_JV_*: NONE when there is none */
+    const char *text; /* a number or literal as written; a string's bytes between its quotes */
+    size_t len;
+    int escaped; /* the string holds escapes: gust_json_unescape it */
+};
+/* 0 when data[0..len) is one JSON value (white space around it allowed), -1 otherwise;
+ * *root is its type. Fills fields (may be NULL when nfields is 0); text points into data. */
+int gust_json_scan(const void *data, size_t len, struct gust_json_field *fields, size_t nfields, int *root);
+/* Decodes a string's escapes (s, len from a field) into out as UTF-8 and NUL-terminates
+ * it; -1 when out is too small. */
+int gust_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_t *outlen);
+
+/* --- templates --- */
+
+/* A sink key made from each message (tpl.c): literal text with placeholders
+ *   {subject}       the message's subject (or what the sink's subject_fn makes of it)
+ *   {payload.a.b}   field a.b of the JSON payload: a string as is (escapes decoded), a
+ *                   number as written, true or false; missing, null, an object or an
+ *                   array fails the message (the sink rejects it: a dead letter)
+ * e.g. mqtt_out's `topic "site/{payload.site}"`, kafka_out's `key "{payload.id}"`. */
+struct gust_msg;
+struct gust_tpl;
+/* Fills why (one line, without the key's name) on failure. */
+int gust_tpl_compile(const char *spec, struct gust_tpl **out, char *why, size_t whysz);
+/* How a sink writes {subject} (mqtt_out: as a topic); returns the length written, -1 when
+ * out has no room. NULL: the subject as is. */
+typedef int (*gust_tpl_subject_fn)(void *ud, const char *subject, char *out, size_t outsz);
+/* Writes m's value into out (NUL-terminated); -1 with why filled when it cannot. */
+int gust_tpl_render(const struct gust_tpl *t, const struct gust_msg *m, gust_tpl_subject_fn subject_fn, void *ud,
+                    char *out, size_t outsz, char *why, size_t whysz);
+void gust_tpl_free(struct gust_tpl *t);
+
 /* --- time --- */
 
 /* ms since the epoch (CLOCK_REALTIME), and CLOCK_MONOTONIC ms (for deadlines). */
 int64_t gust_clock_wall_ms(void);
 int64_t gust_clock_mono_ms(void);
+/* CLOCK_MONOTONIC ns, for durations measured finely (flow timeouts, latencies). */
+uint64_t gust_clock_mono_ns(void);
 
 /* "2026-11-29T23:49:03.123Z": UTC, milliseconds. */
 #define GUST_RFC3339_SIZE 32

@@ -15,12 +15,6 @@
 /* gust_sock_read's answer when the peer closed the connection in order. */
 #define GUST_SOCK_EOF (-2)
 
-/* CLOCK_MONOTONIC in milliseconds: the clock of every deadline here. */
-static inline int64_t gust_now_ms(void)
-{
-    return gust_clock_mono_ms();
-}
-
 struct gust_tls; /* an SSL_CTX: the trust and the client certificate of every connection */
 struct gust_sock;
 

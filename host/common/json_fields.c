@@ -1,8 +1,8 @@
-/* A small JSON reader for the plugin's per-message paths: is a payload one JSON object
- * (mqtt_in, every message unless non_json pass), and what are a topic template's fields
- * (mqtt_out). yajl did both before, at the price of a parser allocated per message and,
- * for the fields, a copy of the payload and a tree of it; this reads the bytes in place
- * and allocates nothing.
+/* JSON fields read in place (gust/sdk.h): is a payload one JSON object (mqtt_in, every
+ * message unless non_json pass), and what are a template's fields (sink templates). yajl
+ * did both before, at the price of a parser allocated per message and, for the fields, a
+ * copy of the payload and a tree of it; this reads the bytes in place and allocates
+ * nothing.
  *
  * It accepts what yajl accepts with its defaults: RFC 8259 values, strings without raw
  * control characters and with well-formed UTF-8 sequences (the same structural check as
@@ -12,7 +12,7 @@
  * nesting deeper than MAX_NEST (no recursion here, and no unbounded stack either). */
 #include <string.h>
 
-#include "mqtt.h"
+#include "gust/sdk.h"
 
 #define MAX_NEST 1024
 
@@ -86,7 +86,7 @@ static size_t digits(const unsigned char *p, size_t i, size_t n)
 static size_t scalar_end(const unsigned char *p, size_t i, size_t n, int *type)
 {
     static const char *const lit[] = {"true", "false", "null"};
-    static const int lit_type[] = {MQTT_JSON_TRUE, MQTT_JSON_FALSE, MQTT_JSON_NULL};
+    static const int lit_type[] = {GUST_JV_TRUE, GUST_JV_FALSE, GUST_JV_NULL};
 
     for (int k = 0; k < 3; k++) {
         size_t l = strlen(lit[k]);
@@ -95,7 +95,7 @@ static size_t scalar_end(const unsigned char *p, size_t i, size_t n, int *type)
             return i + l;
         }
     }
-    *type = MQTT_JSON_NUMBER;
+    *type = GUST_JV_NUMBER;
     size_t s = i + (i < n && p[i] == '-');
     if (s >= n || p[s] < '0' || p[s] > '9') {
         return 0;
@@ -128,7 +128,7 @@ static int key_is(const unsigned char *key, size_t len, int escaped, const char 
     }
     char buf[256];
     size_t bl;
-    return nl < sizeof(buf) && mqtt_json_unescape((const char *)key, len, buf, sizeof(buf), &bl) == 0 && bl == nl &&
+    return nl < sizeof(buf) && gust_json_unescape((const char *)key, len, buf, sizeof(buf), &bl) == 0 && bl == nl &&
            memcmp(buf, name, nl) == 0;
 }
 
@@ -139,11 +139,11 @@ struct key {
 };
 
 /* The value starting at p[i], at depth d (keys[0..d) lead to it): fields it answers. */
-static void match(struct mqtt_json_field *f, size_t nf, const struct key *keys, size_t d, int type,
+static void match(struct gust_json_field *f, size_t nf, const struct key *keys, size_t d, int type,
                   const unsigned char *p, size_t i, size_t end, int escaped)
 {
     for (size_t k = 0; k < nf; k++) {
-        if (f[k].type != MQTT_JSON_NONE) {
+        if (f[k].type != GUST_JV_NONE) {
             continue; /* the first one found counts, as in yajl_tree_get */
         }
         size_t j = 0;
@@ -152,34 +152,34 @@ static void match(struct mqtt_json_field *f, size_t nf, const struct key *keys, 
         }
         if (j == d && !f[k].path[d]) {
             f[k].type = type;
-            f[k].text = type == MQTT_JSON_STRING ? (const char *)p + i + 1 : (const char *)p + i;
-            f[k].len = type == MQTT_JSON_STRING ? end - i - 2 : end - i;
+            f[k].text = type == GUST_JV_STRING ? (const char *)p + i + 1 : (const char *)p + i;
+            f[k].len = type == GUST_JV_STRING ? end - i - 2 : end - i;
             f[k].escaped = escaped;
         }
     }
 }
 
-int mqtt_json_scan(const void *data, size_t n, struct mqtt_json_field *fields, size_t nfields, int *root)
+int gust_json_scan(const void *data, size_t n, struct gust_json_field *fields, size_t nfields, int *root)
 {
     const unsigned char *p = data;
     unsigned char open[MAX_NEST]; /* '{' or '[' per level */
-    struct key keys[MQTT_JSON_MAX_DEPTH];
+    struct key keys[GUST_JSON_FIELD_DEPTH];
     size_t depth = 0, arrays = 0, i = ws(p, 0, n);
     int type, escaped = 0;
 
     for (size_t k = 0; k < nfields; k++) {
-        fields[k].type = MQTT_JSON_NONE;
+        fields[k].type = GUST_JV_NONE;
     }
-    *root = MQTT_JSON_NONE;
+    *root = GUST_JV_NONE;
 value:
     if (i >= n) {
         return -1;
     }
     size_t start = i;
     if (p[i] == '{' || p[i] == '[') {
-        type = MQTT_JSON_CONTAINER;
+        type = GUST_JV_CONTAINER;
     } else if (p[i] == '"') {
-        type = MQTT_JSON_STRING;
+        type = GUST_JV_STRING;
         if (!(i = string_end(p, i + 1, n, &escaped))) {
             return -1;
         }
@@ -187,13 +187,13 @@ value:
         return -1;
     }
     if (depth == 0) {
-        *root = p[start] == '{' ? MQTT_JSON_OBJECT : type;
+        *root = p[start] == '{' ? GUST_JV_OBJECT : type;
     }
     /* Fields are paths of object keys: nothing under an array can be one. */
-    if (nfields && arrays == 0 && depth <= MQTT_JSON_MAX_DEPTH) {
+    if (nfields && arrays == 0 && depth <= GUST_JSON_FIELD_DEPTH) {
         match(fields, nfields, keys, depth, type, p, start, i, escaped);
     }
-    if (type == MQTT_JSON_CONTAINER) {
+    if (type == GUST_JV_CONTAINER) {
         if (depth == MAX_NEST) {
             return -1;
         }
@@ -236,7 +236,7 @@ key:
     if (!(i = string_end(p, i + 1, n, &escaped))) {
         return -1;
     }
-    if (depth <= MQTT_JSON_MAX_DEPTH) {
+    if (depth <= GUST_JSON_FIELD_DEPTH) {
         keys[depth - 1] = (struct key){p + start + 1, i - start - 2, escaped};
     }
     i = ws(p, i, n);
@@ -276,7 +276,7 @@ static unsigned hex4(const char *s)
     return v;
 }
 
-int mqtt_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_t *outlen)
+int gust_json_unescape(const char *s, size_t len, char *out, size_t outsz, size_t *outlen)
 {
     size_t o = 0;
 

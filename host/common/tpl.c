@@ -1,20 +1,19 @@
-/* mqtt_out's topic templates: `topic "site/{payload.site}/dev/{payload.device}";`
+/* Sink templates (gust/sdk.h): `topic "site/{payload.site}/dev/{payload.device}";`
  *
- *   {subject}         the message's subject mapped to a topic (topic_strip removed first,
- *                     tokens as levels, %XX decoded), as topic_from_subject does
- *   {payload.a.b}     field a.b of the JSON payload: a string as is, a number as written
- *                     in the JSON, true/false; missing, null, an object or an array fails
- *                     the message (REJECTED, so it ends in the dead-letter stream)
- * Everything else is literal text, which may not hold + or # (a publish topic). */
+ *   {subject}         the message's subject, or what the sink's subject_fn makes of it
+ *   {payload.a.b}     field a.b of the JSON payload, read in place (json_fields.c)
+ * Everything else is literal text. A template is compiled once at load into parts, and
+ * rendered per message with one pass over the payload for all its fields. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mqtt.h"
+#include "gust/msg.h"
+#include "gust/sdk.h"
 
 enum { PART_TEXT, PART_SUBJECT, PART_FIELD };
 
-#define MAX_DEPTH MQTT_JSON_MAX_DEPTH
+#define MAX_DEPTH GUST_JSON_FIELD_DEPTH
 #define MAX_FIELDS 16 /* {payload.…} parts of one template: read in one pass over the payload */
 
 struct part {
@@ -25,13 +24,13 @@ struct part {
     char *names;                     /* owned */
 };
 
-struct mqtt_tpl {
+struct gust_tpl {
     struct part *parts;
     size_t nparts;
     size_t nfields; /* PART_FIELD parts */
 };
 
-void mqtt_tpl_free(struct mqtt_tpl *t)
+void gust_tpl_free(struct gust_tpl *t)
 {
     if (!t) {
         return;
@@ -75,9 +74,9 @@ static int field_part(struct part *p, const char *name, size_t len, char *why, s
     return 0;
 }
 
-int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t whysz)
+int gust_tpl_compile(const char *spec, struct gust_tpl **out, char *why, size_t whysz)
 {
-    struct mqtt_tpl *t = calloc(1, sizeof(*t));
+    struct gust_tpl *t = calloc(1, sizeof(*t));
     size_t n = strlen(spec);
 
     *out = NULL;
@@ -92,10 +91,6 @@ int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t 
             size_t len = strcspn(s, "{}");
             if (s[len] == '}') {
                 snprintf(why, whysz, "'}' without '{' at offset %zu", (size_t)(s + len - spec));
-                goto fail;
-            }
-            if (strcspn(s, "+#") < len) {
-                snprintf(why, whysz, "'+' and '#' are wildcards, not allowed in a publish topic");
                 goto fail;
             }
             *p = (struct part){.kind = PART_TEXT, .text = s, .len = len};
@@ -129,13 +124,8 @@ int mqtt_tpl_compile(const char *spec, struct mqtt_tpl **out, char *why, size_t 
     *out = t;
     return 0;
 fail:
-    mqtt_tpl_free(t);
+    gust_tpl_free(t);
     return -1;
-}
-
-int mqtt_tpl_is_fixed(const struct mqtt_tpl *t)
-{
-    return t->nparts == 0 || (t->nparts == 1 && t->parts[0].kind == PART_TEXT);
 }
 
 static int put(char *out, size_t outsz, size_t *o, const char *s, size_t len)
@@ -148,10 +138,10 @@ static int put(char *out, size_t outsz, size_t *o, const char *s, size_t len)
     return 0;
 }
 
-int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gust_msg *m, char *out, size_t outsz,
-                    char *why, size_t whysz)
+int gust_tpl_render(const struct gust_tpl *t, const struct gust_msg *m, gust_tpl_subject_fn subject_fn, void *ud,
+                    char *out, size_t outsz, char *why, size_t whysz)
 {
-    struct mqtt_json_field f[MAX_FIELDS];
+    struct gust_json_field f[MAX_FIELDS];
     size_t o = 0, nf = 0;
     int root;
 
@@ -160,8 +150,8 @@ int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gu
             f[nf++].path = t->parts[i].path;
         }
     }
-    if (nf && mqtt_json_scan(m->data, m->len, f, nf, &root) != 0) {
-        snprintf(why, whysz, "topic needs payload fields, but the payload is not JSON");
+    if (nf && gust_json_scan(m->data, m->len, f, nf, &root) != 0) {
+        snprintf(why, whysz, "needs payload fields, but the payload is not JSON");
         return -1;
     }
     nf = 0;
@@ -172,28 +162,29 @@ int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gu
                 goto too_long;
             }
         } else if (p->kind == PART_SUBJECT) {
-            int n = mqtt_subject_to_topic(strip, m->subject, out + o, outsz - o);
+            int n = subject_fn ? subject_fn(ud, m->subject, out + o, outsz - o)
+                               : (strlen(m->subject) < outsz - o ? snprintf(out + o, outsz - o, "%s", m->subject) : -1);
             if (n < 0) {
                 goto too_long;
             }
             o += (size_t)n;
         } else {
-            const struct mqtt_json_field *v = &f[nf++];
+            const struct gust_json_field *v = &f[nf++];
             size_t n;
-            if (v->type == MQTT_JSON_STRING && v->escaped) {
-                if (mqtt_json_unescape(v->text, v->len, out + o, outsz - o, &n) != 0) {
+            if (v->type == GUST_JV_STRING && v->escaped) {
+                if (gust_json_unescape(v->text, v->len, out + o, outsz - o, &n) != 0) {
                     goto too_long;
                 }
                 o += n;
-            } else if (v->type == MQTT_JSON_STRING || v->type == MQTT_JSON_NUMBER || v->type == MQTT_JSON_TRUE ||
-                       v->type == MQTT_JSON_FALSE) {
+            } else if (v->type == GUST_JV_STRING || v->type == GUST_JV_NUMBER || v->type == GUST_JV_TRUE ||
+                       v->type == GUST_JV_FALSE) {
                 if (put(out, outsz, &o, v->text, v->len) != 0) {
                     goto too_long;
                 }
             } else {
-                snprintf(why, whysz, "topic {payload.%.*s}: the payload %s", (int)p->len, p->text,
-                         v->type == MQTT_JSON_NONE   ? "has no such field"
-                         : v->type == MQTT_JSON_NULL ? "has it null"
+                snprintf(why, whysz, "{payload.%.*s}: the payload %s", (int)p->len, p->text,
+                         v->type == GUST_JV_NONE   ? "has no such field"
+                         : v->type == GUST_JV_NULL ? "has it null"
                                                      : "has an object or array there");
                 return -1;
             }
@@ -202,6 +193,6 @@ int mqtt_tpl_render(const struct mqtt_tpl *t, const char *strip, const struct gu
     out[o] = '\0';
     return 0;
 too_long:
-    snprintf(why, whysz, "topic longer than %zu bytes", outsz - 1);
+    snprintf(why, whysz, "longer than %zu bytes", outsz - 1);
     return -1;
 }
