@@ -381,11 +381,13 @@ static void update_lag(struct kafka_in *in)
     if (l->cnt > 0 && rd_kafka_position(in->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         for (int i = 0; i < l->cnt; i++) {
             int64_t lo, hi;
-            if (rd_kafka_get_watermark_offsets(in->rk, l->elems[i].topic, l->elems[i].partition, &lo, &hi) ==
+            /* A position not known yet (nothing fetched) counts nothing rather than a guess. */
+            int64_t pos = l->elems[i].offset;
+            if (pos >= 0 &&
+                rd_kafka_get_watermark_offsets(in->rk, l->elems[i].topic, l->elems[i].partition, &lo, &hi) ==
                     RD_KAFKA_RESP_ERR_NO_ERROR &&
-                hi >= 0) {
-                int64_t pos = l->elems[i].offset >= 0 ? l->elems[i].offset : lo;
-                lag += hi > pos ? (uint64_t)(hi - pos) : 0;
+                hi > pos) {
+                lag += (uint64_t)(hi - pos);
             }
         }
     }
