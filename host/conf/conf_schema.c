@@ -309,6 +309,42 @@ static int unknown_key(const struct gust_cfg *cfg, const struct gust_conf_node *
                         st->file, st->line, st->name, what, list);
 }
 
+/* The prefix key (GUST_K_PREFIX) that `name` is a `key.NAME` of, with *sub set to NAME;
+ * NULL when there is none. */
+static struct cfg_val *find_prefix_val(const struct gust_cfg *cfg, const struct gust_schema_key *schema,
+                                       const char *name, const char **sub)
+{
+    for (size_t i = 0; i < cfg->n; i++) {
+        size_t len = strlen(cfg->vals[i].key);
+        if ((schema[i].flags & GUST_K_PREFIX) && strncmp(name, cfg->vals[i].key, len) == 0 && name[len] == '.' &&
+            name[len + 1] != '\0') {
+            *sub = name + len + 1;
+            return &cfg->vals[i];
+        }
+    }
+    return NULL;
+}
+
+/* `key.NAME VALUE;` of a prefix key: NAME and VALUE appended to its list. */
+static int apply_prefixed(struct cfg_val *v, const char *sub, const struct gust_conf_node *st, const char *what,
+                          struct gust_err *err)
+{
+    if (st->is_block || st->nargs != 1) {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: '%s' in %s takes one value", st->file, st->line, st->name,
+                            what);
+    }
+    if (v->where == NULL) {
+        clear_items(v);
+        if ((v->where = fmt_where(st->file, st->line)) == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+    }
+    if (add_value(v, sub, st->file) != 0 || add_value(v, st->args[0], st->file) != 0) {
+        return gust_err_set(err, GUST_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 /* Takes one statement of the block. */
 static int apply_statement(struct gust_cfg *cfg, const struct gust_schema_key *schema,
                            const struct gust_conf_node *st, const char *what, const char *const *ignore,
@@ -323,7 +359,13 @@ static int apply_statement(struct gust_cfg *cfg, const struct gust_schema_key *s
     }
     v = find_val(cfg, st->name);
     if (v == NULL) {
-        return unknown_key(cfg, st, what, ignore, err);
+        const char *sub = NULL;
+        v = find_prefix_val(cfg, schema, st->name, &sub);
+        return v != NULL ? apply_prefixed(v, sub, st, what, err) : unknown_key(cfg, st, what, ignore, err);
+    }
+    if (schema[v - cfg->vals].flags & GUST_K_PREFIX) {
+        return gust_err_set(err, GUST_ECONFIG, "%s:%d: '%s' in %s is written %s.NAME VALUE (one setting a line)",
+                            st->file, st->line, st->name, what, st->name);
     }
     if (st->is_block) {
         return gust_err_set(err, GUST_ECONFIG, "%s:%d: '%s' in %s takes a value, not a block",

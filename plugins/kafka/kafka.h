@@ -46,8 +46,8 @@ struct kafka_keys {
     KAFKA_KEY(S, sasl_username, STR, NULL, 0, "SASL user name (needs sasl_password_file)"),                \
     KAFKA_KEY(S, sasl_password_file, PATH, NULL, GUST_K_SECRET, "file whose first line is the SASL password"), \
     KAFKA_KEY(S, tls_ca, PATH, NULL, 0, "CA file: connect with TLS and check the brokers against it"),     \
-    KAFKA_KEY(S, rdkafka, LIST, NULL, 0,                                                                  \
-              "librdkafka properties, a name and its value each (`rdkafka linger.ms 20;`, repeatable)")
+    KAFKA_KEY(S, rdkafka, LIST, NULL, GUST_K_PREFIX,                                                      \
+              "librdkafka's own properties, one a line: `rdkafka.linger.ms 20;`")
 /* clang-format on */
 
 /* Builds the librdkafka configuration of k: bootstrap.servers, security, then the

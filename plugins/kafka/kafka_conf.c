@@ -1,8 +1,7 @@
 /* The keys kafka_in and kafka_out share, as one librdkafka configuration.
  *
- * The host's schema has no prefix keys (every key is declared by name), so librdkafka's
- * own properties come through one repeatable list key, `rdkafka NAME VALUE;`: the issue's
- * `rdkafka.session.timeout.ms 30000;` is written `rdkafka session.timeout.ms 30000;`.
+ * librdkafka's own properties come through the prefix key `rdkafka`
+ * (`rdkafka.session.timeout.ms 30000;`: the host hands them over as name, value pairs).
  * librdkafka checks each name and value here, at create, so gust -t refuses a bad one
  * with file:line. */
 #include <stdio.h>
@@ -131,22 +130,17 @@ int kafka_conf_build(const struct kafka_keys *k, const struct gust_cfg *cfg, con
             goto fail;
         }
     }
-    if (k->rdkafka.n % 2 != 0) {
-        rc = gust_err_set(err, GUST_ECONFIG, "%s: rdkafka takes pairs: a librdkafka property and its value",
-                          h->cfg_where(cfg, "rdkafka"));
-        goto fail;
-    }
     for (size_t i = 0; i < k->rdkafka.n; i += 2) {
         const char *name = k->rdkafka.items[i], *value = k->rdkafka.items[i + 1];
         if (in_list(owned, name)) {
             rc = gust_err_set(err, GUST_ECONFIG,
-                              "%s: rdkafka %s: set by gust (the delivery guarantee depends on it): use the "
+                              "%s: rdkafka.%s: set by gust (the delivery guarantee depends on it): use the "
                               "plugin's own key",
                               h->cfg_where(cfg, "rdkafka"), name);
             goto fail;
         }
         if ((rc = kafka_conf_set(c, name, value, &e)) != 0) {
-            rc = gust_err_set(err, rc, "%s: rdkafka: %s", h->cfg_where(cfg, "rdkafka"), e.msg);
+            rc = gust_err_set(err, rc, "%s: rdkafka.%s: %s", h->cfg_where(cfg, "rdkafka"), name, e.msg);
             goto fail;
         }
     }

@@ -109,7 +109,7 @@ int kafka_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
                    : strcmp(in->k.non_json, "pass") == 0 ? KAFKA_NJ_PASS
                                                          : KAFKA_NJ_REJECT;
     /* session.timeout.ms 10 s: a process killed with -9 hands its partitions over within
-     * about 10 s (librdkafka's default is 45 s); `rdkafka session.timeout.ms N;` overrides. */
+     * about 10 s (librdkafka's default is 45 s); `rdkafka.session.timeout.ms N;` overrides. */
     const char *defaults[] = {"session.timeout.ms", "10000", NULL};
     if ((rc = kafka_conf_build(&in->k.common, cfg, defaults, owned, &in->conf, in->shown, sizeof(in->shown),
                                err)) != 0) {

@@ -313,13 +313,15 @@ def test_config_errors(t, tmp, nats):
          "brokers: \"127.0.0.1\" is not host:port"),
         ("sink s { use kafka_out; source ev.a; brokers 127.0.0.1:99999; topic a; }", "is not host:port"),
         ("source s { use kafka_in; brokers 127.0.0.1:9092; topics a; group g; subject ev.a; start middle; }", "start"),
-        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka session.timeout.ms; }",
-         "rdkafka takes pairs"),
-        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka no.such.thing 1; }",
+        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka session.timeout.ms 1; }",
+         "'rdkafka' in source 's' is written rdkafka.NAME VALUE"),
+        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka.session.timeout.ms; }",
+         "'rdkafka.session.timeout.ms' in source 's' takes one value"),
+        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka.no.such.thing 1; }",
          "No such configuration property"),
-        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka enable.auto.commit true; }",
-         "rdkafka enable.auto.commit: set by gust"),
-        ("sink s { use kafka_out; source ev.a; brokers h:1; topic a; rdkafka acks 1; }", "rdkafka acks: set by gust"),
+        ("source s { use kafka_in; brokers h:1; topics a; group g; subject ev.a; rdkafka.enable.auto.commit true; }",
+         "rdkafka.enable.auto.commit: set by gust"),
+        ("sink s { use kafka_out; source ev.a; brokers h:1; topic a; rdkafka.acks 1; }", "rdkafka.acks: set by gust"),
         ("sink s { use kafka_out; source ev.a; brokers h:1; topic a; sasl_username u; }",
          "sasl_username needs sasl_password_file"),
         ("sink s { use kafka_out; source ev.a; brokers h:1; topic a; key \"{payload.\"; }", "key:"),
@@ -337,7 +339,7 @@ def test_config_errors(t, tmp, nats):
         t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
     pw = tmp.file("kpw", "secret\n")
     path, p = run("source s { use kafka_in; brokers 127.0.0.1:9092 [::1]:9093; topics a b; group g; subject ev.a; "
-                  "rdkafka session.timeout.ms 30000; rdkafka fetch.wait.max.ms 50; } "
+                  "rdkafka.session.timeout.ms 30000; rdkafka.fetch.wait.max.ms 50; } "
                   "sink o { use kafka_out; source ev.a; brokers 127.0.0.1:9092; topic \"t_{payload.site}\"; "
                   "key \"{payload.id}\"; sasl_mechanism SCRAM-SHA-256; sasl_username u; sasl_password_file %s; }"
                   % pw, "-t")

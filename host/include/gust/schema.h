@@ -46,6 +46,11 @@ enum {
      * naming file:line, and --help and the man page show the bounds. */
     GUST_K_RANGE = 1 << 4,
     GUST_K_ZERO_OFF = 1 << 5,
+    /* ABI 1.5, on a LIST key `k`: the block takes `k.NAME VALUE;` statements, any NAME,
+     * each appending NAME and VALUE to the list (pairs, in the order written), for a
+     * library's own settings passed through (kafka's `rdkafka.session.timeout.ms 30000;`).
+     * `k` alone is refused. */
+    GUST_K_PREFIX = 1 << 6,
 };
 
 /* Where a bound value goes, by type:

@@ -155,6 +155,43 @@ static void test_bind(void)
     gust_cfg_destroy(cfg);
 }
 
+/* A prefix key: `lib.NAME VALUE;` lines append NAME, VALUE pairs in order; the bare key,
+ * a line without exactly one value and `lib.` alone are refused with file:line. */
+static void test_prefix(void)
+{
+    static const struct gust_schema_key prefixed[] = {
+        GUST_KEY(struct keys, name, STR, NULL, 0, "x"),
+        GUST_KEY_AS(struct keys, urls, "lib", LIST, NULL, GUST_K_PREFIX, "the library's own settings"),
+        GUST_KEY_END,
+    };
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    struct keys k = {0};
+
+    CHECK_INT(err.msg, check_text("flow orders { lib.linger.ms 20; name a; lib.acks all; }", prefixed, &conf, &cfg, &err),
+              0);
+    CHECK_INT("bind", gust_cfg_bind(cfg, prefixed, sizeof(prefixed[0]), &k, &err), 0);
+    CHECK_INT("pairs", (int64_t)k.urls.n, 4);
+    if (k.urls.n == 4) {
+        CHECK_STR("first name", k.urls.items[0], "linger.ms");
+        CHECK_STR("first value", k.urls.items[1], "20");
+        CHECK_STR("second name", k.urls.items[2], "acks");
+        CHECK_STR("second value", k.urls.items[3], "all");
+    }
+    gust_cfg_destroy(cfg);
+    static const char *const bad[][2] = {
+        {"flow orders {\n lib linger.ms 20;\n}", "conf/t.conf:2: 'lib' in flow 'orders' is written lib.NAME VALUE"},
+        {"flow orders {\n lib.linger.ms 20 30;\n}", "conf/t.conf:2: 'lib.linger.ms' in flow 'orders' takes one value"},
+        {"flow orders {\n lib. 20;\n}", "conf/t.conf:2: unknown key 'lib.' in flow 'orders'"},
+        {"flow orders {\n libx.a 20;\n}", "conf/t.conf:2: unknown key 'libx.a' in flow 'orders'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_INT(bad[i][0], check_text(bad[i][0], prefixed, &conf, &cfg, &err), GUST_ECONFIG);
+        CHECK_CONTAINS(bad[i][0], err.msg, bad[i][1]);
+    }
+}
+
 /* The reload diff compares values as written after defaults. */
 static void test_same(void)
 {
@@ -431,5 +468,6 @@ int main(void)
     test_top_level();
     test_help();
     test_bounds();
+    test_prefix();
     return check_result("test_conf_schema");
 }
