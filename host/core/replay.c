@@ -324,6 +324,21 @@ static const struct gust_unit_conf *find_flow(const struct gust_config *c, const
     return NULL;
 }
 
+/* A detect unit's idle ticks share its input subject; a flow never sees them (as the
+ * consumer core acks them unseen for a running flow). */
+static int drop_ticks(struct gust_feed *feed, struct gust_in *in, int n)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (in[i].tick != NULL) {
+            feed->ops->release(feed, &in[i], 1);
+            continue;
+        }
+        in[kept++] = in[i];
+    }
+    return kept;
+}
+
 int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary *out, struct gust_err *err)
 {
     memset(out, 0, sizeof(*out));
@@ -395,6 +410,7 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
             goto done;
         }
         idle = n == 0 ? idle + 1 : 0;
+        n = drop_ticks(feed, in, n);
         side_run(cur, in, (size_t)n, u->name);
         side_run(cand, in, (size_t)n, u->name);
         struct side *stuck = cur->timeouts >= REPLAY_MAX_TIMEOUTS    ? cur

@@ -12,7 +12,7 @@ import os
 import time
 
 from detect_oracle import compare, key, vpl_run
-from gustlib import SOURCE_DIR, Checks, Gust, NatsServer, TempDir, wait_for
+from gustlib import ADMIN_TOKEN_CONF, SOURCE_DIR, Checks, Gust, NatsServer, TempDir, wait_for
 
 PROGRAM = os.path.join(SOURCE_DIR, "tests", "e2e", "data", "idle.vpl")
 CLUSTER = """
@@ -22,7 +22,7 @@ node_name %s;
 detect idle { rules %s; slices 2; idle_tick 1s; checkpoint_interval 200ms; }
 """
 CONF = """
-http { listen 127.0.0.1:@PORT@; }
+http { listen 127.0.0.1:@PORT@; %s }
 nats { url %s; ack_wait 1s; }
 node_name %s;
 detect idle { rules %s; checkpoint_interval 200ms; %s }
@@ -102,7 +102,7 @@ def main():
     flow = os.path.join(tmp.path, "seen.lua")
     with open(flow, "w") as f:
         f.write(FLOW)
-    conf = CONF % (nats.url, "idle-a", PROGRAM, "idle_tick 1s;", flow)
+    conf = CONF % (ADMIN_TOKEN_CONF, nats.url, "idle-a", PROGRAM, "idle_tick 1s;", flow)
     g = Gust(tmp, conf)
 
     # Without a later event, only the ticks can fire the absence.
@@ -122,6 +122,12 @@ def main():
     t.check(len(ticks) >= 3, "ticks are stored on the input subject: %d" % len(ticks))
     seen = [json.loads(m[2]) for m in stored if m[1] == "ev.seen"]
     t.eq([e.get("sensor") for e in seen], ["s1"], "the flow saw the reading only, no tick: %s" % seen)
+
+    # A shadow replay of the flow reads the subject's stored events, not the ticks.
+    st, data, _ = g.request("POST", "/replay", json.dumps({"unit": "seen", "script": FLOW}).encode(),
+                            {"Content-Type": "application/json"}, timeout=60)
+    summary = json.loads(data)
+    t.eq((st, summary.get("summary", {}).get("inputs")), (200, 1), "a replay of the flow has the one reading as input: %s" % summary)
 
     # kill -9 and a restart: the ticks are replayed where they were stored, once.
     g.proc.kill()
