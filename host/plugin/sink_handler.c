@@ -108,6 +108,6 @@ struct gust_handler gust_sink_handler(struct gust_instance *inst, int64_t ack_wa
                                  .render_metrics = sink_render_metrics,
                                  /* broker sinks carry them on (Nats-Msg-Id as the broker's
                                     message id, the rest as its headers) */
-                                 .wants_headers = 1,
+                                 .wants_headers = inst->type != NULL && inst->type->wants_headers,
                                  .destroy = sink_destroy};
 }

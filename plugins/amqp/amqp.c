@@ -27,6 +27,7 @@ static const struct gust_plugin_type types[] = {
         .stop = amqp_out_stop,
         .destroy = amqp_out_destroy,
         .counters = amqp_out_counters,
+        .wants_headers = 1, /* Nats-Msg-Id and the rest go on to the broker */
     },
 };
 

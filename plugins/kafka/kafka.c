@@ -27,6 +27,7 @@ static const struct gust_plugin_type types[] = {
         .stop = kafka_out_stop,
         .destroy = kafka_out_destroy,
         .counters = kafka_out_counters,
+        .wants_headers = 1, /* Nats-Msg-Id and the rest go on to the broker */
     },
 };
 

@@ -90,6 +90,9 @@ struct gust_plugin_type {
     /* ABI 1.5. Optional (sinks). Called once after start, on the unit's thread, before
      * the first fetch: may lower or raise l->max and set l->linger_ms. */
     void (*fetch_limits)(void *ctx, struct gust_fetch_limits *l);
+    /* ABI 1.5. Sinks: nonzero when deliver() reads msgs[].headers. The host parses a
+     * message's NATS headers only for such a type (it costs a parse per message). */
+    int wants_headers;
     /* New fields go here, at the end (the host reads types type_size bytes apart). */
 };
 
