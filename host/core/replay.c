@@ -401,8 +401,11 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
         goto done;
     }
     int headers = gust_flow_uses_meta(cur->flow) || gust_flow_uses_meta(cand->flow);
-    for (int idle = 0; out->inputs < want && idle < IDLE_READS;) {
-        uint64_t left = want - out->inputs;
+    /* want counts the subject's stored messages, idle ticks included: reading stops at
+     * that count, not at as many inputs, as ticks stored meanwhile would never end it. */
+    uint64_t read = 0;
+    for (int idle = 0; read < want && idle < IDLE_READS;) {
+        uint64_t left = want - read;
         char why[300];
         int n = feed->ops->next(feed, in, left < BATCH ? (size_t)left : BATCH, headers, why, sizeof(why));
         if (n < 0) {
@@ -410,6 +413,7 @@ int gust_replay_run(const struct gust_replay_opts *o, struct gust_replay_summary
             goto done;
         }
         idle = n == 0 ? idle + 1 : 0;
+        read += (uint64_t)n;
         n = drop_ticks(feed, in, n);
         side_run(cur, in, (size_t)n, u->name);
         side_run(cand, in, (size_t)n, u->name);
