@@ -71,6 +71,11 @@ static int api_publish_msg(struct gust_instance *inst, const struct gust_pub_msg
     return gust_bus_publish_msg(inst->bus, &p, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
 }
 
+static void api_set_error(struct gust_instance *inst, const char *text)
+{
+    gust_plugin_note_set(&inst->note, text);
+}
+
 static const struct gust_host_api host_api = {
     .struct_size = sizeof(struct gust_host_api),
     .abi_major = GUST_ABI_MAJOR,
@@ -85,6 +90,7 @@ static const struct gust_host_api host_api = {
     .publish = api_publish,
     .cfg_bind = gust_cfg_bind,
     .publish_msg = api_publish_msg,
+    .set_error = api_set_error,
 };
 
 const struct gust_host_api *gust_host_api(void)
@@ -101,10 +107,12 @@ int gust_instance_create(struct gust_instance *inst, const char *kind, const cha
     inst->type = type;
     inst->cfg = cfg;
     inst->bus = bus;
+    gust_plugin_note_init(&inst->note);
     struct gust_err perr = {{0}};
     int rc = type->create(inst, cfg, &inst->ctx, &perr);
     if (rc != 0) {
         inst->type = NULL;
+        gust_plugin_note_destroy(&inst->note);
         return gust_err_set(err, rc < 0 ? rc : GUST_EINVAL, "%s (%s): %s", inst->name, type->name,
                             perr.msg[0] ? perr.msg : "create failed");
     }
@@ -140,6 +148,7 @@ void gust_instance_dispose(struct gust_instance *inst)
         usleep(1000);
     }
     inst->type->destroy(inst->ctx);
+    gust_plugin_note_destroy(&inst->note);
     inst->type = NULL;
     free(inst->msg_scratch);
     free(inst->result_scratch);

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "../unit/plugin_counters.h"
 #include "gust/plugin.h"
 
 struct gust_bus;
@@ -17,6 +18,7 @@ struct gust_instance {
     struct gust_edge_set *edges; /* borrowed: set before start when the source feeds edge
                                     units; its publishes then go there, not to the bus */
     int started;
+    struct gust_plugin_note note; /* set_error's (ABI 1.6): shown by /units */
     atomic_int inflight; /* source publishes awaiting their outcome */
     /* deliver's arrays in the plugin's layout, when it was built with other sizes */
     char *msg_scratch, *result_scratch;

@@ -75,7 +75,11 @@ static size_t sink_counters(struct sink *s, struct gust_plugin_counter *c)
 static void sink_render_json(void *impl, struct gust_buf *out)
 {
     struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
-    gust_plugin_counters_json(out, c, sink_counters(impl, c), 0);
+    struct sink *s = impl;
+    gust_plugin_counters_json(out, c, sink_counters(s, c), 0);
+    if (s->inst->type != NULL) {
+        gust_plugin_note_json(out, &s->inst->note);
+    }
 }
 
 static void sink_render_metrics(void *impl, const char *unit, struct gust_buf *out)

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../bus/bus.h"
 #include "../common/json_out.h"
@@ -23,11 +22,9 @@ void gust_units_init(struct gust_units *u)
 }
 
 int gust_units_source_add(struct gust_units *u, const char *name,
-                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx)
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
+                          struct gust_plugin_note *note)
 {
-    if (counters == NULL) {
-        return 0;
-    }
     pthread_mutex_lock(&u->lock);
     if (u->nsources == u->sources_cap) {
         size_t cap = u->sources_cap ? u->sources_cap * 2 : 8;
@@ -43,6 +40,7 @@ int gust_units_source_add(struct gust_units *u, const char *name,
     snprintf(e->name, sizeof(e->name), "%s", name);
     e->counters = counters;
     e->ctx = ctx;
+    e->note = note;
     pthread_mutex_unlock(&u->lock);
     return 0;
 }
@@ -62,6 +60,9 @@ void gust_units_source_remove(struct gust_units *u, void *ctx)
 /* Under the lock: source i's counters into c. */
 static size_t source_counters(struct gust_units *u, size_t i, struct gust_plugin_counter *c)
 {
+    if (u->sources[i].counters == NULL) {
+        return 0;
+    }
     return gust_plugin_counters_read(u->sources[i].counters, u->sources[i].ctx, c);
 }
 
@@ -305,19 +306,16 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
             gust_json_append_string(out, err, strlen(err));
             /* When, so that an old error is told from a new one: the state says whether
              * the unit works now. */
-            char when[40];
-            time_t secs = (time_t)(at_ms / 1000);
-            struct tm tm;
-            gmtime_r(&secs, &tm);
-            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-            gust_buf_printf(out, ",\"last_error_at\":\"%s.%03dZ\"", when, (int)(at_ms % 1000));
+            char when[GUST_RFC3339_SIZE];
+            gust_rfc3339_ms(at_ms, when);
+            gust_buf_printf(out, ",\"last_error_at\":\"%s\"", when);
         } else {
             gust_buf_printf(out, "null,\"last_error_at\":null");
         }
         gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]", 1);
-    /* Sources whose plugin has counters (ABI 1.4): the ones running in this process. */
+    /* The plugin sources running in this process: their counters (ABI 1.4) and error (1.6). */
     gust_buf_append(out, ",\"sources\":[", 12);
     for (size_t i = 0; i < u->nsources; i++) {
         struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
@@ -325,6 +323,7 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
         gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
         gust_json_append_string(out, u->sources[i].name, strlen(u->sources[i].name));
         gust_plugin_counters_json(out, c, n, 1);
+        gust_plugin_note_json(out, u->sources[i].note);
         gust_buf_append(out, "}", 1);
     }
     gust_buf_append(out, "]", 1);

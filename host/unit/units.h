@@ -12,18 +12,19 @@
 #include "../common/buf.h"
 #include "consumer.h"
 #include "gust/plugin.h"
+#include "plugin_counters.h"
 
 struct gust_bus;
 
 struct gust_leases;
 struct gust_nodes;
 
-/* A running source instance whose plugin has counters (ABI 1.4), for /units' "sources"
- * and /metrics. */
+/* A running plugin source instance, for /units' "sources" and /metrics. */
 struct gust_units_source {
     char name[128];
-    size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max);
+    size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max); /* NULL: none */
     void *ctx;
+    struct gust_plugin_note *note; /* borrowed: its plugin's error */
 };
 
 struct gust_units {
@@ -57,10 +58,11 @@ int gust_units_keep(struct gust_units *u, const char *name, const char *identity
 /* The kept unit `name`, no longer marked (the generation starting takes it over), or
  * NULL. */
 struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
-/* A source instance started (its counters shown from now) or about to stop (never read
- * again once this returns). ctx is the plugin's; a type without counters is not listed. */
+/* A source instance started (its counters and error shown from now) or about to stop
+ * (never read again once this returns). ctx is the plugin's; counters may be NULL. */
 int gust_units_source_add(struct gust_units *u, const char *name,
-                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx);
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
+                          struct gust_plugin_note *note);
 void gust_units_source_remove(struct gust_units *u, void *ctx);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);

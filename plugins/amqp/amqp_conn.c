@@ -29,6 +29,7 @@ static void failed(struct amqp_link *l, const char *why)
         amqp_host->log(l->inst, GUST_LOG_WARN, "amqp %s: %s (retrying with backoff up to 10s)", l->conf->shown,
                        why);
         snprintf(l->last_error, sizeof(l->last_error), "%s", why);
+        amqp_host->set_error(l->inst, why);
     }
     l->retry_at = gust_clock_mono_ms() + l->backoff_ms;
     l->backoff_ms = l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : l->backoff_ms * 2;
@@ -188,6 +189,7 @@ void amqp_link_ready(struct amqp_link *l)
     l->quiet = 0;
     l->was_up = 1;
     l->last_error[0] = '\0';
+    amqp_host->set_error(l->inst, NULL);
 }
 
 void amqp_link_drop(struct amqp_link *l, const char *why)

@@ -70,6 +70,7 @@ struct kafka_link {
     int was_up;
     char last_error[256];
     atomic_int connected;
+    atomic_int troubled; /* an error is shown in /units (set_error) */
     atomic_uint_fast64_t errors;
 };
 

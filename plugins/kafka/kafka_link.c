@@ -1,6 +1,7 @@
 /* Connection state of one librdkafka handle. librdkafka reconnects by itself, with its
  * own backoff (reconnect.backoff.ms 100 ms doubling to reconnect.backoff.max.ms 10 s), so
- * there is no loop of ours to tame: what is ours is the log. A failure is logged once,
+ * there is no loop of ours to tame: what is ours is the log and the error /units shows.
+ * A failure is logged once,
  * and again only when its reason changes; the recovery once. */
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,7 @@ void kafka_link_destroy(struct kafka_link *l)
 
 void kafka_link_up(struct kafka_link *l)
 {
-    if (atomic_load(&l->connected)) {
+    if (atomic_load(&l->connected) && !atomic_load(&l->troubled)) {
         return;
     }
     pthread_mutex_lock(&l->mu);
@@ -32,6 +33,9 @@ void kafka_link_up(struct kafka_link *l)
                         l->shown);
         l->was_up = 1;
         l->last_error[0] = '\0';
+    }
+    if (atomic_exchange(&l->troubled, 0)) {
+        kafka_host->set_error(l->inst, NULL);
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -49,6 +53,8 @@ void kafka_link_error(struct kafka_link *l, int down, const char *why)
                         down ? " (librdkafka retries with backoff up to 10s)" : "");
         snprintf(l->last_error, sizeof(l->last_error), "%s", why);
     }
+    kafka_host->set_error(l->inst, why);
+    atomic_store(&l->troubled, 1);
     pthread_mutex_unlock(&l->mu);
 }
 

@@ -31,6 +31,9 @@ static void log_state(struct mqtt_in *in, int level, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     mqtt_host->log(in->inst, level, "%s", msg);
+    if (level <= GUST_LOG_WARN) {
+        mqtt_host->set_error(in->inst, msg); /* until the next CONNACK that accepts us */
+    }
 }
 
 size_t in_conn_max_packet(const struct mqtt_in *in)
@@ -96,6 +99,7 @@ static int on_connack(struct mqtt_in *in, const struct mqtt_packet *p)
                   rc == 4 || rc == 5 ? "; check username and password/password_file" : "", delay);
         return -1;
     }
+    mqtt_host->set_error(in->inst, NULL);
     log_state(in, GUST_LOG_INFO, "connected to %s:%d as %s (%s session%s)", in->conf.host, in->conf.port,
               in->conf.client_id, in->conf.qos ? "persistent" : "clean", p->body[0] & 1 ? ", resumed" : "");
     /* Subscribing again on a resumed session is harmless and picks up changed topics

@@ -52,6 +52,7 @@ static void on_connect(struct mosquitto *m, void *ud, int rc)
     o->conn_gen++;
     pthread_cond_broadcast(&o->cond);
     pthread_mutex_unlock(&o->lock);
+    mqtt_host->set_error(o->inst, NULL);
     mqtt_host->log(o->inst, GUST_LOG_INFO, "connected to %s:%d as %s", o->conf.host, o->conf.port,
                    o->conf.client_id);
     errno = saved;
@@ -190,6 +191,7 @@ static void went_down(struct mqtt_out *o, const char *why)
     o->guard_why[0] = '\0';
     const char *what = o->up_at ? "connection lost: " : o->refused ? "broker refused the connection: " : "";
     snprintf(o->last_error, sizeof(o->last_error), "%s%.120s", what, why);
+    mqtt_host->set_error(o->inst, o->last_error);
     o->client_ok = fresh_client(o, &err) == 0;
     stopping = o->stopping;
     pthread_cond_broadcast(&o->cond);

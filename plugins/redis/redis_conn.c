@@ -40,6 +40,7 @@ static void failed(struct redis_conn *c, const char *why)
         redis_host->log(c->inst, GUST_LOG_WARN, "redis %s: %s (retrying with backoff up to 10s)",
                         c->conf->shown, why);
         snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+        redis_host->set_error(c->inst, why);
     }
     c->retry_at = gust_clock_mono_ms() + c->backoff_ms;
     c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
@@ -130,6 +131,7 @@ int redis_conn_ensure(struct redis_conn *c, char *why, size_t whysz)
                     cf->shown);
     c->was_up = 1;
     c->last_error[0] = '\0';
+    redis_host->set_error(c->inst, NULL);
     return 0;
 }
 

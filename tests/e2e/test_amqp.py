@@ -73,12 +73,13 @@ def dead_letters(nats, unit):
     return [json.loads(d) for _, _, d in nats.read_stream("GUST_DLQ") if ('"unit":"%s"' % unit).encode() in d]
 
 
-def plugin_counters(g, name):
+def unit_entry(g, name):
     u = json.loads(g.request("GET", "/units")[1])
-    for x in u["units"] + u.get("sources", []):
-        if x["name"] == name:
-            return x.get("plugin", {})
-    return {}
+    return next((x for x in u["units"] + u.get("sources", []) if x["name"] == name), {})
+
+
+def plugin_counters(g, name):
+    return unit_entry(g, name).get("plugin", {})
 
 
 def test_kill9(t, tmp, nats, rmq):
@@ -314,6 +315,10 @@ source oca { use amqp_in; url amqps://guest@localhost:%(tls)d/%%2f; password_fil
         bad = [l for l in log.splitlines() if "[source:bad] amqp" in l]
         t.eq(len(bad), 1, "one log line for the wrong password, not one per attempt: %r" % bad)
         t.check("ACCESS_REFUSED" in bad[0], "the broker's refusal: %r" % bad[0])
+        shown = unit_entry(g, "bad")
+        t.check("ACCESS_REFUSED" in (shown.get("plugin_error") or "") and shown.get("plugin_error_at"),
+                "/units shows the refusal and when it began: %r" % shown)
+        t.eq(unit_entry(g, "sin").get("plugin_error", "absent"), None, "/units: no error for sin, connected")
         oca = [l for l in log.splitlines() if "[source:oca] amqp" in l]
         t.eq(len(oca), 1, "one log line for the unknown CA: %r" % oca)
         t.eq(plugin_counters(g, "oca").get("connected"), 0, "/units: oca not connected")

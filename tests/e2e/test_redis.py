@@ -208,11 +208,19 @@ def test_redis_down(t, tmp, nats, redis):
         # While Redis is away: 1000 more reach the bus for redis_out, which must keep them.
         nats_publish(nats.port, [("ev.down", json.dumps({"id": i}).encode()) for i in range(1000, 2000)])
         time.sleep(10)
+        body = json.loads(g.request("GET", "/units")[1])
+        src = next(x for x in body["sources"] if x["name"] == "rin_d")
+        sink = next(x for x in body["units"] if x["name"] == "rout_d")
+        t.check(src.get("plugin_error") and sink.get("plugin_error"),
+                "/units: both sides say Redis is away: %r %r" % (src.get("plugin_error"), sink.get("plugin_error")))
         redis.start()
         redis.xadd_many("d_in", 2000, 1000)
         wait_for(lambda: len(set(redis.ids("d_out"))) >= 3000, 120, "all 3000 in d_out")
         t.eq(sorted(set(redis.ids("d_out"))), list(range(3000)), "redis down 10 s: every id")
         t.eq(dead_letters(nats, "rout_d"), [], "redis down 10 s: no dead letters")
+        body = json.loads(g.request("GET", "/units")[1])
+        t.eq([x.get("plugin_error") for x in body["sources"] + body["units"] if x["name"] in ("rin_d", "rout_d")],
+             [None, None], "/units: the errors cleared once reconnected")
         log = g.log()
         warns = [l for l in log.splitlines() if "retrying with backoff" in l]
         t.check(1 <= len(warns) <= 6, "one log line per state change, not one per attempt: %r" % warns)

@@ -81,6 +81,14 @@ struct gust_host_api {
      * headers are ignored. */
     int (*publish_msg)(struct gust_instance *inst, const struct gust_pub_msg *m, gust_publish_done_fn done,
                        void *ud);
+
+    /* ABI 1.6 */
+
+    /* The instance's current trouble in a line (a broker unreachable, credentials
+     * refused), shown by /units as plugin_error with the time it began, until the plugin
+     * clears it with NULL (connected again). Log it too: this is state, not history.
+     * Copied; thread-safe. */
+    void (*set_error)(struct gust_instance *inst, const char *text);
 };
 
 /* 1 when the host's table has the entry `field` (it may be older than the plugin's header). */
