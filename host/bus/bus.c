@@ -12,6 +12,7 @@
 #include "../common/log.h"
 #include "bus_int.h"
 #include "embedded.h"
+#include "nats_msg.h"
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "puback.h"
@@ -470,23 +471,6 @@ void gust_bus_destroy(struct gust_bus *bus)
     free(bus);
 }
 
-/* A message with headers goes out as a natsMsg: nats.c writes headers only for those. */
-static natsStatus send_msg(natsConnection *nc, const struct gust_pub *p, const char *reply)
-{
-    if (p->msg_id == NULL && p->nheaders == 0) {
-        return natsConnection_PublishRequest(nc, p->subject, reply, p->data, (int)p->len);
-    }
-    natsMsg *m = NULL;
-    natsStatus s = natsMsg_Create(&m, p->subject, reply, p->data, (int)p->len);
-    if (s == NATS_OK && p->msg_id != NULL) s = natsMsgHeader_Set(m, "Nats-Msg-Id", p->msg_id);
-    for (size_t i = 0; s == NATS_OK && i < p->nheaders; i++) {
-        s = natsMsgHeader_Add(m, p->headers[i].name, p->headers[i].value);
-    }
-    if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
-    natsMsg_Destroy(m);
-    return s;
-}
-
 int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_publish_done_fn fn, void *ud,
                          atomic_int *inflight)
 {
@@ -502,7 +486,8 @@ int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_pu
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
     gust_pending_set_tag(&bus->pending, id, gust_pending_tag(p->subject));
-    natsStatus s = send_msg(l->nc, p, reply);
+    natsStatus s =
+        gust_nats_publish(l->nc, p->subject, reply, p->data, p->len, p->msg_id, p->headers, p->nheaders);
     if (s == NATS_MAX_PAYLOAD) {
         char why[160];
         snprintf(why, sizeof(why), "refused: %zu bytes is over the server's max_payload of %" PRId64 " (headers included)",

@@ -14,6 +14,7 @@
 
 #include "../common/log.h"
 #include "bus.h"
+#include "nats_msg.h"
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "pending.h"
@@ -380,23 +381,6 @@ static void on_flush(h2o_timeout_entry_t *entry)
     flush_now(H2O_STRUCT_FROM_MEMBER(struct gust_ingest_link, flush_entry, entry));
 }
 
-/* natsMsg_Destroy hands every message to nats.c's garbage-collector thread, which
- * frees it there: a wake-up of that thread per loop turn and, worse, free() of the
- * loop's allocations from another thread, contending for malloc's arena lock (two
- * futex calls per request, most of the gap to the hand-written client this replaced).
- * nats.c 3.4.1 exports the function that frees a message at once without declaring it;
- * a weak reference keeps gust correct with a nats.c that lacks it. */
-extern void natsMsg_free(void *msg) __attribute__((weak));
-
-static void free_msg(natsMsg *m)
-{
-    if (natsMsg_free != NULL) {
-        natsMsg_free(m);
-    } else {
-        natsMsg_Destroy(m);
-    }
-}
-
 /* The id at the end of a reply subject, or 0. */
 static uint64_t reply_id(const struct gust_ingest_link *l, const char *subject)
 {
@@ -444,7 +428,7 @@ static void drain_acks(struct gust_ingest_link *l)
             break;
         }
         on_ack(l, m);
-        free_msg(m);
+        gust_nats_msg_free(m);
     }
 }
 
@@ -796,21 +780,8 @@ int gust_ingest_link_publish(struct gust_ingest_link *l, const struct gust_pub_m
     char reply[128];
     memcpy(reply, l->inbox, l->inbox_len);
     snprintf(reply + l->inbox_len, sizeof(reply) - l->inbox_len, "%" PRIu64, id);
-    natsStatus s;
-    if (pm->msg_id == NULL && pm->nheaders == 0) {
-        s = natsConnection_PublishRequest(nc, pm->subject, reply, pm->data, (int)pm->len);
-    } else {
-        natsMsg *m = NULL;
-        s = natsMsg_Create(&m, pm->subject, reply, pm->data, (int)pm->len);
-        if (s == NATS_OK && pm->msg_id != NULL) s = natsMsgHeader_Set(m, "Nats-Msg-Id", pm->msg_id);
-        for (size_t i = 0; s == NATS_OK && i < pm->nheaders; i++) {
-            s = natsMsgHeader_Add(m, pm->headers[i].name, pm->headers[i].value);
-        }
-        if (s == NATS_OK) s = natsConnection_PublishMsg(nc, m);
-        if (m != NULL) {
-            free_msg(m);
-        }
-    }
+    natsStatus s =
+        gust_nats_publish(nc, pm->subject, reply, pm->data, pm->len, pm->msg_id, pm->headers, pm->nheaders);
     if (s != NATS_OK) {
         /* Not sent (the connection went meanwhile): the caller hears it through fn. */
         gust_pending_complete(&l->pending, id, GUST_EIO, 0, natsStatus_GetText(s));

@@ -45,11 +45,10 @@ static int token_ok(const char *s, size_t len)
     return !(len >= 5 && strncasecmp(s, "Nats-", 5) == 0);
 }
 
-/* An empty value is left out: nats.c 3.x cannot read a message back whose header has
- * one (natsMsgHeader_Keys fails, and every header of it is lost). */
+/* (An empty value passes: the host leaves it out of the NATS message.) */
 static int value_ok(const char *s, size_t len)
 {
-    if (len == 0 || len > 4096 || !gust_utf8_valid(s, len)) {
+    if (len > 4096 || !gust_utf8_valid(s, len)) {
         return 0;
     }
     for (size_t i = 0; i < len; i++) {

@@ -49,7 +49,7 @@ int kafka_header_ok(const char *name, const void *value, size_t len)
         }
     }
     if (!value) {
-        return 1; /* a null value: an empty NATS header */
+        return 1; /* a null value: an empty one, which the host leaves out of the NATS message */
     }
     return gust_utf8_valid(value, len) && !memchr(value, '\r', len) && !memchr(value, '\n', len) &&
            !memchr(value, '\0', len);

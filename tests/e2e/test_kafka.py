@@ -230,7 +230,8 @@ def test_payload_and_headers(t, tmp, nats):
     (Nats-Msg-Id) -> Kafka headers; start latest."""
     kafka = KafkaMock(tmp, "p_in:1", "q_in:1", "l_in:1", "h_out:1")
     kafka.produce("p_in", [("a", '{"id":1}'), ("b", "not json"), ("c", '{"id":2}')])
-    kafka.produce("q_in", [("k1", "hello")], headers=["trace=abc"])
+    # An empty value: nats.c cannot read back a message holding one, so the host leaves it out.
+    kafka.produce("q_in", [("k1", "hello")], headers=["trace=abc", "empty="])
     kafka.produce("l_in", [("x", '{"old":1}')])
     c = """
 plugin_dir %(plugins)s;
