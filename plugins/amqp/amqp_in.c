@@ -460,9 +460,7 @@ size_t amqp_in_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
         {"connects", (uint64_t)atomic_load(&in->link.connects)},
         {"connection_errors", (uint64_t)atomic_load(&in->link.errors)},
     };
-    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
-    memcpy(c, all, n * sizeof(*c));
-    return n;
+    return gust_plugin_counters_put(c, max, all, sizeof(all) / sizeof(all[0]));
 }
 
 void amqp_in_stop(void *ctx)

@@ -509,9 +509,7 @@ size_t kafka_in_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
         {"headers_skipped", (uint64_t)atomic_load(&in->hdr_skipped)},
         {"errors", (uint64_t)atomic_load(&in->link.errors)},
     };
-    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
-    memcpy(c, all, n * sizeof(*c));
-    return n;
+    return gust_plugin_counters_put(c, max, all, sizeof(all) / sizeof(all[0]));
 }
 
 void kafka_in_stop(void *ctx)

@@ -300,9 +300,7 @@ size_t kafka_out_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
         {"producers_recreated", (uint64_t)atomic_load(&o->recreated)},
         {"errors", (uint64_t)atomic_load(&o->link.errors)},
     };
-    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
-    memcpy(c, all, n * sizeof(*c));
-    return n;
+    return gust_plugin_counters_put(c, max, all, sizeof(all) / sizeof(all[0]));
 }
 
 void kafka_out_stop(void *ctx)

@@ -145,9 +145,7 @@ size_t redis_out_counters(void *ctx, struct gust_plugin_counter *c, size_t max)
         {"connects", (uint64_t)atomic_load(&o->conn.connects)},
         {"connection_errors", (uint64_t)atomic_load(&o->conn.errors)},
     };
-    size_t n = sizeof(all) / sizeof(all[0]) < max ? sizeof(all) / sizeof(all[0]) : max;
-    memcpy(c, all, n * sizeof(*c));
-    return n;
+    return gust_plugin_counters_put(c, max, all, sizeof(all) / sizeof(all[0]));
 }
 
 void redis_out_stop(void *ctx)

@@ -51,6 +51,18 @@ struct gust_plugin_counter {
 };
 #define GUST_PLUGIN_COUNTERS_MAX 16
 
+/* The end of a counters callback: copies the first max of all[0..n) into out and
+ * returns how many. */
+static inline size_t gust_plugin_counters_put(struct gust_plugin_counter *out, size_t max,
+                                              const struct gust_plugin_counter *all, size_t n)
+{
+    size_t i = 0;
+    for (; i < n && i < max; i++) {
+        out[i] = all[i];
+    }
+    return i;
+}
+
 /* ABI 1.5: how the host fetches messages for a sink instance (fetch_limits below). Fixed
  * as it is: a later minor that needs more adds another callback rather than growing it. */
 struct gust_fetch_limits {
