@@ -26,12 +26,15 @@ flow noisy  { script noisy.lua; source ev.n; log_rate 20; }
 flow own    { script own.lua; source ev.o; lua_path other; }
 flow hdr    { script hdr.lua; source ev.h; }
 flow hdr2   { script hdr2.lua; source ev.h2; }
+relay hr    { source ev.hr; to ev.h2; }
 """
 
 # Emit headers reach the stored message, with the emit's deterministic Nats-Msg-Id, and
-# the next flow's meta.headers.
+# the next flow's meta.headers; through a relay too, which keeps them (but the id: its own).
 HDR = """
-return { on_event = function(ev) emit("ev.h2", { n = ev.n }, { headers = { ["X-Trace"] = ev.trace } }) end }
+return { on_event = function(ev)
+  emit(ev.relayed and "ev.hr" or "ev.h2", { n = ev.n }, { headers = { ["X-Trace"] = ev.trace } })
+end }
 """
 HDR2 = """
 return { on_event = function(ev, meta) emit("ev.h2.out", { n = ev.n, headers = meta.headers }) end }
@@ -154,6 +157,11 @@ def main():
         got = wait_for(lambda: outputs("ev.h2.out"), 15, "the second flow's emit")
         t.eq(got, [{"n": 7, "headers": {"X-Trace": "t-7", "Nats-Msg-Id": "hdr:%d:0" % json.loads(body)["seq"]}}],
              "emit headers and the emit's Nats-Msg-Id in the next flow's meta.headers")
+        status, body, _ = g.request("POST", "/ingest/h", json.dumps({"n": 8, "trace": "t-8", "relayed": True}).encode())
+        got = wait_for(lambda: len(outputs("ev.h2.out")) >= 2 and outputs("ev.h2.out")[1], 15, "the relayed emit")
+        relayed_seq = next(m[0] for m in nats.read_stream() if m[1] == "ev.hr")
+        t.eq(got, {"n": 8, "headers": {"X-Trace": "t-8", "Nats-Msg-Id": "hr:%d:0" % relayed_seq}},
+             "a relay forwards the headers, with its own Nats-Msg-Id")
 
         # Modules and tables.
         for n, code in enumerate(["FR", "ES"]):
