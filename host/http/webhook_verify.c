@@ -171,6 +171,31 @@ static int body_mac(const struct gust_wh_verifier *v, const char *name, const ch
     return matches(v, sha1, sig, slen, parts, lens, 1) ? 0 : bad_sig(why, size, name);
 }
 
+/* A header holding several signatures (rotated secrets), entries separated by sep, each
+ * "<tag><signature>" in hex or base64: 1 when one of them is the MAC of parts. *any is
+ * set when the header held an entry with the tag at all. */
+static int any_entry_matches(const struct gust_wh_verifier *v, const char *val, size_t vlen, char sep,
+                             const char *tag, int base64, const char *const *parts, const size_t *lens, size_t nparts,
+                             int *any)
+{
+    size_t taglen = strlen(tag);
+    for (size_t i = 0; i < vlen;) {
+        const char *stop = memchr(val + i, sep, vlen - i);
+        size_t end = stop != NULL ? (size_t)(stop - val) : vlen;
+        if (end - i > taglen && memcmp(val + i, tag, taglen) == 0) {
+            unsigned char sig[MAX_MAC];
+            const char *enc = val + i + taglen;
+            size_t slen = base64 ? unbase64(enc, end - i - taglen, sig) : unhex(enc, end - i - taglen, sig);
+            *any = 1;
+            if (slen > 0 && matches(v, 0, sig, slen, parts, lens, nparts)) {
+                return 1;
+            }
+        }
+        i = end + 1;
+    }
+    return 0;
+}
+
 /* Stripe-Signature: t=...,v1=...[,v1=...][,v0=...]: any v1 may match. */
 static int stripe(const struct gust_wh_verifier *v, gust_wh_header_fn header, void *ud, const char *body,
                   size_t len, int64_t now_s, char *why, size_t size)
@@ -201,18 +226,8 @@ static int stripe(const struct gust_wh_verifier *v, gust_wh_header_fn header, vo
     const char *parts[] = {t, ".", body};
     size_t lens[] = {tlen, 1, len};
     int any = 0;
-    for (size_t i = 0; i < vlen;) {
-        const char *comma = memchr(val + i, ',', vlen - i);
-        size_t end = comma != NULL ? (size_t)(comma - val) : vlen;
-        if (end - i > 3 && memcmp(val + i, "v1=", 3) == 0) {
-            unsigned char sig[MAX_MAC];
-            size_t slen = unhex(val + i + 3, end - i - 3, sig);
-            any = 1;
-            if (slen > 0 && matches(v, 0, sig, slen, parts, lens, 3)) {
-                return 0;
-            }
-        }
-        i = end + 1;
+    if (any_entry_matches(v, val, vlen, ',', "v1=", 0, parts, lens, 3, &any)) {
+        return 0;
     }
     if (!any) {
         snprintf(why, size, "Stripe-Signature has no v1= signature");
@@ -257,18 +272,8 @@ static int standard(const struct gust_wh_verifier *v, gust_wh_header_fn header, 
     const char *parts[] = {id, ".", ts, ".", body};
     size_t lens[] = {idlen, 1, tslen, 1, len};
     int any = 0;
-    for (size_t i = 0; i < vlen;) {
-        const char *sp = memchr(val + i, ' ', vlen - i);
-        size_t end = sp != NULL ? (size_t)(sp - val) : vlen;
-        if (end - i > 3 && memcmp(val + i, "v1,", 3) == 0) {
-            unsigned char sig[MAX_MAC];
-            size_t slen = unbase64(val + i + 3, end - i - 3, sig);
-            any = 1;
-            if (slen > 0 && matches(v, 0, sig, slen, parts, lens, 5)) {
-                return 0;
-            }
-        }
-        i = end + 1;
+    if (any_entry_matches(v, val, vlen, ' ', "v1,", 1, parts, lens, 5, &any)) {
+        return 0;
     }
     if (!any) {
         snprintf(why, size, "webhook-signature has no v1,<base64> signature");
