@@ -243,6 +243,22 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
+def plugin_check(tmp, nats, plugin, units, *args):
+    """gust ARGS (e.g. -t) on a fresh host.conf that loads `plugin` and holds `units` on its
+    line 3: (the file's path, the finished process)."""
+    path = tmp.file("check.conf", "plugin_dir %s;\nplugin %s;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
+                    % (os.path.join(BUILD, "plugins"), plugin, units, nats.url, free_port()))
+    return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
+
+
+def check_config_errors(t, tmp, nats, plugin, cases, *args):
+    """Each (units, message) of cases refused by gust ARGS with `file:3: ...message`."""
+    for units, want in cases:
+        path, p = plugin_check(tmp, nats, plugin, units, *args)
+        t.check(p.returncode != 0, "gust %s refuses: %s" % (" ".join(args), want))
+        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
+
+
 def kill_all(procs, nats, failed=False):
     """The end of a test, passed or not: every gust still running killed, then nats-server;
     when the test failed, the tail of each gust's log."""

@@ -11,8 +11,8 @@ import signal
 import subprocess
 import time
 
-from gustlib import (BUILD, GUST, Checks, Gust, NatsServer, RabbitMQ, TempDir, free_port, make_certs, nats_publish,
-                     wait_for)
+from gustlib import (BUILD, Checks, Gust, NatsServer, RabbitMQ, TempDir, check_config_errors, make_certs, nats_publish,
+                     plugin_check, wait_for)
 
 TOOL = os.path.join(BUILD, "tests", "gust-amqp-tool")
 
@@ -344,18 +344,11 @@ def test_config_errors(t, tmp, nats):
         ("sink s { use amqp_out; source ev.a; url amqp://127.0.0.1; }", "routing_key"),
     ]
 
-    def run(units, *args):
-        path = tmp.file("check.conf", "plugin_dir %s;\nplugin amqp;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
-        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
-
-    for unit, want in cases:
-        path, p = run(unit, "-t")
-        t.check(p.returncode != 0, "gust -t refuses: " + want)
-        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
-    path, p = run("source s { use amqp_in; url amqp://u:secret@127.0.0.1:5672/%2f; queue q; subject ev.a; } "
-                  "sink o { use amqp_out; source ev.a; url amqps://127.0.0.1/v; tls_ca /etc/hosts; exchange ex; "
-                  "routing_key \"r.{payload.id}\"; }", "-t")
+    check_config_errors(t, tmp, nats, "amqp", cases, "-t")
+    path, p = plugin_check(tmp, nats, "amqp",
+                           "source s { use amqp_in; url amqp://u:secret@127.0.0.1:5672/%2f; queue q; subject ev.a; } "
+                           "sink o { use amqp_out; source ev.a; url amqps://127.0.0.1/v; tls_ca /etc/hosts; "
+                           "exchange ex; routing_key \"r.{payload.id}\"; }", "-t")
     t.eq(p.returncode, 0, "gust -t takes a good pair: %r" % p.stderr[-600:])
 
 

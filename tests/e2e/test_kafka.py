@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from gustlib import BUILD, GUST, Checks, Gust, NatsServer, TempDir, free_port, nats_publish, wait_for
+from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, nats_publish, plugin_check, wait_for
 
 MOCK = os.path.join(BUILD, "tests", "gust-kafka-mock")
 PLUGINS = os.path.join(BUILD, "plugins")
@@ -329,21 +329,13 @@ def test_config_errors(t, tmp, nats):
         ("source s { use kafka_in; brokers h:1; topics \"a b\"; group g; subject ev.a; }", "is not a Kafka topic name"),
     ]
 
-    def run(unit, *args):
-        path = tmp.file("check.conf", "plugin_dir %s;\nplugin kafka;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (PLUGINS, unit, nats.url, free_port()))
-        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
-
-    for unit, want in cases:
-        path, p = run(unit, "-t")
-        t.check(p.returncode != 0, "gust -t refuses: " + want)
-        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
+    check_config_errors(t, tmp, nats, "kafka", cases, "-t")
     pw = tmp.file("kpw", "secret\n")
-    path, p = run("source s { use kafka_in; brokers 127.0.0.1:9092 [::1]:9093; topics a b; group g; subject ev.a; "
-                  "rdkafka.session.timeout.ms 30000; rdkafka.fetch.wait.max.ms 50; } "
-                  "sink o { use kafka_out; source ev.a; brokers 127.0.0.1:9092; topic \"t_{payload.site}\"; "
-                  "key \"{payload.id}\"; sasl_mechanism SCRAM-SHA-256; sasl_username u; sasl_password_file %s; }"
-                  % pw, "-t")
+    good = ("source s { use kafka_in; brokers 127.0.0.1:9092 [::1]:9093; topics a b; group g; subject ev.a; "
+            "rdkafka.session.timeout.ms 30000; rdkafka.fetch.wait.max.ms 50; } "
+            "sink o { use kafka_out; source ev.a; brokers 127.0.0.1:9092; topic \"t_{payload.site}\"; "
+            "key \"{payload.id}\"; sasl_mechanism SCRAM-SHA-256; sasl_username u; sasl_password_file %s; }" % pw)
+    path, p = plugin_check(tmp, nats, "kafka", good, "-t")
     t.eq(p.returncode, 0, "gust -t takes a good pair: %r" % p.stderr[-600:])
 
 

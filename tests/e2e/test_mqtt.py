@@ -10,7 +10,8 @@ import signal
 import subprocess
 import time
 
-from gustlib import BUILD, GUST, Checks, Gust, Mosquitto, NatsServer, TempDir, free_port, nats_publish, wait_for
+from gustlib import (BUILD, Checks, Gust, Mosquitto, NatsServer, TempDir, check_config_errors, nats_publish,
+                     plugin_check, wait_for)
 
 PUB = os.path.join(BUILD, "bench", "gust-mqtt-pub")
 SUB = os.path.join(BUILD, "bench", "gust-mqtt-sub")
@@ -377,23 +378,17 @@ def test_config_errors(t, tmp, nats):
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4500ms; }",
          "keepalive: mqtt_out needs at least 5s (libmosquitto refuses a shorter one)"),
     ]
-    def run(units, *args):  # gust with units on line 3 of a fresh config: (its path, the process)
-        path = tmp.file("check.conf", "plugin_dir %s;\nplugin mqtt;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
-        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
-
-    for unit, want in cases:
-        path, p = run(unit)
-        t.eq(p.returncode, 1, "refused: " + want)
-        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r names file:line in %r" % (want, p.stderr[-600:]))
+    check_config_errors(t, tmp, nats, "mqtt", cases)
 
     # `gust -t` creates the units too: mqtt_out's keepalive floor is caught there, and it is
     # mqtt_out's alone (mqtt_in has its own client, which takes 1s).
-    path, p = run("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4s; }", "-t")
+    path, p = plugin_check(tmp, nats, "mqtt",
+                           "sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4s; }", "-t")
     t.check(p.returncode != 0, "gust -t refuses mqtt_out's keepalive 4s")
     t.check(path + ":3: keepalive: mqtt_out needs at least 5s" in p.stderr, "names file:line: %r" % p.stderr[-600:])
-    path, p = run("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 5s; } "
-                  "source i { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; keepalive 1s; }", "-t")
+    path, p = plugin_check(tmp, nats, "mqtt",
+                           "sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 5s; } "
+                           "source i { use mqtt_in; broker 127.0.0.1:1; topic a; subject ev.a; keepalive 1s; }", "-t")
     t.eq(p.returncode, 0, "gust -t takes mqtt_out's 5s and mqtt_in's 1s: %r" % p.stderr[-600:])
 
 

@@ -11,7 +11,8 @@ import socket
 import subprocess
 import time
 
-from gustlib import BUILD, GUST, Checks, Gust, NatsServer, TempDir, free_port, nats_publish, port_open, wait_for
+from gustlib import (BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, free_port, nats_publish,
+                     plugin_check, port_open, wait_for)
 
 
 class Redis:
@@ -336,17 +337,10 @@ def test_config_errors(t, tmp, nats):
         ("sink s { use redis_out; source ev.a; url redis://u@127.0.0.1; stream a; }", "a user needs a password_file"),
     ]
 
-    def run(units, *args):
-        path = tmp.file("check.conf", "plugin_dir %s;\nplugin redis;\n%s\nnats { url %s; }\nhttp { listen 127.0.0.1:%d; }\n"
-                        % (os.path.join(BUILD, "plugins"), units, nats.url, free_port()))
-        return path, subprocess.run([GUST, *args, "-c", path], capture_output=True, text=True, timeout=30)
-
-    for unit, want in cases:
-        path, p = run(unit, "-t")
-        t.check(p.returncode != 0, "gust -t refuses: " + want)
-        t.check(path + ":3: " in p.stderr and want in p.stderr, "%r with file:line in %r" % (want, p.stderr[-600:]))
-    path, p = run("source s { use redis_in; url redis://127.0.0.1:1/2; stream a; group g; subject ev.a; } "
-                  "sink o { use redis_out; source ev.a; url redis://127.0.0.1; stream b; maxlen 1000; }", "-t")
+    check_config_errors(t, tmp, nats, "redis", cases, "-t")
+    path, p = plugin_check(tmp, nats, "redis",
+                           "source s { use redis_in; url redis://127.0.0.1:1/2; stream a; group g; subject ev.a; } "
+                           "sink o { use redis_out; source ev.a; url redis://127.0.0.1; stream b; maxlen 1000; }", "-t")
     t.eq(p.returncode, 0, "gust -t takes a good pair: %r" % p.stderr[-600:])
 
 
