@@ -166,6 +166,7 @@ struct gust_flow_meta {
     const char *unit;
     const struct gust_header *headers;
     size_t nheaders;
+    int call; /* a request waits for the event's reply (reply() keeps it; else it only logs) */
 };
 
 struct gust_flow;
@@ -203,6 +204,11 @@ const char *gust_flow_source(const struct gust_flow *f);
  * state writes are undone. The flow stays usable after every failure. */
 int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struct gust_flow_meta *meta,
                   struct gust_emits *out, struct gust_err *err);
+
+/* After a gust_flow_run that returned 0: 1 when the script called reply(value [,
+ * status]) in a call, with the status (200 unless given) and the value's JSON text
+ * (owned by the flow, valid until its next run); 0 when it did not. */
+int gust_flow_reply(const struct gust_flow *f, int *status, const char **json, size_t *len);
 
 /* Starts a batch of durable state (state.h): forgets what the last batch staged and
  * read. The i-th gust_flow_run after it is message i of the batch. */
