@@ -242,6 +242,8 @@ void gust_flow_destroy(struct gust_flow *f);
  *   "tables"         lookup tables for the case: {name: object or array of objects},
  *                    with "table_keys": {name: key field} for arrays;
  *   "expect_logs"    [{"level": "info"|"warn"|"error", "text": "..."}], exactly;
+ *   "expect_reply"   {"body": any JSON, "status": 200..599 (default 200)}: the event runs
+ *                    as a call and must reply() exactly that; null: as a call, no reply;
  *   "timeout_ms", "memory_max" (bytes; default none), "description".
  * Emitted payloads, headers, logs and state compare exactly: numbers by their text,
  * strings by every byte (\u0000 included); only object member order is free. Each
