@@ -90,22 +90,24 @@ static void on_req_dispose(void *p)
 static void on_timeout(h2o_timeout_entry_t *entry)
 {
     struct call_wait *w = H2O_STRUCT_FROM_MEMBER(struct call_wait, timer, entry);
-    if (w->req != NULL) {
-        uint64_t ms = w->calls->timeout.timeout;
-        char msg[160];
-        if (ms % 1000 == 0) {
-            snprintf(msg, sizeof(msg), "no reply within %" PRIu64 "s", ms / 1000);
-        } else {
-            snprintf(msg, sizeof(msg), "no reply within %" PRIu64 "ms", ms);
-        }
-        if (!w->published) {
-            /* Not even its PubAck came: say so, it may not be stored. */
-            size_t n = strlen(msg);
-            snprintf(msg + n, sizeof(msg) - n, "; the event's store is not confirmed yet");
-        }
-        gust_http_send_error(w->req, w->route, 504, msg);
+    uint64_t ms = w->calls->timeout.timeout;
+    char msg[160];
+    if (ms % 1000 == 0) {
+        snprintf(msg, sizeof(msg), "no reply within %" PRIu64 "s", ms / 1000);
+    } else {
+        snprintf(msg, sizeof(msg), "no reply within %" PRIu64 "ms", ms);
     }
-    finish(w);
+    if (!w->published) {
+        /* Not even its PubAck came: say so, it may not be stored. */
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof(msg) - n, "; the event's store is not confirmed yet");
+    }
+    h2o_req_t *req = w->req;
+    enum gust_route route = w->route;
+    finish(w); /* first: w may be gone after it, the request stays until answered */
+    if (req != NULL) {
+        gust_http_send_error(req, route, 504, msg);
+    }
 }
 
 /* On the loop: the publish completed (or failed). */
@@ -118,6 +120,15 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
         free(w); /* answered (or gone) before its PubAck came */
         return;
     }
+    if (status == 0) {
+        return; /* stored: the reply (or the timeout) answers it */
+    }
+    h2o_req_t *req = w->req;
+    enum gust_route route = w->route;
+    finish(w);
+    if (req == NULL) {
+        return;
+    }
     if (status == GUST_PUBLISH_DUPLICATE) {
         /* Stored before under the same id: the flow replied to the first request. */
         char msg[200];
@@ -125,15 +136,10 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
                  "duplicate: this Idempotency-Key was stored before (seq %" PRIu64 "); its reply went to the "
                  "first request",
                  seq);
-        gust_http_send_error(w->req, w->route, 409, msg);
-        finish(w);
-    } else if (status != 0) {
-        if (w->req != NULL) {
-            gust_ingest_answer_failed(w->req, w->route, status, error);
-        }
-        finish(w);
+        gust_http_send_error(req, route, 409, msg);
+    } else {
+        gust_ingest_answer_failed(req, route, status, error);
     }
-    /* Stored: the reply (or the timeout) answers it. */
 }
 
 /* On the loop: a flow's reply came (ingest_link.h). */
@@ -148,10 +154,12 @@ static void on_reply(void *ud, uint64_t id, int status, const void *data, size_t
         gust_debug("http: a reply to call %" PRIu64 ", which is answered or gone", id);
         return;
     }
-    if (w->req != NULL) {
-        gust_http_send(w->req, w->route, status, "application/json", data, len);
-    }
+    h2o_req_t *req = w->req;
+    enum gust_route route = w->route;
     finish(w);
+    if (req != NULL) {
+        gust_http_send(req, route, status, "application/json", data, len);
+    }
 }
 
 void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m)
@@ -199,8 +207,8 @@ void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route r
         /* Not sent, and on_published will not run. */
         http->ingest_inflight--;
         w->published = 1;
-        gust_ingest_answer_unsent(req, route, rc);
         finish(w);
+        gust_ingest_answer_unsent(req, route, rc);
     }
 }
 
@@ -256,11 +264,13 @@ void gust_calls_close(struct gust_http *http)
     for (size_t i = 0; i < BUCKETS; i++) {
         while (calls->buckets[i] != NULL) {
             struct call_wait *w = calls->buckets[i];
-            if (w->req != NULL) {
-                gust_http_send_error(w->req, w->route, 503, "shutting down: no reply came in time");
-            }
+            h2o_req_t *req = w->req;
+            enum gust_route route = w->route;
             w->published = 1; /* the link is gone: no outcome will come */
             finish(w);
+            if (req != NULL) {
+                gust_http_send_error(req, route, 503, "shutting down: no reply came in time");
+            }
         }
     }
     h2o_timeout_dispose(http->ctx.loop, &calls->timeout);

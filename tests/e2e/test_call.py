@@ -1,7 +1,7 @@
 """Request/reply through a flow, against a real nats-server: POST /call/calc with {"n": 21}
 answers 200 {"answer": 42}; a status given to reply() is used; a call no flow replies to
 answers 504 after about call_timeout (2s by default) and its event is stored and
-processed; a reply made by a run that then fails is not sent, the redelivery's is; reply()
+processed; a repeated Idempotency-Key is 409; a reply made by a run that then fails is not sent, the redelivery's is; reply()
 outside a call does nothing and says so in the event's log; the ingest token applies to
 /call; a webhook with `respond flow` answers a Slack-like slash command with the flow's
 reply; and across two processes of a cluster: the one holding the HTTP request runs no
@@ -73,6 +73,12 @@ def main():
         t.check(1.8 <= took < 8, "the 504 came after about call_timeout (%.2f s)" % took)
         t.eq(nats.payloads("ev.silent"), [{"n": 7}], "the event of an unanswered call is stored")
         wait_for(lambda: nats.payloads("ev.silent.done") == [{"n": 7}], 10, "the unanswered call's event processed")
+
+        keyed = dict(AUTH, **{"Idempotency-Key": "call-k1"})
+        status, out, _ = call(a, "/call/calc", {"n": 2}, headers=keyed)
+        t.eq((status, out), (200, {"answer": 4}), "a call with an Idempotency-Key")
+        status, out, _ = call(a, "/call/calc", {"n": 2}, headers=keyed)
+        t.eq(status, 409, "its repeat is stored once and says so: the reply went to the first (%s)" % out)
 
         status, out, _ = call(a, "/call/flaky", {"n": 1})
         t.eq((status, out), (200, {"attempt": 2}), "a failed run's reply is not sent; the redelivery's is")
