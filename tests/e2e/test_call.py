@@ -3,10 +3,11 @@ answers 200 {"answer": 42}; a status given to reply() is used; a call no flow re
 answers 504 after about call_timeout (2s by default) and its event is stored and
 processed; a repeated Idempotency-Key is 409; a reply made by a run that then fails is not sent, the redelivery's is; reply()
 outside a call does nothing and says so in the event's log; the ingest token applies to
-/call; a webhook with `respond flow` answers a Slack-like slash command with the flow's
+/call; call_timeout changes on reload; a webhook with `respond flow` answers a Slack-like slash command with the flow's
 reply; and across two processes of a cluster: the one holding the HTTP request runs no
 flow at all, the other's flow replies through NATS."""
 import json
+import signal
 import time
 
 from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, wait_for
@@ -105,6 +106,17 @@ def main():
                                        "Authorization": "Bearer " + TOKEN})
         t.eq((status, out), (200, {"response_type": "ephemeral", "text": "weather for paris"}),
              "respond flow: the webhook answers with the flow's reply")
+
+        # call_timeout is reloadable.
+        with open(a.conf) as f:
+            text = f.read()
+        with open(a.conf, "w") as f:
+            f.write(text.replace("ingest_token_env", "call_timeout 500ms; ingest_token_env"))
+        a.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: json.loads(a.request("GET", "/units")[1])["reload_count"] >= 1, 10, "the reload")
+        status, out, took = call(a, "/call/silent", {"n": 8})
+        t.eq((status, out), (504, {"error": "no reply within 500ms"}), "a reloaded call_timeout")
+        t.check(took < 1.8, "the reloaded call_timeout is used (%.2f s)" % took)
 
         # A cluster: b holds the request, a runs the flow; the reply crosses NATS.
         b = Gust(tmp, FRONT % {"nats": nats.url})
