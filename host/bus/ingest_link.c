@@ -509,7 +509,7 @@ static void on_readable(h2o_socket_t *sock, const char *err)
     natsConnection *nc = l->cur->nc;
     natsConnection_ProcessReadEvent(nc);
     drain_acks(l);
-    drain_calls(l); /* after the PubAcks: a call is answered once stored, if it can be */
+    drain_calls(l); /* after the PubAcks: a call whose PubAck came in the same read is done first */
     if (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
         /* The connection went: nats.c reports it (ev_read) and closes its socket; ours
          * would read as ready until then. */
