@@ -206,6 +206,7 @@ static struct gust_http_settings http_settings(const struct gust_config *c)
         .max_connections = (size_t)h->max_connections,
         .max_header = (size_t)h->max_header_size,
         .drain_ms = h->drain_timeout,
+        .call_timeout_ms = h->call_timeout,
         .listen = gust_cfg_item(c->http_cfg, "listen", 0),
         .listen_ssl = gust_cfg_count(c->http_cfg, "listen") == 2,
         .server_names = h->server_names.items,

@@ -16,6 +16,7 @@
 #include "nats_opts.h"
 #include "nats_url.h"
 #include "puback.h"
+#include "reply.h"
 #include "retention.h"
 #include "streams.h"
 
@@ -572,7 +573,13 @@ static int outlet_connected(struct gust_outlet *o)
     return gust_bus_connected((struct gust_bus *)o);
 }
 
-static const struct gust_outlet_ops outlet_ops = {outlet_publish, outlet_flush, outlet_connected};
+static int outlet_reply(struct gust_outlet *o, const char *inbox, int status, const void *data, size_t len, char *why,
+                        size_t why_size)
+{
+    return gust_bus_reply((struct gust_bus *)o, inbox, status, data, len, why, why_size);
+}
+
+static const struct gust_outlet_ops outlet_ops = {outlet_publish, outlet_flush, outlet_connected, outlet_reply};
 
 struct gust_outlet *gust_bus_outlet(struct gust_bus *bus)
 {

@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "gust/err.h"
+#include "reply.h"
 
-uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with_headers)
+uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with)
 {
+    int with_headers = (with & GUST_FEED_HEADERS) != 0;
     natsMsg *m = room->msgs[slot];
     jsMsgMetaData *meta = NULL;
     uint64_t attempt = 1, seq = 0, cseq = 0;
@@ -23,6 +25,7 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
                                 .attempt = (uint32_t)attempt, .stored_ns = ts};
     in->ref = m;
     in->tick = NULL;
+    in->reply_to = NULL;
     static const char tick_prefix[] = "{\"@tick\":";
     if (in->msg.len > sizeof(tick_prefix) - 1 && memcmp(in->msg.data, tick_prefix, sizeof(tick_prefix) - 1) == 0) {
         /* Only what looks like a tick costs a header lookup. */
@@ -46,11 +49,20 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
         in->msg.headers = h;
         in->msg.nheaders = n;
     }
+    if (with & GUST_FEED_REPLY_TO) {
+        /* Only a message that has headers costs a parse: ingest's have none unless
+         * the client gave an Idempotency-Key. */
+        const char *to = NULL;
+        if (natsMsgHeader_Get(m, GUST_REPLY_TO_HEADER, &to) == NATS_OK) {
+            in->reply_to = to;
+        }
+    }
     return cseq;
 }
 
-int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with_headers)
+int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with)
 {
+    int with_headers = (with & GUST_FEED_HEADERS) != 0;
     if (max > room->cap) {
         natsMsg **msgs = realloc(room->msgs, max * sizeof(*msgs));
         if (msgs == NULL) {

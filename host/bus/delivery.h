@@ -20,13 +20,15 @@ struct gust_batch_room {
     size_t headers_cap;    /* messages headers has room for */
 };
 
-/* Grows room to max messages (and their headers when with_headers): 0 or GUST_ENOMEM. */
-int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with_headers);
+/* Grows room to max messages (and their headers when with has GUST_FEED_HEADERS): 0 or
+ * GUST_ENOMEM. */
+int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with);
 void gust_batch_room_free(struct gust_batch_room *room);
 
 /* Fills in from room->msgs[slot] (which stays owned by the caller; in->ref = it), with
- * its headers when with_headers (the room was reserved so). Returns the consumer
- * sequence of the delivery (0 when the message carries no metadata). */
-uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with_headers);
+ * what `with` asks for (GUST_FEED_*: its headers, the room reserved so; its reply_to).
+ * Returns the consumer sequence of the delivery (0 when the message carries no
+ * metadata). */
+uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with);
 
 #endif

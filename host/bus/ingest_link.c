@@ -19,6 +19,7 @@
 #include "nats_url.h"
 #include "pending.h"
 #include "puback.h"
+#include "reply.h"
 #include "retention.h"
 
 #define TICK_MS 100
@@ -34,6 +35,7 @@ struct conn {
     struct gust_ingest_link *l;
     natsConnection *nc;
     natsSubscription *acks; /* <inbox>.*, synchronous: drained on the loop */
+    natsSubscription *calls; /* <calls inbox>.*: replies to calls, the same way */
     int attach_fd;          /* a dup of nats.c's socket, until the loop takes it */
     int attached, detached; /* nats.c's first and last calls with this conn */
     int stopped;            /* nats.c stopped polling: the connection is gone */
@@ -57,6 +59,10 @@ struct gust_ingest_link {
     char stream_subjects[256];
     char inbox[96]; /* "<inbox>.": a publish's reply subject is this plus its id */
     size_t inbox_len;
+    char calls[96]; /* "<inbox>.": a call's reply subject is this plus its id (reply.h) */
+    size_t calls_len;
+    gust_ingest_reply_fn on_reply; /* NULL: replies are dropped */
+    void *reply_ud;
     int64_t timeout_ms;
     size_t max_queued;
     struct gust_pending pending;
@@ -243,8 +249,14 @@ static void make(struct gust_ingest_link *l, struct conn *c)
         snprintf(wildcard, sizeof(wildcard), "%s*", l->inbox);
         s = natsConnection_SubscribeSync(&c->acks, c->nc, wildcard);
     }
+    if (rc == 0 && s == NATS_OK) {
+        char wildcard[128];
+        snprintf(wildcard, sizeof(wildcard), "%s*", l->calls);
+        s = natsConnection_SubscribeSync(&c->calls, c->nc, wildcard);
+    }
     /* Drained after every read, so bounded by what one read brings. */
     if (rc == 0 && s == NATS_OK) s = natsSubscription_SetPendingLimits(c->acks, -1, -1);
+    if (rc == 0 && s == NATS_OK) s = natsSubscription_SetPendingLimits(c->calls, -1, -1);
     const char *why = rc != 0 ? err.msg : gust_nats_last_error();
     pthread_mutex_lock(&l->lock);
     if (rc == 0 && s == NATS_OK) {
@@ -266,6 +278,7 @@ static void destroy(struct conn *c)
         natsConnection_Close(c->nc); /* joins nats.c's threads, unless another one is closing it */
     }
     natsSubscription_Destroy(c->acks);
+    natsSubscription_Destroy(c->calls);
     natsConnection_Destroy(c->nc);
     pthread_mutex_lock(&l->lock);
     while (made && c->attached && !c->detached) {
@@ -381,21 +394,26 @@ static void on_flush(h2o_timeout_entry_t *entry)
     flush_now(H2O_STRUCT_FROM_MEMBER(struct gust_ingest_link, flush_entry, entry));
 }
 
-/* The id at the end of a reply subject, or 0. */
-static uint64_t reply_id(const struct gust_ingest_link *l, const char *subject)
+/* The id at the end of a subject under prefix (prefix_len bytes), or 0. */
+static uint64_t id_after(const char *prefix, size_t prefix_len, const char *subject)
 {
     size_t n = strlen(subject);
-    if (n <= l->inbox_len || n > l->inbox_len + 20 || memcmp(subject, l->inbox, l->inbox_len) != 0) {
+    if (n <= prefix_len || n > prefix_len + 20 || memcmp(subject, prefix, prefix_len) != 0) {
         return 0;
     }
     uint64_t id = 0;
-    for (const char *p = subject + l->inbox_len; *p != '\0'; p++) {
+    for (const char *p = subject + prefix_len; *p != '\0'; p++) {
         if (*p < '0' || *p > '9' || id > (UINT64_MAX - 9) / 10) {
             return 0;
         }
         id = id * 10 + (uint64_t)(*p - '0');
     }
     return id;
+}
+
+static uint64_t reply_id(const struct gust_ingest_link *l, const char *subject)
+{
+    return id_after(l->inbox, l->inbox_len, subject);
 }
 
 static void on_ack(struct gust_ingest_link *l, natsMsg *m)
@@ -432,6 +450,39 @@ static void drain_acks(struct gust_ingest_link *l)
     }
 }
 
+/* A flow's reply to a call (reply.h): its status header, 200 when missing. */
+static void on_call_reply(struct gust_ingest_link *l, natsMsg *m)
+{
+    uint64_t id = id_after(l->calls, l->calls_len, natsMsg_GetSubject(m));
+    if (id == 0 || l->on_reply == NULL) {
+        return;
+    }
+    int status = 200;
+    const char *v = NULL;
+    if (natsMsgHeader_Get(m, GUST_REPLY_STATUS_HEADER, &v) == NATS_OK && v != NULL) {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        status = end != v && *end == '\0' && n >= 200 && n <= 599 ? (int)n : 502;
+    }
+    l->on_reply(l->reply_ud, id, status, natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m));
+}
+
+static void drain_calls(struct gust_ingest_link *l)
+{
+    int n = 0;
+    if (natsSubscription_GetPending(l->cur->calls, &n, NULL) != NATS_OK) {
+        return;
+    }
+    for (; n > 0; n--) {
+        natsMsg *m = NULL;
+        if (natsSubscription_NextMsg(&m, l->cur->calls, 0) != NATS_OK) {
+            break;
+        }
+        on_call_reply(l, m);
+        gust_nats_msg_free(m);
+    }
+}
+
 static void on_readable(h2o_socket_t *sock, const char *err)
 {
     struct gust_ingest_link *l = sock->data;
@@ -442,6 +493,7 @@ static void on_readable(h2o_socket_t *sock, const char *err)
     natsConnection *nc = l->cur->nc;
     natsConnection_ProcessReadEvent(nc);
     drain_acks(l);
+    drain_calls(l); /* after the PubAcks: a call whose PubAck came in the same read is done first */
     if (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
         /* The connection went: nats.c reports it (ev_read) and closes its socket; ours
          * would read as ready until then. */
@@ -673,6 +725,13 @@ int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf
     }
     l->inbox_len = (size_t)snprintf(l->inbox, sizeof(l->inbox), "%s.", inbox);
     natsInbox_Destroy(inbox);
+    inbox = NULL;
+    if (natsInbox_Create(&inbox) != NATS_OK) {
+        rc = gust_err_set(err, GUST_ENOMEM, "ingest: out of memory");
+        goto fail;
+    }
+    l->calls_len = (size_t)snprintf(l->calls, sizeof(l->calls), "%s.", inbox);
+    natsInbox_Destroy(inbox);
     struct gust_nats_url u;
     if (gust_nats_url_parse(l->urls[0], &u) == NULL) {
         snprintf(l->shown, sizeof(l->shown), "%s%s", u.text, l->nurls > 1 ? ",..." : "");
@@ -748,6 +807,18 @@ void gust_ingest_link_destroy(struct gust_ingest_link *l)
     pthread_cond_destroy(&l->detached_cond);
     pthread_mutex_destroy(&l->lock);
     free(l);
+}
+
+void gust_ingest_link_on_replies(struct gust_ingest_link *l, gust_ingest_reply_fn fn, void *ud)
+{
+    l->on_reply = fn;
+    l->reply_ud = ud;
+}
+
+size_t gust_ingest_link_reply_subject(const struct gust_ingest_link *l, uint64_t id, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s%" PRIu64, l->calls, id);
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
 
 int gust_ingest_link_connected(const struct gust_ingest_link *l)

@@ -65,4 +65,14 @@ int gust_ingest_link_publish(struct gust_ingest_link *l, const struct gust_pub_m
                              void *ud);
 int gust_ingest_link_connected(const struct gust_ingest_link *l);
 
+/* Calls (reply.h): every connection of the link also subscribes an inbox of its own
+ * for replies, drained on the loop like the PubAcks. A call's reply subject (its
+ * GUST_REPLY_TO_HEADER) is the inbox plus the caller's id: written into out, its
+ * length returned (0 when it does not fit). Each reply that comes is handed to fn on
+ * the loop with that id, the status it carries (200 without one; 502 when it makes no
+ * sense) and its data (borrowed for the call). Set fn before any call is published. */
+typedef void (*gust_ingest_reply_fn)(void *ud, uint64_t id, int status, const void *data, size_t len);
+void gust_ingest_link_on_replies(struct gust_ingest_link *l, gust_ingest_reply_fn fn, void *ud);
+size_t gust_ingest_link_reply_subject(const struct gust_ingest_link *l, uint64_t id, char *out, size_t size);
+
 #endif

@@ -22,10 +22,17 @@ struct gust_in {
     /* A detect unit's stored idle tick (GUST_TICK_HEADER): the unit it is for, else NULL.
      * Only that unit reads it; the core acks it for every other one. */
     const char *tick;
+    /* Where the request that waits for this message's reply listens (its
+     * GUST_REPLY_TO_HEADER, reply.h), when the feed was asked for it; else NULL. */
+    const char *reply_to;
 };
 
 /* The header that marks a detect unit's idle tick ({"@tick": ms}) on its input subject. */
 #define GUST_TICK_HEADER "Gust-Tick"
+
+/* What a feed's next() fills in besides the message (flags). */
+#define GUST_FEED_HEADERS 1
+#define GUST_FEED_REPLY_TO 2
 
 struct gust_feed;
 
@@ -33,8 +40,9 @@ struct gust_feed_ops {
     /* Waits up to a bound of the feed's for messages, then takes those already there
      * (or that come within f->linger_ms of the first): up to max into in[]. Returns
      * how many (0: none in time) or -1 with why filled in.
-     * with_headers: fill msg.headers (they cost a parse each). */
-    int (*next)(struct gust_feed *f, struct gust_in *in, size_t max, int with_headers, char *why,
+     * with: GUST_FEED_HEADERS fills msg.headers (they cost a parse each),
+     * GUST_FEED_REPLY_TO fills reply_to (a header lookup). */
+    int (*next)(struct gust_feed *f, struct gust_in *in, size_t max, int with, char *why,
                 size_t why_size);
     /* Done with one message: acked (delay_ms < 0) or to be redelivered after delay_ms.
      * A feed without acknowledgements (ordered, edge) ignores it. */
@@ -87,6 +95,11 @@ struct gust_outlet_ops {
     /* Sends what is buffered now. */
     void (*flush)(struct gust_outlet *o);
     int (*connected)(struct gust_outlet *o);
+    /* Optional (NULL: replies are not sent). Sends the reply to a call (reply.h): a
+     * plain message to inbox with the status, fire and forget: nobody may listen any
+     * more. 0, or an error with why filled in. */
+    int (*reply)(struct gust_outlet *o, const char *inbox, int status, const void *data, size_t len, char *why,
+                 size_t why_size);
 };
 
 struct gust_outlet {

@@ -73,6 +73,8 @@ const struct gust_schema_key gust_http_schema[] = {
     HTTP(max_connections, INT, "1024", R, "open client connections; beyond it new ones are closed at accept"),
     HTTP(max_header_size, SIZE, "64k", R, "request line and headers (431 beyond)"),
     HTTP(drain_timeout, DURATION, "1500ms", R, "how long shutdown waits for requests in flight"),
+    HTTP_RANGE(call_timeout, DURATION, "2s", R, 10, 300000,
+         "how long POST /call (and a webhook with `respond flow`) waits for the flow's reply (504 after it)"),
     GUST_KEY_END,
 };
 
@@ -238,6 +240,9 @@ const struct gust_schema_key gust_webhook_schema[] = {
     HOOK(raw, BOOL, "off", 0,
          "on: a body neither JSON nor a form is stored as {\"body_base64\": ...} rather than refused (415)"),
     HOOK(max_body, SIZE, NULL, 0, "largest delivery (413 beyond; default and at most: the http block's max_body)"),
+    HOOK_ENUM(respond, "stored", "stored|flow",
+              "stored: 202 once the delivery is stored; flow: the answer is the reply of the flow that handles it "
+              "(reply(), as POST /call; 504 after the http block's call_timeout)"),
     GUST_KEY_END,
 };
 

@@ -39,6 +39,7 @@ struct gust_http_keys {
     int64_t max_connections;
     int64_t max_header_size;
     int64_t drain_timeout;
+    int64_t call_timeout;
 };
 
 struct gust_nats_keys {
@@ -139,6 +140,7 @@ struct gust_webhook_keys {
     struct gust_list headers;
     int raw;
     int64_t max_body; /* 0: the http block's */
+    const char *respond; /* stored|flow */
 };
 
 struct gust_webhook_conf {

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../conf/conf_schema.h"
 #include "../conf/value.h"
@@ -139,6 +140,10 @@ static int check_header_names(const struct gust_webhook_conf *w, struct gust_err
         if (!token_ok(k->headers.items[i])) {
             snprintf(msg, sizeof(msg), "headers: '%.100s' is not a header name", k->headers.items[i]);
             return fail(err, w, "headers", msg);
+        }
+        if (strcasecmp(k->headers.items[i], "Gust-Reply-To") == 0) {
+            /* A client's would say where a flow's reply goes (bus reply.h). */
+            return fail(err, w, "headers", "headers: Gust-Reply-To is Gust's own (where a call's reply goes)");
         }
     }
     const char *one[] = {k->idempotency_header, k->signature_header};

@@ -299,6 +299,7 @@ static int setup(lua_State *L)
     gust_flow_open_require(L, f);
     gust_flow_open_tables(L, f);
     gust_flow_open_log(L, f);
+    gust_flow_open_reply(L, f);
 
     gust_flow_push_decoder(L, f, decode_event, 1);
     f->ref_decode_event = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -533,6 +534,7 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     lua_State *L = f->L;
     size_t first_emit = out->n;
     int rc = 0;
+    f->replied = 0;
     uint64_t refused = f->alloc.refused, late = f->alloc.late;
     gust_flow_state_run_begin(&f->state, meta != NULL ? meta->time_ms : 0, meta != NULL ? meta->seq : 0);
     gust_flow_modules_reset(L, f);
@@ -559,9 +561,11 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref_on_event);
     lua_insert(L, 2);
     f->out = out;
+    f->in_call = meta != NULL && meta->call;
     arm_deadline(f);
     status = lua_pcall(L, nargs, 0, 1);
     f->out = NULL;
+    f->in_call = 0;
     if (status != 0) {
         const char *msg = lua_tostring(L, -1);
         int timed_out = f->timed_out || f->alloc.late != late;
@@ -572,6 +576,7 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
             rc = gust_err_set(err, code, "%s", msg != NULL ? msg : "the script failed");
         }
         gust_emits_truncate(out, first_emit);
+        f->replied = 0; /* a failed event answers nothing */
         reset_hook(f);
     }
 done:
@@ -606,6 +611,7 @@ void gust_flow_destroy(struct gust_flow *f)
     gust_buf_free(&f->line);
     gust_buf_free(&f->line_out);
     gust_buf_free(&f->headers);
+    gust_buf_free(&f->reply);
     gust_flow_state_free(&f->state);
     gust_tables_unref(f->tables);
     free(f->lua_path);

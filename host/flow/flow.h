@@ -166,6 +166,7 @@ struct gust_flow_meta {
     const char *unit;
     const struct gust_header *headers;
     size_t nheaders;
+    int call; /* a request waits for the event's reply (reply() keeps it; else it only logs) */
 };
 
 struct gust_flow;
@@ -204,6 +205,11 @@ const char *gust_flow_source(const struct gust_flow *f);
 int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struct gust_flow_meta *meta,
                   struct gust_emits *out, struct gust_err *err);
 
+/* After a gust_flow_run that returned 0: 1 when the script called reply(value [,
+ * status]) in a call, with the status (200 unless given) and the value's JSON text
+ * (owned by the flow, valid until its next run); 0 when it did not. */
+int gust_flow_reply(const struct gust_flow *f, int *status, const char **json, size_t *len);
+
 /* Starts a batch of durable state (state.h): forgets what the last batch staged and
  * read. The i-th gust_flow_run after it is message i of the batch. */
 void gust_flow_state_begin(struct gust_flow *f);
@@ -236,6 +242,8 @@ void gust_flow_destroy(struct gust_flow *f);
  *   "tables"         lookup tables for the case: {name: object or array of objects},
  *                    with "table_keys": {name: key field} for arrays;
  *   "expect_logs"    [{"level": "info"|"warn"|"error", "text": "..."}], exactly;
+ *   "expect_reply"   {"body": any JSON, "status": 200..599 (default 200)}: the event runs
+ *                    as a call and must reply() exactly that; null: as a call, no reply;
  *   "timeout_ms", "memory_max" (bytes; default none), "description".
  * Emitted payloads, headers, logs and state compare exactly: numbers by their text,
  * strings by every byte (\u0000 included); only object member order is free. Each

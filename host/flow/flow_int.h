@@ -199,6 +199,10 @@ struct gust_flow {
     struct gust_buf line;     /* a log line being built ... */
     struct gust_buf line_out; /* ... and made safe */
     struct gust_buf headers;  /* an emit's headers being checked */
+    int in_call;              /* during a run: a request waits for this event's reply */
+    int replied;              /* the last run called reply() in a call ... */
+    int reply_status;         /* ... with this status ... */
+    struct gust_buf reply;    /* ... and this JSON text */
     struct gust_flow_state state;
 };
 
@@ -215,6 +219,7 @@ void gust_flow_open_state(lua_State *L, struct gust_flow *f);
 void gust_flow_open_require(lua_State *L, struct gust_flow *f);
 void gust_flow_open_tables(lua_State *L, struct gust_flow *f);
 void gust_flow_open_log(lua_State *L, struct gust_flow *f);
+void gust_flow_open_reply(lua_State *L, struct gust_flow *f);
 
 /* Clears the marks of modules whose loading an error interrupted; called before each
  * call into the script. */

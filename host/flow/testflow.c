@@ -32,6 +32,8 @@ struct tcase {
     struct gust_jnode *root;
     const struct gust_jnode *input, *expect_emits, *meta, *state, *expect_state, *tables, *table_keys,
         *expect_logs;
+    const struct gust_jnode *expect_reply; /* {"status", "body"}, or null: the event is a call */
+    int is_call;
     const char *expect_error;
     long timeout_ms;
     long long memory_max; /* bytes; 0: no bound */
@@ -157,6 +159,24 @@ static int check_logs_shape(const struct gust_jnode *logs, char *why, const char
 
 /* Parses a case file and checks its shape; unknown keys are refused so that a typo
  * cannot turn a case into one that checks nothing. */
+static int check_reply_shape(const struct gust_jnode *r, char *why, const char *path)
+{
+    long long num;
+    const struct gust_jnode *status = gust_jtree_get(r, "status");
+    int ok = gust_jtree_get(r, "body") != NULL && (status == NULL || (is_integer(status, 200, &num) && num <= 599));
+    for (size_t i = 0; ok && i < r->n; i++) {
+        ok = strcmp(r->keys[i], "status") == 0 || strcmp(r->keys[i], "body") == 0;
+    }
+    if (!ok) {
+        snprintf(why, WHY_MAX,
+                 "%s: expect_reply is {\"body\": any JSON, \"status\": 200 to 599 (default 200)}, or null for "
+                 "no reply",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_case(const char *path, struct tcase *c, char *why)
 {
     c->path = path;
@@ -197,6 +217,9 @@ static int load_case(const char *path, struct tcase *c, char *why)
             c->table_keys = v;
         } else if (strcmp(k, "expect_logs") == 0 && arr) {
             c->expect_logs = v;
+        } else if (strcmp(k, "expect_reply") == 0 && (obj || v->type == GUST_J_NULL)) {
+            c->expect_reply = obj ? v : NULL;
+            c->is_call = 1;
         } else if (strcmp(k, "timeout_ms") == 0 && is_integer(v, 1, &num) && num < 86400000) {
             c->timeout_ms = (long)num;
         } else if (strcmp(k, "memory_max") == 0 && is_integer(v, 0, &num)) {
@@ -219,7 +242,8 @@ static int load_case(const char *path, struct tcase *c, char *why)
         }
     }
     if ((c->meta != NULL && check_meta(c->meta, why, path) != 0) ||
-        (c->expect_logs != NULL && check_logs_shape(c->expect_logs, why, path) != 0)) {
+        (c->expect_logs != NULL && check_logs_shape(c->expect_logs, why, path) != 0) ||
+        (c->expect_reply != NULL && check_reply_shape(c->expect_reply, why, path) != 0)) {
         return -1;
     }
     return 0;
@@ -227,7 +251,7 @@ static int load_case(const char *path, struct tcase *c, char *why)
 
 static void case_meta(const struct tcase *c, struct gust_flow_meta *m, struct gust_header **headers)
 {
-    *m = (struct gust_flow_meta){.attempt = 1, .unit = "test"};
+    *m = (struct gust_flow_meta){.attempt = 1, .unit = "test", .call = c->is_call};
     if (c->meta == NULL) {
         return;
     }
@@ -350,6 +374,42 @@ static int same_json(const struct gust_jnode *want, const char *text, size_t len
     int same = gust_jtree_equal(want, got, path, cap);
     gust_jtree_free(got);
     return same;
+}
+
+/* The reply the case expects (c->is_call), or none when it says null. */
+static int check_reply(const struct tcase *c, const struct gust_flow *f, char *why)
+{
+    int status;
+    const char *json;
+    size_t len;
+    int replied = gust_flow_reply(f, &status, &json, &len);
+    if (c->expect_reply == NULL) {
+        if (replied) {
+            snprintf(why, WHY_MAX, "expected no reply, got %d %.*s", status, (int)(len < 200 ? len : 200), json);
+            return -1;
+        }
+        return 0;
+    }
+    if (!replied) {
+        snprintf(why, WHY_MAX, "expected a reply, got none");
+        return -1;
+    }
+    long long want_status = 200;
+    const struct gust_jnode *s = gust_jtree_get(c->expect_reply, "status");
+    if (s != NULL) {
+        is_integer(s, 200, &want_status);
+    }
+    char path[256] = "";
+    if (status != want_status) {
+        snprintf(why, WHY_MAX, "reply: status %d, expected %lld", status, want_status);
+        return -1;
+    }
+    if (!same_json(gust_jtree_get(c->expect_reply, "body"), json, len, path, sizeof(path))) {
+        snprintf(why, WHY_MAX, "reply: body differs at %s: %.*s", path[0] ? path : "(top)",
+                 (int)(len < 200 ? len : 200), json);
+        return -1;
+    }
+    return 0;
 }
 
 static int check_headers(const struct gust_jnode *want, const struct gust_emit *e, size_t i, char *why)
@@ -536,7 +596,7 @@ static int run_case(const struct gust_flow_test_opts *o, const char *script, con
     } else if (status != 0) {
         snprintf(why, WHY_MAX, "%s", err.msg);
         goto done;
-    } else if (check_emits(&c, &out, why) != 0) {
+    } else if (check_emits(&c, &out, why) != 0 || (c.is_call && check_reply(&c, flow, why) != 0)) {
         goto done;
     }
     if ((c.expect_state != NULL && check_state(&c, mem, meta.time_ms, why) != 0) ||

@@ -52,18 +52,34 @@ static void respond(struct ingest_wait *w, int status, uint64_t seq, const char 
                          status == GUST_PUBLISH_DUPLICATE ? ",\"duplicate\":true" : "");
         gust_http_send(req, w->route, 202, "application/json", body, (size_t)n);
     } else {
-        char msg[400];
-        if (status == GUST_EIO) {
-            snprintf(msg, sizeof(msg), "not stored: %s", error != NULL ? error : "publish failed");
-        } else {
-            /* Sent, but its PubAck never came (or made no sense): JetStream may well
-             * have stored it. */
-            snprintf(msg, sizeof(msg),
-                     "outcome unknown: %s; the event may have been stored (retry with the same Idempotency-Key "
-                     "header to store it once)",
-                     error != NULL ? error : "no PubAck");
-        }
-        gust_http_send_error(req, w->route, 503, msg);
+        gust_ingest_answer_failed(req, w->route, status, error);
+    }
+}
+
+void gust_ingest_answer_failed(h2o_req_t *req, enum gust_route route, int status, const char *error)
+{
+    char msg[400];
+    if (status == GUST_EIO) {
+        snprintf(msg, sizeof(msg), "not stored: %s", error != NULL ? error : "publish failed");
+    } else {
+        /* Sent, but its PubAck never came (or made no sense): JetStream may well
+         * have stored it. */
+        snprintf(msg, sizeof(msg),
+                 "outcome unknown: %s; the event may have been stored (retry with the same Idempotency-Key "
+                 "header to store it once)",
+                 error != NULL ? error : "no PubAck");
+    }
+    gust_http_send_error(req, route, 503, msg);
+}
+
+void gust_ingest_answer_unsent(h2o_req_t *req, enum gust_route route, int rc)
+{
+    if (rc == GUST_EINVAL) {
+        gust_http_send_error(req, route, 413, "body over the bus's max_payload");
+    } else if (rc == GUST_EIO) {
+        gust_http_send_error(req, route, 503, "not stored: no stream takes this subject");
+    } else {
+        gust_http_send_error(req, route, 503, "not stored: bus unavailable");
     }
 }
 
@@ -134,52 +150,55 @@ void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route
         http->ingest_inflight--;
         *w->anchor = NULL;
         free(w);
-        if (rc == GUST_EINVAL) {
-            gust_http_send_error(req, route, 413, "body over the bus's max_payload");
-        } else if (rc == GUST_EIO) {
-            gust_http_send_error(req, route, 503, "not stored: no stream takes this subject");
-        } else {
-            gust_http_send_error(req, route, 503, "not stored: bus unavailable");
-        }
+        gust_ingest_answer_unsent(req, route, rc);
     }
 }
 
-void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
+int gust_ingest_check(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
+                      char subject[GUST_INGEST_SUBJECT_MAX], char msg_id[GUST_INGEST_MSG_ID_MAX + 1])
 {
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST"));
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 405, "method not allowed: use POST");
-        return;
+        gust_http_send_error(req, route, 405, "method not allowed: use POST");
+        return -1;
     }
-    char subject[MAX_SUBJECT];
     if (!gust_ingest_subject(http->subject_prefix, suffix.base, suffix.len, subject)) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
+        gust_http_send_error(req, route, 400,
                              "invalid subject suffix: expected tokens of visible characters "
                              "separated by '.', no wildcards");
-        return;
+        return -1;
     }
     if (req->entity.base == NULL || req->entity.len == 0) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 400, "empty body");
-        return;
+        gust_http_send_error(req, route, 400, "empty body");
+        return -1;
     }
     size_t max_body = gust_http_policy(http)->s.max_body;
     if (req->entity.len > max_body) {
         char msg[96];
         snprintf(msg, sizeof(msg), "body over %zu bytes", max_body);
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 413, msg);
-        return;
+        gust_http_send_error(req, route, 413, msg);
+        return -1;
     }
     char why[200];
     if (!gust_json_object_valid(req->entity.base, req->entity.len, gust_http_policy(http)->s.max_depth, why,
                                 sizeof(why))) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 400, why);
-        return;
+        gust_http_send_error(req, route, 400, why);
+        return -1;
     }
     static const char *const id_headers[] = {"idempotency-key", "nats-msg-id"};
-    char msg_id[MAX_MSG_ID + 1];
     if (gust_ingest_msg_id(req, id_headers, 2, msg_id) != 0) {
-        gust_http_send_error(req, GUST_ROUTE_INGEST, 400,
+        gust_http_send_error(req, route, 400,
                              "Idempotency-Key (or Nats-Msg-Id): one value of 1 to 200 visible ASCII characters");
+        return -1;
+    }
+    return 0;
+}
+
+void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
+{
+    char subject[MAX_SUBJECT];
+    char msg_id[MAX_MSG_ID + 1];
+    if (gust_ingest_check(http, req, GUST_ROUTE_INGEST, suffix, subject, msg_id) != 0) {
         return;
     }
     struct gust_pub_msg m = {

@@ -10,6 +10,7 @@
 #include "../common/buf.h"
 #include "gust/api.h"
 #include "auth.h"
+#include "ingest_subject.h"
 #include "dlq_query.h"
 #include "metrics.h"
 #include "origin.h"
@@ -68,6 +69,7 @@ struct gust_http {
     int stopping;
     struct gust_bus *bus;
     struct gust_ingest_link *ingest_bus; /* ingest's own connection, on this loop */
+    struct gust_calls *calls;            /* call.c: the calls waiting for their reply */
     char base_path[256]; /* without a trailing slash; "" at the root */
     size_t base_len;
     _Atomic(struct gust_http_policy *) policy; /* swapped by a reload, read on the loop */
@@ -128,16 +130,44 @@ int gust_h2o_bad_request(h2o_req_t *req, int *status, char *why, size_t size);
 void gust_linger_init(struct gust_http *http);
 void gust_linger_arm(struct gust_http *http, h2o_req_t *req);
 
+#define GUST_INGEST_MSG_ID_MAX 200
+
 /* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
 void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
 /* ingest.c: the one way a request is published. Publishes m (its strings borrowed for
  * the call) on ingest's connection and answers req 202 once JetStream stored it (or
  * 503), counting the answer under route. */
 void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m);
+/* The checks of POST /ingest and /call (method, subject, body, message id), the same
+ * for both: 0 with the subject and the message id ("" when none) filled in, or -1
+ * once the request is answered (4xx, counted under route). */
+int gust_ingest_check(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
+                      char subject[GUST_INGEST_SUBJECT_MAX], char msg_id[GUST_INGEST_MSG_ID_MAX + 1]);
+/* Answers a publish that failed: status is the done callback's (ingest_link.h), rc
+ * what gust_ingest_link_publish returned when it sent nothing. */
+void gust_ingest_answer_failed(h2o_req_t *req, enum gust_route route, int status, const char *error);
+void gust_ingest_answer_unsent(h2o_req_t *req, enum gust_route route, int rc);
+
+/* call.c: POST <base>/call/<suffix>: published as ingest publishes, then answered with
+ * the reply of the flow that handles it (bus reply.h), or 504 after call_timeout. */
+void gust_call_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
+/* The one way a call is published: m (borrowed for the call) with the reply header
+ * added; answers req with the reply, 504, or ingest's errors. A webhook with
+ * `respond flow` uses it. */
+void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m);
+/* On the loop, after the ingest link is made: replies reach the calls from now on. */
+int gust_calls_create(struct gust_http *http, int64_t timeout_ms);
+/* A reload's call_timeout, for the calls that start from now on (and those waiting). */
+void gust_calls_set_timeout(struct gust_http *http, int64_t timeout_ms);
+/* Calls that wait for a reply. */
+size_t gust_calls_waiting(const struct gust_http *http);
+/* Answers every call still waiting (503) and frees what is left; at shutdown, after
+ * the ingest link is gone. */
+void gust_calls_close(struct gust_http *http);
+
 /* The message id a request carries in the first of names (lowercase header names) it
  * has, quotes removed, into out; "" when none. 0, or -1 when unusable: repeated, empty,
  * over 200 characters or not visible ASCII, or two names saying different things. */
-#define GUST_INGEST_MSG_ID_MAX 200
 int gust_ingest_msg_id(h2o_req_t *req, const char *const *names, size_t nnames, char out[GUST_INGEST_MSG_ID_MAX + 1]);
 
 /* webhook.c: POST <base><path> of webhook h (the policy's, valid for the call). */

@@ -26,6 +26,7 @@
 
 /* Routes and who may call them:
  *   POST /ingest/<suffix>       ingest token when one is set, else open
+ *   POST /call/<suffix>         the same (call.c: answered with a flow's reply)
  *   POST <a webhook's path>     its signature (verify); with verify none, as ingest
  *   GET  /healthz               open (load balancers and probes): 503 naming each cause
  *   GET  /livez                 open: 200 while the process answers (supervisors)
@@ -57,6 +58,7 @@ static const char *reason_of(int status)
     case 500: return "Internal Server Error";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return "Status";
     }
 }
@@ -291,6 +293,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         had_base = 1;
     }
     static const char ingest[] = "/ingest/";
+    static const char call[] = "/call/";
     const struct gust_webhook *hook = gust_webhooks_find(policy->webhooks, path.base, path.len);
     if (hook != NULL) {
         /* The signature stands in for the ingest token; the admin token never applies. */
@@ -303,6 +306,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
         if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
             gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
+        }
+    } else if (path.len >= sizeof(call) - 2 && memcmp(path.base, call, sizeof(call) - 2) == 0 &&
+               (path.len == sizeof(call) - 2 || path.base[sizeof(call) - 2] == '/')) {
+        size_t skip = path.len >= sizeof(call) - 1 ? sizeof(call) - 1 : path.len;
+        if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_CALL, "gust-ingest")) {
+            gust_call_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
@@ -515,6 +524,7 @@ struct retired_policy {
     struct gust_http_policy *policy;
     size_t max_body;
     int64_t client_timeout_ms;
+    int64_t call_timeout_ms;
 };
 
 /* On the loop: the limits h2o keeps itself are set here, on its thread, and no callback
@@ -530,6 +540,7 @@ static void on_retired(h2o_multithread_receiver_t *receiver, h2o_linklist_t *mes
         if (m->client_timeout_ms > 0) {
             http->ctx.http1.req_timeout.timeout = (uint64_t)m->client_timeout_ms;
         }
+        gust_calls_set_timeout(http, m->call_timeout_ms);
         gust_http_policy_destroy(m->policy);
         free(m);
     }
@@ -545,6 +556,7 @@ void gust_http_set_policy(struct gust_http *http, struct gust_http_policy *p)
     }
     m->max_body = p->s.max_body;
     m->client_timeout_ms = p->s.client_timeout_ms;
+    m->call_timeout_ms = p->s.call_timeout_ms;
     gust_info("http: reloaded tokens and limits; admin routes %s, ingest %s",
               p->admin_auth.enabled ? "need the admin token" : "read-only on loopback (no admin token)",
               p->ingest_auth.enabled ? "needs the ingest token" : "open");
@@ -641,6 +653,11 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
+    if ((rc = gust_calls_create(http, conf->settings.call_timeout_ms > 0 ? conf->settings.call_timeout_ms : 2000)) !=
+        0) {
+        close(fd);
+        return gust_err_set(err, rc, "http: out of memory");
+    }
     if ((rc = gust_admin_start(http, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
@@ -671,9 +688,13 @@ void gust_http_run(struct gust_http *http)
         if (deadline == 0) {
             deadline = now + gust_http_policy(http)->s.drain_ms;
         }
-        if ((http->ingest_inflight == 0 && http->admin_inflight == 0) || now >= deadline) {
+        size_t calls = gust_calls_waiting(http);
+        if ((http->ingest_inflight == 0 && http->admin_inflight == 0 && calls == 0) || now >= deadline) {
             if (http->ingest_inflight > 0) {
                 gust_warn("http: %zu ingest requests still waiting at shutdown", http->ingest_inflight);
+            }
+            if (calls > 0) {
+                gust_warn("http: %zu calls still waiting for their reply at shutdown", calls);
             }
             /* The worker's JetStream calls must end before the bus goes away, which
              * happens right after this returns. */
@@ -692,6 +713,7 @@ void gust_http_close(struct gust_http *http)
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
     gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;
+    gust_calls_close(http); /* after the link: the publishes it failed are done */
     h2o_evloop_run(http->ctx.loop, 0);
     if (http->listener != NULL) {
         h2o_socket_close(http->listener);

@@ -31,6 +31,7 @@ struct gust_http_settings {
     size_t max_connections;        /* beyond it new connections are closed at accept */
     size_t max_header;             /* request line + headers, bytes (431 beyond) */
     int64_t drain_ms;              /* how long shutdown waits for requests in flight */
+    int64_t call_timeout_ms;       /* POST /call (and `respond flow`) waits this long for a reply */
     const char *listen;            /* the listen address as written: its host is a name the
                                       admin routes answer to; loopback or not */
     int listen_ssl;                /* `listen ADDR ssl;` */

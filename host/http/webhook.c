@@ -7,7 +7,8 @@
  * object of strings (form.h; a lone `payload` field holding a JSON object, as Slack and
  * GitHub send, as that object), anything else refused (415) unless `raw on` stores it
  * as {"body_base64": ...}. A delivery id becomes the Nats-Msg-Id, so a provider's retry
- * within the stream's duplicate window is stored once. */
+ * within the stream's duplicate window is stored once. With `respond flow` the
+ * delivery is a call (call.c): the answer is the reply of the flow that handles it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,10 @@ void gust_webhook_handle(struct gust_http *http, h2o_req_t *req, const struct gu
         .headers = headers,
         .nheaders = nheaders,
     };
-    gust_ingest_publish(http, req, ROUTE, &m);
+    if (h->respond_flow) {
+        gust_call_publish(http, req, ROUTE, &m);
+    } else {
+        gust_ingest_publish(http, req, ROUTE, &m);
+    }
     gust_buf_free(&ev);
 }

@@ -82,6 +82,7 @@ static int make_one(const struct gust_webhook_conf *c, struct gust_webhook *h, s
     h->v.sha1 = strcmp(k->algorithm, "sha1") == 0;
     h->v.base64 = strcmp(k->encoding, "base64") == 0;
     h->raw = k->raw;
+    h->respond_flow = strcmp(k->respond, "flow") == 0;
     h->max_body = (size_t)k->max_body;
     static const char *const id_of[] = {
         [GUST_WH_GITHUB] = "x-github-delivery",

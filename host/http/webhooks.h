@@ -21,6 +21,7 @@ struct gust_webhook {
     char **headers;            /* lowercase: the request headers kept */
     size_t nheaders;
     int raw;
+    int respond_flow; /* `respond flow`: answered with the flow's reply (call.c) */
     size_t max_body; /* 0: the http block's */
 };
 

@@ -71,6 +71,7 @@ struct gust_consumer {
     size_t cap;
     struct gust_in *in;
     uint8_t *tick; /* per message of the batch: the unit's own idle tick */
+    const char **reply_to; /* per message of the batch: its call's inbox, or NULL */
     struct gust_msg *msgs;
     int *outcome;
     char (*error)[GUST_ERROR_MAX];
@@ -150,6 +151,7 @@ static int grow(struct gust_consumer *c, size_t n)
     GROW(refused);
     GROW(fate);
     GROW(tick);
+    GROW(reply_to);
 #undef GROW
     c->cap = n;
     return 0;
@@ -481,6 +483,45 @@ static int republish_failed(struct gust_consumer *c)
     }
 }
 
+/* Sends message i's reply, if the handler gave one (*next: the first of the batch's
+ * replies not looked at yet; they are in message order). Fire and forget: the request
+ * may be answered already (a redelivery) or gone. */
+static void send_reply(struct gust_consumer *c, size_t i, size_t *next)
+{
+    const struct gust_replies *r = &c->batch.replies;
+    while (*next < r->n && r->v[*next].msg < i) {
+        (*next)++;
+    }
+    if (*next >= r->n || r->v[*next].msg != i || c->reply_to[i] == NULL || c->outlet->ops->reply == NULL) {
+        return;
+    }
+    const struct gust_reply *p = &r->v[*next];
+    char why[256];
+    if (c->outlet->ops->reply(c->outlet, c->reply_to[i], p->status, r->data.data + p->at, p->len, why,
+                              sizeof(why)) != 0) {
+        gust_warn("[%s] seq %" PRIu64 ": reply not sent: %s", c->name, c->msgs[i].stream_seq, why);
+    }
+}
+
+int gust_replies_push(struct gust_replies *r, size_t msg, int status, const char *json, size_t len)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        struct gust_reply *v = realloc(r->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return GUST_ENOMEM;
+        }
+        r->v = v;
+        r->cap = cap;
+    }
+    size_t at = r->data.len;
+    if (gust_buf_append(&r->data, json, len) != 0) {
+        return GUST_ENOMEM;
+    }
+    r->v[r->n++] = (struct gust_reply){.msg = msg, .status = status, .at = at, .len = len};
+    return 0;
+}
+
 /* One batch of n messages in c->in. Returns 0 when it was all stored (ordered units
  * may go on), -1 when not (the unit is stopping with output that was not stored). */
 static int run_batch(struct gust_consumer *c, size_t n)
@@ -490,6 +531,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
         c->publish_failed[i] = 0;
         c->refused[i] = 0;
         c->msgs[i] = c->in[i].msg;
+        c->reply_to[i] = c->in[i].reply_to;
     }
 
     /* Handle. */
@@ -501,6 +543,9 @@ static int run_batch(struct gust_consumer *c, size_t n)
     c->batch.error = c->error;
     c->batch.emit_end = c->emit_end;
     c->batch.tick = c->tick;
+    c->batch.reply_to = c->handler.answers_calls ? c->reply_to : NULL;
+    c->batch.replies.n = 0;
+    c->batch.replies.data.len = 0;
     if (c->conf.handler_timeout_ms > 0) {
         atomic_store(&c->handler_deadline,
                      (int64_t)(t0 / 1000000u) + c->conf.handler_timeout_ms * (int64_t)n + GUST_STUCK_MARGIN_MS);
@@ -543,6 +588,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
     uint64_t t2 = gust_clock_mono_ns();
 
     uint64_t ok = 0, failed = 0, dead = 0, emitted = 0;
+    size_t next_reply = 0;
     for (size_t i = 0; i < n; i++) {
         struct gust_in *in = &c->in[i];
         uint64_t seq = c->msgs[i].stream_seq;
@@ -555,6 +601,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
         case GUST_FATE_OK:
             ok++;
             emitted += c->emit_end[i] - emit_start(c, i);
+            send_reply(c, i, &next_reply);
             c->feed->ops->settle(c->feed, in, -1);
             gust_waits_forget(&c->waits, seq);
             break;
@@ -689,7 +736,9 @@ static void *unit_thread(void *arg)
         }
         uint64_t t0 = gust_clock_mono_ns();
         char why[256];
-        int n = c->feed->ops->next(c->feed, c->in, max, c->handler.wants_headers, why, sizeof(why));
+        int with = (c->handler.wants_headers ? GUST_FEED_HEADERS : 0) |
+                   (c->handler.answers_calls ? GUST_FEED_REPLY_TO : 0);
+        int n = c->feed->ops->next(c->feed, c->in, max, with, why, sizeof(why));
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, gust_clock_mono_ns() - t0);
         if (n < 0) {
@@ -821,6 +870,8 @@ void gust_consumer_destroy(struct gust_consumer *c)
         c->conf.opener.free(c->conf.opener.ud);
     }
     gust_emits_free(&c->batch.emits);
+    free(c->batch.replies.v);
+    gust_buf_free(&c->batch.replies.data);
     gust_buf_free(&c->envelopes);
     gust_waits_free(&c->waits);
     free(c->in);
@@ -832,6 +883,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     free(c->refused);
     free(c->fate);
     free(c->tick);
+    free(c->reply_to);
     free(c->tickets);
     free(c->envelope_at);
     free(c->source);

@@ -3,7 +3,9 @@
  * (a token bucket: bursts of up to log_rate lines, then log_rate a second; what goes
  * over is counted and the log says how much, at most once a second). What the batch
  * staged in its durable state is committed before its emits are published
- * (flow_state.h). */
+ * (flow_state.h). A message that is a call (its reply_to) runs with meta.call set, and
+ * what the script gives reply() goes to the batch's replies, which the core sends
+ * once the message is done. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,6 +98,7 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
             .unit = u->unit,
             .headers = m->headers,
             .nheaders = m->nheaders,
+            .call = b->reply_to != NULL && b->reply_to[i] != NULL,
         };
         struct gust_err err = {{0}};
         u->msg = m;
@@ -108,6 +111,15 @@ static void flow_run_batch(void *impl, struct gust_batch *b)
             int bus = u->state != NULL && gust_kv_state_take_read_failure(u->state);
             b->outcome[i] = rc == GUST_EINVAL ? GUST_OUTCOME_DEAD : bus ? GUST_OUTCOME_WAIT : GUST_OUTCOME_RETRY;
             snprintf(b->error[i], GUST_ERROR_MAX, "%s", err.msg);
+        } else if (meta.call) {
+            int status;
+            const char *json;
+            size_t len;
+            if (gust_flow_reply(u->flow, &status, &json, &len) &&
+                gust_replies_push(&b->replies, i, status, json, len) != 0) {
+                b->outcome[i] = GUST_OUTCOME_RETRY;
+                snprintf(b->error[i], GUST_ERROR_MAX, "reply: out of memory");
+            }
         }
         b->emit_end[i] = b->emits.n;
         atomic_store(&u->heap_bytes, gust_flow_heap_bytes(u->flow));
@@ -206,6 +218,7 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
     *out = (struct gust_handler){.kind = "flow",
                                  .impl = u,
                                  .wants_headers = gust_flow_uses_meta(u->flow), /* meta.headers */
+                                 .answers_calls = 1,                            /* reply() */
                                  .run_batch = flow_run_batch,
                                  .commit = u->state != NULL ? flow_commit : NULL,
                                  .render_json = flow_render_json,

@@ -28,6 +28,22 @@ enum gust_outcome {
 #define GUST_ERROR_MAX 1024
 #define GUST_MSG_ID_MAX 160
 
+/* The answer to message `msg`'s call: status and the JSON text at data[at, at + len). */
+struct gust_reply {
+    size_t msg;
+    int status;
+    size_t at, len;
+};
+
+struct gust_replies {
+    struct gust_reply *v;
+    size_t n, cap;
+    struct gust_buf data;
+};
+
+/* Appends message msg's reply (json copied): 0 or GUST_ENOMEM. */
+int gust_replies_push(struct gust_replies *r, size_t msg, int status, const char *json, size_t len);
+
 /* One batch as a handler sees it. The core fills msgs and sets every outcome to OK;
  * the handler sets outcome[i] and writes error[i] (a NUL-terminated reason) when it
  * fails a message, and appends msgs[i]'s emits to `emits`, recording
@@ -47,6 +63,13 @@ struct gust_batch {
     /* tick[i]: message i is this unit's own stored idle tick ({"@tick": ms}); only for
      * a handler with reads_ticks. */
     const uint8_t *tick;
+    /* reply_to[i]: message i is a call, a request waits for its reply there (bus
+     * reply.h); NULL when not. Only for a handler with answers_calls. */
+    const char *const *reply_to;
+    /* The replies the handler gives (at most one a message, appended in message
+     * order); the core sends each once its message succeeded and its emits are
+     * stored, just before the ack. */
+    struct gust_replies replies;
 };
 
 /* What a handler's between() asks of the core before the next batch. */
@@ -62,6 +85,8 @@ struct gust_handler {
     int wants_headers; /* msgs carry their headers (they cost a parse each) */
     int reads_ticks;   /* the unit's own idle ticks reach run_batch (detect); every
                           other tick is acked unseen */
+    int answers_calls; /* batch.reply_to is filled (a header lookup each) and its
+                          replies are sent (flows: reply()) */
     /* Called on the unit's thread, once per batch. */
     void (*run_batch)(void *impl, struct gust_batch *b);
     /* Optional. After run_batch, before anything of the batch is published: commits what

@@ -210,6 +210,9 @@ CHECK_CASES = [
     ("webhook w { path /hooks/w; subject ev.w; verify hmac; secret_env HOME; }", "signature_header"),
     ("webhook w { path /hooks/w; subject other.w; }", "not under the stream's subjects"),
     ("webhook w { path /hooks/w/; subject ev.w; }", "no trailing /"),
+    ("webhook w { path /hooks/w; subject ev.w; headers X-A gust-reply-to; }", "Gust-Reply-To is Gust's own"),
+    ("webhook w { path /hooks/w; subject ev.w; respond maybe; }", "respond"),
+    ("webhook w { path /call/w; subject ev.w; }", "/call"),
 ]
 
 

@@ -11,6 +11,8 @@
  *  - ordered units: a failed publish is sent again until stored; the handler hears of
  *    a batch only once it is stored;
  *  - a stop between batches: the batch in hand finishes, nothing after it is taken;
+ *  - replies to calls: sent for a message that succeeded, after its batch's PubAcks and
+ *    before its ack, to its own reply_to; none for one that failed;
  *  - a feed that cannot be opened yet: the unit is `starting`, counts its retries and
  *    keeps the last error with its time, then runs once the feed opens. */
 #include <pthread.h>
@@ -32,6 +34,7 @@
 struct fmsg {
     char subject[32];
     char data[64];
+    char reply_to[32]; /* "" when not a call */
     uint64_t seq;
     uint32_t attempt;
     int pending; /* to be delivered (again) */
@@ -71,10 +74,10 @@ struct ffeed {
     int (*on_next)(struct ffeed *f); /* test hook, before a batch is handed out */
 };
 
-static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int with_headers, char *why,
+static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int with, char *why,
                       size_t why_size)
 {
-    (void)with_headers, (void)why, (void)why_size;
+    (void)why, (void)why_size;
     struct ffeed *f = (struct ffeed *)gf;
     if (f->on_next != NULL) {
         f->on_next(f);
@@ -91,6 +94,7 @@ static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int 
         in[k].msg = (struct gust_msg){.subject = m->subject, .data = m->data, .len = strlen(m->data),
                                       .stream_seq = m->seq, .attempt = m->attempt};
         in[k].tick = NULL;
+        in[k].reply_to = (with & GUST_FEED_REPLY_TO) && m->reply_to[0] != '\0' ? m->reply_to : NULL;
         in[k++].ref = m;
     }
     if (k > 0) {
@@ -222,7 +226,15 @@ static int fout_connected(struct gust_outlet *o)
     return 1;
 }
 
-static const struct gust_outlet_ops fout_ops = {fout_publish, fout_flush, fout_connected};
+static int fout_reply(struct gust_outlet *o, const char *inbox, int status, const void *data, size_t len,
+                      char *why, size_t why_size)
+{
+    (void)o, (void)why, (void)why_size;
+    logf_("reply %s %d %.*s", inbox, status, (int)len, (const char *)data);
+    return 0;
+}
+
+static const struct gust_outlet_ops fout_ops = {fout_publish, fout_flush, fout_connected, fout_reply};
 
 static void fout_init(struct foutlet *f)
 {
@@ -249,6 +261,7 @@ struct script {
     uint64_t reject_seq;      /* this one fails (RETRY) every time */
     uint64_t wait_seq;        /* this one gets WAIT its first wait_times attempts */
     uint32_t wait_times;
+    int replies;              /* answers every call with its data, status 201 */
     size_t stored_batches;    /* handler.stored calls */
     struct ffeed *feed;
 };
@@ -269,6 +282,9 @@ static void script_run(void *impl, struct gust_batch *b)
                 gust_emits_push(&b->emits, "ev.out", m->data, m->len);
             }
         }
+        if (s->replies && b->reply_to != NULL && b->reply_to[i] != NULL) {
+            gust_replies_push(&b->replies, i, 201, m->data, m->len);
+        }
         b->emit_end[i] = b->emits.n;
     }
 }
@@ -284,7 +300,8 @@ static struct gust_consumer *start(struct ffeed *feed, struct foutlet *out, stru
     struct gust_consumer_conf cc = {.unit = "u", .kind = "flow", .source = "ev.in", .dlq_prefix = "dlq.",
                                     .batch = batch, .max_deliver = 3, .retry_delay_ms = 100,
                                     .retry_max_delay_ms = 1000, .settle = settle};
-    struct gust_handler h = {.kind = "flow", .impl = s, .run_batch = script_run, .stored = script_stored};
+    struct gust_handler h = {.kind = "flow", .impl = s, .run_batch = script_run, .stored = script_stored,
+                             .answers_calls = s->replies};
     struct gust_consumer *c = NULL;
     struct gust_err err;
     if (gust_consumer_create(&cc, &feed->feed, &out->outlet, h, &c, &err) != 0 ||
@@ -330,6 +347,43 @@ static void test_barrier_and_ids(void)
     CHECK(stored_has(&out, "ev.out u:100:1") == 1);
     CHECK(stored_has(&out, "ev.out u:104:1") == 1);
     CHECK(out.nstored == 10);
+}
+
+static size_t log_find(const char *what)
+{
+    for (size_t i = 0; i < nlog; i++) {
+        if (strcmp(logv[i].what, what) == 0) {
+            return i;
+        }
+    }
+    return (size_t)-1;
+}
+
+static void test_replies(void)
+{
+    nlog = 0;
+    struct ffeed feed;
+    struct foutlet out;
+    /* 100 and 101 are calls, 101 is rejected every time, 102 is not a call. */
+    struct script s = {.emits = 1, .reject_seq = 101, .replies = 1};
+    ffeed_init(&feed, 3);
+    snprintf(feed.m[0].reply_to, sizeof(feed.m[0].reply_to), "_INBOX.x.1");
+    snprintf(feed.m[1].reply_to, sizeof(feed.m[1].reply_to), "_INBOX.x.2");
+    fout_init(&out);
+    out.hold = 1;
+    struct gust_consumer *c = start(&feed, &out, &s, GUST_SETTLE_ACK, 8);
+    wait_until(all_settled, &feed);
+    gust_consumer_destroy(c);
+    CHECK(all_settled(&feed));
+    size_t reply = log_find("reply _INBOX.x.1 201 {\"i\":0}");
+    CHECK(reply != (size_t)-1);
+    CHECK(reply > log_find("done"));
+    CHECK(reply < log_find("ack 100"));
+    size_t replies = 0;
+    for (size_t i = 0; i < nlog; i++) {
+        replies += strncmp(logv[i].what, "reply ", 6) == 0;
+    }
+    CHECK(replies == 1); /* none for the rejected call (nor its dead letter), none for 102 */
 }
 
 static void test_rejections_and_waits(void)
@@ -542,6 +596,7 @@ static void test_stuck_handler(void)
 int main(void)
 {
     test_barrier_and_ids();
+    test_replies();
     test_rejections_and_waits();
     test_failed_puback();
     test_ordered_republish();

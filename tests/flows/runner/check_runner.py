@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 runner, script, here = sys.argv[1:4]
-names = ["not_json", "not_object", "unknown_key", "missing", "int_vs_float", "nul", "nul_exact"]
+names = ["not_json", "not_object", "unknown_key", "missing", "int_vs_float", "nul", "nul_exact", "reply_missing"]
 cases = [os.path.join(here, n + ".json") for n in names]
 p = subprocess.run([runner, script] + cases, capture_output=True, text=True)
 want = [
@@ -18,7 +18,8 @@ want = [
     r'FAIL int_vs_float: emit 1: payload differs at \.v: got \{"v":1\}',
     r'FAIL nul: emit 1: payload differs at \.s: got \{"s":"a\\u0000b"\}',
     r"PASS nul_exact",
-    r"1 passed, 6 failed",
+    r"FAIL reply_missing: expected a reply, got none",
+    r"1 passed, 7 failed",
 ]
 lines = p.stdout.splitlines()
 bad = p.returncode != 1 or len(lines) != len(want)

@@ -335,6 +335,60 @@ static void test_log(void)
     gust_flow_destroy(f);
 }
 
+/* reply(): kept in a call (status 200 unless given), only for a run that succeeds;
+ * outside a call a warning in the event's log and nothing kept; misuse raises. */
+static void test_reply(void)
+{
+    struct gust_flow *f;
+    struct gust_err err;
+    struct gust_emits out = {0};
+    struct logged l = {0};
+    struct gust_flow_opts opts = {.log = on_log, .log_ud = &l};
+    const char *script = "return { on_event = function(ev)\n"
+                         "  if ev.status then reply({ n = ev.n }, ev.status) elseif ev.n then reply({ n = ev.n }) end\n"
+                         "  if ev.twice then reply(1) end\n"
+                         "  if ev.none then reply() end\n"
+                         "  if ev.fail then error('after the reply') end\n"
+                         "  if ev.str then reply('text') end\n"
+                         "end }";
+    CHECK(flow_from_text_opts(script, opts, &f, &err) == 0);
+    struct gust_flow_meta call = {.seq = 1, .call = 1};
+    int status = 0;
+    const char *json = NULL;
+    size_t len = 0;
+    CHECK(run(f, "{\"n\": 21}", &call, &out, &err) == 0);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 1);
+    CHECK(status == 200 && len == 8 && memcmp(json, "{\"n\":21}", len) == 0);
+    CHECK(run(f, "{\"n\": 1, \"status\": 201}", &call, &out, &err) == 0);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 1 && status == 201);
+    CHECK(run(f, "{\"str\": true}", &call, &out, &err) == 0);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 1 && len == 6 && memcmp(json, "\"text\"", 6) == 0);
+    /* No reply this time: nothing kept from the last run. */
+    CHECK(run(f, "{}", &call, &out, &err) == 0);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 0);
+    /* A run that fails after its reply answers nothing. */
+    CHECK(run(f, "{\"n\": 2, \"fail\": true}", &call, &out, &err) == GUST_ECONFIG);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 0);
+    CHECK(run(f, "{\"n\": 2, \"twice\": true}", &call, &out, &err) == GUST_ECONFIG);
+    CHECK_CONTAINS(err.msg, "replied to already");
+    CHECK(run(f, "{\"none\": true}", &call, &out, &err) == GUST_ECONFIG);
+    CHECK_CONTAINS(err.msg, "a value is needed");
+    const char *bad[] = {"{\"n\": 1, \"status\": 99}", "{\"n\": 1, \"status\": 600}",
+                         "{\"n\": 1, \"status\": 200.5}"};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(run(f, bad[i], &call, &out, &err) == GUST_ECONFIG);
+        CHECK_CONTAINS(err.msg, "status must be an integer from 200 to 599");
+    }
+    /* Outside a call: said in the event's log, nothing kept. */
+    CHECK(l.n == 0);
+    CHECK(run(f, "{\"n\": 3}", NULL, &out, &err) == 0);
+    CHECK(gust_flow_reply(f, &status, &json, &len) == 0);
+    CHECK(l.n == 1 && l.level[0] == GUST_LOG_WARN);
+    CHECK_CONTAINS(l.text[0], "reply: not a call");
+    gust_emits_free(&out);
+    gust_flow_destroy(f);
+}
+
 /* Every function a script can reach from its globals, and that none reads a clock:
  * the list is exact, so a library opened later has to be looked at and added here. */
 static void test_reachable(void)
@@ -369,7 +423,7 @@ static void test_reachable(void)
         "log.warn math.abs math.acos math.asin math.atan math.atan2 math.ceil math.cos math.cosh math.deg "
         "math.exp math.floor math.fmod math.frexp math.ldexp math.log math.log10 math.max math.min math.modf "
         "math.pow math.rad math.random math.randomseed math.sin math.sinh math.sqrt math.tan math.tanh next "
-        "pairs pcall print rawequal rawget rawset require select setfenv setmetatable state.del state.get "
+        "pairs pcall print rawequal rawget rawset reply require select setfenv setmetatable state.del state.get "
         "state.incr state.set string.byte string.char string.find string.format string.gmatch string.gsub "
         "string.len string.lower string.match string.rep string.reverse string.sub string.upper table.concat "
         "table.foreach table.foreachi table.getn table.insert table.maxn table.move table.remove table.sort "
@@ -386,6 +440,7 @@ int main(void)
     test_emit_headers();
     test_require();
     test_log();
+    test_reply();
     test_reachable();
     return check_result("test_api");
 }
