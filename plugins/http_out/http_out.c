@@ -16,11 +16,12 @@
  * rate_burst, rate_key) is a token bucket per sink, or per key, in this process.
  * Templates in url (path and query), method and header values: http_out_tpl.c.
  *
- * The host owns retries and backoff; deliver sleeps only for a rate's token, and for a Retry-After (seconds or
- * an HTTP-date) on a 429 or 503, which pauses the whole sink, every message, for that
- * long, capped by retry_max_delay: no request is written before it ends, in this call or
- * a later one (the refused message itself is retried by the host, and its next
- * delivery waits for the pause too).
+ * The host owns retries and backoff; deliver sleeps only for a rate's token, and for the
+ * outage pause (http_out_client.c): a far end found down (every answer of a call a
+ * RETRY) gets one probe at a time, at a backoff capped by retry_max_delay, as long as a
+ * Retry-After (seconds or an HTTP-date) on a 429 or 503 asks too; no request is written
+ * before the next probe, in this call or a later one, and a call waits for it only up to
+ * a third of ack_wait (its messages go back to the bus unsent otherwise).
  *
  * A batch is spread over at most `connections` connections, each carrying up to `pipeline`
  * requests written at once, `max_inflight` over all of them. A request times out `timeout`
@@ -90,6 +91,7 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
     struct http_out *h = ctx;
     const struct http_out_conf *c = &h->conf;
 
+    http_out_client_set_ack_wait(h->client, l->ack_wait_ms);
     if (c->batching) {
         /* Whole batches: a multiple of batch_max (at least one), near the unit's batch. */
         size_t per = c->batch_max < 100000 ? c->batch_max : l->max;
@@ -112,6 +114,14 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
                       c->k.rate, (long long)(l->ack_wait_ms / 3));
         }
     }
+}
+
+/* The outage pause: outage (1 while the far end is down), outages, probes. */
+static size_t http_out_counters(void *ctx, struct gust_plugin_counter *out, size_t max)
+{
+    struct http_out *h = ctx;
+
+    return http_out_client_counters(h->client, out, max);
 }
 
 static void http_out_stop(void *ctx)
@@ -143,6 +153,7 @@ static const struct gust_plugin_type types[] = {{
     .deliver = http_out_deliver,
     .stop = http_out_stop,
     .fetch_limits = http_out_fetch_limits,
+    .counters = http_out_counters,
     .destroy = http_out_destroy,
 }};
 

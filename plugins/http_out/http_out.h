@@ -147,6 +147,12 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
  * when conf->batching, at conf->rate. Returns 0. */
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
                             struct gust_result *results);
+/* A call waits for the outage pause's next probe up to a third of ack_wait_ms (nats
+ * ack_wait), no longer: what it holds must be sent before the bus delivers it again. */
+void http_out_client_set_ack_wait(struct http_out_client *cl, int64_t ack_wait_ms);
+/* The outage pause's counters (see gust_plugin_type.counters): outage (1 while the far
+ * end is down), outages, probes. Thread-safe. */
+size_t http_out_client_counters(struct http_out_client *cl, struct gust_plugin_counter *out, size_t max);
 /* Closes the connections. NULL is a no-op. */
 void http_out_client_destroy(struct http_out_client *cl);
 

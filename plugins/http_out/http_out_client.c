@@ -17,11 +17,22 @@
  * pipeline.)
  *
  * Answers are matched to requests by their order alone, so an answer the server sends
- * unasked shifts every later one onto the wrong request. Such an answer shows itself
- * only when one arrives with no request outstanding: then every outcome read on that
- * connection in this call is in doubt, and each becomes a RETRY (the outstanding ones
- * too), and the connection is closed. Before the call returns, the connections it used
- * are looked at once more (without waiting) for such trailing answers.
+ * unasked shifts every later one onto the wrong request: a 200 meant for one request is
+ * taken for the next one's, whose own answer (a 503, say) comes last. Such an answer
+ * shows itself only when one arrives with no request outstanding: then every outcome
+ * read on that connection in this call is in doubt, and each becomes a RETRY (the
+ * outstanding ones too), and the connection is closed. A connection is looked at for
+ * such bytes whenever it waits with nothing outstanding in a call (before its next use),
+ * and before the call returns (its outcomes are acked then). A far end one answer behind
+ * sends the real answer of the last request after the one taken for it, about one
+ * answer's time later: a connection that gave a final outcome (a 2xx or a rejection) is
+ * watched TRAIL_NS after its last answer until it was once found quiet then (the first
+ * answers of a connection are where a server errs most), and every connection for a
+ * minute once the far end sent an unasked-for answer; a trusted one is looked at
+ * without waiting (waiting an answer's time on every call halved the rate of
+ * bench_http_out). An extra answer later than that is not seen before the ack (README,
+ * http_out). A connection with unread bytes at the start of a call is closed, never
+ * reused.
  *
  * Requests, not messages, are what the connections carry: without batching a request is
  * one message; with it (batch_max > 1 or batch_bytes) a request is a group of up to
@@ -35,6 +46,17 @@
  * messages again alone, in the same call, so that only the bad one is rejected; any other
  * outcome (a RETRY) is every member's.
  *
+ * The outage pause (a circuit breaker): a call that met the far end down only (every
+ * outcome a RETRY: 5xx, 408, 429, timeouts, connections failing) writes nothing more once
+ * the first such answer is in and no 2xx or 4xx came, and opens the breaker: the next
+ * request waits PROBE_FIRST_MS, doubling after each failed probe up to retry_max_delay,
+ * and is sent alone (the probe); its 2xx (or 4xx) closes the breaker and the call goes on
+ * at full speed. A Retry-After moves the next request as late as it asks (capped). A
+ * call waits for the next request at most a third of ack_wait (hold_max_ms): the host
+ * keeps the next fetch ready meanwhile, and both must be sent before the bus delivers
+ * them again; past that, its messages are RETRYs, unsent, back on the bus after the
+ * host's retry delay, and the probe goes with the first call after the wait.
+ *
  * A rate (`rate`) is one token bucket for the whole sink (every connection), or one per
  * rendered rate_key (the 10 000 keys used last): a request is written only with a token
  * of its bucket. A request whose bucket is empty lets one behind it with a token of
@@ -43,6 +65,7 @@
 #define _GNU_SOURCE /* strerror_r returning char * */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +83,12 @@
 /* A group being filled is looked for among this many of the newest (templated heads). */
 #define OPEN_GROUPS_MAX 64
 #define NONE ((size_t)-1)
+/* How long a call waits, after the last answer of a connection not yet trusted, for an
+ * unasked-for one; a far end that sent one is not trusted for DISTRUST_MS. */
+#define TRAIL_NS (100 * 1000000ULL)
+#define DISTRUST_MS (60 * 1000)
+/* The first wait after the far end was found down, doubled after each failed probe. */
+#define PROBE_FIRST_MS 100
 
 struct req {
     size_t grp;       /* index in the call's groups */
@@ -89,6 +118,9 @@ struct conn {
     int started;             /* a byte of the oldest's answer has come */
     size_t answered;         /* answers read since it was opened */
     size_t answered_call;    /* answers read in this deliver call */
+    int final_call;          /* one of them was a final outcome (2xx, a rejection) */
+    uint64_t last_answer_ns; /* when the last answer came (gust_clock_mono_ns) */
+    int proven;              /* watched TRAIL_NS after a final outcome, quiet */
 };
 
 struct http_out_client {
@@ -114,9 +146,19 @@ struct http_out_client {
     int64_t rate_until;      /* no token before this (gust_clock_mono_ms); 0: not waiting */
     size_t depth;            /* pipeline, or 1 once the server closes after answers */
     char conn_err[200];      /* set when connecting failed in this call */
-    /* Until when (gust_clock_mono_ms) a 429 or 503 with Retry-After paused the whole sink: no
-     * request is written before, in this call or a later one. */
-    int64_t paused_until;
+    /* The outage pause (a circuit breaker, see the top): no request is written before
+     * probe_at (gust_clock_mono_ms), in this call or a later one; once the far end is
+     * down, one request at a time until one is answered. */
+    int64_t probe_at;
+    int down;                /* the far end is down: the next request is a probe */
+    int probing;             /* this call's first request is a probe */
+    int64_t probe_delay;     /* the wait after the last failed probe */
+    int64_t hold_max_ms;     /* the longest a call waits for probe_at (ack_wait / 3) */
+    size_t up_call, down_call; /* answers of this call that say the far end is up, down */
+    size_t sent_call;        /* requests written in this call */
+    _Atomic uint64_t n_outages, n_probes, n_paused; /* for the counters; n_paused: 0 or 1 */
+    /* When the far end last sent an unasked-for answer (gust_clock_mono_ms; 0: never). */
+    int64_t unasked_at;
 };
 
 static void result_set(struct gust_result *r, int status, const char *fmt, ...)
@@ -134,6 +176,13 @@ static void result_set(struct gust_result *r, int status, const char *fmt, ...)
 /* Every message of group g gets the outcome. */
 static void decide(struct http_out_client *cl, size_t g, int status, const char *why)
 {
+    /* A RETRY is the far end down (5xx, 408, 429, a timeout, a connection that failed);
+     * anything else is it up. */
+    if (status == GUST_RETRY) {
+        cl->down_call++;
+    } else {
+        cl->up_call++;
+    }
     for (size_t m = cl->grps[g].first; m != NONE; m = cl->nxt[m]) {
         result_set(&cl->results[m], status, "%s", why);
     }
@@ -164,22 +213,31 @@ static void split(struct http_out_client *cl, size_t g)
     }
 }
 
-/* The outcome of a complete answer on c: see the table at the top of http_out.c. */
-static void classify(struct http_out_client *cl, struct conn *c, size_t g, struct http_out_resp *r)
+static struct req *oldest(struct http_out_client *cl, struct conn *c)
+{
+    return &c->q[c->qhead % cl->conf->pipeline];
+}
+
+/* The outcome of c's complete answer (to its oldest request): see the table at the top
+ * of http_out.c. */
+static void classify(struct http_out_client *cl, struct conn *c, struct http_out_resp *r)
 {
     const char *url = cl->conf->url;
     int status = r->status;
     char why[sizeof(cl->results[0].error)];
+    size_t g = oldest(cl, c)->grp;
 
     c->answered_call++;
+    c->last_answer_ns = gust_clock_mono_ns();
     if (status >= 200 && status < 300) {
         why[0] = '\0';
+        c->final_call = 1;
         decide(cl, g, GUST_DELIVERED, why);
     } else if ((status == 429 || status == 503) && r->has_retry_after) {
         int64_t ms = r->retry_after_ms < cl->conf->retry_max_delay_ms ? r->retry_after_ms
                                                                        : cl->conf->retry_max_delay_ms;
         int64_t until = gust_clock_mono_ms() + ms;
-        cl->paused_until = until > cl->paused_until ? until : cl->paused_until;
+        cl->probe_at = until > cl->probe_at ? until : cl->probe_at;
         snprintf(why, sizeof(why), "http %d from %s: Retry-After, sink paused for %lld ms", status, url,
                  (long long)ms);
         decide(cl, g, GUST_RETRY, why);
@@ -187,6 +245,7 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t g, struc
         snprintf(why, sizeof(why), "http %d from %s", status, url);
         decide(cl, g, GUST_RETRY, why);
     } else if (cl->grps[g].n > 1) {
+        cl->up_call++;
         split(cl, g);
         return; /* no outcome yet: answered_on stays 0 */
     } else {
@@ -198,6 +257,7 @@ static void classify(struct http_out_client *cl, struct conn *c, size_t g, struc
             }
         }
         snprintf(why, sizeof(why), "http %d from %s: %.*s", status, url, (int)r->body_len, r->body);
+        c->final_call = 1;
         decide(cl, g, GUST_REJECTED, why);
     }
     cl->grps[g].answered_on = (uint32_t)(c - cl->conns) + 1;
@@ -208,11 +268,6 @@ static void pause_ms(int64_t ms)
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-static struct req *oldest(struct http_out_client *cl, struct conn *c)
-{
-    return &c->q[c->qhead % cl->conf->pipeline];
 }
 
 static void pop(struct http_out_client *cl, struct conn *c)
@@ -233,6 +288,7 @@ static void conn_close(struct conn *c)
     c->rlen = 0;
     c->started = 0;
     c->answered = 0;
+    c->proven = 0;
     http_out_resp_reset(&c->resp);
 }
 
@@ -279,6 +335,7 @@ static void conn_desync(struct http_out_client *cl, struct conn *c)
     uint32_t id = (uint32_t)(c - cl->conns) + 1;
     snprintf(why, sizeof(why), "an unasked-for answer from %.120s: answers cannot be matched to requests",
              cl->conf->url);
+    cl->unasked_at = gust_clock_mono_ms();
     for (size_t g = 0; g < cl->ngrps && c->answered_call > 0; g++) {
         if (cl->grps[g].answered_on == id) {
             for (size_t m = cl->grps[g].first; m != NONE; m = cl->nxt[m]) {
@@ -315,7 +372,7 @@ static void conn_parse(struct http_out_client *cl, struct conn *c)
         if (!done) {
             break;
         }
-        classify(cl, c, oldest(cl, c)->grp, &c->resp);
+        classify(cl, c, &c->resp);
         c->answered++;
         int keep = c->resp.keep_alive;
         pop(cl, c);
@@ -347,7 +404,7 @@ static void conn_read(struct http_out_client *cl, struct conn *c)
         if (n < 0) {
             if (n == GUST_SOCK_EOF && c->qlen > 0 && http_out_resp_ends_at_eof(&c->resp)) {
                 /* an answer without a length: the close is its end */
-                classify(cl, c, oldest(cl, c)->grp, &c->resp);
+                classify(cl, c, &c->resp);
                 c->answered++;
                 pop(cl, c);
                 conn_closing(cl, c);
@@ -485,13 +542,56 @@ static size_t next_group(struct http_out_client *cl, int64_t now)
     return NONE;
 }
 
+/* Whether the call sends no more: the far end answered it down only. */
+static int held(const struct http_out_client *cl)
+{
+    return cl->down_call > 0 && cl->up_call == 0;
+}
+
+/* The rest of a held call: every request not written is a RETRY, unsent. */
+static void fail_queued(struct http_out_client *cl, const char *why)
+{
+    size_t down = cl->down_call; /* unsent: they say nothing of the far end */
+    while (cl->tlen > 0) {
+        size_t g = cl->todo[cl->thead];
+        cl->thead = (cl->thead + 1) % cl->tcap;
+        cl->tlen--;
+        decide(cl, g, GUST_RETRY, why);
+    }
+    cl->down_call = down;
+}
+
+/* After a call: the far end up closes the breaker; down only opens it (or waits longer
+ * for the next probe, doubling up to retry_max_delay). */
+static void breaker_update(struct http_out_client *cl)
+{
+    int64_t now = gust_clock_mono_ms();
+    if (cl->up_call > 0) {
+        cl->down = 0;
+        cl->probe_delay = 0;
+        atomic_store(&cl->n_paused, 0);
+        return;
+    }
+    if (cl->down_call == 0) {
+        return;
+    }
+    if (!cl->down) {
+        atomic_fetch_add(&cl->n_outages, 1);
+    }
+    cl->down = 1;
+    atomic_store(&cl->n_paused, 1);
+    int64_t d = cl->probe_delay > 0 ? cl->probe_delay * 2 : PROBE_FIRST_MS;
+    cl->probe_delay = d < cl->conf->retry_max_delay_ms ? d : cl->conf->retry_max_delay_ms;
+    cl->probe_at = now + cl->probe_delay > cl->probe_at ? now + cl->probe_delay : cl->probe_at;
+}
+
 /* Hands queued requests to the connections in [0, lanes) with the fewest outstanding. */
 static void assign(struct http_out_client *cl, size_t lanes)
 {
     int64_t now = gust_clock_mono_ms(), deadline = now + cl->conf->timeout_ms; /* before any connect */
 
-    if (now < cl->paused_until) {
-        return; /* a Retry-After holds every send */
+    if (now < cl->probe_at || held(cl)) {
+        return; /* the outage pause holds every send */
     }
     if (now < cl->rate_until) {
         return; /* no token yet */
@@ -500,6 +600,9 @@ static void assign(struct http_out_client *cl, size_t lanes)
 
     while (cl->tlen > 0 && cl->inflight < cl->conf->max_inflight) {
         struct conn *best = NULL;
+        if (cl->probing && cl->sent_call > 0 && cl->up_call == 0) {
+            return; /* one probe, then full speed once it is answered 2xx (or 4xx) */
+        }
         for (size_t i = 0; i < lanes; i++) {
             struct conn *c = &cl->conns[i];
             /* Once connecting failed, every other new connection would fail the same way,
@@ -532,7 +635,22 @@ static void assign(struct http_out_client *cl, size_t lanes)
         if (conn_add(cl, best, g, deadline) != 0) {
             decide(cl, g, GUST_RETRY, "http_out: out of memory");
         }
+        cl->sent_call++;
     }
+}
+
+/* c has nothing outstanding and is readable: bytes are an unasked-for answer (its
+ * answers in this call are in doubt); an end is the server closing it, having said
+ * nothing more. */
+static void check_unasked(struct http_out_client *cl, struct conn *c)
+{
+    struct gust_err err;
+    ssize_t n = gust_sock_read(c->sock, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, &err);
+    if (n > 0) {
+        conn_desync(cl, c);
+    } else if (n < 0) {
+        conn_close(c);
+    } /* 0: TLS bookkeeping (a session ticket) only */
 }
 
 /* A kept-alive connection the server closed while idle, or wrote to unasked, is dropped
@@ -563,33 +681,45 @@ static void check_idle(struct http_out_client *cl)
     }
 }
 
-/* Before the outcomes go back: an answer that came after the last one asked for, on a
- * connection this call used, puts them in doubt (conn_desync). One poll for all. */
+/* Before the outcomes go back (and are acked): an answer that came after the last one
+ * asked for, on a connection this call used, puts them in doubt (conn_desync). One that
+ * gave a final outcome and is not trusted yet (see the top) is watched until TRAIL_NS
+ * after its last answer; the others are looked at without waiting. */
 static void check_trailing(struct http_out_client *cl, size_t lanes)
 {
-    size_t np = 0;
-
-    for (size_t i = 0; i < lanes; i++) {
-        struct conn *c = &cl->conns[i];
-        cl->pfd[i] = (struct pollfd){.fd = c->sock && c->answered_call ? gust_sock_fd(c->sock) : -1,
-                                     .events = POLLIN};
-        np += c->sock && c->answered_call;
-    }
-    if (np == 0 || poll(cl->pfd, lanes, 0) <= 0) {
-        return;
-    }
-    for (size_t i = 0; i < lanes; i++) {
-        struct conn *c = &cl->conns[i];
-        if (!c->sock || !(cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
-            continue;
+    /* A far end that sent one lately is not trusted: its delays are its own. */
+    int distrust = cl->unasked_at != 0 && gust_clock_mono_ms() - cl->unasked_at < DISTRUST_MS;
+    for (;;) {
+        uint64_t now = gust_clock_mono_ns(), until = now;
+        size_t np = 0;
+        for (size_t i = 0; i < lanes; i++) {
+            struct conn *c = &cl->conns[i];
+            int watch = c->sock && c->answered_call;
+            cl->pfd[i] = (struct pollfd){.fd = watch ? gust_sock_fd(c->sock) : -1, .events = POLLIN};
+            np += watch;
+            if (watch && c->final_call) {
+                uint64_t grace = c->proven && !distrust ? 0 : TRAIL_NS;
+                until = c->last_answer_ns + grace > until ? c->last_answer_ns + grace : until;
+            }
         }
-        struct gust_err err;
-        ssize_t n = gust_sock_read(c->sock, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, &err);
-        if (n > 0) {
-            conn_desync(cl, c);
-        } else if (n < 0) {
-            conn_close(c); /* closed by the server: nothing more was said */
-        } /* 0: TLS bookkeeping (a session ticket) only */
+        if (np == 0) {
+            return;
+        }
+        struct timespec ts = {.tv_sec = (time_t)((until - now) / 1000000000u),
+                              .tv_nsec = (long)((until - now) % 1000000000u)};
+        int rc = ppoll(cl->pfd, lanes, &ts, NULL);
+        if (rc == 0 || (rc < 0 && errno != EINTR)) {
+            for (size_t i = 0; rc == 0 && i < lanes; i++) {
+                cl->conns[i].proven |= cl->conns[i].sock && cl->conns[i].final_call;
+            }
+            return; /* quiet to the end */
+        }
+        for (size_t i = 0; rc > 0 && i < lanes; i++) {
+            struct conn *c = &cl->conns[i];
+            if (c->sock && (cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
+                check_unasked(cl, c);
+            }
+        }
     }
 }
 
@@ -728,10 +858,28 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
     cl->conn_err[0] = '\0';
     for (size_t i = 0; i < cl->conf->connections; i++) {
         cl->conns[i].answered_call = 0;
+        cl->conns[i].final_call = 0;
     }
+    cl->up_call = cl->down_call = cl->sent_call = 0;
     make_groups(cl, n);
     size_t lanes = cl->ngrps < conf->connections ? cl->ngrps : conf->connections;
     check_idle(cl);
+    /* Paused: wait for the next probe if it comes soon enough for what was fetched (and
+     * the fetch the host keeps ready meanwhile) to be sent within ack_wait; else every
+     * message goes back to the bus unsent, redelivered after the host's retry delay. */
+    char paused[200];
+    int64_t now = gust_clock_mono_ms();
+    if (cl->probe_at > now && cl->probe_at - now > cl->hold_max_ms) {
+        snprintf(paused, sizeof(paused), "%.120s is down: sink paused, next request in %lld ms", conf->url,
+                 (long long)(cl->probe_at - now));
+        fail_queued(cl, paused);
+    } else if (cl->probe_at > now && cl->tlen > 0) {
+        pause_ms(cl->probe_at - now);
+    }
+    cl->probing = cl->down && cl->tlen > 0;
+    if (cl->probing) {
+        atomic_fetch_add(&cl->n_probes, 1);
+    }
 
     while (cl->undecided > 0) {
         /* A refused batch's messages, sent again alone, may use more connections. */
@@ -746,8 +894,14 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         if (cl->undecided == 0) {
             break;
         }
-        if (cl->inflight == 0 && now < cl->paused_until) {
-            pause_ms(cl->paused_until - now); /* nothing in flight: wait out the Retry-After */
+        if (cl->inflight == 0 && (held(cl) || (now < cl->probe_at && cl->probe_at - now > cl->hold_max_ms))) {
+            /* down (or a Retry-After too long to wait in the call): the rest goes back */
+            snprintf(paused, sizeof(paused), "%.120s is down: sink paused", conf->url);
+            fail_queued(cl, paused);
+            continue;
+        }
+        if (cl->inflight == 0 && now < cl->probe_at) {
+            pause_ms(cl->probe_at - now); /* nothing in flight: wait out the Retry-After */
             continue;
         }
         if (cl->inflight == 0 && now < cl->rate_until) {
@@ -758,8 +912,8 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
             continue; /* lost connections put requests back: assign them */
         }
         int wait = next == INT64_MAX ? 1000 : (int)(next - now);
-        if (now < cl->paused_until && cl->tlen > 0 && cl->paused_until - now < wait) {
-            wait = (int)(cl->paused_until - now); /* then send what waits */
+        if (now < cl->probe_at && cl->tlen > 0 && cl->probe_at - now < wait) {
+            wait = (int)(cl->probe_at - now); /* then send what waits */
         }
         if (now < cl->rate_until && cl->tlen > 0 && cl->rate_until - now < wait) {
             wait = (int)(cl->rate_until - now); /* a token for what waits */
@@ -767,7 +921,9 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         size_t np = 0;
         for (size_t i = 0; i < lanes; i++) {
             struct conn *c = &cl->conns[i];
-            short ev = c->qlen ? POLLIN : 0;
+            /* One waiting with nothing outstanding is watched too: what it says before
+             * its next use was not asked for. */
+            short ev = c->qlen || c->answered_call ? POLLIN : 0;
             if (c->sock && (c->wbuf.len > c->woff || gust_sock_wants_write(c->sock))) {
                 ev |= POLLOUT;
             }
@@ -795,10 +951,13 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
             if (c->sock && c->qlen &&
                 ((cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP)) || gust_sock_buffered(c->sock))) {
                 conn_read(cl, c);
+            } else if (c->sock && c->qlen == 0 && (cl->pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
+                check_unasked(cl, c);
             }
         }
     }
     check_trailing(cl, lanes);
+    breaker_update(cl);
     return 0;
 }
 
@@ -813,6 +972,7 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
         return gust_err_set(err, rc, "http_out: out of memory");
     }
     cl->conf = conf;
+    cl->hold_max_ms = 5000 / 3; /* nats ack_wait's default, until fetch_limits says */
     if (!(cl->conns = calloc(conf->connections, sizeof(*cl->conns))) ||
         !(cl->pfd = calloc(conf->connections, sizeof(*cl->pfd)))) {
         goto fail;
@@ -864,4 +1024,19 @@ void http_out_client_destroy(struct http_out_client *cl)
     gust_buf_free(&cl->arena);
     gust_limiter_destroy(cl->limiter);
     free(cl);
+}
+
+void http_out_client_set_ack_wait(struct http_out_client *cl, int64_t ack_wait_ms)
+{
+    cl->hold_max_ms = ack_wait_ms / 3;
+}
+
+size_t http_out_client_counters(struct http_out_client *cl, struct gust_plugin_counter *out, size_t max)
+{
+    struct gust_plugin_counter c[] = {{"outage", atomic_load(&cl->n_paused)},
+                                      {"outages", atomic_load(&cl->n_outages)},
+                                      {"probes", atomic_load(&cl->n_probes)}};
+    size_t n = sizeof(c) / sizeof(c[0]) < max ? sizeof(c) / sizeof(c[0]) : max;
+    memcpy(out, c, n * sizeof(*c));
+    return n;
 }

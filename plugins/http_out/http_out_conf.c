@@ -33,8 +33,9 @@ const struct gust_schema_key http_out_schema[] = {
     KEY(tls_ca, PATH, NULL, 0,
         "CA certificate file (PEM) to verify an https server with, instead of the system store"),
     KEY(retry_max_delay, DURATION, "5s", 0,
-        "longest pause a 429 or 503 with Retry-After imposes on the whole sink (no request is sent "
-        "until it ends); as nats retry_max_delay, the longest redelivery delay"),
+        "longest outage pause: while the far end is down (connection errors, timeouts, 5xx, 408, 429) "
+        "the whole sink sends one probe at a time, 100 ms after the last failure and doubling up to "
+        "this; also the longest a Retry-After holds the sink"),
     KEY_RANGE(batch_max, INT, "1", 0, 1, 100000,
               "messages per request: above 1, each request's body is a batch of up to this many (see "
               "batch_format), acked together after a 2xx; a 4xx sends each again alone"),

@@ -1,4 +1,5 @@
-"""http_out delivering to real APIs (issue 27, items 1-3): batches, rate limits, templates.
+"""http_out delivering to real APIs (issue 27, items 1-3 and 6): batches, rate limits,
+templates, the outage pause.
 
 - batch_max 100, batch_linger 20ms, json_array: 2 000 events arrive as JSON arrays of at
   most 100 in no more than 100 requests, every id once; ndjson the same as lines.
@@ -11,6 +12,9 @@
 - Templates: 30 routed PUTs, each to /orders/<its country, percent-encoded> with
   X-Order: <its id>; an event without the field, and one whose id would inject a header
   line, are dead-lettered (exactly those), with the reason.
+- Outage pause: events at 300/s while the far end answers 503 for 10 s cost at most 100
+  requests (one probe at a time, backing off), and /units shows the sink paused; then
+  every one of the 3 000 is delivered.
 
 The far end is our own HTTP/1.1 server (keep-alive, pipelined requests answered in
 order), recording every request."""
@@ -36,10 +40,12 @@ nats { url %(nats)s; max_deliver 2; retry_delay 100ms; retry_max_delay 500ms; }
 
 class FarEnd:
     """Records (monotonic time, method, path, headers, body) of each request. Answers 400
-    to a body holding an event with "bad": true (alone or in an array), 200 otherwise."""
+    to a body holding an event with "bad": true (alone or in an array), 200 otherwise;
+    503 to everything while `down`."""
 
     def __init__(self):
         self.hits = []
+        self.down = False
         lock = threading.Lock()
         far = self
 
@@ -49,10 +55,10 @@ class FarEnd:
             def handle_any(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with lock:
-                    far.hits.append((time.monotonic(), self.command, self.path, dict(self.headers), body))
+                    far.hits.append((time.monotonic(), self.command, self.path, dict(self.headers), body, far.down))
                 bad = b'"bad": true' in body or b'"bad":true' in body
                 answer = b"bad event\n" if bad else b""
-                self.send_response(400 if bad else 200)
+                self.send_response(503 if far.down else 400 if bad else 200)
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
                 self.wfile.write(answer)
@@ -220,7 +226,7 @@ def test_templates(t, nats):
                  "30 PUTs and two dead letters")
         time.sleep(0.5)
         t.eq(len(far.hits), 30, "30 requests")
-        for _, method, path, headers, body in far.hits:
+        for _, method, path, headers, body, _ in far.hits:
             e = json.loads(body)
             want = "/orders/%s?src=ev.tpl" % urllib.parse.quote(e["country"], safe="")
             t.check(method == "PUT" and path == want and headers.get("X-Order") == str(e["id"]) and
@@ -234,6 +240,39 @@ def test_templates(t, nats):
         t.check("line break" in dl.get("x\r\nX-Evil: 1", ""), "the header injection refused: %r"
                 % dl.get("x\r\nX-Evil: 1"))
         t.check(not any("X-Evil" in h[3] for h in far.hits), "no injected header reached the far end")
+    finally:
+        g.stop()
+        far.close()
+
+
+def plugin_counters(g, unit):
+    units = json.loads(g.request("GET", "/units")[1])["units"]
+    return [u for u in units if u["name"] == unit][0].get("plugin", {})
+
+
+def test_outage(t, nats):
+    far = FarEnd()
+    far.down = True
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink o { use http_out; source ev.outage; url FAR/o; }")
+    try:
+        t0 = time.monotonic()
+        for k in range(100):  # 300/s for 10 s
+            nats_publish(nats.port, [("ev.outage", json.dumps({"id": k * 30 + i}).encode()) for i in range(30)])
+            time.sleep(max(0, t0 + (k + 1) * 0.1 - time.monotonic()))
+        paused = plugin_counters(g, "o")
+        during = len(far.hits)
+        far.down = False
+        print("outage: %d requests in %.1f s; counters %r" % (during, time.monotonic() - t0, paused))
+        t.check(during <= 100, "a 10 s outage at 300 events/s costs at most 100 requests: %d" % during)
+        t.check(paused.get("outage") == 1 and paused.get("outages", 0) >= 1 and paused.get("probes", 0) >= 1,
+                "/units shows the sink paused: %r" % paused)
+        ok = lambda: {json.loads(h[4])["id"] for h in list(far.hits) if not h[5]}
+        wait_for(lambda: len(ok()) >= 3000, 60, "every event delivered after the outage")
+        t.eq(sorted(ok()), list(range(3000)), "every event delivered")
+        t.eq(plugin_counters(g, "o").get("outage"), 0, "the pause ends")
+        metrics = g.request("GET", "/metrics")[1].decode()
+        t.check('gust_plugin_value{unit="o",name="outages"}' in metrics, "the pause in /metrics")
     finally:
         g.stop()
         far.close()
@@ -255,6 +294,8 @@ def main():
         if only in ("", "tpl"):
             test_templates(t, nats)
             test_rate_key(t, nats)
+        if only in ("", "outage"):
+            test_outage(t, nats)
     finally:
         nats.stop()
     t.done()
