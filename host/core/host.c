@@ -400,7 +400,8 @@ static int source_start(void *ud, struct gust_err *err)
             gust_instance_dispose(&s->inst);
         } else if (s->units != NULL) {
             /* Not shown is all a failure costs: the source runs. */
-            gust_units_source_add(s->units, s->unit->name, s->type->counters, s->inst.ctx);
+            gust_units_source_add(s->units, s->unit->name, s->unit->use, s->type->counters, s->inst.ctx,
+                                  &s->inst.published);
         }
     }
     return rc;

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "../common/tally.h"
 #include "gust/plugin.h"
 
 struct gust_bus;
@@ -18,6 +19,7 @@ struct gust_instance {
                                     units; its publishes then go there, not to the bus */
     int started;
     atomic_int inflight; /* source publishes awaiting their outcome */
+    struct gust_tally published; /* a source's subjects, for GET /topology */
     /* deliver's arrays in the plugin's layout, when it was built with other sizes */
     char *msg_scratch, *result_scratch;
     size_t msg_scratch_cap, result_scratch_cap;

@@ -22,12 +22,10 @@ void gust_units_init(struct gust_units *u)
     u->generation = 1;
 }
 
-int gust_units_source_add(struct gust_units *u, const char *name,
-                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx)
+int gust_units_source_add(struct gust_units *u, const char *name, const char *type,
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
+                          struct gust_tally *published)
 {
-    if (counters == NULL) {
-        return 0;
-    }
     pthread_mutex_lock(&u->lock);
     if (u->nsources == u->sources_cap) {
         size_t cap = u->sources_cap ? u->sources_cap * 2 : 8;
@@ -41,6 +39,8 @@ int gust_units_source_add(struct gust_units *u, const char *name,
     }
     struct gust_units_source *e = &u->sources[u->nsources++];
     snprintf(e->name, sizeof(e->name), "%s", name);
+    snprintf(e->type, sizeof(e->type), "%s", type);
+    e->published = published;
     e->counters = counters;
     e->ctx = ctx;
     pthread_mutex_unlock(&u->lock);
@@ -62,6 +62,9 @@ void gust_units_source_remove(struct gust_units *u, void *ctx)
 /* Under the lock: source i's counters into c. */
 static size_t source_counters(struct gust_units *u, size_t i, struct gust_plugin_counter *c)
 {
+    if (u->sources[i].counters == NULL) {
+        return 0;
+    }
     return gust_plugin_counters_read(u->sources[i].counters, u->sources[i].ctx, c);
 }
 
@@ -319,10 +322,13 @@ void gust_units_render_fields(struct gust_units *u, struct gust_buf *out)
     gust_buf_append(out, "]", 1);
     /* Sources whose plugin has counters (ABI 1.4): the ones running in this process. */
     gust_buf_append(out, ",\"sources\":[", 12);
-    for (size_t i = 0; i < u->nsources; i++) {
+    for (size_t i = 0, shown = 0; i < u->nsources; i++) {
+        if (u->sources[i].counters == NULL) {
+            continue;
+        }
         struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
         size_t n = source_counters(u, i, c);
-        gust_buf_printf(out, "%s{\"name\":", i > 0 ? "," : "");
+        gust_buf_printf(out, "%s{\"name\":", shown++ > 0 ? "," : "");
         gust_json_append_string(out, u->sources[i].name, strlen(u->sources[i].name));
         gust_plugin_counters_json(out, c, n, 1);
         gust_buf_append(out, "}", 1);
@@ -533,6 +539,9 @@ static void render_plugin_metrics(struct gust_units *u, struct gust_buf *out)
         }
     }
     for (size_t i = 0; i < u->nsources; i++) {
+        if (u->sources[i].counters == NULL) {
+            continue;
+        }
         struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
         gust_plugin_counters_metrics(out, u->sources[i].name, c, source_counters(u, i, c));
     }

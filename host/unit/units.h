@@ -14,6 +14,7 @@
 #include "gust/plugin.h"
 
 struct gust_bus;
+struct gust_tally;
 
 struct gust_leases;
 struct gust_nodes;
@@ -22,6 +23,8 @@ struct gust_nodes;
  * and /metrics. */
 struct gust_units_source {
     char name[128];
+    char type[64];               /* its plugin */
+    struct gust_tally *published; /* borrowed: what it published to (GET /topology) */
     size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max);
     void *ctx;
 };
@@ -58,9 +61,12 @@ int gust_units_keep(struct gust_units *u, const char *name, const char *identity
  * NULL. */
 struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 /* A source instance started (its counters shown from now) or about to stop (never read
- * again once this returns). ctx is the plugin's; a type without counters is not listed. */
-int gust_units_source_add(struct gust_units *u, const char *name,
-                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx);
+ * again once this returns). ctx is the plugin's; counters NULL for a type without any
+ * (then /units and /metrics do not show it, GET /topology does). published is borrowed
+ * until the remove. */
+int gust_units_source_add(struct gust_units *u, const char *name, const char *type,
+                          size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
+                          struct gust_tally *published);
 void gust_units_source_remove(struct gust_units *u, void *ctx);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
