@@ -137,6 +137,7 @@ int gust_h2o_bad_request(h2o_req_t *req, int *status, char *why, size_t size);
 
 /* topology_route.c: GET /topology (the console's data) and its sampler on the loop. */
 void gust_topology_init(struct gust_http *http);
+void gust_topology_stop(struct gust_http *http);
 void gust_topology_handle(struct gust_http *http, h2o_req_t *req);
 
 /* linger.c: once the answer to req is out and h2o closes the connection, read and drop

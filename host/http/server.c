@@ -696,6 +696,7 @@ void gust_http_close(struct gust_http *http)
         return;
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
+    gust_topology_stop(http); /* no sample of units the caller is about to tear down */
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
     gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;

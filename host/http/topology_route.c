@@ -67,6 +67,13 @@ void gust_topology_init(struct gust_http *http)
     on_tick(&http->topology_tick);
 }
 
+void gust_topology_stop(struct gust_http *http)
+{
+    if (h2o_timeout_is_linked(&http->topology_tick)) {
+        h2o_timeout_unlink(&http->topology_tick);
+    }
+}
+
 static void render_gauges(struct gust_http *http, struct gust_buf *out)
 {
     gust_buf_append(out, ",\"gauges\":{\"store\":{", 20);

@@ -580,6 +580,20 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
                             gust_consumer_name(u->v[i]), gust_consumer_kind(u->v[i]), backlog);
         }
     }
+    /* What /healthz's unit_not_running and unit_stuck look at, for alert rules. */
+    gust_buf_printf(out, "# HELP gust_unit_running 1 while the unit runs (0: starting, failing or stopped).\n"
+                         "# TYPE gust_unit_running gauge\n");
+    for (size_t i = 0; i < u->n; i++) {
+        int64_t since;
+        gust_buf_printf(out, "gust_unit_running{unit=\"%s\",kind=\"%s\"} %d\n", gust_consumer_name(u->v[i]),
+                        gust_consumer_kind(u->v[i]), gust_consumer_running(u->v[i], &since));
+    }
+    gust_buf_printf(out, "# HELP gust_unit_stuck_seconds How long the unit's handler is past its batch's bound "
+                         "(0: not stuck).\n# TYPE gust_unit_stuck_seconds gauge\n");
+    for (size_t i = 0; i < u->n; i++) {
+        gust_buf_printf(out, "gust_unit_stuck_seconds{unit=\"%s\",kind=\"%s\"} %.3f\n", gust_consumer_name(u->v[i]),
+                        gust_consumer_kind(u->v[i]), (double)gust_consumer_stuck_ms(u->v[i]) / 1e3);
+    }
     render_edge_metrics(u, out);
     render_plugin_metrics(u, out);
     render_detect_metrics(u, out);
