@@ -34,6 +34,7 @@ plugin exec;
 http { listen 127.0.0.1:@PORT@; %(token)s }
 nats { url %(nats)s; max_deliver 2; retry_delay 50ms; retry_max_delay 100ms; max_bytes 64m; }
 source tick { use timer; interval 200ms; subject ev.tick; }
+webhook hook { path /hooks/tick; subject ev.tick; }
 flow enrich { script %(d)s/enrich.lua; source ev.tick; memory_max 8m; }
 detect spot { rules %(d)s/spot.vpl; }
 flow route { script %(d)s/route.lua; source ev.detect.spot.Big; }
@@ -74,6 +75,7 @@ EDGES = {  # (from, to, subject)
     ("detect:spot", "flow:route", "ev.detect.spot.Big"),
     ("flow:route", "sink:good", "ev.routed"),
     ("sink:bad", "dlq:dlq", "dlq.bad"),
+    ("webhook:hook", "flow:enrich", "ev.tick"),  # before any delivery: its configured subject
 }
 
 
@@ -94,7 +96,7 @@ def check_topology(t, g):
         return all(nodes.get(i, {}).get("state") == s for i, s in UNITS.items()) and EDGES <= edges and d
     d = wait_for(settled, 30, "every unit in its state and every edge drawn")
     nodes = {n["id"]: n for n in d["nodes"]}
-    t.check(set(UNITS) | {"ingest:ingest", "dlq:dlq"} == set(nodes), "nodes: %s" % sorted(nodes))
+    t.check(set(UNITS) | {"ingest:ingest", "webhook:hook", "dlq:dlq"} == set(nodes), "nodes: %s" % sorted(nodes))
     for i, n in nodes.items():
         t.eq(n["kind"] + ":" + n["name"], i, "id is kind:name")
     t.eq(nodes["flow:enrich"]["inputs"], ["ev.tick"], "enrich's input: the flow's source")
@@ -239,7 +241,7 @@ def check_page(t, tmp, g):
         b.wait_js("document.getElementById('login').style.display === 'block'", 20, "the login form")
         b.js("document.getElementById('token').value = %s; document.getElementById('login').requestSubmit(); 1"
              % json.dumps(ADMIN_TOKEN))
-        want = len(UNITS) + 2
+        want = len(UNITS) + 3
         b.wait_js("document.querySelectorAll('g.node').length >= %d && "
                   "document.querySelectorAll('#units tbody tr').length > 0" % want, 20, "the graph drawn")
         t.check(ADMIN_TOKEN not in b.js("location.href"), "the token is not in the address")
