@@ -411,7 +411,7 @@ static void source_stop(void *ud)
 {
     struct gust_source *s = ud;
     if (s->units != NULL && s->inst.type != NULL) {
-        gust_units_source_remove(s->units, s->inst.ctx);
+        gust_units_source_remove(s->units, &s->inst.published);
     }
     gust_instance_dispose(&s->inst);
 }

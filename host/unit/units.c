@@ -47,11 +47,11 @@ int gust_units_source_add(struct gust_units *u, const char *name, const char *ty
     return 0;
 }
 
-void gust_units_source_remove(struct gust_units *u, void *ctx)
+void gust_units_source_remove(struct gust_units *u, const struct gust_tally *published)
 {
     pthread_mutex_lock(&u->lock);
     for (size_t i = 0; i < u->nsources; i++) {
-        if (u->sources[i].ctx == ctx) {
+        if (u->sources[i].published == published) {
             u->sources[i] = u->sources[--u->nsources];
             break;
         }

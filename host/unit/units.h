@@ -67,7 +67,8 @@ struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 int gust_units_source_add(struct gust_units *u, const char *name, const char *type,
                           size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
                           struct gust_tally *published);
-void gust_units_source_remove(struct gust_units *u, void *ctx);
+/* Removes the source added with published (one per instance, whatever its ctx). */
+void gust_units_source_remove(struct gust_units *u, const struct gust_tally *published);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
 /* Calls fn on each listed unit, under the registry's lock (fn must not call back into

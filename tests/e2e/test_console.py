@@ -245,11 +245,12 @@ def check_page(t, tmp, g):
         b.wait_js("document.querySelectorAll('g.node').length >= %d && "
                   "document.querySelectorAll('#units tbody tr').length > 0" % want, 20, "the graph drawn")
         t.check(ADMIN_TOKEN not in b.js("location.href"), "the token is not in the address")
-        # Details on a click.
+        # Details on a click: its last error, its counters from /units, its dead letters.
         b.js("document.querySelector('g.node[data-id=\"sink:bad\"]').dispatchEvent(new MouseEvent('click')); 1")
-        t.check("endpoint refused it" in (b.js("document.getElementById('details').textContent") or "")
-                or "exit" in (b.js("document.getElementById('details').textContent") or ""),
-                "the details of sink bad show its last error")
+        details = b.wait_js("(function (t) { return t.indexOf('Dead letters') >= 0 && t; })"
+                            "(document.getElementById('details').textContent)", 10, "the details of sink bad")
+        t.check("endpoint refused it" in details, "the details show its last error")
+        t.check("last_error_at" in details and "fetches" in details, "and its counters from /units")
         dom = b.js("document.documentElement.outerHTML")
         boxes = {i: s for s, i in re.findall(r'<g class="node state-([a-z]+)(?: sel)?" data-id="([^"]+)"', dom)}
         for i, s in UNITS.items():
