@@ -42,7 +42,8 @@ void gust_tally_add(struct gust_tally *t, const char *subject, uint64_t n)
     pthread_mutex_unlock(&t->lock);
 }
 
-uint64_t gust_tally_each(struct gust_tally *t, void (*fn)(void *ud, const char *subject, uint64_t count), void *ud)
+uint64_t gust_tally_each(struct gust_tally *t, void (*fn)(void *ud, const char *subject, uint64_t count),
+                         void *ud)
 {
     pthread_mutex_lock(&t->lock);
     for (size_t i = 0; i < t->n; i++) {

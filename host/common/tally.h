@@ -30,6 +30,7 @@ void gust_tally_destroy(struct gust_tally *t);
 void gust_tally_add(struct gust_tally *t, const char *subject, uint64_t n);
 /* Calls fn on each subject with its count, under the tally's lock (fn must be quick and
  * not call back). Returns the count of the subjects not kept. */
-uint64_t gust_tally_each(struct gust_tally *t, void (*fn)(void *ud, const char *subject, uint64_t count), void *ud);
+uint64_t gust_tally_each(struct gust_tally *t, void (*fn)(void *ud, const char *subject, uint64_t count),
+                         void *ud);
 
 #endif

@@ -78,9 +78,10 @@ static void render_gauges(struct gust_http *http, struct gust_buf *out)
 {
     gust_buf_append(out, ",\"gauges\":{\"store\":{", 20);
     gust_bus_render_store_json(http->bus, out);
-    gust_buf_printf(out, "},\"bus\":{\"connected\":%s,\"healthy\":%s,\"ingest_link\":%s},\"memory\":{\"rss_bytes\":%ld,",
-                    gust_bus_connected(http->bus) ? "true" : "false", gust_bus_healthy(http->bus) ? "true" : "false",
-                    gust_ingest_link_connected(http->ingest_bus) ? "true" : "false", gust_metrics_rss_bytes());
+    gust_buf_printf(
+        out, "},\"bus\":{\"connected\":%s,\"healthy\":%s,\"ingest_link\":%s},\"memory\":{\"rss_bytes\":%ld,",
+        gust_bus_connected(http->bus) ? "true" : "false", gust_bus_healthy(http->bus) ? "true" : "false",
+        gust_ingest_link_connected(http->ingest_bus) ? "true" : "false", gust_metrics_rss_bytes());
     gust_topology_render_flow_memory(http->units, out);
     gust_buf_append(out, "}", 1);
     if (http->units->leases != NULL) {

@@ -15,9 +15,9 @@
 #include "handlers.h"
 #include "units.h"
 
-#define RATE_MIN_MS 2000   /* a rate spans at least this much time */
+#define RATE_MIN_MS 2000 /* a rate spans at least this much time */
 #define ERRORS_SPAN_MS 60000
-#define SPARK_STEP 3       /* ring samples per sparkline point: 60 points of 15 s */
+#define SPARK_STEP 3 /* ring samples per sparkline point: 60 points of 15 s */
 
 /* The cumulative counters of a node at one moment. */
 struct sample {
@@ -36,7 +36,7 @@ struct node {
     char id[232]; /* "<kind>:<name>" */
     int64_t seen_ms;
     struct sample ring[GUST_TOPO_RING];
-    size_t n, head; /* samples held; where the next goes */
+    size_t n, head;    /* samples held; where the next goes */
     struct subj *subj; /* a producer's subjects, allocated at its first */
     size_t nsubj;
 };
@@ -51,9 +51,9 @@ struct view {
     char id[232];
     const char *kind, *name, *state;
     struct sample now;
-    struct gust_consumer *c;            /* a unit, else NULL */
-    struct gust_tally *tally;           /* a producer's subjects, else NULL */
-    const char *only;                   /* a webhook's one subject */
+    struct gust_consumer *c;  /* a unit, else NULL */
+    struct gust_tally *tally; /* a producer's subjects, else NULL */
+    const char *only;         /* a webhook's one subject */
 };
 
 struct gust_topology *gust_topology_create(void)
@@ -337,8 +337,9 @@ static void render_spark(const struct node *n, struct gust_buf *out)
             if (s == 2) {
                 gust_buf_printf(out, "%" PRId64, b->backlog);
             } else {
-                gust_buf_printf(out, "%.3g", dt > 0 ? (double)grown(s == 0 ? a->in : a->out, s == 0 ? b->in : b->out) / dt
-                                                    : 0.0);
+                gust_buf_printf(out, "%.3g",
+                                dt > 0 ? (double)grown(s == 0 ? a->in : a->out, s == 0 ? b->in : b->out) / dt
+                                       : 0.0);
             }
             if (p > 0) {
                 gust_buf_append(out, ",", 1);
@@ -364,7 +365,7 @@ struct rendering {
         char id[232];
         char subject[GUST_TALLY_SUBJECT];
         double rate;
-    } *outs, *ins;
+    } * outs, *ins;
     size_t nouts, nins, outs_cap, ins_cap;
     struct view *cur;
 };
@@ -536,7 +537,8 @@ static int filter_matches(const char *f, const char *s)
     }
 }
 
-static void render_edge(struct rendering *r, const char *from, const char *to, const char *subject, double rate)
+static void render_edge(struct rendering *r, const char *from, const char *to, const char *subject,
+                        double rate)
 {
     gust_buf_append(&r->edges, ",{\"from\":" + (r->nedges == 0), r->nedges == 0 ? 8 : 9);
     r->nedges++;
@@ -577,13 +579,13 @@ static void render_edges(struct rendering *r)
 void gust_topology_render(struct gust_topology *t, struct gust_units *u, const struct gust_topo_extra *extra,
                           size_t nextra, const char *dlq_prefix, int spark, struct gust_buf *out)
 {
-    struct rendering r = {.t = t, .out = out, .dlq_prefix = dlq_prefix, .spark = spark,
-                          .now = gust_clock_mono_ms()};
+    struct rendering r = {
+        .t = t, .out = out, .dlq_prefix = dlq_prefix, .spark = spark, .now = gust_clock_mono_ms()};
     pthread_mutex_lock(&u->lock);
     uint64_t generation = u->generation;
     pthread_mutex_unlock(&u->lock);
-    gust_buf_printf(out, "\"interval_s\":%d,\"generation\":%" PRIu64 ",\"nodes\":[", GUST_TOPO_INTERVAL_MS / 1000,
-                    generation);
+    gust_buf_printf(out, "\"interval_s\":%d,\"generation\":%" PRIu64 ",\"nodes\":[",
+                    GUST_TOPO_INTERVAL_MS / 1000, generation);
     each_view(u, extra, nextra, render_node, &r);
     struct view dlq = {.id = "dlq:dlq", .kind = "dlq", .name = "dlq", .state = "running", .now = r.dlq};
     dlq.now.backlog = -1;
@@ -612,8 +614,9 @@ void gust_topology_render_flow_memory(struct gust_units *u, struct gust_buf *out
         gust_buf_append(out, ",{\"unit\":" + (shown == 0), shown == 0 ? 8 : 9);
         shown++;
         json_str(out, gust_consumer_name(u->v[i]));
-        gust_buf_printf(out, ",\"heap_bytes\":%" PRIu64 ",\"memory_max\":%" PRIu64 ",\"memory_failures\":%" PRIu64 "}",
-                        heap, gust_flow_handler_memory_max(h->impl), failures);
+        gust_buf_printf(
+            out, ",\"heap_bytes\":%" PRIu64 ",\"memory_max\":%" PRIu64 ",\"memory_failures\":%" PRIu64 "}",
+            heap, gust_flow_handler_memory_max(h->impl), failures);
     }
     pthread_mutex_unlock(&u->lock);
     gust_buf_append(out, "]", 1);

@@ -23,12 +23,12 @@ struct gust_tally;
 
 /* A producer the registry does not know: the ingest route, a webhook. */
 struct gust_topo_extra {
-    const char *kind;  /* "ingest", "webhook" */
+    const char *kind; /* "ingest", "webhook" */
     const char *name;
-    const char *state; /* "running", "failing" */
+    const char *state;        /* "running", "failing" */
     struct gust_tally *tally; /* borrowed: the subjects it published to */
-    const char *only;  /* a webhook: its one subject (counted from tally), an output before
-                          any traffic; NULL: every subject of tally */
+    const char *only;         /* a webhook: its one subject (counted from tally), an output before
+                                 any traffic; NULL: every subject of tally */
 };
 
 struct gust_topology;

@@ -12,14 +12,22 @@ static void filters(void)
         const char *filter, *subject;
         int want;
     } cases[] = {
-        {"ev.orders", "ev.orders", 1},     {"ev.orders", "ev.orders.out", 0}, {"ev.*", "ev.orders", 1},
-        {"ev.*", "ev.orders.out", 0},      {"ev.>", "ev.orders.out", 1},      {"ev.>", "ev", 0},
-        {"ev.*.out", "ev.orders.out", 1},  {"ev.*.out", "ev.orders.in", 0},   {"ev.orders.out", "ev.orders", 0},
-        {"ev.ord", "ev.orders", 0},        {">", "ev", 1},                    {"*", "ev.x", 0},
+        {"ev.orders", "ev.orders", 1},
+        {"ev.orders", "ev.orders.out", 0},
+        {"ev.*", "ev.orders", 1},
+        {"ev.*", "ev.orders.out", 0},
+        {"ev.>", "ev.orders.out", 1},
+        {"ev.>", "ev", 0},
+        {"ev.*.out", "ev.orders.out", 1},
+        {"ev.*.out", "ev.orders.in", 0},
+        {"ev.orders.out", "ev.orders", 0},
+        {"ev.ord", "ev.orders", 0},
+        {">", "ev", 1},
+        {"*", "ev.x", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        CHECK(filter_matches(cases[i].filter, cases[i].subject) == cases[i].want, "%s against %s", cases[i].filter,
-              cases[i].subject);
+        CHECK(filter_matches(cases[i].filter, cases[i].subject) == cases[i].want, "%s against %s",
+              cases[i].filter, cases[i].subject);
     }
 }
 
@@ -67,18 +75,22 @@ static void sampler(void)
     CHECK(t->n == 2, "ingest and the DLQ: %zu", t->n);
     struct node *n = node_find(t, "ingest:ingest");
     CHECK(n != NULL && n->n == 40 && n->nsubj == 1);
-    CHECK(n != NULL && n->subj[0].rate > 9.99 && n->subj[0].rate < 10.01, "%f", n != NULL ? n->subj[0].rate : 0);
+    CHECK(n != NULL && n->subj[0].rate > 9.99 && n->subj[0].rate < 10.01, "%f",
+          n != NULL ? n->subj[0].rate : 0);
     struct gust_buf out = {0};
     gust_topology_render(t, &u, &x, 1, "dlq.", 1, &out);
     gust_buf_append(&out, "", 1);
-    CHECK(strstr(out.data, "\"id\":\"ingest:ingest\",\"kind\":\"ingest\",\"name\":\"ingest\",\"state\":\"running\"") != NULL,
+    CHECK(strstr(out.data,
+                 "\"id\":\"ingest:ingest\",\"kind\":\"ingest\",\"name\":\"ingest\",\"state\":\"running\"") !=
+              NULL,
           "%s", out.data);
     CHECK(strstr(out.data, "\"outputs\":[\"ev.a\"]") != NULL, "%s", out.data);
     CHECK(strstr(out.data, "\"id\":\"dlq:dlq\"") != NULL);
     CHECK(strstr(out.data, "\"edges\":[]") != NULL, "no consumer: no edge");
     /* 13 sparkline points of 15 s from 40 samples, each 10/s. */
     const char *spark = strstr(out.data, "\"out\":[");
-    CHECK(spark != NULL && strncmp(spark, "\"out\":[10,10,10,10,10,10,10,10,10,10,10,10,10]", 46) == 0, "%s", spark);
+    CHECK(spark != NULL && strncmp(spark, "\"out\":[10,10,10,10,10,10,10,10,10,10,10,10,10]", 46) == 0, "%s",
+          spark);
     gust_buf_free(&out);
     /* A producer unseen for a whole ring is forgotten. */
     gust_topology_sample(t, &u, NULL, 0, now + (40 + GUST_TOPO_RING + 1) * GUST_TOPO_INTERVAL_MS);
