@@ -550,12 +550,28 @@ static void render_edge(struct rendering *r, const char *from, const char *to, c
     gust_buf_printf(&r->edges, ",\"per_s\":%.3f}", rate);
 }
 
+/* 1 when producer id is a source that feeds edge units: all it publishes goes to their
+ * queues (plugin/api.c), none to the bus. */
+static int feeds_edges(const struct rendering *r, const char *id)
+{
+    for (size_t i = 0; i < r->nins; i++) {
+        const char *s = r->ins[i].subject;
+        if (strncmp(s, "@edge:", 6) == 0 && strncmp(id, "source:", 7) == 0 && strcmp(s + 6, id + 7) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void render_edges(struct rendering *r)
 {
     for (size_t o = 0; o < r->nouts; o++) {
         const struct end *p = &r->outs[o];
         if (p->rate < 0) {
             render_edge(r, p->id, "dlq:dlq", p->subject, 0);
+            continue;
+        }
+        if (feeds_edges(r, p->id)) {
             continue;
         }
         for (size_t i = 0; i < r->nins; i++) {
