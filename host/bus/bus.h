@@ -120,6 +120,9 @@ int64_t gust_bus_backlog(struct gust_bus *bus, const char *consumer);
  * stream, gust_store_full, gust_stream_purges_total. */
 struct gust_buf;
 void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out);
+/* The same sizes as JSON members for the console (GET /topology): "streams": [{role,
+ * stream, bytes, messages, max_bytes}] of the streams read so far, and "store_full". */
+void gust_bus_render_store_json(struct gust_bus *bus, struct gust_buf *out);
 
 
 /* At exit, after every bus is destroyed: the NATS library's own threads and memory. */

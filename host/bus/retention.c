@@ -423,3 +423,21 @@ void gust_bus_render_metrics(struct gust_bus *bus, struct gust_buf *out)
                     "# TYPE gust_stream_purges_total counter\ngust_stream_purges_total %" PRIu64 "\n",
                     gust_bus_store_full(bus), (uint64_t)atomic_load(&r->purges));
 }
+
+void gust_bus_render_store_json(struct gust_bus *bus, struct gust_buf *out)
+{
+    static const char *const roles[NSTREAMS] = {"events", "dlq", "state", "leases", "flow_state"};
+    struct gust_retention *r = bus != NULL ? gust_bus__retention(bus) : NULL;
+    gust_buf_append(out, "\"streams\":[", 11);
+    for (int k = 0, shown = 0; r != NULL && k < NSTREAMS; k++) {
+        const struct stream_stat *st = &r->stat[k];
+        if (!atomic_load(&st->known)) {
+            continue;
+        }
+        gust_buf_printf(out,
+                        "%s{\"role\":\"%s\",\"stream\":\"%s\",\"bytes\":%llu,\"messages\":%llu,\"max_bytes\":%lld}",
+                        shown++ > 0 ? "," : "", roles[k], st->name, (unsigned long long)atomic_load(&st->bytes),
+                        (unsigned long long)atomic_load(&st->msgs), (long long)atomic_load(&st->max_bytes));
+    }
+    gust_buf_printf(out, "],\"store_full\":%s", bus != NULL && gust_bus_store_full(bus) ? "true" : "false");
+}

@@ -400,7 +400,8 @@ static int source_start(void *ud, struct gust_err *err)
             gust_instance_dispose(&s->inst);
         } else if (s->units != NULL) {
             /* Not shown is all a failure costs: the source runs. */
-            gust_units_source_add(s->units, s->unit->name, s->type->counters, s->inst.ctx, &s->inst.note);
+            gust_units_source_add(s->units, s->unit->name, s->unit->use, s->type->counters, s->inst.ctx,
+                                  &s->inst.published, &s->inst.note);
         }
     }
     return rc;
@@ -410,7 +411,7 @@ static void source_stop(void *ud)
 {
     struct gust_source *s = ud;
     if (s->units != NULL && s->inst.type != NULL) {
-        gust_units_source_remove(s->units, s->inst.ctx);
+        gust_units_source_remove(s->units, &s->inst.published);
     }
     gust_instance_dispose(&s->inst);
 }

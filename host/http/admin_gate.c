@@ -199,3 +199,13 @@ int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route rout
                : no_token);
     return 0;
 }
+
+int gust_admin_page_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route)
+{
+    char why[512];
+    if (!same_server(gust_http_policy(http), req, why, sizeof(why))) {
+        refuse(http, req, route, why);
+        return 0;
+    }
+    return 1;
+}

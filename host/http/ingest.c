@@ -88,6 +88,9 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
 {
     struct ingest_wait *w = ud;
     w->http->ingest_inflight--;
+    if (status == 0) { /* stored: an arrow of the console (GET /topology) */
+        gust_tally_add(w->route == GUST_ROUTE_WEBHOOK ? &w->http->webhooked : &w->http->ingested, w->subject, 1);
+    }
     if (w->req != NULL) {
         *w->anchor = NULL;
         respond(w, status, seq, error);

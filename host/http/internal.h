@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "../common/buf.h"
+#include "../common/tally.h"
 #include "gust/api.h"
 #include "auth.h"
 #include "ingest_subject.h"
@@ -55,6 +56,8 @@ struct gust_http_policy {
     struct gust_webhooks *webhooks; /* webhooks.h; NULL when none */
 };
 
+struct gust_topology;
+
 struct gust_http {
     h2o_globalconf_t config;
     h2o_context_t ctx;
@@ -87,6 +90,12 @@ struct gust_http {
     char dlq_stream[128];
     char dlq_filter[256]; /* "dlq.>" */
     char dlq_prefix[256]; /* "dlq.": a unit's dead letters are on <prefix><unit> */
+    /* The console (topology_route.c): the subjects ingest and the webhooks stored to,
+     * and the sampler of GET /topology, run every GUST_TOPO_INTERVAL_MS on the loop. */
+    struct gust_tally ingested, webhooked;
+    struct gust_topology *topology;
+    h2o_timeout_t topology_timeout;
+    h2o_timeout_entry_t topology_tick;
 };
 
 /* The policy in force; on the loop thread, valid until the callback returns. */
@@ -111,6 +120,9 @@ enum gust_admin_access { GUST_ADMIN_READ, GUST_ADMIN_WRITE };
 /* 1 when the request may go on; otherwise answers it (403 or 401, JSON) and logs who it
  * was. */
 int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route, enum gust_admin_access access);
+/* The console page at /: static, it holds no data (what it shows it fetches from the
+ * admin routes with the token typed into its login form), so only step 1 applies. */
+int gust_admin_page_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route);
 /* 1 when auth is disabled or the request carries its bearer token; otherwise answers
  * 401 with a challenge for realm. */
 int gust_http_authorized(struct gust_http *http, h2o_req_t *req, const struct gust_auth *auth,
@@ -124,6 +136,11 @@ void gust_http_on_conn_close(void *data);
  * parse (1, with the status and why) from a real one (0). */
 void gust_h2o_errors_register(struct gust_http *http, h2o_pathconf_t *pathconf);
 int gust_h2o_bad_request(h2o_req_t *req, int *status, char *why, size_t size);
+
+/* topology_route.c: GET /topology (the console's data) and its sampler on the loop. */
+void gust_topology_init(struct gust_http *http);
+void gust_topology_stop(struct gust_http *http);
+void gust_topology_handle(struct gust_http *http, h2o_req_t *req);
 
 /* linger.c: once the answer to req is out and h2o closes the connection, read and drop
  * what the client still sends for a while before closing (see there why). */

@@ -5,7 +5,7 @@
 
 static const char *const route_names[GUST_ROUTE_COUNT] = {"ingest", "healthz", "metrics", "units",  "events",
                                                           "dlq",    "reload",  "status",  "replay", "other",
-                                                          "livez",  "webhook", "call"};
+                                                          "livez",  "webhook", "call",    "topology"};
 
 /* Indexed by status - 100; HTTP statuses are 100..599. */
 static uint64_t requests[GUST_ROUTE_COUNT][500];
@@ -49,7 +49,7 @@ void gust_metrics_observe_publish(int64_t micros)
     publish_sum += s;
 }
 
-static long rss_bytes(void)
+long gust_metrics_rss_bytes(void)
 {
     long pages = 0, resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -108,5 +108,5 @@ void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_health
                     "# TYPE gust_process_resident_memory_bytes gauge\n"
                     "gust_process_resident_memory_bytes %ld\n",
                     bus_connected, bus_healthy, ingest_connected, connections_open,
-                    (unsigned long long)connections_refused, rss_bytes());
+                    (unsigned long long)connections_refused, gust_metrics_rss_bytes());
 }

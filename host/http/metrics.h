@@ -21,6 +21,7 @@ enum gust_route {
     GUST_ROUTE_LIVEZ,
     GUST_ROUTE_WEBHOOK,
     GUST_ROUTE_CALL,
+    GUST_ROUTE_TOPOLOGY,
     GUST_ROUTE_COUNT
 };
 
@@ -29,6 +30,8 @@ void gust_metrics_observe_publish(int64_t micros);
 /* Connections: open now, and refused at accept because of max_connections. */
 void gust_metrics_set_connections(size_t open);
 void gust_metrics_count_refused(void);
+/* The process's resident set (gust_process_resident_memory_bytes). */
+long gust_metrics_rss_bytes(void);
 /* Appends the Prometheus text of the HTTP and process metrics. */
 void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_healthy, int ingest_connected);
 

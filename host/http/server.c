@@ -32,7 +32,9 @@
  *   GET  /livez                 open: 200 while the process answers (supervisors)
  *   GET  /metrics               admin read, or open with `metrics_public on`
  *   GET  /units, /events, /dlq  admin read
- *   GET  /                      the status page: admin read
+ *   GET  /topology              admin read: the console's graph and gauges
+ *   GET  /                      the console page: static (no data), only the Host and
+ *                               Origin checks; it asks for the token itself
  *   POST /dlq/replay, /dlq/purge, /reload, /replay: admin write
  * Every admin route goes through gust_admin_gate (admin_gate.c): never from another
  * origin or for a name this server does not answer to; the token when one is set;
@@ -325,6 +327,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         if (admin_read_ok(http, req, GUST_ROUTE_UNITS)) {
             handle_units(http, req);
         }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/topology"))) {
+        if (admin_read_ok(http, req, GUST_ROUTE_TOPOLOGY)) {
+            gust_topology_handle(http, req);
+        }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/events"))) {
         if (admin_read_ok(http, req, GUST_ROUTE_EVENTS)) {
             gust_events_handle(http, req);
@@ -344,7 +350,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/")) ||
                h2o_memis(path.base, path.len, H2O_STRLIT("/index.html"))) {
-        if (admin_read_ok(http, req, GUST_ROUTE_STATUS)) {
+        if (gust_admin_page_gate(http, req, GUST_ROUTE_STATUS)) {
             gust_status_page_handle(http, req);
         }
     } else if (had_base && path.len == 0) {
@@ -663,6 +669,7 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
 
+    gust_topology_init(http); /* after the ingest link: its state is sampled */
     http->listener = h2o_evloop_socket_create(http->ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     http->listener->data = http;
     h2o_socket_read_start(http->listener, on_accept);
@@ -710,6 +717,7 @@ void gust_http_close(struct gust_http *http)
         return;
     }
     gust_admin_stop(http); /* a no-op when gust_http_run already stopped it */
+    gust_topology_stop(http); /* no sample of units the caller is about to tear down */
     /* Fail (answer, or free) the ingest waits still open, and send those answers. */
     gust_ingest_link_destroy(http->ingest_bus);
     http->ingest_bus = NULL;

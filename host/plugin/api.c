@@ -39,25 +39,35 @@ static void ignore_outcome(void *ud, int status, uint64_t seq, const char *error
     (void)error;
 }
 
+/* A publish sent: its subject is one the source's arrows on the console go to. */
+static int tallied(struct gust_instance *inst, const char *subject, int rc)
+{
+    if (rc == 0) {
+        gust_tally_add(&inst->published, subject, 1);
+    }
+    return rc;
+}
+
 static int api_publish(struct gust_instance *inst, const char *subject, const void *data, size_t len,
                        gust_publish_done_fn done, void *ud)
 {
     if (inst != NULL && inst->edges != NULL) {
-        return gust_edge_set_publish(inst->edges, subject, data, len, done, ud);
+        return tallied(inst, subject, gust_edge_set_publish(inst->edges, subject, data, len, done, ud));
     }
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
     }
     /* Counted per instance until the outcome is delivered: see gust_instance_dispose. */
-    return gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud,
-                            &inst->inflight);
+    return tallied(inst, subject,
+                   gust_bus_publish(inst->bus, subject, data, len, done != NULL ? done : ignore_outcome, ud,
+                                    &inst->inflight));
 }
 
 static int api_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m,
                            gust_publish_done_fn done, void *ud)
 {
     if (inst != NULL && inst->edges != NULL) {
-        return gust_edge_set_publish(inst->edges, m->subject, m->data, m->len, done, ud);
+        return tallied(inst, m->subject, gust_edge_set_publish(inst->edges, m->subject, m->data, m->len, done, ud));
     }
     if (inst == NULL || inst->bus == NULL) {
         return GUST_EINVAL;
@@ -68,7 +78,8 @@ static int api_publish_msg(struct gust_instance *inst, const struct gust_pub_msg
                          .msg_id = m->msg_id,
                          .headers = m->headers,
                          .nheaders = m->nheaders};
-    return gust_bus_publish_msg(inst->bus, &p, done != NULL ? done : ignore_outcome, ud, &inst->inflight);
+    return tallied(inst, m->subject,
+                   gust_bus_publish_msg(inst->bus, &p, done != NULL ? done : ignore_outcome, ud, &inst->inflight));
 }
 
 static void api_set_error(struct gust_instance *inst, const char *text)
@@ -108,11 +119,13 @@ int gust_instance_create(struct gust_instance *inst, const char *kind, const cha
     inst->cfg = cfg;
     inst->bus = bus;
     gust_plugin_note_init(&inst->note);
+    gust_tally_init(&inst->published);
     struct gust_err perr = {{0}};
     int rc = type->create(inst, cfg, &inst->ctx, &perr);
     if (rc != 0) {
         inst->type = NULL;
         gust_plugin_note_destroy(&inst->note);
+        gust_tally_destroy(&inst->published);
         return gust_err_set(err, rc < 0 ? rc : GUST_EINVAL, "%s (%s): %s", inst->name, type->name,
                             perr.msg[0] ? perr.msg : "create failed");
     }
@@ -150,6 +163,7 @@ void gust_instance_dispose(struct gust_instance *inst)
     inst->type->destroy(inst->ctx);
     gust_plugin_note_destroy(&inst->note);
     inst->type = NULL;
+    gust_tally_destroy(&inst->published);
     free(inst->msg_scratch);
     free(inst->result_scratch);
     inst->msg_scratch = inst->result_scratch = NULL;

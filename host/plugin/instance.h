@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "../common/tally.h"
 #include "../unit/plugin_counters.h"
 #include "gust/plugin.h"
 
@@ -20,6 +21,7 @@ struct gust_instance {
     int started;
     struct gust_plugin_note note; /* set_error's (ABI 1.6): shown by /units */
     atomic_int inflight; /* source publishes awaiting their outcome */
+    struct gust_tally published; /* a source's subjects, for GET /topology */
     /* deliver's arrays in the plugin's layout, when it was built with other sizes */
     char *msg_scratch, *result_scratch;
     size_t msg_scratch_cap, result_scratch_cap;

@@ -9,6 +9,7 @@
 
 #include "../common/buf.h"
 #include "../common/log.h"
+#include "../common/tally.h"
 #include "dlq.h"
 #include "recent.h"
 #include "waits.h"
@@ -80,6 +81,7 @@ struct gust_consumer {
     uint8_t *refused; /* an emit of it was refused for good: a rejection */
     uint8_t *fate; /* enum gust_fate per message, for GET /events */
     struct gust_recent *recent;
+    struct gust_tally emitted; /* the subjects of its stored emits, for GET /topology */
     struct ticket *tickets;
     size_t nticket, ntickets_cap;
     struct gust_batch batch;
@@ -287,6 +289,21 @@ static struct ticket *next_ticket(struct gust_consumer *c, size_t msg)
     t->pub = (struct gust_pub){0};
     t->dlq = 0;
     return t;
+}
+
+/* Message i's stored emits, by subject: a run of one subject is counted at once. */
+static void tally_emits(struct gust_consumer *c, size_t i)
+{
+    size_t e = emit_start(c, i), end = c->emit_end[i];
+    while (e < end) {
+        const char *subject = c->batch.emits.v[e].subject;
+        size_t run = e + 1;
+        while (run < end && strcmp(c->batch.emits.v[run].subject, subject) == 0) {
+            run++;
+        }
+        gust_tally_add(&c->emitted, subject, run - e);
+        e = run;
+    }
 }
 
 /* The batch's publishes: every emit of a message that succeeded, and every dead letter.
@@ -602,6 +619,7 @@ static int run_batch(struct gust_consumer *c, size_t n)
             ok++;
             emitted += c->emit_end[i] - emit_start(c, i);
             send_reply(c, i, &next_reply);
+            tally_emits(c, i);
             c->feed->ops->settle(c->feed, in, -1);
             gust_waits_forget(&c->waits, seq);
             break;
@@ -809,6 +827,7 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed
     c->outlet = outlet;
     atomic_store(&c->state_since, mono_ms());
     pthread_mutex_init(&c->lock, NULL);
+    gust_tally_init(&c->emitted);
     pthread_cond_init(&c->acked, NULL);
     snprintf(c->name, sizeof(c->name), "%s_%s", conf->kind, conf->unit);
     if (c->conf.unit == NULL || c->conf.kind == NULL || c->conf.dlq_prefix == NULL || c->source == NULL) {
@@ -872,6 +891,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
     gust_emits_free(&c->batch.emits);
     free(c->batch.replies.v);
     gust_buf_free(&c->batch.replies.data);
+    gust_tally_destroy(&c->emitted);
     gust_buf_free(&c->envelopes);
     gust_waits_free(&c->waits);
     free(c->in);
@@ -956,6 +976,11 @@ int gust_consumer_running(const struct gust_consumer *c, int64_t *since_ms)
     struct gust_consumer *m = (struct gust_consumer *)c;
     *since_ms = atomic_load(&m->state_since);
     return atomic_load(&m->state) == STATE_RUNNING;
+}
+
+struct gust_tally *gust_consumer_emitted(struct gust_consumer *c)
+{
+    return &c->emitted;
 }
 
 uint64_t gust_consumer_retries(const struct gust_consumer *c)

@@ -91,6 +91,9 @@ const struct gust_handler *gust_consumer_handler(const struct gust_consumer *c);
 const char *gust_consumer_state(const struct gust_consumer *c);
 /* Whether it is running, and since when (CLOCK_MONOTONIC ms) it is in its state. */
 int gust_consumer_running(const struct gust_consumer *c, int64_t *since_ms);
+/* The subjects of its emits stored since it started, with their counts (any thread). */
+struct gust_tally;
+struct gust_tally *gust_consumer_emitted(struct gust_consumer *c);
 /* Failed attempts to open the unit's feed. */
 uint64_t gust_consumer_retries(const struct gust_consumer *c);
 /* How long (ms) the handler has been in its current batch past that batch's bound

@@ -37,6 +37,7 @@ struct flow_unit {
     /* The flow's heap and memory_max failures after the last message, for /units and
      * /metrics (read on the HTTP thread). */
     atomic_uint_fast64_t heap_bytes, memory_failures;
+    uint64_t memory_max; /* its bound (0: none), for the console's gauge */
 };
 
 static void on_log(void *ud, int level, const char *text, size_t len)
@@ -163,6 +164,11 @@ void gust_flow_handler_memory(void *impl, uint64_t *heap_bytes, uint64_t *failur
     *failures = atomic_load(&u->memory_failures);
 }
 
+uint64_t gust_flow_handler_memory_max(void *impl)
+{
+    return ((struct flow_unit *)impl)->memory_max;
+}
+
 int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out)
 {
     struct flow_unit *u = impl;
@@ -197,6 +203,7 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
     u->rate = log_rate > 0 ? (double)log_rate : 1;
     u->tokens = u->rate;
     u->refilled_ns = gust_clock_mono_ns();
+    u->memory_max = opts->memory_max;
     struct gust_flow_opts o = *opts;
     o.log = on_log;
     o.log_ud = u;

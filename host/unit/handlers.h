@@ -28,6 +28,8 @@ int gust_flow_handler_state(void *impl, struct gust_kv_state_stats *out);
 /* A flow handler's Lua heap bytes (after its last message) and the runs that failed
  * for going over memory_max. Any thread. */
 void gust_flow_handler_memory(void *impl, uint64_t *heap_bytes, uint64_t *failures);
+/* Its memory_max in bytes (0: no bound). */
+uint64_t gust_flow_handler_memory_max(void *impl);
 /* Forwards each message unchanged to `to` (copied). impl is NULL when out of memory. */
 struct gust_handler gust_relay_handler(const char *to);
 struct gust_bus;

@@ -21,9 +21,9 @@ void gust_units_init(struct gust_units *u)
     u->generation = 1;
 }
 
-int gust_units_source_add(struct gust_units *u, const char *name,
+int gust_units_source_add(struct gust_units *u, const char *name, const char *type,
                           size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
-                          struct gust_plugin_note *note)
+                          struct gust_tally *published, struct gust_plugin_note *note)
 {
     pthread_mutex_lock(&u->lock);
     if (u->nsources == u->sources_cap) {
@@ -38,6 +38,8 @@ int gust_units_source_add(struct gust_units *u, const char *name,
     }
     struct gust_units_source *e = &u->sources[u->nsources++];
     snprintf(e->name, sizeof(e->name), "%s", name);
+    snprintf(e->type, sizeof(e->type), "%s", type);
+    e->published = published;
     e->counters = counters;
     e->ctx = ctx;
     e->note = note;
@@ -45,11 +47,11 @@ int gust_units_source_add(struct gust_units *u, const char *name,
     return 0;
 }
 
-void gust_units_source_remove(struct gust_units *u, void *ctx)
+void gust_units_source_remove(struct gust_units *u, const struct gust_tally *published)
 {
     pthread_mutex_lock(&u->lock);
     for (size_t i = 0; i < u->nsources; i++) {
-        if (u->sources[i].ctx == ctx) {
+        if (u->sources[i].published == published) {
             u->sources[i] = u->sources[--u->nsources];
             break;
         }
@@ -532,6 +534,9 @@ static void render_plugin_metrics(struct gust_units *u, struct gust_buf *out)
         }
     }
     for (size_t i = 0; i < u->nsources; i++) {
+        if (u->sources[i].counters == NULL) {
+            continue;
+        }
         struct gust_plugin_counter c[GUST_PLUGIN_COUNTERS_MAX];
         gust_plugin_counters_metrics(out, u->sources[i].name, c, source_counters(u, i, c));
     }
@@ -569,6 +574,20 @@ void gust_units_render_metrics(struct gust_units *u, struct gust_buf *out)
             gust_buf_printf(out, "gust_unit_backlog{unit=\"%s\",kind=\"%s\"} %" PRId64 "\n",
                             gust_consumer_name(u->v[i]), gust_consumer_kind(u->v[i]), backlog);
         }
+    }
+    /* What /healthz's unit_not_running and unit_stuck look at, for alert rules. */
+    gust_buf_printf(out, "# HELP gust_unit_running 1 while the unit runs (0: starting, failing or stopped).\n"
+                         "# TYPE gust_unit_running gauge\n");
+    for (size_t i = 0; i < u->n; i++) {
+        int64_t since;
+        gust_buf_printf(out, "gust_unit_running{unit=\"%s\",kind=\"%s\"} %d\n", gust_consumer_name(u->v[i]),
+                        gust_consumer_kind(u->v[i]), gust_consumer_running(u->v[i], &since));
+    }
+    gust_buf_printf(out, "# HELP gust_unit_stuck_seconds How long the unit's handler is past its batch's bound "
+                         "(0: not stuck).\n# TYPE gust_unit_stuck_seconds gauge\n");
+    for (size_t i = 0; i < u->n; i++) {
+        gust_buf_printf(out, "gust_unit_stuck_seconds{unit=\"%s\",kind=\"%s\"} %.3f\n", gust_consumer_name(u->v[i]),
+                        gust_consumer_kind(u->v[i]), (double)gust_consumer_stuck_ms(u->v[i]) / 1e3);
     }
     render_edge_metrics(u, out);
     render_plugin_metrics(u, out);

@@ -15,6 +15,7 @@
 #include "plugin_counters.h"
 
 struct gust_bus;
+struct gust_tally;
 
 struct gust_leases;
 struct gust_nodes;
@@ -22,6 +23,8 @@ struct gust_nodes;
 /* A running plugin source instance, for /units' "sources" and /metrics. */
 struct gust_units_source {
     char name[128];
+    char type[64];                /* its plugin */
+    struct gust_tally *published; /* borrowed: what it published to (GET /topology) */
     size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max); /* NULL: none */
     void *ctx;
     struct gust_plugin_note *note; /* borrowed: its plugin's error */
@@ -59,11 +62,13 @@ int gust_units_keep(struct gust_units *u, const char *name, const char *identity
  * NULL. */
 struct gust_consumer *gust_units_adopt(struct gust_units *u, const char *name);
 /* A source instance started (its counters and error shown from now) or about to stop
- * (never read again once this returns). ctx is the plugin's; counters may be NULL. */
-int gust_units_source_add(struct gust_units *u, const char *name,
+ * (never read again once this returns). ctx is the plugin's; counters NULL for a type
+ * without any. published and note are borrowed until the remove. */
+int gust_units_source_add(struct gust_units *u, const char *name, const char *type,
                           size_t (*counters)(void *ctx, struct gust_plugin_counter *out, size_t max), void *ctx,
-                          struct gust_plugin_note *note);
-void gust_units_source_remove(struct gust_units *u, void *ctx);
+                          struct gust_tally *published, struct gust_plugin_note *note);
+/* Removes the source added with published (one per instance, whatever its ctx). */
+void gust_units_source_remove(struct gust_units *u, const struct gust_tally *published);
 /* Removes and frees the stopped units. */
 void gust_units_drop_stopped(struct gust_units *u);
 /* Calls fn on each listed unit, under the registry's lock (fn must not call back into

@@ -48,7 +48,7 @@ http { listen 127.0.0.1:@PORT@; trusted_proxies 127.0.0.1 ::1; }
 nats { url %(nats)s; }
 """
 
-ADMIN_ROUTES = [("GET", "/units"), ("GET", "/events"), ("GET", "/dlq"), ("GET", "/"), ("GET", "/metrics"),
+ADMIN_ROUTES = [("GET", "/units"), ("GET", "/events"), ("GET", "/dlq"), ("GET", "/topology"), ("GET", "/metrics"),
                 ("POST", "/reload"), ("POST", "/dlq/replay?all=1"), ("POST", "/dlq/purge?unit=nobody")]
 
 
@@ -90,6 +90,9 @@ def check_auth(t, g):
         t.eq(st, 401, "%s %s with another scheme" % (method, path))
         st, _, _ = g.request(method, path, headers=auth(TOKEN))
         t.check(st in (200, 202), "%s %s with the token: got %d" % (method, path, st))
+    # The console page holds no data: it is served without the token and asks for it.
+    st, body, _ = g.request("GET", "/", headers={"Authorization": "Bearer none"})
+    t.check(st == 200 and b'id="login"' in body, "the console page is open and has its login form")
     st, _, _ = g.request("GET", "/healthz")
     t.eq(st, 200, "healthz stays open")
     st, _, _ = g.request("POST", "/ingest/picky", b'{"n": 0}')

@@ -1,7 +1,7 @@
 """Admin routes closed by default (issue 24, item 1), against a real nats-server:
 - no admin token: the routes that change state or run code (POST /reload, /dlq/purge,
   /dlq/replay, /replay) answer 403 with a JSON error that says how to set one; the
-  read-only ones (/units, /events, /dlq, /metrics, the status page) stay open on a
+  read-only ones (/units, /events, /dlq, /metrics, /topology) stay open on a
   loopback listener; SIGHUP still reloads;
 - never from another origin: a page elsewhere that POSTs /dlq/purge?all=1 is refused,
   with or without the token, and the dead letters stay;
@@ -55,7 +55,7 @@ nats { url %(nats)s; }
 
 WRITES = [("POST", "/reload", None), ("POST", "/dlq/purge?all=1", None), ("POST", "/dlq/replay?all=1", None),
           ("POST", "/replay", b'{"unit": "picky", "script": "return {on_event = function(ev) end}"}')]
-READS = ["/units", "/events", "/dlq", "/metrics", "/"]
+READS = ["/units", "/events", "/dlq", "/metrics", "/topology"]
 
 
 def auth():

@@ -96,6 +96,11 @@ def test_pipeline(t, tmp, nats, broker):
         metrics = g.request("GET", "/metrics")[1].decode()
         t.check('gust_unit_edge_received_total{unit="telemetry",kind="flow",source="sensors"} %d' % (n + 1) in metrics,
                 "edge metrics")
+        # The console draws the source's arrows to its edge units, none through the bus.
+        edges = {(e["from"], e["to"], e["subject"]) for e in json.loads(g.request("GET", "/topology")[1])["edges"]}
+        from_source = {e for e in edges if e[0] == "source:sensors"}
+        t.eq(from_source, {("source:sensors", "flow:telemetry", "(edge)"), ("source:sensors", "detect:windows", "(edge)")},
+             "topology: the edge path")
 
         # Reload: the new generation's source feeds the new generation's units.
         g.proc.send_signal(signal.SIGHUP)

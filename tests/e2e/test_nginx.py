@@ -111,7 +111,10 @@ def run_through(t, g, ngx, port, mode):
     st, body, h = req("GET", "/gust/", headers=auth())
     t.eq((st, h.get("content-type")), (200, "text/html; charset=utf-8"), "%s: status page" % mode)
     t.check(b"get('units')" in body and b"get('/units')" not in body, "%s: page fetches are relative" % mode)
-    t.eq(req("GET", "/gust/")[0], 401, "%s: status page needs the token" % mode)
+    t.eq(req("GET", "/gust/")[0], 200, "%s: the console page holds no data: served without the token" % mode)
+    t.eq(req("GET", "/gust/topology")[0], 401, "%s: what it shows needs the token" % mode)
+    st, body, _ = req("GET", "/gust/topology", headers=auth())
+    t.check(st == 200 and b'"nodes"' in body, "%s: topology under the prefix" % mode)
     st, _, h = req("GET", "/gust", headers=auth())
     t.check(st in (301, 302, 308) and h.get("location", "").endswith("/gust/"),
             "%s: /gust redirects to /gust/: %d %r" % (mode, st, h.get("location")))
