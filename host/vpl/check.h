@@ -21,6 +21,15 @@ struct scope {
     const char *self;         /* `stream S = A as a` without `->`: a.f reads the event */
     uint32_t self_len;
     uint8_t in_agg;           /* inside an aggregate's argument */
+    const struct ast_fn *fn;  /* checking the body of this fn: names read its locals */
+    uint32_t loc_base;        /* its locals are checker.loc[loc_base..] */
+};
+
+/* A fn's parameter or let in scope, and its slot. */
+struct local {
+    const char *name;
+    uint32_t len;
+    int32_t slot;
 };
 
 struct checker {
@@ -29,7 +38,14 @@ struct checker {
     struct vpl_error *err;
     uint8_t *const_state; /* per ast const: 0 new, 1 folding, 2 folded, 3 not a literal */
     struct vval *const_val;
+    uint8_t *fn_state; /* per ast fn: 0 new, 1 checking, 2 checked */
+    uint32_t *fn_depth; /* per checked fn: the evaluation depth of its body */
+    struct local *loc; /* locals in scope, innermost last */
+    uint32_t nloc, caploc;
 };
+
+/* Checks the body of every fn, so errors show even in one nothing calls. */
+int check_fns(struct checker *ck);
 
 int check_init(struct checker *ck, struct vpl_program *prog, const struct ast_program *ast,
                struct vpl_error *err);

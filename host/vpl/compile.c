@@ -579,6 +579,17 @@ static int compile_flow(struct compiler *c, uint32_t si)
     if (rc != 0) {
         return rc;
     }
+    s->nsrcs = as->nmerge ? as->nmerge : 1;
+    if ((s->srcs = alloc(c, s->nsrcs * sizeof(*s->srcs))) == NULL) {
+        return nomem(c);
+    }
+    s->srcs[0] = s->src_type;
+    for (uint32_t k = 1; k < as->nmerge; k++) {
+        const struct ast_step *m = &as->merge[k];
+        if ((rc = resolve_type(c, si, m->type, m->tlen, m->line, m->col, &s->srcs[k])) != 0) {
+            return rc;
+        }
+    }
     s->pre = alloc(c, (as->nops + 1) * sizeof(*s->pre));
     s->post = alloc(c, (as->nops + 1) * sizeof(*s->post));
     if (s->pre == NULL || s->post == NULL) {
@@ -968,7 +979,7 @@ static int compile(struct compiler *c)
         return nomem(c);
     }
     p->nstreams = ast->nstreams;
-    if ((rc = check_init(&c->ck, p, ast, c->err)) != 0) {
+    if ((rc = check_init(&c->ck, p, ast, c->err)) != 0 || (rc = check_fns(&c->ck)) != 0) {
         return rc;
     }
     for (uint32_t i = 0; i < ast->nstreams; i++) {
@@ -986,6 +997,12 @@ static int compile(struct compiler *c)
             return VPL_ENOMEM;
         }
         int pattern_source = decl_of(c, src) == D_PATTERN;
+        if (as->nmerge > 0 && (pattern_source || as->nsteps > 1)) {
+            const struct ast_step *at = as->nsteps > 1 ? &as->steps[1] : &as->steps[0];
+            return fail(c, at->line, at->col,
+                        "merge() reads types and streams: make the %s a stream of its own and merge that",
+                        as->nsteps > 1 ? "sequence" : "pattern");
+        }
         if (pattern_source || as->nsteps > 1) {
             rc = compile_sequence(c, i, pattern_source);
         } else {

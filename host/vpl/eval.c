@@ -186,6 +186,10 @@ static __attribute__((noinline)) struct vval binary(const struct expr *x, const 
     if (x->op == 'o') {
         return v_bool(eval_true(x->kid[0], c) || eval_true(x->kid[1], c));
     }
+    if (x->op == 'c') {
+        struct vval a = eval(x->kid[0], c);
+        return a.t == V_MISSING || a.t == V_NULL ? eval(x->kid[1], c) : a;
+    }
     struct vval a = eval(x->kid[0], c);
     struct vval b = eval(x->kid[1], c);
     int ord;
@@ -415,6 +419,53 @@ static __attribute__((noinline)) struct vval memo(const struct expr *x, const st
     return m->v[x->slot];
 }
 
+/* Runs the statement s of a fn body: 1 when it returned (*out is the value). */
+static int exec(const struct expr *s, const struct ectx *c, struct vval *out)
+{
+    switch (s->kind) {
+    case X_BLOCK:
+        for (uint16_t i = 0; i < s->n; i++) {
+            if (exec(s->kid[i], c, out)) {
+                return 1;
+            }
+        }
+        return 0;
+    case X_LET:
+        c->locals[s->slot] = eval(s->kid[0], c);
+        return 0;
+    case X_RETURN:
+        *out = s->n ? eval(s->kid[0], c) : v_null();
+        return 1;
+    case X_IFSTMT: {
+        uint16_t i = 0;
+        for (; i + 1 < s->n; i += 2) {
+            if (eval_true(s->kid[i], c)) {
+                return exec(s->kid[i + 1], c, out);
+            }
+        }
+        return i < s->n ? exec(s->kid[i], c, out) : 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* A user fn: the arguments computed in the caller's context, then the body over a
+ * frame of its own. A body that ends without `return` gives missing. */
+static __attribute__((noinline)) struct vval fncall(const struct expr *x, const struct ectx *c)
+{
+    const struct ast_fn *f = x->aux;
+    struct vval frame[FN_SLOTS];
+    for (uint32_t i = 0; i < f->nslots; i++) {
+        frame[i] = i < x->n ? eval(x->kid[i], c) : v_missing();
+    }
+    struct ectx in = *c;
+    in.locals = frame;
+    struct vval r = v_missing();
+    exec(f->body, &in, &r);
+    return r;
+}
+
 /* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
@@ -435,6 +486,10 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
         return kleene_agg(x, c);
     case X_AGG:
         return window_agg(x, c);
+    case X_LOCAL:
+        return c->locals[x->slot];
+    case X_FNCALL:
+        return fncall(x, c);
     case X_INDEX: {
         struct vval o = eval(x->kid[0], c);
         struct vval i = eval(x->kid[1], c);

@@ -244,7 +244,7 @@ static int lex_op(struct lexer *lx, uint32_t line, uint32_t col)
         enum tok t;
     } ops[] = {
         {"->", T_ARROW}, {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},     {">=", T_GE},
-        {"**", T_POW},   {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},      {"+", T_PLUS},
+        {"**", T_POW},   {"??", T_QQ},    {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},      {"+", T_PLUS},
         {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT}, {".", T_DOT},
         {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},  {"[", T_LBRACK},
         {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},  {"?", T_QUESTION},
@@ -362,7 +362,7 @@ const char *tok_name(enum tok t)
         "timestamp",    "'->'",       "'=='",       "'!='",    "'<='",  "'>='",     "'<'",
         "'>'",          "'+'",        "'-'",        "'*'",     "'**'",  "'/'",      "'%'",
         "'.'",          "'?.'",       "','",        "':'",     "'('",   "')'",      "'['",
-        "']'",          "'{'",        "'}'",        "'='",     "'?'",
+        "']'",          "'{'",        "'}'",        "'='",     "'?'",      "'?" "?'",
     };
     return (size_t)t < sizeof(names) / sizeof(names[0]) ? names[t] : "token";
 }

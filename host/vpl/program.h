@@ -82,7 +82,9 @@ struct stream {
     const char *name;
     uint32_t sym;
     uint32_t type;     /* routing type of its output */
-    uint32_t src_type; /* without a pattern: the type it reads */
+    uint32_t src_type; /* without a pattern: the type it reads (merge: the first) */
+    uint32_t *srcs;    /* without a pattern: every type it reads (merge: several) */
+    uint32_t nsrcs;
     struct stage *pre; /* stages before a window (context CX_EVENT) */
     uint32_t npre;
     struct pattern *pat;
