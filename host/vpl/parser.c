@@ -443,6 +443,10 @@ static struct expr *parse_postfix(struct parser *p)
                 return NULL;
             }
             e = sealed(p, ix);
+        } else if (at->t == T_ASSIGN && ahead(p, 1)->t == T_GT && ahead(p, 1)->line == at->line &&
+                   ahead(p, 1)->col == at->col + 1) {
+            fail_at(p, at, "lambdas (x => ...) are not supported by this engine: write a fn");
+            return NULL;
         } else {
             break;
         }
