@@ -55,6 +55,13 @@ static const struct vpl_event *alias_event(const struct ectx *c, int32_t slot)
     return NULL;
 }
 
+/* A float result beyond the largest double (an overflow, inf - inf) is missing, as a
+ * division by zero is: JSON could not write it (docs/VPL.md, Expressions). */
+static inline struct vval finite_or_missing(struct vval v)
+{
+    return v.t == V_FLOAT && !isfinite(v.u.f) ? v_missing() : v;
+}
+
 static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct vval b)
 {
     if (op == T_PLUS && a.t == V_STR && b.t == V_STR) {
@@ -123,17 +130,17 @@ static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct
     double x = v_as_f(&a), y = v_as_f(&b);
     switch (op) {
     case T_PLUS:
-        return v_float(x + y);
+        return finite_or_missing(v_float(x + y));
     case T_MINUS:
-        return v_float(x - y);
+        return finite_or_missing(v_float(x - y));
     case T_STAR:
-        return v_float(x * y);
+        return finite_or_missing(v_float(x * y));
     case T_SLASH:
-        return y == 0.0 ? v_missing() : v_float(x / y);
+        return y == 0.0 ? v_missing() : finite_or_missing(v_float(x / y));
     case T_PERCENT:
-        return y == 0.0 ? v_missing() : v_float(fmod(x, y));
+        return y == 0.0 ? v_missing() : finite_or_missing(v_float(fmod(x, y)));
     case T_POW:
-        return v_float(pow(x, y));
+        return finite_or_missing(v_float(pow(x, y)));
     }
     return v_missing();
 }
@@ -328,7 +335,7 @@ static struct vval window_agg(const struct expr *x, const struct ectx *c)
             vals[n++] = v;
         }
     }
-    return aggregate(c, x->id, vals, n, n, alpha);
+    return finite_or_missing(aggregate(c, x->id, vals, n, n, alpha));
 }
 
 /* Aggregate over a Kleene closure: count(xs), sum(xs.f), collect(xs.f), ... */
@@ -349,7 +356,7 @@ static struct vval kleene_agg(const struct expr *x, const struct ectx *c)
             vals[n++] = v;
         }
     }
-    return aggregate(c, x->id, vals, n, n, 0);
+    return finite_or_missing(aggregate(c, x->id, vals, n, n, 0));
 }
 
 static __attribute__((noinline)) struct vval call(const struct expr *x, const struct ectx *c)
@@ -365,7 +372,7 @@ static __attribute__((noinline)) struct vval call(const struct expr *x, const st
             args[i] = v_null(); /* a missing argument is null in its position */
         }
     }
-    return builtins[x->id].fn(c, args, x->n, x);
+    return finite_or_missing(builtins[x->id].fn(c, args, x->n, x));
 }
 
 static struct vval member(struct vval o, const char *k, uint32_t klen)

@@ -1,6 +1,7 @@
 #include "lexer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,9 @@ static int lex_number(struct lexer *lx, uint32_t line, uint32_t col)
     errno = 0;
     if (is_float) {
         tk->f = strtod(tmp, NULL);
+        if (!isfinite(tk->f)) {
+            return fail(lx, line, col, "number is too large for a double (at most 1.7976931348623157e308)");
+        }
     } else {
         tk->i = strtoll(tmp, NULL, 10);
         if (errno == ERANGE) {
