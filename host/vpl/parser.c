@@ -1364,6 +1364,18 @@ static int parse_config(struct parser *p)
     }
 }
 
+/* `context NAME [(cores: [0, 1])]`: Varpulis's threads, ignored as `.context()` is. */
+static int parse_context(struct parser *p)
+{
+    next(p);
+    const char *name = NULL;
+    uint32_t len = 0;
+    if (parse_name(p, "a context name", &name, &len, NULL) != 0) {
+        return VPL_ESYNTAX;
+    }
+    return accept(p, T_LPAREN) ? parse_cparams(p, 0, NULL, NULL) : 0;
+}
+
 int parse_program(const struct tokens *toks, struct arena *arena, struct ast_program *out,
                   struct vpl_error *err)
 {
@@ -1392,10 +1404,10 @@ int parse_program(const struct tokens *toks, struct arena *arena, struct ast_pro
         } else if (is_word(tk, "config")) {
             rc = parse_config(&p);
         } else if (is_word(tk, "context")) {
-            rc = fail_at(&p, tk, "'%.*s' declarations are not supported by this engine", (int)tk->len, tk->s);
+            rc = parse_context(&p);
         } else {
-            rc = expected(&p, "a declaration (stream, event, type, pattern, fn, let, const, var, config "
-                              "or connector)");
+            rc = expected(&p, "a declaration (stream, event, type, pattern, fn, let, const, var, config, "
+                              "context or connector)");
         }
         if (rc != 0 || p.failed) {
             return err != NULL && err->code == VPL_ENOMEM ? VPL_ENOMEM : VPL_ESYNTAX;
