@@ -34,13 +34,31 @@ int check_init(struct checker *ck, struct vpl_program *prog, const struct ast_pr
     size_t n = ast->nconsts ? ast->nconsts : 1;
     ck->const_state = calloc(n, sizeof(*ck->const_state));
     ck->const_val = calloc(n, sizeof(*ck->const_val));
-    ck->fn_state = calloc(ast->nfns ? ast->nfns : 1, 1);
-    ck->fn_depth = calloc(ast->nfns ? ast->nfns : 1, sizeof(*ck->fn_depth));
+    size_t nf = ast->nfns ? ast->nfns : 1;
+    ck->fn_state = calloc(nf, 1);
+    ck->fn_depth = calloc(nf, sizeof(*ck->fn_depth));
+    ck->fn_names = calloc(nf, sizeof(*ck->fn_names));
     ck->loc = NULL;
     ck->nloc = ck->caploc = 0;
-    if (ck->const_state == NULL || ck->const_val == NULL || ck->fn_state == NULL || ck->fn_depth == NULL) {
+    ck->fn_nesting = 0;
+    memset(&ck->fn_map, 0, sizeof(ck->fn_map));
+    if (ck->const_state == NULL || ck->const_val == NULL || ck->fn_state == NULL || ck->fn_depth == NULL ||
+        ck->fn_names == NULL) {
         check_fini(ck);
         return nomem(ck);
+    }
+    /* By name, the first declaration of each: check_fn refuses the others. */
+    for (uint32_t i = 0; i < ast->nfns; i++) {
+        struct fn_name *fn = &ck->fn_names[i];
+        fn->node.hash = hash_bytes(ast->fns[i].name, ast->fns[i].nlen);
+        fn->node.key = ast->fns[i].name;
+        fn->node.klen = ast->fns[i].nlen;
+        fn->idx = i;
+        if (hmap_get(&ck->fn_map, fn->node.hash, fn->node.key, fn->node.klen) == NULL &&
+            hmap_put(&ck->fn_map, &fn->node) != 0) {
+            check_fini(ck);
+            return nomem(ck);
+        }
     }
     return 0;
 }
@@ -50,11 +68,15 @@ void check_fini(struct checker *ck)
     free(ck->const_state);
     free(ck->const_val);
     free(ck->fn_state);
+    free(ck->fn_names);
+    hmap_free(&ck->fn_map);
+    memset(&ck->fn_map, 0, sizeof(ck->fn_map));
     free(ck->fn_depth);
     free(ck->loc);
     ck->const_state = NULL;
     ck->const_val = NULL;
     ck->fn_state = NULL;
+    ck->fn_names = NULL;
     ck->fn_depth = NULL;
     ck->loc = NULL;
 }
@@ -268,12 +290,8 @@ static int find_local(const struct checker *ck, const struct scope *sc, const ch
 
 static int find_fn(const struct checker *ck, const char *name, uint32_t len)
 {
-    for (uint32_t i = 0; i < ck->ast->nfns; i++) {
-        if (same(name, len, ck->ast->fns[i].name, ck->ast->fns[i].nlen)) {
-            return (int)i;
-        }
-    }
-    return -1;
+    const struct fn_name *fn = (const struct fn_name *)hmap_get(&ck->fn_map, hash_bytes(name, len), name, len);
+    return fn != NULL ? (int)fn->idx : -1;
 }
 
 /* The deepest evaluation a checked tree needs, through the bodies of the fns it calls
@@ -305,12 +323,14 @@ static int check_fn(struct checker *ck, uint32_t i, const struct expr *at)
         return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' has the name of a built-in function",
                           (int)f->nlen, f->name);
     }
-    for (uint32_t j = 0; j < i; j++) {
-        if (same(f->name, f->nlen, ck->ast->fns[j].name, ck->ast->fns[j].nlen)) {
-            return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' is declared twice",
-                              (int)f->nlen, f->name);
-        }
+    if (find_fn(ck, f->name, f->nlen) != (int)i) {
+        return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' is declared twice",
+                          (int)f->nlen, f->name);
     }
+    if (ck->fn_nesting == VPL_MAX_DEPTH) { /* bounds this recursion over the call chain */
+        return err_at(ck, at, "fns call each other more than %d deep", VPL_MAX_DEPTH);
+    }
+    ck->fn_nesting++;
     ck->fn_state[i] = 1;
     struct scope sc = {.ctx = CX_EVENT, .fn = f, .loc_base = ck->nloc};
     int rc = 0;
@@ -327,6 +347,7 @@ static int check_fn(struct checker *ck, uint32_t i, const struct expr *at)
                         VPL_MAX_DEPTH);
     }
     ck->fn_state[i] = rc == 0 ? 2 : 1;
+    ck->fn_nesting--;
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #define VPL_CHECK_H
 
 #include "ast.h"
+#include "hmap.h"
 #include "program.h"
 
 struct alias {
@@ -25,6 +26,12 @@ struct scope {
     uint32_t loc_base;        /* its locals are checker.loc[loc_base..] */
 };
 
+/* A fn's name, to find it in fn_map. */
+struct fn_name {
+    struct hnode node;
+    uint32_t idx;
+};
+
 /* A fn's parameter or let in scope, and its slot. */
 struct local {
     const char *name;
@@ -42,6 +49,9 @@ struct checker {
     uint32_t *fn_depth; /* per checked fn: the evaluation depth of its body */
     struct local *loc; /* locals in scope, innermost last */
     uint32_t nloc, caploc;
+    uint32_t fn_nesting; /* fn bodies being checked, one inside the other's call */
+    struct fn_name *fn_names; /* per ast fn, in fn_map by name (first declaration) */
+    struct hmap fn_map;
 };
 
 /* Checks the body of every fn, so errors show even in one nothing calls. */

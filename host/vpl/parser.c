@@ -12,6 +12,7 @@ struct parser {
     int in_step; /* parsing a step filter: `.ident(` ends the expression */
     int failed;
     uint32_t nslots; /* locals of the fn being parsed */
+    int in_merge;    /* parsing a stream declared inside merge(): no merge of its own */
 };
 
 static const struct token *cur(const struct parser *p)
@@ -1037,12 +1038,13 @@ static int parse_merge(struct parser *p, struct ast_program *prog, uint32_t *cap
         const struct token *at = cur(p);
         if (is_word(at, "stream")) {
             at = ahead(p, 1);
+            p->in_merge = 1;
             int rc = parse_stream(p, prog, cap);
+            p->in_merge = 0;
             if (rc != 0) {
                 return rc;
             }
-            const struct ast_stream *in = &prog->streams[prog->nstreams - 1];
-            if (in->nsteps > 1 || in->nmerge > 0) {
+            if (prog->streams[prog->nstreams - 1].nsteps > 1) {
                 return fail_at(p, at, "a stream declared inside merge() reads one type or stream");
             }
         } else if (parse_name(p, "a type or stream name", &st->type, &st->tlen, &at) != 0) {
@@ -1086,6 +1088,9 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
         }
         s.has_from = 1;
     } else if (is_word(cur(p), "merge") && ahead(p, 1)->t == T_LPAREN) {
+        if (p->in_merge) {
+            return fail_at(p, cur(p), "a stream declared inside merge() reads one type or stream");
+        }
         if (parse_merge(p, prog, cap, &s) != 0) {
             return VPL_ESYNTAX;
         }
