@@ -290,7 +290,8 @@ static int find_local(const struct checker *ck, const struct scope *sc, const ch
 
 static int find_fn(const struct checker *ck, const char *name, uint32_t len)
 {
-    const struct fn_name *fn = (const struct fn_name *)hmap_get(&ck->fn_map, hash_bytes(name, len), name, len);
+    const struct fn_name *fn =
+        (const struct fn_name *)hmap_get(&ck->fn_map, hash_bytes(name, len), name, len);
     return fn != NULL ? (int)fn->idx : -1;
 }
 
@@ -317,11 +318,13 @@ static int check_fn(struct checker *ck, uint32_t i, const struct expr *at)
         return 0;
     }
     if (ck->fn_state[i] == 1) {
-        return err_at(ck, at, "fn '%.*s' calls itself (directly or through other fns): recursion is not supported", (int)f->nlen, f->name);
+        return err_at(ck, at,
+                      "fn '%.*s' calls itself (directly or through other fns): recursion is not supported",
+                      (int)f->nlen, f->name);
     }
     if (builtin_find(f->name, f->nlen) >= 0) {
-        return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' has the name of a built-in function",
-                          (int)f->nlen, f->name);
+        return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col,
+                          "fn '%.*s' has the name of a built-in function", (int)f->nlen, f->name);
     }
     if (find_fn(ck, f->name, f->nlen) != (int)i) {
         return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' is declared twice",

@@ -247,11 +247,12 @@ static int lex_op(struct lexer *lx, uint32_t line, uint32_t col)
         const char *text;
         enum tok t;
     } ops[] = {
-        {"->", T_ARROW}, {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},     {">=", T_GE},
-        {"**", T_POW},   {"??", T_QQ},    {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},      {"+", T_PLUS},
-        {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT}, {".", T_DOT},
-        {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},  {"[", T_LBRACK},
-        {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},  {"?", T_QUESTION},
+        {"->", T_ARROW},   {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},    {">=", T_GE},
+        {"**", T_POW},     {"??", T_QQ},    {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},
+        {"+", T_PLUS},     {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT},
+        {".", T_DOT},      {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},
+        {"[", T_LBRACK},   {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},
+        {"?", T_QUESTION},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
         size_t n = strlen(ops[i].text);

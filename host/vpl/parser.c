@@ -1096,11 +1096,11 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
         }
         s.steps[0] = s.merge[0];
     } else if ((is_word(cur(p), "join") || is_word(cur(p), "timer")) && ahead(p, 1)->t == T_LPAREN) {
-        return fail_at(p, cur(p), "%.*s(...) streams are not supported by this engine%s", (int)cur(p)->len,
-                       cur(p)->s,
-                       is_word(cur(p), "join") ? ": correlate the types with a sequence (A as a -> B where ...)"
-                                               : ": use idle_tick in the detect block for time that passes "
-                                                 "without events");
+        return fail_at(
+            p, cur(p), "%.*s(...) streams are not supported by this engine%s", (int)cur(p)->len, cur(p)->s,
+            is_word(cur(p), "join") ? ": correlate the types with a sequence (A as a -> B where ...)"
+                                    : ": use idle_tick in the detect block for time that passes "
+                                      "without events");
     } else if (parse_step(p, &s.steps[0], 1) != 0) {
         return VPL_ESYNTAX;
     }
@@ -1224,8 +1224,10 @@ static struct expr *parse_stmt(struct parser *p)
         return sealed(p, e);
     }
     if (is_word(at, "for") || is_word(at, "while")) {
-        fail_at(p, at, "'%.*s' loops are not supported by this engine: a fn body has let, if/elif/else "
-                "and return", (int)at->len, at->s);
+        fail_at(p, at,
+                "'%.*s' loops are not supported by this engine: a fn body has let, if/elif/else "
+                "and return",
+                (int)at->len, at->s);
         return NULL;
     }
     expected(p, "a statement (let, if or return)");
