@@ -80,6 +80,7 @@ enum op_kind {
     OP_WATERMARK,
     OP_MODE, /* name: stam, stnm, strict, each, longest, subsets */
     OP_NOOP, /* print, log, tap, context */
+    OP_ON,   /* join(...).on(condition) */
 };
 
 /* A named argument `name: expr` (name NULL for positional). */
@@ -110,8 +111,9 @@ struct ast_stream {
     uint32_t nlen, line, col;
     struct ast_step *steps; /* steps[0]: the source (merge: its first) */
     uint32_t nsteps;
-    struct ast_step *merge; /* merge(S1, S2, ...): every source, steps[0] first */
+    struct ast_step *merge; /* merge(S1, S2, ...) or join(A, B): every source, steps[0] first */
     uint32_t nmerge;
+    uint8_t join; /* the sources are join(...)'s, not merge(...)'s */
     struct ast_op *ops;
     uint32_t nops;
     /* Type.from(Conn, topic: "x") */

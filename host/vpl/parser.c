@@ -920,6 +920,7 @@ static const struct {
     {"log", OP_NOOP},
     {"tap", OP_NOOP},
     {"context", OP_NOOP},
+    {"on", OP_ON},
 };
 
 /* ( [ [name:] expr {, [name:] expr} ] ) */
@@ -1023,10 +1024,11 @@ static int parse_op(struct parser *p, struct ast_op *op)
 
 static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *cap);
 
-/* merge(S1, stream s2 = T.where(p), ...): each source a type, a stream or an inline
- * stream declaration, which declares that stream (before the merge). */
+/* merge(S1, stream s2 = T.where(p), ...) and join(A, B): each source a type, a stream
+ * or an inline stream declaration, which declares that stream (before the merge). */
 static int parse_merge(struct parser *p, struct ast_program *prog, uint32_t *cap, struct ast_stream *s)
 {
+    s->join = (uint8_t)is_word(cur(p), "join");
     p->pos += 2; /* merge ( */
     uint32_t mcap = 0;
     do {
@@ -1087,7 +1089,7 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
             return VPL_ESYNTAX;
         }
         s.has_from = 1;
-    } else if (is_word(cur(p), "merge") && ahead(p, 1)->t == T_LPAREN) {
+    } else if ((is_word(cur(p), "merge") || is_word(cur(p), "join")) && ahead(p, 1)->t == T_LPAREN) {
         if (p->in_merge) {
             return fail_at(p, cur(p), "a stream declared inside merge() reads one type or stream");
         }
@@ -1095,12 +1097,10 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
             return VPL_ESYNTAX;
         }
         s.steps[0] = s.merge[0];
-    } else if ((is_word(cur(p), "join") || is_word(cur(p), "timer")) && ahead(p, 1)->t == T_LPAREN) {
-        return fail_at(
-            p, cur(p), "%.*s(...) streams are not supported by this engine%s", (int)cur(p)->len, cur(p)->s,
-            is_word(cur(p), "join") ? ": correlate the types with a sequence (A as a -> B where ...)"
-                                    : ": use idle_tick in the detect block for time that passes "
-                                      "without events");
+    } else if (is_word(cur(p), "timer") && ahead(p, 1)->t == T_LPAREN) {
+        return fail_at(p, cur(p),
+                       "timer(...) streams are not supported by this engine: use idle_tick in the detect "
+                       "block for time that passes without events");
     } else if (parse_step(p, &s.steps[0], 1) != 0) {
         return VPL_ESYNTAX;
     }

@@ -510,6 +510,10 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
         seq_input(e, si, type, ev);
         return;
     }
+    if (s->win != NULL && s->win->kind == W_JOIN) {
+        window_join(e, si, ev, type == s->srcs[0] ? 0 : 1);
+        return;
+    }
     if (s->win == NULL) {
         if (s->idle) {
             return;
