@@ -16,7 +16,7 @@ enum expr_kind {
     X_INDEX,     /* kid[0][kid[1]] */
     X_CALL,      /* name(kid...); a method call x.f(a) is f(x, a) */
     X_UNARY,     /* op: T_MINUS or 'n' (not) */
-    X_BINARY,    /* op: a token, or 'a' and, 'o' or, 'i' in, 'I' not in */
+    X_BINARY,    /* op: a token, or 'a' and, 'o' or, 'i' in, 'I' not in, 'c' ?? */
     X_IF,        /* kid[0] ? kid[1] : kid[2] */
     X_ARRAY,     /* [kid...] */
     X_MAP,       /* {kid[0]: kid[1], ...}, keys are X_LIT strings */
@@ -31,6 +31,13 @@ enum expr_kind {
     /* after folding (fold.h) */
     X_CASE,      /* kid[0] == kid[1] ? kid[2] : kid[0] == kid[3] ? kid[4] : ... : kid[n-1] */
     X_MEMO,      /* kid[0], computed once per context in memo slot `slot` */
+    /* the body of a `fn` (its statements are nodes too) */
+    X_BLOCK,     /* the statements kid... in order */
+    X_LET,       /* `let name = kid[0]`: sets local `slot` */
+    X_RETURN,    /* `return kid[0]` (n == 0: return null) */
+    X_IFSTMT,    /* kid: cond, block, cond, block, ... then the else block when n is odd */
+    X_LOCAL,     /* after checking: a parameter or let of the fn, local `slot` */
+    X_FNCALL,    /* after checking: fn aux (struct ast_fn) over the arguments kid... */
 };
 
 struct expr {
@@ -73,6 +80,7 @@ enum op_kind {
     OP_WATERMARK,
     OP_MODE, /* name: stam, stnm, strict, each, longest, subsets */
     OP_NOOP, /* print, log, tap, context */
+    OP_ON,   /* join(...).on(condition) */
 };
 
 /* A named argument `name: expr` (name NULL for positional). */
@@ -101,8 +109,11 @@ struct ast_op {
 struct ast_stream {
     const char *name;
     uint32_t nlen, line, col;
-    struct ast_step *steps; /* steps[0]: the source */
+    struct ast_step *steps; /* steps[0]: the source (merge: its first) */
     uint32_t nsteps;
+    struct ast_step *merge; /* merge(S1, S2, ...) or join(A, B): every source, steps[0] first */
+    uint32_t nmerge;
+    uint8_t join; /* the sources are join(...)'s, not merge(...)'s */
     struct ast_op *ops;
     uint32_t nops;
     /* Type.from(Conn, topic: "x") */
@@ -128,6 +139,22 @@ struct ast_const {
     struct expr *e;
 };
 
+/* `fn name(p: type, ...) -> type:` and an indented body. Locals (parameters first,
+ * then each `let` in the order written) have slots 0..nslots-1. */
+#define FN_SLOTS 64
+struct ast_param {
+    const char *name;
+    uint32_t len;
+};
+
+struct ast_fn {
+    const char *name;
+    uint32_t nlen, line, col;
+    struct ast_param *params;
+    uint32_t nparams, nslots;
+    struct expr *body; /* X_BLOCK */
+};
+
 struct ast_event {
     const char *name;
     uint32_t nlen, line, col;
@@ -142,6 +169,8 @@ struct ast_program {
     uint32_t nconsts;
     struct ast_event *events; /* `event` declarations (event types) */
     uint32_t nevents;
+    struct ast_fn *fns;
+    uint32_t nfns;
 };
 
 #endif

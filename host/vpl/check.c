@@ -6,6 +6,7 @@
 
 #include "builtins.h"
 #include "eval.h"
+#include "parser.h"
 
 static int err_at(struct checker *ck, const struct expr *e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -33,9 +34,31 @@ int check_init(struct checker *ck, struct vpl_program *prog, const struct ast_pr
     size_t n = ast->nconsts ? ast->nconsts : 1;
     ck->const_state = calloc(n, sizeof(*ck->const_state));
     ck->const_val = calloc(n, sizeof(*ck->const_val));
-    if (ck->const_state == NULL || ck->const_val == NULL) {
+    size_t nf = ast->nfns ? ast->nfns : 1;
+    ck->fn_state = calloc(nf, 1);
+    ck->fn_depth = calloc(nf, sizeof(*ck->fn_depth));
+    ck->fn_names = calloc(nf, sizeof(*ck->fn_names));
+    ck->loc = NULL;
+    ck->nloc = ck->caploc = 0;
+    ck->fn_nesting = 0;
+    memset(&ck->fn_map, 0, sizeof(ck->fn_map));
+    if (ck->const_state == NULL || ck->const_val == NULL || ck->fn_state == NULL || ck->fn_depth == NULL ||
+        ck->fn_names == NULL) {
         check_fini(ck);
         return nomem(ck);
+    }
+    /* By name, the first declaration of each: check_fn refuses the others. */
+    for (uint32_t i = 0; i < ast->nfns; i++) {
+        struct fn_name *fn = &ck->fn_names[i];
+        fn->node.hash = hash_bytes(ast->fns[i].name, ast->fns[i].nlen);
+        fn->node.key = ast->fns[i].name;
+        fn->node.klen = ast->fns[i].nlen;
+        fn->idx = i;
+        if (hmap_get(&ck->fn_map, fn->node.hash, fn->node.key, fn->node.klen) == NULL &&
+            hmap_put(&ck->fn_map, &fn->node) != 0) {
+            check_fini(ck);
+            return nomem(ck);
+        }
     }
     return 0;
 }
@@ -44,8 +67,18 @@ void check_fini(struct checker *ck)
 {
     free(ck->const_state);
     free(ck->const_val);
+    free(ck->fn_state);
+    free(ck->fn_names);
+    hmap_free(&ck->fn_map);
+    memset(&ck->fn_map, 0, sizeof(ck->fn_map));
+    free(ck->fn_depth);
+    free(ck->loc);
     ck->const_state = NULL;
     ck->const_val = NULL;
+    ck->fn_state = NULL;
+    ck->fn_names = NULL;
+    ck->fn_depth = NULL;
+    ck->loc = NULL;
 }
 
 int check_field(struct checker *ck, const char *name, uint32_t len, uint32_t *sym)
@@ -228,6 +261,131 @@ static int check_kleene_agg(struct checker *ck, struct expr *e, const struct sco
     return 1;
 }
 
+/* ---- fn ---- */
+
+static int push_local(struct checker *ck, const char *name, uint32_t len, int32_t slot)
+{
+    if (ck->nloc == ck->caploc) {
+        uint32_t cap = ck->caploc ? ck->caploc * 2 : 16;
+        struct local *v = realloc(ck->loc, cap * sizeof(*v));
+        if (v == NULL) {
+            return nomem(ck);
+        }
+        ck->loc = v;
+        ck->caploc = cap;
+    }
+    ck->loc[ck->nloc++] = (struct local){.name = name, .len = len, .slot = slot};
+    return 0;
+}
+
+static int find_local(const struct checker *ck, const struct scope *sc, const char *name, uint32_t len)
+{
+    for (uint32_t i = ck->nloc; i > sc->loc_base; i--) {
+        if (same(name, len, ck->loc[i - 1].name, ck->loc[i - 1].len)) {
+            return ck->loc[i - 1].slot;
+        }
+    }
+    return -1;
+}
+
+static int find_fn(const struct checker *ck, const char *name, uint32_t len)
+{
+    const struct fn_name *fn =
+        (const struct fn_name *)hmap_get(&ck->fn_map, hash_bytes(name, len), name, len);
+    return fn != NULL ? (int)fn->idx : -1;
+}
+
+/* The deepest evaluation a checked tree needs, through the bodies of the fns it calls
+ * (checked before, so their depth is known). */
+static uint32_t depth_of(const struct checker *ck, const struct expr *e)
+{
+    uint32_t d = 0;
+    for (uint16_t i = 0; i < e->n; i++) {
+        uint32_t k = depth_of(ck, e->kid[i]);
+        d = k > d ? k : d;
+    }
+    if (e->kind == X_FNCALL) {
+        uint32_t b = ck->fn_depth[(const struct ast_fn *)e->aux - ck->ast->fns];
+        d = b > d ? b : d;
+    }
+    return d + 1;
+}
+
+static int check_fn(struct checker *ck, uint32_t i, const struct expr *at)
+{
+    const struct ast_fn *f = &ck->ast->fns[i];
+    if (ck->fn_state[i] == 2) {
+        return 0;
+    }
+    if (ck->fn_state[i] == 1) {
+        return err_at(ck, at,
+                      "fn '%.*s' calls itself (directly or through other fns): recursion is not supported",
+                      (int)f->nlen, f->name);
+    }
+    if (builtin_find(f->name, f->nlen) >= 0) {
+        return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col,
+                          "fn '%.*s' has the name of a built-in function", (int)f->nlen, f->name);
+    }
+    if (find_fn(ck, f->name, f->nlen) != (int)i) {
+        return vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col, "fn '%.*s' is declared twice",
+                          (int)f->nlen, f->name);
+    }
+    if (ck->fn_nesting == VPL_MAX_DEPTH) { /* bounds this recursion over the call chain */
+        return err_at(ck, at, "fns call each other more than %d deep", VPL_MAX_DEPTH);
+    }
+    ck->fn_nesting++;
+    ck->fn_state[i] = 1;
+    struct scope sc = {.ctx = CX_EVENT, .fn = f, .loc_base = ck->nloc};
+    int rc = 0;
+    for (uint32_t k = 0; rc == 0 && k < f->nparams; k++) {
+        rc = push_local(ck, f->params[k].name, f->params[k].len, (int32_t)k);
+    }
+    if (rc == 0) {
+        rc = check_expr(ck, f->body, &sc);
+    }
+    ck->nloc = sc.loc_base;
+    if (rc == 0 && (ck->fn_depth[i] = depth_of(ck, f->body)) > VPL_MAX_DEPTH) {
+        rc = vpl_err_at(ck->err, VPL_ESEMANTIC, f->line, f->col,
+                        "fn '%.*s' nests expressions and calls deeper than %d levels", (int)f->nlen, f->name,
+                        VPL_MAX_DEPTH);
+    }
+    ck->fn_state[i] = rc == 0 ? 2 : 1;
+    ck->fn_nesting--;
+    return rc;
+}
+
+int check_fns(struct checker *ck)
+{
+    for (uint32_t i = 0; i < ck->ast->nfns; i++) {
+        struct expr at = {.line = ck->ast->fns[i].line, .col = ck->ast->fns[i].col};
+        int rc = check_fn(ck, i, &at);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* A call of a user fn: its arguments in the caller's scope. */
+static int check_fncall(struct checker *ck, struct expr *e, const struct scope *sc, int i)
+{
+    const struct ast_fn *f = &ck->ast->fns[i];
+    if (e->n != f->nparams) {
+        return err_at(ck, e, "fn '%.*s' takes %u argument%s, found %u", (int)f->nlen, f->name, f->nparams,
+                      f->nparams == 1 ? "" : "s", e->n);
+    }
+    int rc = check_fn(ck, (uint32_t)i, e);
+    for (uint16_t k = 0; rc == 0 && k < e->n; k++) {
+        rc = check_expr(ck, e->kid[k], sc);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    e->kind = X_FNCALL;
+    e->aux = (void *)f;
+    return 0;
+}
+
 static int check_call(struct checker *ck, struct expr *e, const struct scope *sc)
 {
     if (sc->ctx == CX_WINDOW && !sc->in_agg) {
@@ -241,6 +399,10 @@ static int check_call(struct checker *ck, struct expr *e, const struct scope *sc
         if (rc != 0) {
             return rc < 0 ? rc : 0;
         }
+    }
+    int fi = find_fn(ck, e->name, e->nlen);
+    if (fi >= 0) {
+        return check_fncall(ck, e, sc, fi);
     }
     int id = builtin_find(e->name, e->nlen);
     if (id < 0) {
@@ -346,6 +508,14 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
                           "fields (%.*s.field)",
                           (int)e->nlen, e->name, (int)e->nlen, e->name);
         }
+        if (sc->fn != NULL) {
+            int slot = find_local(ck, sc, e->name, e->nlen);
+            if (slot >= 0) {
+                e->kind = X_LOCAL;
+                e->slot = slot;
+                return 0;
+            }
+        }
         struct vval v;
         int rc = constant(ck, e, e->name, e->nlen, &v);
         if (rc < 0) {
@@ -357,6 +527,12 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
             e->lit = v;
             return 0;
         }
+        if (sc->fn != NULL) {
+            return err_at(ck, e,
+                          "'%.*s' is not a parameter, a let or a constant of fn '%.*s' (a fn reads no "
+                          "event field: pass it as an argument)",
+                          (int)e->nlen, e->name, (int)sc->fn->nlen, sc->fn->name);
+        }
         e->kind = X_FIELD;
         return check_field(ck, e->name, e->nlen, &e->id);
     }
@@ -364,6 +540,22 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
         return check_member(ck, e, sc);
     case X_CALL:
         return check_call(ck, e, sc);
+    case X_BLOCK: {
+        uint32_t base = ck->nloc;
+        int rc = 0;
+        for (uint16_t i = 0; rc == 0 && i < e->n; i++) {
+            rc = check_expr(ck, e->kid[i], sc);
+        }
+        ck->nloc = base; /* a block's lets end with it */
+        return rc;
+    }
+    case X_LET: {
+        int rc = check_expr(ck, e->kid[0], sc);
+        return rc != 0 ? rc : push_local(ck, e->name, e->nlen, e->slot);
+    }
+    case X_LOCAL:
+    case X_FNCALL:
+        return 0;
     case X_MAP:
         for (uint16_t i = 1; i < e->n; i += 2) {
             int rc = check_expr(ck, e->kid[i], sc);

@@ -579,6 +579,17 @@ static int compile_flow(struct compiler *c, uint32_t si)
     if (rc != 0) {
         return rc;
     }
+    s->nsrcs = as->nmerge ? as->nmerge : 1;
+    if ((s->srcs = alloc(c, s->nsrcs * sizeof(*s->srcs))) == NULL) {
+        return nomem(c);
+    }
+    s->srcs[0] = s->src_type;
+    for (uint32_t k = 1; k < as->nmerge; k++) {
+        const struct ast_step *m = &as->merge[k];
+        if ((rc = resolve_type(c, si, m->type, m->tlen, m->line, m->col, &s->srcs[k])) != 0) {
+            return rc;
+        }
+    }
     s->pre = alloc(c, (as->nops + 1) * sizeof(*s->pre));
     s->post = alloc(c, (as->nops + 1) * sizeof(*s->post));
     if (s->pre == NULL || s->post == NULL) {
@@ -677,6 +688,111 @@ static int compile_flow(struct compiler *c, uint32_t si)
         }
     } else if (partition_op != NULL) {
         return fail(c, partition_op->line, partition_op->col, "partition_by() needs a sequence or a window");
+    }
+    return 0;
+}
+
+/* join(A, B).on(cond).window(D) then .where/.select/.emit over the pairs, which read
+ * the two events as A.field and B.field (docs/VPL.md, Streams). */
+static int compile_join(struct compiler *c, uint32_t si)
+{
+    const struct ast_stream *as = &c->ast->streams[si];
+    struct stream *s = &c->prog->streams[si];
+    if (as->nmerge != 2) {
+        return fail(c, as->steps[0].line, as->steps[0].col, "join() takes two streams, found %u", as->nmerge);
+    }
+    const struct ast_step *m = as->merge;
+    if (m[0].tlen == m[1].tlen && memcmp(m[0].type, m[1].type, m[0].tlen) == 0) {
+        return fail(c, m[1].line, m[1].col,
+                    "join() of '%.*s' with itself: declare one side as a stream of its own "
+                    "(join(A, stream A2 = A))",
+                    (int)m[1].tlen, m[1].type);
+    }
+    s->nsrcs = 2;
+    if ((s->srcs = alloc(c, 2 * sizeof(*s->srcs))) == NULL || (s->win = alloc(c, sizeof(*s->win))) == NULL ||
+        (s->post = alloc(c, (as->nops + 1) * sizeof(*s->post))) == NULL) {
+        return nomem(c);
+    }
+    for (uint32_t k = 0; k < 2; k++) {
+        int rc = resolve_type(c, si, m[k].type, m[k].tlen, m[k].line, m[k].col, &s->srcs[k]);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    s->src_type = s->srcs[0];
+    struct pattern *lay = alloc(c, sizeof(*lay));
+    struct alias *al = alloc(c, 2 * sizeof(*al));
+    if (lay == NULL || al == NULL || (lay->steps = alloc(c, 2 * sizeof(*lay->steps))) == NULL) {
+        return nomem(c);
+    }
+    lay->nsteps = 2;
+    for (uint32_t k = 0; k < 2; k++) {
+        al[k].name = m[k].type;
+        al[k].len = m[k].tlen;
+    }
+    struct scope sc = {.ctx = CX_MATCH, .al = al, .nal = 2};
+    s->win->kind = W_JOIN;
+    s->win->partition = SYM_NONE;
+    s->win->layout = lay;
+    int windowed = 0;
+    for (uint32_t i = 0; i < as->nops; i++) {
+        const struct ast_op *op = &as->ops[i];
+        int rc = 0;
+        if (op->kind == OP_ON || op->kind == OP_WINDOW) {
+            if (windowed) {
+                return fail(c, op->line, op->col, "join(...) takes .on(condition) and .window(D) first");
+            }
+            if (op->kind == OP_ON) {
+                if (s->win->on != NULL || op->nargs != 1 || op->args[0].name != NULL) {
+                    return fail(c, op->line, op->col, "join(...) takes one .on(condition)");
+                }
+                s->win->on = op->args[0].e;
+                rc = check_expr(&c->ck, s->win->on, &sc);
+            } else {
+                struct window w;
+                memset(&w, 0, sizeof(w));
+                if ((rc = build_window(c, op, &w)) == 0 && w.kind != W_TIME) {
+                    return fail(c, op->line, op->col, "a join's window is a duration: .window(5m)");
+                }
+                s->win->size = w.size;
+                windowed = s->win->on != NULL;
+                if (!windowed && rc == 0) {
+                    return fail(c, op->line, op->col, "join(...) takes .on(condition) before .window(D)");
+                }
+            }
+        } else if (!windowed) {
+            return fail(c, op->line, op->col, "join(...) takes .on(condition) and .window(D) first");
+        } else {
+            switch (op->kind) {
+            case OP_WHERE:
+            case OP_HAVING:
+                rc = filter_stage(c, op, &sc, &s->post[s->npost++]);
+                break;
+            case OP_EMIT:
+            case OP_SELECT:
+                rc = project_stage(c, op, &sc, &s->post[s->npost++]);
+                s->emits |= op->kind == OP_EMIT;
+                sc.ctx = CX_EVENT;
+                sc.al = NULL;
+                sc.nal = 0;
+                break;
+            case OP_TO:
+                rc = set_to(c, s, op);
+                break;
+            case OP_NOOP:
+                break;
+            default:
+                return fail(c, op->line, op->col,
+                            ".%.*s() does not apply to a join: use where, select or emit", (int)op->nlen,
+                            op->name);
+            }
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (!windowed) {
+        return fail(c, as->line, as->col, "join(...) needs .on(condition) and .window(D)");
     }
     return 0;
 }
@@ -968,7 +1084,7 @@ static int compile(struct compiler *c)
         return nomem(c);
     }
     p->nstreams = ast->nstreams;
-    if ((rc = check_init(&c->ck, p, ast, c->err)) != 0) {
+    if ((rc = check_init(&c->ck, p, ast, c->err)) != 0 || (rc = check_fns(&c->ck)) != 0) {
         return rc;
     }
     for (uint32_t i = 0; i < ast->nstreams; i++) {
@@ -986,7 +1102,15 @@ static int compile(struct compiler *c)
             return VPL_ENOMEM;
         }
         int pattern_source = decl_of(c, src) == D_PATTERN;
-        if (pattern_source || as->nsteps > 1) {
+        if (as->nmerge > 0 && (pattern_source || as->nsteps > 1)) {
+            const struct ast_step *at = as->nsteps > 1 ? &as->steps[1] : &as->steps[0];
+            return fail(c, at->line, at->col,
+                        "%s() reads types and streams: make the %s a stream of its own and use that",
+                        as->join ? "join" : "merge", as->nsteps > 1 ? "sequence" : "pattern");
+        }
+        if (as->join) {
+            rc = compile_join(c, i);
+        } else if (pattern_source || as->nsteps > 1) {
             rc = compile_sequence(c, i, pattern_source);
         } else {
             rc = compile_flow(c, i);

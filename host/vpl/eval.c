@@ -55,6 +55,13 @@ static const struct vpl_event *alias_event(const struct ectx *c, int32_t slot)
     return NULL;
 }
 
+/* A float result beyond the largest double (an overflow, inf - inf) is missing, as a
+ * division by zero is: JSON could not write it (docs/VPL.md, Expressions). */
+static inline struct vval finite_or_missing(struct vval v)
+{
+    return v.t == V_FLOAT && !isfinite(v.u.f) ? v_missing() : v;
+}
+
 static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct vval b)
 {
     if (op == T_PLUS && a.t == V_STR && b.t == V_STR) {
@@ -123,17 +130,17 @@ static struct vval arith(const struct ectx *c, uint8_t op, struct vval a, struct
     double x = v_as_f(&a), y = v_as_f(&b);
     switch (op) {
     case T_PLUS:
-        return v_float(x + y);
+        return finite_or_missing(v_float(x + y));
     case T_MINUS:
-        return v_float(x - y);
+        return finite_or_missing(v_float(x - y));
     case T_STAR:
-        return v_float(x * y);
+        return finite_or_missing(v_float(x * y));
     case T_SLASH:
-        return y == 0.0 ? v_missing() : v_float(x / y);
+        return y == 0.0 ? v_missing() : finite_or_missing(v_float(x / y));
     case T_PERCENT:
-        return y == 0.0 ? v_missing() : v_float(fmod(x, y));
+        return y == 0.0 ? v_missing() : finite_or_missing(v_float(fmod(x, y)));
     case T_POW:
-        return v_float(pow(x, y));
+        return finite_or_missing(v_float(pow(x, y)));
     }
     return v_missing();
 }
@@ -185,6 +192,10 @@ static __attribute__((noinline)) struct vval binary(const struct expr *x, const 
     }
     if (x->op == 'o') {
         return v_bool(eval_true(x->kid[0], c) || eval_true(x->kid[1], c));
+    }
+    if (x->op == 'c') {
+        struct vval a = eval(x->kid[0], c);
+        return a.t == V_MISSING || a.t == V_NULL ? eval(x->kid[1], c) : a;
     }
     struct vval a = eval(x->kid[0], c);
     struct vval b = eval(x->kid[1], c);
@@ -324,7 +335,7 @@ static struct vval window_agg(const struct expr *x, const struct ectx *c)
             vals[n++] = v;
         }
     }
-    return aggregate(c, x->id, vals, n, n, alpha);
+    return finite_or_missing(aggregate(c, x->id, vals, n, n, alpha));
 }
 
 /* Aggregate over a Kleene closure: count(xs), sum(xs.f), collect(xs.f), ... */
@@ -345,7 +356,7 @@ static struct vval kleene_agg(const struct expr *x, const struct ectx *c)
             vals[n++] = v;
         }
     }
-    return aggregate(c, x->id, vals, n, n, 0);
+    return finite_or_missing(aggregate(c, x->id, vals, n, n, 0));
 }
 
 static __attribute__((noinline)) struct vval call(const struct expr *x, const struct ectx *c)
@@ -361,7 +372,7 @@ static __attribute__((noinline)) struct vval call(const struct expr *x, const st
             args[i] = v_null(); /* a missing argument is null in its position */
         }
     }
-    return builtins[x->id].fn(c, args, x->n, x);
+    return finite_or_missing(builtins[x->id].fn(c, args, x->n, x));
 }
 
 static struct vval member(struct vval o, const char *k, uint32_t klen)
@@ -415,6 +426,53 @@ static __attribute__((noinline)) struct vval memo(const struct expr *x, const st
     return m->v[x->slot];
 }
 
+/* Runs the statement s of a fn body: 1 when it returned (*out is the value). */
+static int exec(const struct expr *s, const struct ectx *c, struct vval *out)
+{
+    switch (s->kind) {
+    case X_BLOCK:
+        for (uint16_t i = 0; i < s->n; i++) {
+            if (exec(s->kid[i], c, out)) {
+                return 1;
+            }
+        }
+        return 0;
+    case X_LET:
+        c->locals[s->slot] = eval(s->kid[0], c);
+        return 0;
+    case X_RETURN:
+        *out = s->n ? eval(s->kid[0], c) : v_null();
+        return 1;
+    case X_IFSTMT: {
+        uint16_t i = 0;
+        for (; i + 1 < s->n; i += 2) {
+            if (eval_true(s->kid[i], c)) {
+                return exec(s->kid[i + 1], c, out);
+            }
+        }
+        return i < s->n ? exec(s->kid[i], c, out) : 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* A user fn: the arguments computed in the caller's context, then the body over a
+ * frame of its own. A body that ends without `return` gives missing. */
+static __attribute__((noinline)) struct vval fncall(const struct expr *x, const struct ectx *c)
+{
+    const struct ast_fn *f = x->aux;
+    struct vval frame[FN_SLOTS];
+    for (uint32_t i = 0; i < f->nslots; i++) {
+        frame[i] = i < x->n ? eval(x->kid[i], c) : v_missing();
+    }
+    struct ectx in = *c;
+    in.locals = frame;
+    struct vval r = v_missing();
+    exec(f->body, &in, &r);
+    return r;
+}
+
 /* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
@@ -435,6 +493,10 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
         return kleene_agg(x, c);
     case X_AGG:
         return window_agg(x, c);
+    case X_LOCAL:
+        return c->locals[x->slot];
+    case X_FNCALL:
+        return fncall(x, c);
     case X_INDEX: {
         struct vval o = eval(x->kid[0], c);
         struct vval i = eval(x->kid[1], c);

@@ -37,6 +37,7 @@ struct ectx {
     struct arena *arena;
     int *oom;                    /* set when the arena runs out */
     struct memo *memo;           /* NULL: X_MEMO nodes evaluate their expression */
+    struct vval *locals;         /* inside a fn: its parameters and lets */
 };
 
 struct vval eval(const struct expr *x, const struct ectx *c);

@@ -1,6 +1,7 @@
 #include "lexer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,9 @@ static int lex_number(struct lexer *lx, uint32_t line, uint32_t col)
     errno = 0;
     if (is_float) {
         tk->f = strtod(tmp, NULL);
+        if (!isfinite(tk->f)) {
+            return fail(lx, line, col, "number is too large for a double (at most 1.7976931348623157e308)");
+        }
     } else {
         tk->i = strtoll(tmp, NULL, 10);
         if (errno == ERANGE) {
@@ -243,11 +247,12 @@ static int lex_op(struct lexer *lx, uint32_t line, uint32_t col)
         const char *text;
         enum tok t;
     } ops[] = {
-        {"->", T_ARROW}, {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},     {">=", T_GE},
-        {"**", T_POW},   {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},      {"+", T_PLUS},
-        {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT}, {".", T_DOT},
-        {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},  {"[", T_LBRACK},
-        {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},  {"?", T_QUESTION},
+        {"->", T_ARROW},   {"==", T_EQ},    {"!=", T_NE},    {"<=", T_LE},    {">=", T_GE},
+        {"**", T_POW},     {"??", T_QQ},    {"?.", T_QDOT},  {"<", T_LT},     {">", T_GT},
+        {"+", T_PLUS},     {"-", T_MINUS},  {"*", T_STAR},   {"/", T_SLASH},  {"%", T_PERCENT},
+        {".", T_DOT},      {",", T_COMMA},  {":", T_COLON},  {"(", T_LPAREN}, {")", T_RPAREN},
+        {"[", T_LBRACK},   {"]", T_RBRACK}, {"{", T_LBRACE}, {"}", T_RBRACE}, {"=", T_ASSIGN},
+        {"?", T_QUESTION},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
         size_t n = strlen(ops[i].text);
@@ -362,7 +367,7 @@ const char *tok_name(enum tok t)
         "timestamp",    "'->'",       "'=='",       "'!='",    "'<='",  "'>='",     "'<'",
         "'>'",          "'+'",        "'-'",        "'*'",     "'**'",  "'/'",      "'%'",
         "'.'",          "'?.'",       "','",        "':'",     "'('",   "')'",      "'['",
-        "']'",          "'{'",        "'}'",        "'='",     "'?'",
+        "']'",          "'{'",        "'}'",        "'='",     "'?'",      "'?" "?'",
     };
     return (size_t)t < sizeof(names) / sizeof(names[0]) ? names[t] : "token";
 }

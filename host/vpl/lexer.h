@@ -45,6 +45,7 @@ enum tok {
     T_RBRACE,
     T_ASSIGN,
     T_QUESTION,
+    T_QQ, /* ?? */
 };
 
 struct token {

@@ -11,6 +11,8 @@ struct parser {
     int depth;
     int in_step; /* parsing a step filter: `.ident(` ends the expression */
     int failed;
+    uint32_t nslots; /* locals of the fn being parsed */
+    int in_merge;    /* parsing a stream declared inside merge(): no merge of its own */
 };
 
 static const struct token *cur(const struct parser *p)
@@ -442,6 +444,10 @@ static struct expr *parse_postfix(struct parser *p)
                 return NULL;
             }
             e = sealed(p, ix);
+        } else if (at->t == T_ASSIGN && ahead(p, 1)->t == T_GT && ahead(p, 1)->line == at->line &&
+                   ahead(p, 1)->col == at->col + 1) {
+            fail_at(p, at, "lambdas (x => ...) are not supported by this engine: write a fn");
+            return NULL;
         } else {
             break;
         }
@@ -513,9 +519,27 @@ static struct expr *parse_add(struct parser *p)
     return e;
 }
 
-static struct expr *parse_cmp(struct parser *p)
+/* a ?? b: a unless it is missing or null. Looser than arithmetic, tighter than the
+ * comparisons (`m[k] ?? 0 > 5` compares the fallback), right-associative. */
+static struct expr *parse_coalesce(struct parser *p)
 {
     struct expr *l = parse_add(p);
+    if (l == NULL || cur(p)->t != T_QQ) {
+        return l;
+    }
+    const struct token *at = cur(p);
+    next(p);
+    if (!enter(p)) {
+        return NULL;
+    }
+    struct expr *r = parse_coalesce(p);
+    p->depth--;
+    return binary(p, 'c', at, l, r);
+}
+
+static struct expr *parse_cmp(struct parser *p)
+{
+    struct expr *l = parse_coalesce(p);
     if (l == NULL) {
         return NULL;
     }
@@ -544,7 +568,7 @@ static struct expr *parse_cmp(struct parser *p)
     if (op == 0) {
         return l;
     }
-    struct expr *e = binary(p, op, at, l, parse_add(p));
+    struct expr *e = binary(p, op, at, l, parse_coalesce(p));
     const struct token *again = cur(p);
     if (e != NULL && (again->t == T_EQ || again->t == T_NE || again->t == T_LT || again->t == T_LE ||
                       again->t == T_GT || again->t == T_GE)) {
@@ -896,6 +920,7 @@ static const struct {
     {"log", OP_NOOP},
     {"tap", OP_NOOP},
     {"context", OP_NOOP},
+    {"on", OP_ON},
 };
 
 /* ( [ [name:] expr {, [name:] expr} ] ) */
@@ -997,6 +1022,44 @@ static int parse_op(struct parser *p, struct ast_op *op)
     }
 }
 
+static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *cap);
+
+/* merge(S1, stream s2 = T.where(p), ...) and join(A, B): each source a type, a stream
+ * or an inline stream declaration, which declares that stream (before the merge). */
+static int parse_merge(struct parser *p, struct ast_program *prog, uint32_t *cap, struct ast_stream *s)
+{
+    s->join = (uint8_t)is_word(cur(p), "join");
+    p->pos += 2; /* merge ( */
+    uint32_t mcap = 0;
+    do {
+        if ((s->merge = grow(p, s->merge, s->nmerge, &mcap, sizeof(*s->merge))) == NULL) {
+            return VPL_ENOMEM;
+        }
+        struct ast_step *st = &s->merge[s->nmerge++];
+        memset(st, 0, sizeof(*st));
+        const struct token *at = cur(p);
+        if (is_word(at, "stream")) {
+            at = ahead(p, 1);
+            p->in_merge = 1;
+            int rc = parse_stream(p, prog, cap);
+            p->in_merge = 0;
+            if (rc != 0) {
+                return rc;
+            }
+            if (prog->streams[prog->nstreams - 1].nsteps > 1) {
+                return fail_at(p, at, "a stream declared inside merge() reads one type or stream");
+            }
+        } else if (parse_name(p, "a type or stream name", &st->type, &st->tlen, &at) != 0) {
+            return VPL_ESYNTAX;
+        }
+        st->type = at->s;
+        st->tlen = at->len;
+        st->line = at->line;
+        st->col = at->col;
+    } while (accept(p, T_COMMA));
+    return expect(p, T_RPAREN, "',' or ')' after a merged stream");
+}
+
 static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *cap)
 {
     next(p);
@@ -1026,6 +1089,18 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
             return VPL_ESYNTAX;
         }
         s.has_from = 1;
+    } else if ((is_word(cur(p), "merge") || is_word(cur(p), "join")) && ahead(p, 1)->t == T_LPAREN) {
+        if (p->in_merge) {
+            return fail_at(p, cur(p), "a stream declared inside merge() reads one type or stream");
+        }
+        if (parse_merge(p, prog, cap, &s) != 0) {
+            return VPL_ESYNTAX;
+        }
+        s.steps[0] = s.merge[0];
+    } else if (is_word(cur(p), "timer") && ahead(p, 1)->t == T_LPAREN) {
+        return fail_at(p, cur(p),
+                       "timer(...) streams are not supported by this engine: use idle_tick in the detect "
+                       "block for time that passes without events");
     } else if (parse_step(p, &s.steps[0], 1) != 0) {
         return VPL_ESYNTAX;
     }
@@ -1058,11 +1133,261 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
     return 0;
 }
 
+/* ---- fn blocks, var, config ------------------------------------------------------- */
+
+static struct expr *parse_block(struct parser *p, uint32_t outer_col);
+
+/* The statement at the current token ends its line. */
+static int line_end(struct parser *p)
+{
+    if (!cur(p)->bol && cur(p)->t != T_EOF) {
+        return expected(p, "the end of the line");
+    }
+    return 0;
+}
+
+static struct expr *parse_let(struct parser *p)
+{
+    const struct token *at = cur(p);
+    next(p);
+    const char *name = NULL;
+    uint32_t len = 0;
+    if (parse_name(p, "a name after 'let'", &name, &len, NULL) != 0 ||
+        (accept(p, T_COLON) && parse_type(p, 0) != 0) || expect(p, T_ASSIGN, "'=' after the name") != 0) {
+        return NULL;
+    }
+    if (p->nslots == FN_SLOTS) {
+        fail_at(p, at, "a fn has at most %d parameters and lets", FN_SLOTS);
+        return NULL;
+    }
+    struct expr *e = node(p, X_LET, at, 1);
+    if (e == NULL || (e->kid[0] = parse_expr(p)) == NULL || line_end(p) != 0) {
+        return NULL;
+    }
+    e->name = name;
+    e->nlen = len;
+    e->slot = (int32_t)p->nslots++;
+    return sealed(p, e);
+}
+
+/* if c: block {elif c: block} [else: block]; elif and else in the column of the if. */
+static struct expr *parse_if_stmt(struct parser *p)
+{
+    const struct token *at = cur(p);
+    struct expr **kid = NULL;
+    uint32_t n = 0, cap = 0;
+    for (int more = 1; more;) {
+        const struct token *kw = cur(p);
+        next(p);
+        if (!is_word(kw, "else")) {
+            if ((kid = grow(p, kid, n, &cap, sizeof(*kid))) == NULL || (kid[n++] = parse_expr(p)) == NULL) {
+                return NULL;
+            }
+        }
+        if (expect(p, T_COLON, is_word(kw, "else") ? "':' after else" : "':' after the condition") != 0 ||
+            (kid = grow(p, kid, n, &cap, sizeof(*kid))) == NULL ||
+            (kid[n++] = parse_block(p, at->col)) == NULL) {
+            return NULL;
+        }
+        const struct token *tk = cur(p);
+        more = !is_word(kw, "else") && tk->bol && tk->col == at->col &&
+               (is_word(tk, "elif") || is_word(tk, "else"));
+    }
+    if (n > UINT16_MAX) {
+        fail_at(p, at, "too many elif branches");
+        return NULL;
+    }
+    struct expr *e = node(p, X_IFSTMT, at, (uint16_t)n);
+    if (e == NULL) {
+        return NULL;
+    }
+    memcpy(e->kid, kid, n * sizeof(*kid));
+    return sealed(p, e);
+}
+
+static struct expr *parse_stmt(struct parser *p)
+{
+    const struct token *at = cur(p);
+    if (is_word(at, "let") || is_word(at, "var")) {
+        return parse_let(p);
+    }
+    if (is_word(at, "if")) {
+        return parse_if_stmt(p);
+    }
+    if (is_word(at, "return")) {
+        next(p);
+        int bare = cur(p)->bol || cur(p)->t == T_EOF;
+        struct expr *e = node(p, X_RETURN, at, bare ? 0 : 1);
+        if (e == NULL || (!bare && (e->kid[0] = parse_expr(p)) == NULL) || line_end(p) != 0) {
+            return NULL;
+        }
+        return sealed(p, e);
+    }
+    if (is_word(at, "for") || is_word(at, "while")) {
+        fail_at(p, at,
+                "'%.*s' loops are not supported by this engine: a fn body has let, if/elif/else "
+                "and return",
+                (int)at->len, at->s);
+        return NULL;
+    }
+    expected(p, "a statement (let, if or return)");
+    return NULL;
+}
+
+/* The statements indented past outer_col, all in the column of the first. */
+static struct expr *parse_block(struct parser *p, uint32_t outer_col)
+{
+    const struct token *first = cur(p);
+    if (!first->bol || first->col <= outer_col || first->t == T_EOF) {
+        expected(p, "an indented block on the next line");
+        return NULL;
+    }
+    if (!enter(p)) {
+        return NULL;
+    }
+    struct expr **kid = NULL;
+    uint32_t n = 0, cap = 0;
+    while (cur(p)->t != T_EOF && cur(p)->bol && cur(p)->col >= first->col) {
+        if (cur(p)->col > first->col) {
+            fail_at(p, cur(p), "unexpected indentation: the statements of a block start in one column");
+            return NULL;
+        }
+        if (n == UINT16_MAX) {
+            fail_at(p, cur(p), "too many statements in a block");
+            return NULL;
+        }
+        if ((kid = grow(p, kid, n, &cap, sizeof(*kid))) == NULL || (kid[n++] = parse_stmt(p)) == NULL) {
+            return NULL;
+        }
+    }
+    p->depth--;
+    struct expr *e = node(p, X_BLOCK, first, (uint16_t)n);
+    if (e == NULL) {
+        return NULL;
+    }
+    memcpy(e->kid, kid, n * sizeof(*kid));
+    return sealed(p, e);
+}
+
+/* fn name(p: type, ...) [-> type]: block */
+static int parse_fn(struct parser *p, struct ast_program *prog, uint32_t *cap)
+{
+    const struct token *kw = cur(p);
+    next(p);
+    struct ast_fn f;
+    memset(&f, 0, sizeof(f));
+    const struct token *at = NULL;
+    if (parse_name(p, "a function name", &f.name, &f.nlen, &at) != 0 ||
+        expect(p, T_LPAREN, "'(' after the function name") != 0) {
+        return VPL_ESYNTAX;
+    }
+    f.line = at->line;
+    f.col = at->col;
+    uint32_t pcap = 0;
+    if (!accept(p, T_RPAREN)) {
+        do {
+            if (f.nparams == FN_SLOTS) {
+                return fail_at(p, cur(p), "a fn has at most %d parameters and lets", FN_SLOTS);
+            }
+            if ((f.params = grow(p, f.params, f.nparams, &pcap, sizeof(*f.params))) == NULL) {
+                return VPL_ENOMEM;
+            }
+            struct ast_param *pa = &f.params[f.nparams++];
+            if (parse_name(p, "a parameter name", &pa->name, &pa->len, NULL) != 0 ||
+                expect(p, T_COLON, "':' and a type after the parameter name") != 0 || parse_type(p, 0) != 0) {
+                return VPL_ESYNTAX;
+            }
+        } while (accept(p, T_COMMA));
+        if (expect(p, T_RPAREN, "',' or ')' after a parameter") != 0) {
+            return VPL_ESYNTAX;
+        }
+    }
+    if (accept(p, T_ARROW) && parse_type(p, 0) != 0) {
+        return VPL_ESYNTAX;
+    }
+    if (expect(p, T_COLON, "':' after the function's signature") != 0) {
+        return VPL_ESYNTAX;
+    }
+    p->nslots = f.nparams;
+    if ((f.body = parse_block(p, kw->col)) == NULL) {
+        return VPL_ESYNTAX;
+    }
+    f.nslots = p->nslots;
+    if ((prog->fns = grow(p, prog->fns, prog->nfns, cap, sizeof(f))) == NULL) {
+        return VPL_ENOMEM;
+    }
+    prog->fns[prog->nfns++] = f;
+    return 0;
+}
+
+/* `var NAME [: type] = expr`: parsed, and invisible to streams (docs/VPL.md). */
+static int parse_var(struct parser *p)
+{
+    next(p);
+    const char *name = NULL;
+    uint32_t len = 0;
+    if (parse_name(p, "a variable name", &name, &len, NULL) != 0 ||
+        (accept(p, T_COLON) && parse_type(p, 0) != 0) || expect(p, T_ASSIGN, "'=' after the name") != 0) {
+        return VPL_ESYNTAX;
+    }
+    return parse_expr(p) == NULL ? VPL_ESYNTAX : 0;
+}
+
+/* `config:` and indented `key: value` lines, or `config name { key: value, ... }`:
+ * settings of Varpulis's own runtime, parsed and ignored. */
+static int parse_config(struct parser *p)
+{
+    const struct token *kw = cur(p);
+    next(p);
+    int braces = 0;
+    if (!accept(p, T_COLON)) {
+        const char *name = NULL;
+        uint32_t len = 0;
+        if (parse_name(p, "':' or a name after 'config'", &name, &len, NULL) != 0 ||
+            expect(p, T_LBRACE, "'{' after the config name") != 0) {
+            return VPL_ESYNTAX;
+        }
+        braces = 1;
+    }
+    for (;;) {
+        const struct token *tk = cur(p);
+        if (braces && accept(p, T_RBRACE)) {
+            return 0;
+        }
+        if (!braces && (!tk->bol || tk->col <= kw->col || tk->t == T_EOF)) {
+            return 0;
+        }
+        const char *name = NULL;
+        uint32_t len = 0;
+        if (parse_name(p, braces ? "a setting name or '}'" : "a setting name", &name, &len, NULL) != 0 ||
+            expect(p, T_COLON, "':' after the setting name") != 0 || parse_expr(p) == NULL) {
+            return VPL_ESYNTAX;
+        }
+        if (braces) {
+            accept(p, T_COMMA);
+        } else if (line_end(p) != 0) {
+            return VPL_ESYNTAX;
+        }
+    }
+}
+
+/* `context NAME [(cores: [0, 1])]`: Varpulis's threads, ignored as `.context()` is. */
+static int parse_context(struct parser *p)
+{
+    next(p);
+    const char *name = NULL;
+    uint32_t len = 0;
+    if (parse_name(p, "a context name", &name, &len, NULL) != 0) {
+        return VPL_ESYNTAX;
+    }
+    return accept(p, T_LPAREN) ? parse_cparams(p, 0, NULL, NULL) : 0;
+}
+
 int parse_program(const struct tokens *toks, struct arena *arena, struct ast_program *out,
                   struct vpl_error *err)
 {
     struct parser p = {.t = toks->v, .a = arena, .err = err};
-    uint32_t scap = 0, pcap = 0, ccap = 0, ecap = 0;
+    uint32_t scap = 0, pcap = 0, ccap = 0, ecap = 0, fcap = 0;
     memset(out, 0, sizeof(*out));
     while (cur(&p)->t != T_EOF) {
         const struct token *tk = cur(&p);
@@ -1079,12 +1404,17 @@ int parse_program(const struct tokens *toks, struct arena *arena, struct ast_pro
             rc = parse_const(&p, out, &ccap);
         } else if (is_word(tk, "connector")) {
             rc = parse_connector(&p);
-        } else if (tk->t == T_IDENT && (is_word(tk, "fn") || is_word(tk, "var") || is_word(tk, "config") ||
-                                        is_word(tk, "context"))) {
-            rc = fail_at(&p, tk, "'%.*s' declarations are not supported by this engine", (int)tk->len, tk->s);
+        } else if (is_word(tk, "fn")) {
+            rc = parse_fn(&p, out, &fcap);
+        } else if (is_word(tk, "var")) {
+            rc = parse_var(&p);
+        } else if (is_word(tk, "config")) {
+            rc = parse_config(&p);
+        } else if (is_word(tk, "context")) {
+            rc = parse_context(&p);
         } else {
-            rc = expected(&p, "a declaration (stream, event, type, pattern, let, const "
-                              "or connector)");
+            rc = expected(&p, "a declaration (stream, event, type, pattern, fn, let, const, var, config, "
+                              "context or connector)");
         }
         if (rc != 0 || p.failed) {
             return err != NULL && err->code == VPL_ENOMEM ? VPL_ENOMEM : VPL_ESYNTAX;

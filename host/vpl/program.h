@@ -63,7 +63,7 @@ struct pattern {
     uint32_t ntypes;
 };
 
-enum window_kind { W_COUNT, W_COUNT_SLIDING, W_TIME, W_TIME_SLIDING, W_SESSION };
+enum window_kind { W_COUNT, W_COUNT_SLIDING, W_TIME, W_TIME_SLIDING, W_SESSION, W_JOIN };
 
 struct window {
     uint8_t kind;
@@ -71,6 +71,10 @@ struct window {
     int64_t size;    /* events, or ms (session: the gap) */
     int64_t slide;   /* events, or ms */
     uint32_t partition;
+    /* W_JOIN: the pairs of events of its two sources at most size apart for which `on`
+     * holds; `layout` names the two alias slots (source 0, source 1) they are read by. */
+    struct expr *on;
+    struct pattern *layout;
 };
 
 struct route {
@@ -82,7 +86,9 @@ struct stream {
     const char *name;
     uint32_t sym;
     uint32_t type;     /* routing type of its output */
-    uint32_t src_type; /* without a pattern: the type it reads */
+    uint32_t src_type; /* without a pattern: the type it reads (merge: the first) */
+    uint32_t *srcs;    /* without a pattern: every type it reads (merge: several) */
+    uint32_t nsrcs;
     struct stage *pre; /* stages before a window (context CX_EVENT) */
     uint32_t npre;
     struct pattern *pat;

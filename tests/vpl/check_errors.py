@@ -45,6 +45,22 @@ def generated():
     yield "many_streams_ok", many, None
     yield "long_sequence_ok", "stream S = A as a0 " + "".join(
         f"-> A as a{i} " for i in range(1, 500)) + ".within(1m) .emit(x: a0.x)", None
+    yield "nested_merges", "stream S = " + "merge(stream a = " * n + "A" + ")" * n + ".emit(x: 1)", \
+        "a stream declared inside merge() reads one type or stream"
+    yield "coalesce_chain", "stream S = A .emit(v: " + "x ?? " * n + "0)", deep
+    calls = "fn f0(x: int) -> int:\n    return x + 1\n" + "".join(
+        f"fn f{i}(x: int) -> int:\n    return f{i - 1}(f{i - 1}(x))\n" for i in range(1, 300)) + \
+        "stream S = A .emit(v: f299(1))\n"
+    yield "fn_call_chain", calls, "deeper than 200 levels"
+    backwards_fns = "".join(f"fn f{i}(x: int) -> int:\n    return f{i + 1}(x)\n" for i in range(100000)) + \
+        "fn f100000(x: int) -> int:\n    return x\nstream S = A .emit(v: f0(1))\n"
+    yield "fn_call_chain_backwards", backwards_fns, "call each other more than 200 deep"
+    nested = "fn f(x: int) -> int:\n" + "".join(
+        "    " * (i + 1) + "if x > 1:\n" for i in range(300)) + "    " * 301 + "return 1\n"
+    yield "fn_nested_ifs", nested, deep
+    lets = "fn f(x: int) -> int:\n" + "".join(f"    let a{i} = {i}\n" for i in range(70)) + \
+        "    return x\n"
+    yield "fn_too_many_lets", lets, "at most 64 parameters and lets"
     yield "unterminated_comment", "stream S = A /* never closed", "unterminated block comment"
     yield "empty_ok", "", None
     rnd = random.Random(7)

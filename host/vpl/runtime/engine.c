@@ -130,10 +130,14 @@ static void state_derived(const struct vpl_program *p, uint8_t *derived, uint32_
         changed = 0;
         for (uint32_t i = 0; i < p->nstreams; i++) {
             const struct stream *s = &p->streams[i];
-            int d = s->pat != NULL || s->win != NULL || derived[s->src_type];
+            int from = -1; /* a derived type it reads, without a pattern */
+            for (uint32_t k = 0; s->pat == NULL && k < s->nsrcs && from < 0; k++) {
+                from = derived[s->srcs[k]] ? (int)s->srcs[k] : -1;
+            }
+            int d = s->pat != NULL || s->win != NULL || from >= 0;
             if (d && !derived[s->type]) {
                 derived[s->type] = 1;
-                maker[s->type] = s->pat != NULL || s->win != NULL ? i : maker[s->src_type];
+                maker[s->type] = s->pat != NULL || s->win != NULL ? i : maker[from];
                 changed = 1;
             }
         }
@@ -158,8 +162,8 @@ int vpl_engine_set_slice(struct vpl_engine *e, uint32_t slice, uint32_t nslices,
         }
         for (uint32_t i = 0; rc == 0 && i < p->nstreams; i++) {
             const struct stream *s = &p->streams[i];
-            const uint32_t *reads = s->pat ? s->pat->types : &s->src_type;
-            uint32_t nreads = s->pat ? s->pat->ntypes : s->win ? 1 : 0;
+            const uint32_t *reads = s->pat ? s->pat->types : s->srcs;
+            uint32_t nreads = s->pat ? s->pat->ntypes : s->win ? s->nsrcs : 0;
             for (uint32_t k = 0; rc == 0 && k < nreads; k++) {
                 if (derived[reads[k]]) {
                     rc = vpl_err_at(err, VPL_EINVAL, 0, 0,
@@ -504,6 +508,10 @@ static void stream_input(struct vpl_engine *e, uint32_t si, uint32_t type, struc
     const struct stream *s = &e->prog->streams[si];
     if (s->pat != NULL) {
         seq_input(e, si, type, ev);
+        return;
+    }
+    if (s->win != NULL && s->win->kind == W_JOIN) {
+        window_join(e, si, ev, type == s->srcs[0] ? 0 : 1);
         return;
     }
     if (s->win == NULL) {

@@ -121,6 +121,7 @@ int seq_load(struct vpl_engine *e, uint32_t si, struct snap_r *r);
 
 /* ---- window.c ---- */
 void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev);
+void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int side);
 void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now);
 void window_destroy(struct vpl_engine *e, uint32_t si);
 void window_save(struct vpl_engine *e, uint32_t si, struct snap_w *w);

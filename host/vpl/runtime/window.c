@@ -13,6 +13,8 @@ struct wpart {
     struct hnode node;
     struct heap_item hi;   /* due: the clock value that closes the window */
     struct vpl_event **ev; /* ev[head..n) */
+    uint8_t *side;         /* a join's: the source of ev[i], 0 or 1 (NULL otherwise) */
+    uint32_t scap;         /* bytes of side */
     uint32_t head, n, cap;
     uint32_t size;     /* bytes of this struct with its key */
     uint64_t total;    /* events ever added (count sliding) */
@@ -50,6 +52,7 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
         hmap_del(&ss->parts, &w->node);
     }
     rt_free(e, w->ev, w->cap * sizeof(*w->ev));
+    rt_free(e, w->side, w->scap);
     rt_free(e, w, w->size);
     ss->nparts--;
     e->st.partitions--;
@@ -115,7 +118,8 @@ static struct wpart *part_get(struct vpl_engine *e, uint32_t si, const struct vp
     return part_new(e, si, e->key.p, e->key.len, h);
 }
 
-static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
+/* Adds ev to w (side: its join source, or -1 outside joins). */
+static int add_side(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev, int side)
 {
     if (held(w) >= e->lim.max_window_events) {
         e->st.window_dropped++;
@@ -125,6 +129,9 @@ static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
         if (w->head > 0) {
             /* Slide the live part to the front before growing. */
             memmove(w->ev, w->ev + w->head, held(w) * sizeof(*w->ev));
+            if (w->side != NULL) {
+                memmove(w->side, w->side + w->head, held(w));
+            }
             w->n -= w->head;
             w->head = 0;
         }
@@ -138,9 +145,20 @@ static int add(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev)
             w->cap = cap;
         }
     }
+    if (side >= 0 && w->scap < w->cap) {
+        uint8_t *sd = rt_realloc(e, w->side, w->scap, w->cap);
+        if (sd == NULL) {
+            return -1;
+        }
+        w->side = sd;
+        w->scap = w->cap;
+    }
     struct vpl_event *h = rt_hold(e, ev);
     if (h == NULL) {
         return -1;
+    }
+    if (side >= 0) {
+        w->side[w->n] = (uint8_t)side;
     }
     w->ev[w->n++] = h;
     e->st.window_events++;
@@ -203,12 +221,12 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
     }
     switch (win->kind) {
     case W_COUNT:
-        if (add(e, w, ev) == 0 && held(w) >= (uint64_t)win->size) {
+        if (add_side(e, w, ev, -1) == 0 && held(w) >= (uint64_t)win->size) {
             close_window(e, si, w, t);
         }
         break;
     case W_COUNT_SLIDING:
-        if (add(e, w, ev) != 0) {
+        if (add_side(e, w, ev, -1) != 0) {
             break;
         }
         if (held(w) > (uint64_t)win->size) {
@@ -238,10 +256,10 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
                 return;
             }
         }
-        add(e, w, ev);
+        add_side(e, w, ev, -1);
         break;
     case W_TIME_SLIDING:
-        if (add(e, w, ev) != 0) {
+        if (add_side(e, w, ev, -1) != 0) {
             break;
         }
         while (held(w) > 0 && w->ev[w->head]->time < t - win->size) {
@@ -261,7 +279,7 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
                 return;
             }
         }
-        if (add(e, w, ev) != 0) {
+        if (add_side(e, w, ev, -1) != 0) {
             break;
         }
         w->last = t > w->last || !w->open ? t : w->last;
@@ -276,6 +294,50 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
             heap_fix(&ss->due, &w->hi);
         }
         break;
+    }
+}
+
+/* A join: ev, of source `side`, pairs with every held event of the other source at
+ * most the window apart for which .on() holds, in the order they came; then it is held
+ * itself. Held events leave once an event more than the window after them has come
+ * (the latest event time, not the clock of the types: a quiet source would keep the
+ * other's events forever). */
+void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int side)
+{
+    const struct stream *s = &e->prog->streams[si];
+    const struct window *win = s->win;
+    struct wpart *w = part_get(e, si, ev);
+    if (w == NULL) {
+        return;
+    }
+    int64_t t = ev->time;
+    if (!w->open || t > w->last) {
+        w->last = t;
+        w->open = 1;
+    }
+    while (held(w) > 0 && w->ev[w->head]->time < w->last - win->size) {
+        drop_oldest(e, w);
+    }
+    uint32_t n = w->n;
+    for (uint32_t i = w->head; i < n && !e->oom; i++) {
+        struct vpl_event *o = w->ev[i];
+        int64_t d;
+        if (w->side[i] == side || __builtin_sub_overflow(t, o->time, &d) || d > win->size || d < -win->size) {
+            continue;
+        }
+        union capture caps[2];
+        caps[side].ev = ev;
+        caps[1 - side].ev = o;
+        struct ectx c;
+        rt_ectx(e, &c, ev, t);
+        c.caps = caps;
+        c.pat = win->layout;
+        if (eval_true(win->on, &c)) {
+            rt_finish(e, si, s->post, s->npost, &c, 1);
+        }
+    }
+    if (add_side(e, w, ev, side) != 0) {
+        e->oom = 1;
     }
 }
 
@@ -301,6 +363,7 @@ void window_destroy(struct vpl_engine *e, uint32_t si)
         }
         clear(e, w);
         rt_free(e, w->ev, w->cap * sizeof(*w->ev));
+        rt_free(e, w->side, w->scap);
         e->st.partitions--;
         rt_free(e, w, w->size);
     }
@@ -324,6 +387,9 @@ void window_save(struct vpl_engine *e, uint32_t si, struct snap_w *w)
         snap_put_uv(w, held(p));
         for (uint32_t k = p->head; k < p->n; k++) {
             snap_put_event(w, p->ev[k]);
+        }
+        for (uint32_t k = p->head; p->side != NULL && k < p->n; k++) {
+            snap_put_u8(w, p->side[k]);
         }
         snap_put_uv(w, p->total);
         snap_put_sv(w, p->end);
@@ -370,6 +436,17 @@ int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
             if ((w->ev[w->n] = snap_get_event(r)) != NULL) {
                 w->n++;
                 e->st.window_events++;
+            }
+        }
+        if (win->kind == W_JOIN) {
+            if ((w->side = rt_alloc(e, cap)) == NULL) {
+                return VPL_ENOMEM;
+            }
+            w->scap = cap;
+            for (uint32_t k = 0; k < w->n && !r->bad; k++) {
+                if ((w->side[k] = snap_get_u8(r)) > 1) {
+                    return snap_fail(r, "stream %s: join side %u", s->name, w->side[k]);
+                }
             }
         }
         w->total = snap_get_uv(r);
