@@ -22,6 +22,7 @@
 #include "../unit/flow_state.h"
 #include "config_tables.h"
 #include "edges.h"
+#include "unit_secrets.h"
 
 /* How long a unit's read waits for a message: bounds how long a stop waits for an idle
  * unit. */
@@ -415,6 +416,20 @@ static void source_stop(void *ud)
     gust_instance_dispose(&s->inst);
 }
 
+/* Fail-closed: a unit whose secret did not resolve stays stopped, the others run;
+ * /healthz names it. Asked once per unit: sources in the second loop below. */
+static int secrets_ok(const struct gust_unit_conf *u)
+{
+    char ref[256], why[300];
+    if (gust_unit_secrets_ok(u, ref, sizeof(ref), why, sizeof(why))) {
+        return 1;
+    }
+    gust_error("[%s_%s] not started: {secret:%s} did not resolve: %s", gust_unit_kind_name(u->kind), u->name, ref,
+               why);
+    gust_secrets_block_unit(u->name, ref, why);
+    return 0;
+}
+
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
                     struct gust_leases *leases, struct gust_err *err)
 {
@@ -425,9 +440,13 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
     if (host->sources == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
+    gust_unit_secrets_configure(c);
     for (size_t i = 0; i < c->nunits; i++) {
         struct gust_unit_conf *u = &c->units[i];
         int rc = 0;
+        if (u->kind != GUST_UNIT_SOURCE && !secrets_ok(u)) {
+            continue;
+        }
         if (u->kind == GUST_UNIT_FLOW) {
             rc = start_flow(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_DETECT) {
@@ -445,7 +464,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
     }
     for (size_t i = 0; i < c->nunits; i++) {
         struct gust_unit_conf *u = &c->units[i];
-        if (u->kind != GUST_UNIT_SOURCE) {
+        if (u->kind != GUST_UNIT_SOURCE || !secrets_ok(u)) {
             continue;
         }
         struct gust_source *s = &host->sources[host->nsources++];

@@ -20,6 +20,7 @@ enum gust_route {
     GUST_ROUTE_OTHER,
     GUST_ROUTE_LIVEZ,
     GUST_ROUTE_WEBHOOK,
+    GUST_ROUTE_SECRETS,
     GUST_ROUTE_COUNT
 };
 

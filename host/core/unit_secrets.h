@@ -1,0 +1,17 @@
+/* A generation's secrets: its units' references given to the store, and which units may
+ * start (fail-closed: a unit with a reference that did not resolve does not). */
+#ifndef GUST_CORE_UNIT_SECRETS_H
+#define GUST_CORE_UNIT_SECRETS_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+/* Puts c's secrets block and every unit's references in force in the store, fetching
+ * them all now (the reload's refetch). */
+void gust_unit_secrets_configure(const struct gust_config *c);
+/* 1 when every reference of u resolved; else 0, the first that did not in ref (PATH#KEY)
+ * and the store's error in why. */
+int gust_unit_secrets_ok(const struct gust_unit_conf *u, char *ref, size_t refsz, char *why, size_t whysz);
+
+#endif
