@@ -32,7 +32,16 @@ sink crm { use http_out; source ev.crm; url http://127.0.0.1:%(far)d/hit;
 %(extra)s
 """
 MISSING = """sink other { use http_out; source ev.other; url http://127.0.0.1:%d/other;
-             header X-Key "{secret:crm/missing#token}"; }"""
+             header X-Key "{secret:crm/missing#token}"; }
+flow lua { script %s; source ev.luain; }
+flow luabad { script %s; source ev.luabad; }"""
+# secret() at load; the flow tells whether it got the stored value, never the value itself.
+LUA = """local K = secret("crm/api#token")
+return { on_event = function(ev) emit("ev.crm", { lua_ok = (K == "%s") }) end }
+""" % VALUES[0]
+LUA_BAD = """local K = secret("crm/lua#none")
+return { on_event = function(ev) end }
+"""
 
 
 def serve(handler_fn):
@@ -85,11 +94,13 @@ class FakeVault:
 class FarEnd:
     def __init__(self):
         self.auth = []
+        self.bodies = []
         self.lock = threading.Lock()
 
         def handle(req, body):
             with self.lock:
                 self.auth.append(req.headers.get("Authorization"))
+                self.bodies.append(body)
             return 200, b""
 
         self.srv = serve(handle)
@@ -128,7 +139,7 @@ def main():
         # Vault, refresh 1s; one sink's secret is not in Vault.
         tokf = tmp.file("vault.token", TOKEN + "\n")
         g = start("vault_addr http://127.0.0.1:%d; vault_token_file %s; vault_mount secret; refresh 1s;"
-                  % (vault.port, tokf), MISSING % far.port)
+                  % (vault.port, tokf), MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
 
         def only_secret_cause():
             try:
@@ -136,12 +147,17 @@ def main():
             except OSError:
                 return False  # not listening yet
             causes = json.loads(out).get("causes", [])
-            return st == 503 and [c["cause"] for c in causes] == ["secret_unresolved"] and causes
+            return st == 503 and {c["cause"] for c in causes} == {"secret_unresolved"} and causes
         causes = wait_for(only_secret_cause, 20, "/healthz 503 with only secret_unresolved")
-        t.eq(causes[0].get("unit"), "other", "/healthz names the unit")
-        t.check("crm/missing#token" in causes[0]["detail"], "/healthz names the reference: %r" % causes[0])
+        blocked = {c.get("unit"): c["detail"] for c in causes}
+        t.eq(sorted(blocked), ["luabad", "other"], "/healthz names the units")
+        t.check("crm/missing#token" in blocked.get("other", ""), "/healthz names the reference: %r" % causes)
+        t.check("crm/lua#none" in blocked.get("luabad", ""), "/healthz names the flow's reference: %r" % causes)
 
         deliver(g, VALUES[0], 1)
+        t.eq(req(g, "POST", "/ingest/luain", "{}")[0], 202, "ingest to the flow")
+        wait_for(lambda: any(b'"lua_ok":true' in b.replace(b" ", b"") for b in far.bodies), 20,
+                 "the flow's secret() gave the stored value")
         vault.data["crm/api"]["token"] = VALUES[1]
         reads = vault.reads
         wait_for(lambda: vault.reads >= reads + 2, 15, "a refresh reads Vault again")
@@ -152,16 +168,17 @@ def main():
         t.eq(st, 200, "GET /secrets")
         sec = json.loads(out)
         by_ref = {s["ref"]: s for s in sec["secrets"]}
-        t.eq(sorted(by_ref), ["crm/api#token", "crm/missing#token"], "/secrets lists every reference")
+        t.eq(sorted(by_ref), ["crm/api#token", "crm/lua#none", "crm/missing#token"], "/secrets lists every reference")
         t.eq(by_ref["crm/api#token"]["resolved"], True, "crm/api#token resolved")
         t.check(by_ref["crm/api#token"]["resolved_at"] is not None, "resolved_at given")
         t.eq(by_ref["crm/api#token"]["store"], "vault", "its store")
         t.eq(by_ref["crm/missing#token"]["resolved"], False, "crm/missing#token not resolved")
         t.check("404" in (by_ref["crm/missing#token"]["error"] or ""), "its error: %r" % by_ref["crm/missing#token"])
-        t.eq([b["unit"] for b in sec["blocked_units"]], ["other"], "/secrets names the blocked unit")
+        t.eq(sorted(b["unit"] for b in sec["blocked_units"]), ["luabad", "other"], "/secrets names the blocked units")
         st, out = req(g, "GET", "/units")
         units = [u["name"] for u in json.loads(out)["units"]]
-        t.check("crm" in units and "other" not in units, "crm runs, other does not: %r" % units)
+        t.check("crm" in units and "lua" in units and "other" not in units and "luabad" not in units,
+                "crm and lua run, other and luabad do not: %r" % units)
         req(g, "GET", "/events")
         req(g, "GET", "/events?unit=crm")
         req(g, "POST", "/secrets")  # an error body
@@ -193,6 +210,9 @@ def main():
         for v in VALUES + [TOKEN]:
             for prefix in (v, v[:6]):
                 t.check(not any(prefix in o for o in outputs), "%r appears in an output of gust" % prefix)
+    except BaseException:
+        t.failed += 1
+        raise
     finally:
         kill_all(procs, nats, failed=t.failed > 0)
         tmp.cleanup()
