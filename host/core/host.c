@@ -10,6 +10,7 @@
 #include "../common/buf.h"
 #include "../common/file.h"
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
 #include "../flow/flow.h"
 #include "../plugin/sink_handler.h"
 #include "../unit/handlers.h"
@@ -351,9 +352,16 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
-    int rc = gust_instance_create(inst, "sink", u->name, t, u->cfg, bus, err);
+    struct gust_cfg *with_secrets = NULL;
+    int rc = gust_unit_secrets_cfg(u, t->schema, &with_secrets, err);
     if (rc == 0) {
+        rc = gust_instance_create(inst, "sink", u->name, t, with_secrets ? with_secrets : u->cfg, bus, err);
+    }
+    if (rc == 0) {
+        inst->own_cfg = with_secrets;
         rc = gust_instance_start(inst, err);
+    } else {
+        gust_cfg_destroy_wiped(with_secrets);
     }
     struct gust_handler h = gust_sink_handler(inst, host->config->nats.ack_wait);
     if (h.impl == NULL) {
@@ -398,8 +406,17 @@ static int start_detect(struct gust_host *host, const struct gust_unit_conf *u, 
 static int source_start(void *ud, struct gust_err *err)
 {
     struct gust_source *s = ud;
-    int rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type, s->unit->cfg, s->bus, err);
+    struct gust_cfg *with_secrets = NULL;
+    int rc = gust_unit_secrets_cfg(s->unit, s->type->schema, &with_secrets, err);
     if (rc == 0) {
+        rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type,
+                                  with_secrets ? with_secrets : s->unit->cfg, s->bus, err);
+    }
+    if (rc != 0) {
+        gust_cfg_destroy_wiped(with_secrets);
+    }
+    if (rc == 0) {
+        s->inst.own_cfg = with_secrets;
         s->inst.edges = s->edges;
         rc = gust_instance_start(&s->inst, err);
         if (rc != 0) {

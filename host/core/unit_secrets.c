@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
 #include "config_secrets.h"
 
 struct refs {
@@ -73,4 +74,57 @@ int gust_unit_secrets_ok(const struct gust_unit_conf *u, char *ref, size_t refsz
 {
     struct first_bad b = {.ref = ref, .why = why, .refsz = refsz, .whysz = whysz};
     return gust_unit_secret_refs(u, check, &b) == 0;
+}
+
+struct subst {
+    const struct gust_unit_conf *u;
+    struct gust_err *err;
+};
+
+/* value with each {secret:REF} replaced; *repl NULL when it has none. */
+static int substitute(void *ud, const char *key, const char *value, char **repl)
+{
+    struct subst *s = ud;
+    static const char open[] = "{secret:";
+    if (strstr(value, open) == NULL) {
+        return 0;
+    }
+    struct gust_buf out = {0};
+    char val[8192], why[400];
+    int rc = 0;
+    for (const char *p = value; *p != '\0' && rc == 0;) {
+        const char *at = strstr(p, open);
+        const char *end = at != NULL ? strchr(at, '}') : NULL;
+        if (end == NULL) {
+            rc = gust_buf_append(&out, p, strlen(p)) != 0 ? GUST_ENOMEM : 0;
+            break;
+        }
+        const char *ref = at + sizeof(open) - 1;
+        size_t n = 0;
+        if (gust_buf_append(&out, p, (size_t)(at - p)) != 0) {
+            rc = GUST_ENOMEM;
+        } else if (gust_secret_value(ref, (size_t)(end - ref), val, sizeof(val), &n, why, sizeof(why)) != 0) {
+            rc = gust_err_set(s->err, GUST_ECONFIG, "%s: %s: %s", gust_cfg_where(s->u->cfg, key), key, why);
+        } else {
+            rc = gust_buf_append(&out, val, n) != 0 ? GUST_ENOMEM : 0;
+        }
+        explicit_bzero(val, sizeof(val));
+        p = end + 1;
+    }
+    if (rc == 0 && (rc = gust_buf_append(&out, "", 1) != 0 ? GUST_ENOMEM : 0) == 0) {
+        *repl = out.data; /* owned by the copy: zeroed with it */
+        return 0;
+    }
+    if (out.data != NULL) {
+        explicit_bzero(out.data, out.cap);
+    }
+    gust_buf_free(&out);
+    return rc == GUST_ENOMEM ? gust_err_set(s->err, GUST_ENOMEM, "out of memory") : rc;
+}
+
+int gust_unit_secrets_cfg(const struct gust_unit_conf *u, const struct gust_schema_key *plugin_schema,
+                          struct gust_cfg **out, struct gust_err *err)
+{
+    struct subst s = {.u = u, .err = err};
+    return gust_cfg_rewrite(u->cfg, plugin_schema, GUST_K_SECRET, GUST_K_TEMPLATE, substitute, &s, out);
 }

@@ -14,4 +14,12 @@ void gust_unit_secrets_configure(const struct gust_config *c);
  * and the store's error in why. */
 int gust_unit_secrets_ok(const struct gust_unit_conf *u, char *ref, size_t refsz, char *why, size_t whysz);
 
+/* A copy of u's checked values (*out; NULL when there is nothing to replace) in which
+ * each {secret:PATH#KEY} of a key plugin_schema marks GUST_K_SECRET and not
+ * GUST_K_TEMPLATE is replaced by its value: a password, a broker URL's userinfo, a fixed
+ * header line. Templates keep theirs (resolved at each render). Errors name the unit and
+ * the reference, never a value. */
+int gust_unit_secrets_cfg(const struct gust_unit_conf *u, const struct gust_schema_key *plugin_schema,
+                          struct gust_cfg **out, struct gust_err *err);
+
 #endif

@@ -6,7 +6,9 @@ GET /secrets.
   stored value; the value changed in the fake Vault is in force for the next request with
   no reload. A second sink naming a secret Vault does not hold does not start, and
   /healthz (503) and /secrets name it and its reference, while the first one runs.
-- The file store, rotated by a SIGHUP; the env store.
+- The file store, rotated by a SIGHUP; the env store, also into a source's secret key
+  that is not a template (http_poll's header), replaced when the unit starts.
+- secret("PATH#KEY") in a flow, at load; a flow naming a missing secret does not start.
 - No output of the test (/secrets, /healthz, /events, /units, error bodies, the log)
   holds a value or a prefix of one."""
 import http.server
@@ -19,11 +21,12 @@ from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 TOKEN = "vault-token-7f3a"
-VALUES = ["Tk1-alpha-93f1", "Tk2-bravo-5c0e", "Tk3-file-11aa", "Tk4-file-22bb", "Tk5-env-33cc"]
+VALUES = ["Tk1-alpha-93f1", "Tk2-bravo-5c0e", "Tk3-file-11aa", "Tk4-file-22bb", "Tk5-env-33cc", "Tk6-poll-44dd"]
 
 CONF = """
 plugin_dir %(plugins)s;
 plugin http_out;
+plugin http_poll;
 http { listen 127.0.0.1:@PORT@; }
 nats { url %(nats)s; max_deliver 2; retry_delay 100ms; }
 secrets { %(store)s }
@@ -99,7 +102,7 @@ class FarEnd:
 
         def handle(req, body):
             with self.lock:
-                self.auth.append(req.headers.get("Authorization"))
+                self.auth.append(req.headers.get("Authorization") or req.headers.get("X-Poll"))
                 self.bodies.append(body)
             return 200, b""
 
@@ -198,11 +201,16 @@ def main():
         g.stop()
 
         # The env store.
-        g = start("env on;", env={"GUST_SECRET_CRM_API_TOKEN": VALUES[4]})
+        # The env store; a source's secret key (http_poll's header: not a template) gets
+        # the value when the unit starts.
+        poll = """source poll { use http_poll; url http://127.0.0.1:%d/poll; subject ev.polled; interval 300ms;
+                                header "X-Poll: Bearer {secret:poll/api#token}"; }""" % far.port
+        g = start("env on;", poll, env={"GUST_SECRET_CRM_API_TOKEN": VALUES[4], "GUST_SECRET_POLL_API_TOKEN": VALUES[5]})
         wait_for(g.healthy, 20, "env store: healthy")
         deliver(g, VALUES[4], 5)
+        wait_for(lambda: far.got(VALUES[5]), 20, "the poll's header carries the env secret")
         st, out = req(g, "GET", "/secrets")
-        t.eq(json.loads(out)["secrets"][0]["resolved"], True, "env: resolved")
+        t.eq([s["resolved"] for s in json.loads(out)["secrets"]], [True, True], "env: resolved")
         g.stop()
 
         for g in procs:
