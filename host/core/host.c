@@ -173,8 +173,15 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
                 /* create does no I/O: run it now so the plugin's own checks report at
                  * `gust -t` and before a reload replaces anything. */
                 struct gust_instance probe;
-                rc = gust_instance_create(&probe, gust_unit_kind_name(u->kind), u->name, t, u->cfg, NULL, err);
+                memset(&probe, 0, sizeof(probe)); /* disposed even when create is not reached */
+                struct gust_cfg *stand_in = NULL;
+                rc = gust_unit_secrets_cfg(u, t->schema, 1, &stand_in, err);
+                if (rc == 0) {
+                    rc = gust_instance_create(&probe, gust_unit_kind_name(u->kind), u->name, t,
+                                              stand_in ? stand_in : u->cfg, NULL, err);
+                }
                 gust_instance_dispose(&probe);
+                gust_cfg_destroy(stand_in);
             }
             break;
         }
@@ -353,7 +360,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     }
     const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
     struct gust_cfg *with_secrets = NULL;
-    int rc = gust_unit_secrets_cfg(u, t->schema, &with_secrets, err);
+    int rc = gust_unit_secrets_cfg(u, t->schema, 0, &with_secrets, err);
     if (rc == 0) {
         rc = gust_instance_create(inst, "sink", u->name, t, with_secrets ? with_secrets : u->cfg, bus, err);
     }
@@ -407,7 +414,7 @@ static int source_start(void *ud, struct gust_err *err)
 {
     struct gust_source *s = ud;
     struct gust_cfg *with_secrets = NULL;
-    int rc = gust_unit_secrets_cfg(s->unit, s->type->schema, &with_secrets, err);
+    int rc = gust_unit_secrets_cfg(s->unit, s->type->schema, 0, &with_secrets, err);
     if (rc == 0) {
         rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type,
                                   with_secrets ? with_secrets : s->unit->cfg, s->bus, err);

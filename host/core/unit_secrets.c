@@ -79,6 +79,7 @@ int gust_unit_secrets_ok(const struct gust_unit_conf *u, char *ref, size_t refsz
 struct subst {
     const struct gust_unit_conf *u;
     struct gust_err *err;
+    int stand_in;
 };
 
 /* value with each {secret:REF} replaced; *repl NULL when it has none. */
@@ -103,6 +104,8 @@ static int substitute(void *ud, const char *key, const char *value, char **repl)
         size_t n = 0;
         if (gust_buf_append(&out, p, (size_t)(at - p)) != 0) {
             rc = GUST_ENOMEM;
+        } else if (s->stand_in) {
+            rc = gust_buf_append(&out, "secret", 6) != 0 ? GUST_ENOMEM : 0;
         } else if (gust_secret_value(ref, (size_t)(end - ref), val, sizeof(val), &n, why, sizeof(why)) != 0) {
             rc = gust_err_set(s->err, GUST_ECONFIG, "%s: %s: %s", gust_cfg_where(s->u->cfg, key), key, why);
         } else {
@@ -123,8 +126,8 @@ static int substitute(void *ud, const char *key, const char *value, char **repl)
 }
 
 int gust_unit_secrets_cfg(const struct gust_unit_conf *u, const struct gust_schema_key *plugin_schema,
-                          struct gust_cfg **out, struct gust_err *err)
+                          int stand_in, struct gust_cfg **out, struct gust_err *err)
 {
-    struct subst s = {.u = u, .err = err};
+    struct subst s = {.u = u, .err = err, .stand_in = stand_in};
     return gust_cfg_rewrite(u->cfg, plugin_schema, GUST_K_SECRET, GUST_K_TEMPLATE, substitute, &s, out);
 }

@@ -18,8 +18,10 @@ int gust_unit_secrets_ok(const struct gust_unit_conf *u, char *ref, size_t refsz
  * each {secret:PATH#KEY} of a key plugin_schema marks GUST_K_SECRET and not
  * GUST_K_TEMPLATE is replaced by its value: a password, a broker URL's userinfo, a fixed
  * header line. Templates keep theirs (resolved at each render). Errors name the unit and
- * the reference, never a value. */
+ * the reference, never a value. With stand_in, each is replaced by the word "secret"
+ * instead, the store untouched: for the checks before a start (gust -t, a reload's), so
+ * that a plugin parsing the value (a URL's userinfo) sees a well-formed one. */
 int gust_unit_secrets_cfg(const struct gust_unit_conf *u, const struct gust_schema_key *plugin_schema,
-                          struct gust_cfg **out, struct gust_err *err);
+                          int stand_in, struct gust_cfg **out, struct gust_err *err);
 
 #endif
