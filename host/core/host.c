@@ -471,7 +471,8 @@ static int flow_secret_failed(const struct gust_unit_conf *u, const struct gust_
     }
     char ref[256];
     snprintf(ref, sizeof(ref), "%.*s", (int)(end - at - 8), at + 8);
-    const char *why = end + strlen("} is not resolved: ");
+    char why[300];
+    snprintf(why, sizeof(why), "%.*s", (int)strcspn(end + 19, "\n"), end + 19); /* without the traceback */
     gust_error("[flow_%s] not started: its script's secret(\"%s\") did not resolve: %s", u->name, ref, why);
     gust_secrets_block_unit(u->name, ref, why);
     return 1;

@@ -156,16 +156,16 @@ static void store_build(const struct gust_secrets_keys *k, struct secret_store *
     }
 }
 
-/* Fetches every reference known now and puts the outcomes in; the store is read under
- * the lock into a copy of the list, the network used without it. */
-static size_t refresh_all(void)
+/* Fetches every reference known now (only `only` when given) and puts the outcomes in;
+ * the list is copied under the lock, the network used without it. */
+static size_t refresh(const char *only)
 {
     pthread_mutex_lock(&S.fetch_lock);
     pthread_mutex_lock(&S.lock);
-    size_t n = S.n;
+    size_t n = only != NULL ? 1 : S.n;
     char **refs = calloc(n + 1, sizeof(*refs));
     for (size_t i = 0; refs != NULL && i < n; i++) {
-        refs[i] = strdup(S.v[i].ref);
+        refs[i] = strdup(only != NULL ? only : S.v[i].ref);
     }
     pthread_mutex_unlock(&S.lock);
     if (refs == NULL) {
@@ -226,7 +226,7 @@ static void *refresh_thread(void *arg)
             continue; /* woken: the period changed, or a stop */
         }
         pthread_mutex_unlock(&S.lock);
-        size_t failed = refresh_all();
+        size_t failed = refresh(NULL);
         if (failed > 0) {
             gust_warn("secrets: refresh: %zu reference(s) did not resolve (GET /secrets says why)", failed);
         }
@@ -277,7 +277,7 @@ size_t gust_secrets_configure(const struct gust_secrets_keys *k, const char *con
     if (why[0] != '\0') {
         gust_error("secrets: %s", why);
     }
-    return refresh_all();
+    return refresh(NULL);
 }
 
 int gust_secrets_resolved(const char *ref, char *why, size_t whysz)
@@ -402,7 +402,11 @@ int gust_secret_value(const char *ref, size_t reflen, char *out, size_t outsz, s
     if (fresh) {
         /* Named by a flow's script rather than host.conf: fetched now, then kept and
          * refreshed like the others. */
-        refresh_all();
+        char *copy = strndup(ref, reflen);
+        if (copy != NULL) {
+            refresh(copy);
+            free(copy);
+        }
     }
     pthread_mutex_lock(&S.lock);
     e = find(ref, reflen);

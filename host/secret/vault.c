@@ -36,7 +36,25 @@ static int send_all(struct gust_sock *sk, const char *data, size_t len, int64_t 
     return 0;
 }
 
-/* Reads until the peer closes (Connection: close) or the deadline. */
+/* 1 when out holds a whole answer: its head and Content-Length bytes of body, or a
+ * chunked body to its last chunk. A TLS peer may close without close_notify: the
+ * answer is taken once whole, never on the close. */
+static int answer_whole(const struct gust_buf *out)
+{
+    const char *end = out->len > 0 ? strstr(out->data, "\r\n\r\n") : NULL;
+    if (end == NULL) {
+        return 0;
+    }
+    size_t body = out->len - (size_t)(end + 4 - out->data);
+    const char *cl = strcasestr(out->data, "\r\nContent-Length:");
+    if (cl != NULL && cl < end) {
+        return body >= strtoul(cl + 17, NULL, 10);
+    }
+    const char *te = strcasestr(out->data, "\r\nTransfer-Encoding: chunked");
+    return te != NULL && te < end && body >= 5 && memcmp(out->data + out->len - 5, "0\r\n\r\n", 5) == 0;
+}
+
+/* Reads until the answer is whole, the peer closes (Connection: close) or the deadline. */
 static int read_all(struct gust_sock *sk, struct gust_buf *out, int64_t deadline, char *why, size_t whysz)
 {
     struct gust_err err = {{0}};
@@ -56,6 +74,10 @@ static int read_all(struct gust_sock *sk, struct gust_buf *out, int64_t deadline
         }
         if (n > 0) {
             out->len += (size_t)n;
+            out->data[out->len] = '\0';
+            if (answer_whole(out)) {
+                return 0;
+            }
             continue;
         }
         if (gust_sock_buffered(sk)) {

@@ -1,7 +1,8 @@
 """Secrets from a store (issue 31, items 1-3): {secret:PATH#KEY} references, rotation,
 GET /secrets.
 
-- Vault KV v2 (a fake of ours: Vault is not in Debian) with refresh 1s: an http_out sink's
+- Vault KV v2 (a fake of ours over HTTPS, checked with vault_ca: Vault is not in Debian)
+  with refresh 1s: an http_out sink's
   Authorization header built from {secret:crm/api#token} reaches our own far end with the
   stored value; the value changed in the fake Vault is in force for the next request with
   no reload. A second sink naming a secret Vault does not hold does not start, and
@@ -15,9 +16,10 @@ import http.server
 import json
 import os
 import signal
+import ssl
 import threading
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, wait_for
+from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, make_certs, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 TOKEN = "vault-token-7f3a"
@@ -47,8 +49,9 @@ return { on_event = function(ev) end }
 """
 
 
-def serve(handler_fn):
-    """A threaded HTTP/1.1 server on a free port calling handler_fn(request) for each request."""
+def serve(handler_fn, certs=None):
+    """A threaded HTTP/1.1 server on a free port calling handler_fn(request, body) for each
+    request; HTTPS with certs (gustlib.make_certs)."""
 
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -69,14 +72,19 @@ def serve(handler_fn):
 
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
     srv.daemon_threads = True
+    if certs:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(certs["cert"], certs["key"])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
 
 class FakeVault:
-    """KV v2 reads: GET /v1/secret/data/PATH with X-Vault-Token; the value at data.data.KEY."""
+    """KV v2 reads over HTTPS: GET /v1/secret/data/PATH with X-Vault-Token; the value at
+    data.data.KEY."""
 
-    def __init__(self):
+    def __init__(self, certs):
         self.data = {"crm/api": {"token": VALUES[0]}}
         self.reads = 0
 
@@ -90,7 +98,7 @@ class FakeVault:
                 return 404, b'{"errors":[]}'
             return 200, json.dumps({"data": {"data": self.data[path], "metadata": {"version": 1}}}).encode()
 
-        self.srv = serve(handle)
+        self.srv = serve(handle, certs)
         self.port = self.srv.server_address[1]
 
 
@@ -118,7 +126,8 @@ def main():
     t = Checks()
     tmp = TempDir()
     nats = NatsServer(tmp)
-    vault, far = FakeVault(), FarEnd()
+    certs = make_certs(tmp)
+    vault, far = FakeVault(certs), FarEnd()
     outputs = []  # every text the test read from gust
     procs = []
 
@@ -141,8 +150,8 @@ def main():
     try:
         # Vault, refresh 1s; one sink's secret is not in Vault.
         tokf = tmp.file("vault.token", TOKEN + "\n")
-        g = start("vault_addr http://127.0.0.1:%d; vault_token_file %s; vault_mount secret; refresh 1s;"
-                  % (vault.port, tokf), MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
+        g = start("vault_addr https://127.0.0.1:%d; vault_token_file %s; vault_ca %s; vault_mount secret; "
+                  "refresh 1s;" % (vault.port, tokf, certs["ca"]), MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
 
         def only_secret_cause():
             try:
