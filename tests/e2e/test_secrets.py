@@ -7,6 +7,7 @@ GET /secrets.
   stored value; the value changed in the fake Vault is in force for the next request with
   no reload. A second sink naming a secret Vault does not hold does not start, and
   /healthz (503) and /secrets name it and its reference, while the first one runs.
+- A new Vault token in vault_token_file is read at SIGHUP.
 - The file store, rotated by a SIGHUP; the env store, also into a source's secret key
   that is not a template (http_poll's header), replaced when the unit starts.
 - secret("PATH#KEY") in a flow, at load; a flow naming a missing secret does not start.
@@ -22,8 +23,9 @@ import threading
 from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, make_certs, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
-TOKEN = "vault-token-7f3a"
-VALUES = ["Tk1-alpha-93f1", "Tk2-bravo-5c0e", "Tk3-file-11aa", "Tk4-file-22bb", "Tk5-env-33cc", "Tk6-poll-44dd"]
+TOKENS = ["vault-token-7f3a", "vault-token-8e4b"]
+VALUES = ["Tk1-alpha-93f1", "Tk2-bravo-5c0e", "Tk3-file-11aa", "Tk4-file-22bb", "Tk5-env-33cc", "Tk6-poll-44dd",
+          "Tk7-charlie-6a2f"]
 
 CONF = """
 plugin_dir %(plugins)s;
@@ -87,9 +89,10 @@ class FakeVault:
     def __init__(self, certs):
         self.data = {"crm/api": {"token": VALUES[0]}}
         self.reads = 0
+        self.token = TOKENS[0]
 
         def handle(req, body):
-            if req.headers.get("X-Vault-Token") != TOKEN:
+            if req.headers.get("X-Vault-Token") != self.token:
                 return 403, b'{"errors":["permission denied"]}'
             prefix = "/v1/secret/data/"
             path = req.path[len(prefix):] if req.path.startswith(prefix) else None
@@ -149,7 +152,7 @@ def main():
 
     try:
         # Vault, refresh 1s; one sink's secret is not in Vault.
-        tokf = tmp.file("vault.token", TOKEN + "\n")
+        tokf = tmp.file("vault.token", TOKENS[0] + "\n")
         g = start("vault_addr https://127.0.0.1:%d; vault_token_file %s; vault_ca %s; vault_mount secret; "
                   "refresh 1s;" % (vault.port, tokf, certs["ca"]), MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
 
@@ -175,6 +178,14 @@ def main():
         wait_for(lambda: vault.reads >= reads + 2, 15, "a refresh reads Vault again")
         deliver(g, VALUES[1], 2)
         t.check("reload" not in g.log().lower(), "rotation needs no reload")
+
+        # A new Vault token: read again from vault_token_file at SIGHUP.
+        vault.token = TOKENS[1]
+        vault.data["crm/api"]["token"] = VALUES[6]
+        tmp.file("vault.token", TOKENS[1] + "\n")
+        g.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: json.loads(req(g, "GET", "/units")[1]).get("reload_count") == 1, 20, "the reload done")
+        deliver(g, VALUES[6], 6)
 
         st, out = req(g, "GET", "/secrets")
         t.eq(st, 200, "GET /secrets")
@@ -224,7 +235,7 @@ def main():
 
         for g in procs:
             outputs.append(g.log())
-        for v in VALUES + [TOKEN]:
+        for v in VALUES + TOKENS:
             for prefix in (v, v[:6]):
                 t.check(not any(prefix in o for o in outputs), "%r appears in an output of gust" % prefix)
     except BaseException:
