@@ -206,7 +206,7 @@ def main():
         req(g, "GET", "/events?unit=crm")
         req(g, "POST", "/secrets")  # an error body
         req(g, "GET", "/nowhere")
-        g.stop()
+        t.eq(g.stop(), 0, "gust exits cleanly")
 
         # The file store, rotated by a SIGHUP (refresh 1h: only the reload refetches).
         sf = tmp.file("secrets.json", json.dumps({"crm/api": {"token": VALUES[2]}}))
@@ -218,7 +218,7 @@ def main():
         wait_for(lambda: json.loads(req(g, "GET", "/units")[1]).get("reload_count") == 1, 20, "the reload done")
         deliver(g, VALUES[3], 4)
         req(g, "GET", "/secrets")
-        g.stop()
+        t.eq(g.stop(), 0, "gust exits cleanly")
 
         # The env store.
         # The env store; a source's secret key (http_poll's header: not a template) gets
@@ -231,7 +231,7 @@ def main():
         wait_for(lambda: far.got(VALUES[5]), 20, "the poll's header carries the env secret")
         st, out = req(g, "GET", "/secrets")
         t.eq([s["resolved"] for s in json.loads(out)["secrets"]], [True, True], "env: resolved")
-        g.stop()
+        t.eq(g.stop(), 0, "gust exits cleanly")
 
         for g in procs:
             outputs.append(g.log())
