@@ -54,8 +54,8 @@ static int from_env(const char *ref, struct gust_buf *val, char *why, size_t why
 }
 
 /* The value at path in the JSON document doc: a string (escapes decoded) or a number. */
-static int value_at(const struct gust_buf *doc, const char *const *path, const char *where, struct gust_buf *val,
-                    char *why, size_t whysz)
+static int value_at(const struct gust_buf *doc, const char *const *path, const char *where,
+                    struct gust_buf *val, char *why, size_t whysz)
 {
     struct gust_json_field f = {.path = path};
     int root;

@@ -9,7 +9,8 @@ const char *gust_secret_ref_problem(const char *ref, size_t len)
     if (len == 0 || len > 250) {
         return "is empty or longer than 250 characters";
     }
-    if (hash == NULL || hash == ref || hash == ref + len - 1 || memchr(hash + 1, '#', len - (size_t)(hash - ref) - 1)) {
+    if (hash == NULL || hash == ref || hash == ref + len - 1 ||
+        memchr(hash + 1, '#', len - (size_t)(hash - ref) - 1)) {
         return "is not PATH#KEY";
     }
     for (size_t i = 0; i < len; i++) {

@@ -50,7 +50,8 @@ void gust_secrets_shutdown(void);
  * at each configure, added to as the generation starts. */
 void gust_secrets_block_unit(const char *unit, const char *ref, const char *why);
 /* Calls fn for each such unit (under the lock: fn must not call back here). */
-void gust_secrets_blocked_each(void (*fn)(void *ud, const char *unit, const char *ref, const char *why), void *ud);
+void gust_secrets_blocked_each(void (*fn)(void *ud, const char *unit, const char *ref, const char *why),
+                               void *ud);
 
 /* GET /secrets: {"store": ..., "refresh_ms": ..., "secrets": [{"ref", "store", "resolved",
  * "resolved_at", "checked_at", "error"}], "blocked_units": [...]}: never a value. */

@@ -26,11 +26,13 @@ const char *secret_store_name(int kind);
 
 /* The value of ref (PATH#KEY) from s into val (the caller zeroes and frees it): 0, or -1
  * with why (never a value). */
-int secret_fetch(const struct secret_store *s, const char *ref, struct gust_buf *val, char *why, size_t whysz);
+int secret_fetch(const struct secret_store *s, const char *ref, struct gust_buf *val, char *why,
+                 size_t whysz);
 
 /* GET {vault}/v1/{mount}/data/{path} with X-Vault-Token: the body of a 200 into body
  * (zeroed and freed by the caller), or -1 with why. */
-int secret_vault_get(const struct secret_store *s, const char *path, struct gust_buf *body, char *why, size_t whysz);
+int secret_vault_get(const struct secret_store *s, const char *path, struct gust_buf *body, char *why,
+                     size_t whysz);
 
 /* Zeroes and frees a buffer that held a secret. */
 void secret_buf_wipe(struct gust_buf *b);

@@ -43,7 +43,9 @@ static struct {
     int64_t refresh_ms;
     pthread_t thread;
     int started, stopping;
-} S = {.lock = PTHREAD_MUTEX_INITIALIZER, .fetch_lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+} S = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .fetch_lock = PTHREAD_MUTEX_INITIALIZER,
+       .wake = PTHREAD_COND_INITIALIZER};
 
 static void entry_wipe(struct entry *e)
 {
@@ -137,8 +139,8 @@ static void store_build(const struct gust_secrets_keys *k, struct secret_store *
             if (gust_file_read(k->vault_token_file, &t) != 0) {
                 snprintf(why, whysz, "vault_token_file %s: %s", k->vault_token_file, strerror(errno));
             } else {
-                while (t.len > 0 && (t.data[t.len - 1] == '\n' || t.data[t.len - 1] == '\r' ||
-                                     t.data[t.len - 1] == ' ')) {
+                while (t.len > 0 &&
+                       (t.data[t.len - 1] == '\n' || t.data[t.len - 1] == '\r' || t.data[t.len - 1] == ' ')) {
                     t.len--;
                 }
                 s->token = strndup(t.data != NULL ? t.data : "", t.len);
@@ -328,7 +330,8 @@ void gust_secrets_block_unit(const char *unit, const char *ref, const char *why)
     pthread_mutex_unlock(&S.lock);
 }
 
-void gust_secrets_blocked_each(void (*fn)(void *ud, const char *unit, const char *ref, const char *why), void *ud)
+void gust_secrets_blocked_each(void (*fn)(void *ud, const char *unit, const char *ref, const char *why),
+                               void *ud)
 {
     pthread_mutex_lock(&S.lock);
     for (size_t i = 0; i < S.nblocked; i++) {
@@ -356,13 +359,14 @@ static void put_time(struct gust_buf *out, int64_t ms)
 void gust_secrets_render(struct gust_buf *out)
 {
     pthread_mutex_lock(&S.lock);
-    gust_buf_printf(out, "{\"store\":\"%s\",\"refresh_ms\":%lld,\"secrets\":[", secret_store_name(S.store.kind),
-                    (long long)S.refresh_ms);
+    gust_buf_printf(out, "{\"store\":\"%s\",\"refresh_ms\":%lld,\"secrets\":[",
+                    secret_store_name(S.store.kind), (long long)S.refresh_ms);
     for (size_t i = 0; i < S.n; i++) {
         const struct entry *e = &S.v[i];
         gust_buf_printf(out, "%s{\"ref\":", i ? "," : "");
         put_str(out, e->ref);
-        gust_buf_printf(out, ",\"store\":\"%s\",\"resolved\":%s,\"resolved_at\":", secret_store_name(S.store.kind),
+        gust_buf_printf(out,
+                        ",\"store\":\"%s\",\"resolved\":%s,\"resolved_at\":", secret_store_name(S.store.kind),
                         e->resolved ? "true" : "false");
         put_time(out, e->resolved_at);
         gust_buf_append(out, ",\"checked_at\":", 14);

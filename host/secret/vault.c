@@ -12,7 +12,8 @@
 #define MAX_ANSWER (1 << 20)
 
 /* Writes all of data before the deadline: 0, or -1 with why. */
-static int send_all(struct gust_sock *sk, const char *data, size_t len, int64_t deadline, char *why, size_t whysz)
+static int send_all(struct gust_sock *sk, const char *data, size_t len, int64_t deadline, char *why,
+                    size_t whysz)
 {
     struct gust_err err = {{0}};
     while (len > 0) {
@@ -84,7 +85,8 @@ static int read_all(struct gust_sock *sk, struct gust_buf *out, int64_t deadline
             continue;
         }
         int64_t left = deadline - gust_clock_mono_ms();
-        struct pollfd pfd = {.fd = gust_sock_fd(sk), .events = POLLIN | (gust_sock_wants_write(sk) ? POLLOUT : 0)};
+        struct pollfd pfd = {.fd = gust_sock_fd(sk),
+                             .events = POLLIN | (gust_sock_wants_write(sk) ? POLLOUT : 0)};
         if (left <= 0 || poll(&pfd, 1, (int)left) < 0) {
             snprintf(why, whysz, "Vault: no answer within the timeout");
             return -1;
@@ -117,7 +119,8 @@ static int unchunk(char *body, size_t len, size_t *out_len)
     }
 }
 
-int secret_vault_get(const struct secret_store *s, const char *path, struct gust_buf *body, char *why, size_t whysz)
+int secret_vault_get(const struct secret_store *s, const char *path, struct gust_buf *body, char *why,
+                     size_t whysz)
 {
     if (s->token_error != NULL) {
         snprintf(why, whysz, "%s", s->token_error);
@@ -136,11 +139,13 @@ int secret_vault_get(const struct secret_store *s, const char *path, struct gust
     if (gust_buf_printf(&req,
                         "GET /v1/%s/data/%s HTTP/1.1\r\nHost: %s:%d\r\nX-Vault-Token: %s\r\n"
                         "Accept: application/json\r\nConnection: close\r\n\r\n",
-                        s->vault_mount, path, s->vault_host, s->vault_port, s->token != NULL ? s->token : "") != 0) {
+                        s->vault_mount, path, s->vault_host, s->vault_port,
+                        s->token != NULL ? s->token : "") != 0) {
         snprintf(why, whysz, "out of memory");
         goto done;
     }
-    if (send_all(sk, req.data, req.len, deadline, why, whysz) != 0 || read_all(sk, &ans, deadline, why, whysz) != 0) {
+    if (send_all(sk, req.data, req.len, deadline, why, whysz) != 0 ||
+        read_all(sk, &ans, deadline, why, whysz) != 0) {
         goto done;
     }
     int status = 0;
@@ -151,13 +156,16 @@ int secret_vault_get(const struct secret_store *s, const char *path, struct gust
     }
     if (status != 200) {
         snprintf(why, whysz, "Vault answered %d for %s%s", status, path,
-                 status == 404 ? " (no such secret)" : status == 403 ? " (the token is refused)" : "");
+                 status == 404   ? " (no such secret)"
+                 : status == 403 ? " (the token is refused)"
+                                 : "");
         goto done;
     }
     *head_end = '\0';
     char *payload = head_end + 4;
     size_t plen = ans.len - (size_t)(payload - ans.data);
-    if (strcasestr(ans.data, "\r\nTransfer-Encoding: chunked") != NULL && unchunk(payload, plen, &plen) != 0) {
+    if (strcasestr(ans.data, "\r\nTransfer-Encoding: chunked") != NULL &&
+        unchunk(payload, plen, &plen) != 0) {
         snprintf(why, whysz, "Vault: a malformed chunked answer");
         goto done;
     }

@@ -154,7 +154,8 @@ def main():
         # Vault, refresh 1s; one sink's secret is not in Vault.
         tokf = tmp.file("vault.token", TOKENS[0] + "\n")
         g = start("vault_addr https://127.0.0.1:%d; vault_token_file %s; vault_ca %s; vault_mount secret; "
-                  "refresh 1s;" % (vault.port, tokf, certs["ca"]), MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
+                  "refresh 1s;" % (vault.port, tokf, certs["ca"]),
+                  MISSING % (far.port, tmp.file("lua.lua", LUA), tmp.file("bad.lua", LUA_BAD)))
 
         def only_secret_cause():
             try:
@@ -225,7 +226,8 @@ def main():
         # the value when the unit starts.
         poll = """source poll { use http_poll; url http://127.0.0.1:%d/poll; subject ev.polled; interval 300ms;
                                 header "X-Poll: Bearer {secret:poll/api#token}"; }""" % far.port
-        g = start("env on;", poll, env={"GUST_SECRET_CRM_API_TOKEN": VALUES[4], "GUST_SECRET_POLL_API_TOKEN": VALUES[5]})
+        g = start("env on;", poll,
+                  env={"GUST_SECRET_CRM_API_TOKEN": VALUES[4], "GUST_SECRET_POLL_API_TOKEN": VALUES[5]})
         wait_for(g.healthy, 20, "env store: healthy")
         deliver(g, VALUES[4], 5)
         wait_for(lambda: far.got(VALUES[5]), 20, "the poll's header carries the env secret")
