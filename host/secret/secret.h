@@ -54,7 +54,9 @@ void gust_secrets_blocked_each(void (*fn)(void *ud, const char *unit, const char
                                void *ud);
 
 /* GET /secrets: {"store": ..., "refresh_ms": ..., "secrets": [{"ref", "store", "resolved",
- * "resolved_at", "checked_at", "error"}], "blocked_units": [...]}: never a value. */
+ * "resolved_at", "checked_at", "error"}], "blocked_units": [...]}: never a value. A
+ * resolved reference with an error: the last fetch failed, the value of resolved_at is
+ * in force. */
 void gust_secrets_render(struct gust_buf *out);
 
 /* The value of ref (reflen bytes) copied into out (NUL-terminated) with its length in

@@ -192,11 +192,12 @@ static size_t refresh(const char *only)
                 e->resolved_at = now;
                 e->error[0] = '\0';
             } else {
-                /* The old value goes: a secret the store no longer gives is not kept in force. */
-                if (e->resolved) {
-                    gust_warn("secrets: {secret:%s} no longer resolves: %s", e->ref, why);
+                /* As Vault Agent does: the last value stays in force through a store
+                 * that fails (down, a token being rotated); /secrets shows the error
+                 * and since when the value is. Fail-closed applies to a start. */
+                if (e->resolved && e->error[0] == '\0') {
+                    gust_warn("secrets: {secret:%s}: %s; the last value stays in force", e->ref, why);
                 }
-                entry_wipe(e);
                 snprintf(e->error, sizeof(e->error), "%s", why);
             }
         }
@@ -372,7 +373,7 @@ void gust_secrets_render(struct gust_buf *out)
         gust_buf_append(out, ",\"checked_at\":", 14);
         put_time(out, e->checked_at);
         gust_buf_append(out, ",\"error\":", 9);
-        if (e->resolved) {
+        if (e->error[0] == '\0') {
             gust_buf_append(out, "null", 4);
         } else {
             put_str(out, e->error);

@@ -7,7 +7,8 @@ GET /secrets.
   stored value; the value changed in the fake Vault is in force for the next request with
   no reload. A second sink naming a secret Vault does not hold does not start, and
   /healthz (503) and /secrets name it and its reference, while the first one runs.
-- A new Vault token in vault_token_file is read at SIGHUP.
+- A Vault that refuses the token keeps the last value in force (the error in /secrets); a
+  new token in vault_token_file is read at SIGHUP.
 - The file store, rotated by a SIGHUP; the env store, also into a source's secret key
   that is not a template (http_poll's header), replaced when the unit starts.
 - secret("PATH#KEY") in a flow, at load; a flow naming a missing secret does not start.
@@ -180,9 +181,15 @@ def main():
         deliver(g, VALUES[1], 2)
         t.check("reload" not in g.log().lower(), "rotation needs no reload")
 
-        # A new Vault token: read again from vault_token_file at SIGHUP.
+        # A new Vault token: refused until read again from vault_token_file at SIGHUP; the
+        # last value stays in force meanwhile, /secrets shows the error.
         vault.token = TOKENS[1]
         vault.data["crm/api"]["token"] = VALUES[6]
+
+        def api_entry():
+            return {s["ref"]: s for s in json.loads(req(g, "GET", "/secrets")[1])["secrets"]}["crm/api#token"]
+        e = wait_for(lambda: "403" in (api_entry()["error"] or "") and api_entry(), 15, "the refused token in /secrets")
+        t.eq(e["resolved"], True, "the last value stays in force through a refusal")
         tmp.file("vault.token", TOKENS[1] + "\n")
         g.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: json.loads(req(g, "GET", "/units")[1]).get("reload_count") == 1, 20, "the reload done")
