@@ -21,6 +21,7 @@
 #include "../core/help.h"
 #include "../core/host.h"
 #include "../core/reload.h"
+#include "../secret/secret.h"
 #include "../core/rule_test.h"
 #include "../core/sd_notify.h"
 #include "../core/config_tables.h"
@@ -340,6 +341,7 @@ static int run(const char *config_path)
         gust_nodes_destroy(units.nodes);
         gust_bus_destroy(bus);
         gust_plugins_shutdown();
+        gust_secrets_shutdown();
         if (!stopped) {
             return 1; /* the signal thread still waits for a signal: exit ends it */
         }
@@ -367,6 +369,7 @@ static int run(const char *config_path)
     gust_http_close(http_server);
     pthread_join(sig_tid, NULL);
     gust_plugins_shutdown(); /* every instance is gone: fini, dlclose */
+    gust_secrets_shutdown(); /* nothing renders any more: the values zeroed */
     gust_bus_library_close();
     gust_info("stopped");
     return 0;

@@ -6,7 +6,11 @@
  *                     string as its text, a number as written, anything else (true,
  *                     false, null, an object, an array) as compact JSON
  *   {env.X}           the environment variable X, read once when compiled
- *   {NAME:-default}   any of them with a default, used when the value is missing (or
+ *   {secret:PATH#KEY} the secret's value in the host's store (host/secret/), copied at
+ *                     each render so that a rotated value is in force at once; found
+ *                     in the process by name (gust_secret_value), so a plugin needs
+ *                     nothing but this file. No default: an unresolved secret fails.
+ *   {NAME:-default}   any of them (but a secret) with a default, used when the value is missing (or
  *                     null); without one, a missing value fails the message
  * Everything else is literal text. A template is compiled once at load into parts, and
  * rendered per message with one pass over the payload for all its fields. The values
@@ -14,13 +18,15 @@
 #define _GNU_SOURCE /* strndup */
 #include <stdio.h>
 #include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gust/msg.h"
 #include "gust/sdk.h"
 
-enum { PART_TEXT, PART_SUBJECT, PART_SUBJECT_N, PART_FIELD };
+enum { PART_TEXT, PART_SUBJECT, PART_SUBJECT_N, PART_FIELD, PART_SECRET };
 
 #define MAX_DEPTH GUST_JSON_FIELD_DEPTH
 #define MAX_FIELDS 16 /* {payload.…} parts of one template: read in one pass over the payload */
@@ -162,6 +168,15 @@ int gust_tpl_compile(const char *spec, struct gust_tpl **out, char *why, size_t 
             p->text = p->names;
             p->len = strlen(p->names);
             p->def = NULL;
+        } else if (len > 7 && memcmp(name, "secret:", 7) == 0) {
+            if (dflt || !memchr(name + 7, '#', len - 7)) {
+                snprintf(why, whysz, "{%.*s}: a secret is {secret:PATH#KEY}, without a default", (int)(end - name),
+                         name);
+                goto fail;
+            }
+            p->kind = PART_SECRET;
+            p->text = name;
+            p->len = len;
         } else if (len > 8 && memcmp(name, "payload.", 8) == 0) {
             if (t->nfields == MAX_FIELDS) {
                 snprintf(why, whysz, "more than %d {payload.FIELD} placeholders", MAX_FIELDS);
@@ -172,7 +187,8 @@ int gust_tpl_compile(const char *spec, struct gust_tpl **out, char *why, size_t 
             }
             t->nfields++;
         } else {
-            snprintf(why, whysz, "unknown placeholder {%.*s}: use {subject}, {subject.N}, {payload.FIELD} or {env.X}",
+            snprintf(why, whysz, "unknown placeholder {%.*s}: use {subject}, {subject.N}, {payload.FIELD}, {env.X} or "
+                     "{secret:PATH#KEY}",
                      (int)len, name);
             goto fail;
         }
@@ -280,6 +296,32 @@ static int token_of(const char *subject, size_t n, const char **tok, size_t *tle
     return 0;
 }
 
+/* The host's gust_secret_value (host/secret/secret.h), looked up once; NULL in a process
+ * without a secret store (a test, a tool). */
+typedef int (*secret_fn)(const char *ref, size_t reflen, char *out, size_t outsz, size_t *len, char *why,
+                         size_t whysz);
+static secret_fn secret_lookup_fn;
+static pthread_once_t secret_once = PTHREAD_ONCE_INIT;
+
+static void secret_lookup(void)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "gust_secret_value");
+    memcpy(&secret_lookup_fn, &sym, sizeof(sym)); /* a data pointer to a function pointer */
+}
+
+/* Copies {secret:…}'s value into out: its length, or -1 with why, -2 when out is small. */
+static long secret_value(const struct part *p, char *out, size_t outsz, char *why, size_t whysz)
+{
+    pthread_once(&secret_once, secret_lookup);
+    if (!secret_lookup_fn) {
+        snprintf(why, whysz, "{%.*s}: no secret store in this process", (int)p->len, p->text);
+        return -1;
+    }
+    size_t n = 0;
+    int rc = secret_lookup_fn(p->text + 7, p->len - 7, out, outsz, &n, why, whysz);
+    return rc != 0 ? rc : (long)n;
+}
+
 int gust_tpl_render(const struct gust_tpl *t, const struct gust_msg *m, gust_tpl_subject_fn subject_fn, void *ud,
                     char *out, size_t outsz, char *why, size_t whysz)
 {
@@ -325,6 +367,18 @@ int gust_tpl_render_as(const struct gust_tpl *t, const struct gust_msg *m, int f
                 v = m->subject;
                 vlen = strlen(m->subject);
             }
+        } else if (p->kind == PART_SECRET) {
+            long n = secret_value(p, tmp, sizeof(tmp), why, whysz);
+            if (n == -1) {
+                return -1;
+            }
+            if (n < 0) {
+                rc = -2;
+                continue;
+            }
+            rc = put_value(out, outsz, &o, tmp, (size_t)n, flags, p, why, whysz);
+            explicit_bzero(tmp, (size_t)n); /* only the rendered text holds it from here */
+            continue;
         } else if (p->kind == PART_SUBJECT_N) {
             if (token_of(m->subject, p->token, &v, &vlen) != 0) {
                 if (!p->def) {

@@ -83,9 +83,9 @@ const char *gust_schema_bounds_text(const struct gust_schema_key *k, char *buf, 
 
 const char *gust_schema_flag_names(unsigned flags, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s%s%s", (flags & GUST_K_REQUIRED) ? "required," : "",
+    snprintf(buf, size, "%s%s%s%s", (flags & GUST_K_REQUIRED) ? "required," : "",
              (flags & GUST_K_RELOADABLE) ? "reloadable," : "",
-             (flags & GUST_K_SECRET) ? "secret," : "");
+             (flags & GUST_K_SECRET) ? "secret," : "", (flags & GUST_K_TEMPLATE) ? "template," : "");
     size_t n = strlen(buf);
     if (n == 0) {
         return "-";

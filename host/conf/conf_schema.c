@@ -1,4 +1,5 @@
 /* gust_cfg_check and the gust_cfg accessors of gust/schema.h. */
+#define _GNU_SOURCE /* explicit_bzero */
 #include "conf_schema.h"
 
 #include <stdio.h>
@@ -476,6 +477,81 @@ void gust_cfg_destroy(struct gust_cfg *cfg)
     free(cfg->vals);
     free(cfg->where);
     free(cfg);
+}
+
+void gust_cfg_destroy_wiped(struct gust_cfg *cfg)
+{
+    for (size_t i = 0; cfg != NULL && i < cfg->n; i++) {
+        for (size_t j = 0; j < cfg->vals[i].nitems; j++) {
+            explicit_bzero(cfg->vals[i].items[j], strlen(cfg->vals[i].items[j]));
+        }
+    }
+    gust_cfg_destroy(cfg);
+}
+
+static int copy_val(struct cfg_val *to, const struct cfg_val *from)
+{
+    *to = *from;
+    to->items = NULL;
+    to->nitems = 0;
+    to->key = strdup(from->key);
+    to->where = from->where != NULL ? strdup(from->where) : NULL;
+    if (to->key == NULL || (from->where != NULL && to->where == NULL) ||
+        (from->nitems > 0 && (to->items = calloc(from->nitems, sizeof(*to->items))) == NULL)) {
+        return GUST_ENOMEM;
+    }
+    for (; to->nitems < from->nitems; to->nitems++) {
+        if ((to->items[to->nitems] = strdup(from->items[to->nitems])) == NULL) {
+            return GUST_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int gust_cfg_rewrite(const struct gust_cfg *cfg, const struct gust_schema_key *schema, unsigned with,
+                     unsigned without, int (*fn)(void *ud, const char *key, const char *value, char **repl),
+                     void *ud, struct gust_cfg **out)
+{
+    struct gust_cfg *c = calloc(1, sizeof(*c));
+    int rc = GUST_ENOMEM, changed = 0;
+    *out = NULL;
+    if (c == NULL || (c->vals = calloc(cfg->n + 1, sizeof(*c->vals))) == NULL ||
+        (cfg->where != NULL && (c->where = strdup(cfg->where)) == NULL)) {
+        goto fail;
+    }
+    for (; c->n < cfg->n; c->n++) {
+        if ((rc = copy_val(&c->vals[c->n], &cfg->vals[c->n])) != 0) {
+            c->n++;
+            goto fail;
+        }
+    }
+    for (const struct gust_schema_key *k = schema; k != NULL && k->key != NULL; k++) {
+        struct cfg_val *v = find_val(c, k->key);
+        if (v == NULL || (k->flags & with) != with || (k->flags & without) != 0 ||
+            (k->type != GUST_T_STR && k->type != GUST_T_LIST)) {
+            continue;
+        }
+        for (size_t i = 0; i < v->nitems; i++) {
+            char *repl = NULL;
+            if ((rc = fn(ud, k->key, v->items[i], &repl)) != 0) {
+                goto fail;
+            }
+            if (repl != NULL) {
+                explicit_bzero(v->items[i], strlen(v->items[i]));
+                free(v->items[i]);
+                v->items[i] = repl;
+                changed = 1;
+            }
+        }
+    }
+    if (changed) {
+        *out = c;
+        return 0;
+    }
+    rc = 0;
+fail:
+    gust_cfg_destroy_wiped(c);
+    return rc;
 }
 
 /* For a LIST this is the first item, handy for keys that are usually given once. */

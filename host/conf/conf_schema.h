@@ -31,6 +31,17 @@ int gust_cfg_check(const struct gust_conf_node *block, const char *what,
 
 /* NULL is a no-op. */
 void gust_cfg_destroy(struct gust_cfg *cfg);
+/* The same, every value zeroed first: a copy that held secrets. */
+void gust_cfg_destroy_wiped(struct gust_cfg *cfg);
+
+/* A copy of cfg (*out, NULL when nothing changed) in which fn rewrote the values of the
+ * keys of schema (borrowed) that have the GUST_K_* bits `with` and none of `without`:
+ * fn returns 0 and sets *repl to a new string (owned by the copy from then) or leaves it
+ * NULL to keep the value; nonzero fails the copy with that code. Numbers are not
+ * parsed again: for text keys (STR, LIST). */
+int gust_cfg_rewrite(const struct gust_cfg *cfg, const struct gust_schema_key *schema, unsigned with,
+                     unsigned without, int (*fn)(void *ud, const char *key, const char *value, char **repl),
+                     void *ud, struct gust_cfg **out);
 
 /* 1 when key has the same values (as written, after defaults) in a and b. The reload
  * diff: a changed key without GUST_K_RELOADABLE refuses the reload. */
@@ -47,7 +58,7 @@ const char *gust_schema_shown_default(const struct gust_schema_key *k);
  * "at least 10ms", "0 (off) or at least 100ms", "one of text|json"; "" when it declares
  * none. Returns buf. */
 const char *gust_schema_bounds_text(const struct gust_schema_key *k, char *buf, size_t size);
-/* "required,reloadable,secret" or "-"; buf holds at least 32 bytes. */
+/* "required,reloadable,secret,template" or "-"; buf holds at least 40 bytes. */
 const char *gust_schema_flag_names(unsigned flags, char *buf, size_t size);
 
 #endif

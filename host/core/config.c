@@ -7,6 +7,7 @@
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
 #include "../conf/value.h"
+#include "config_secrets.h"
 #include "config_webhooks.h"
 #include "edges.h"
 
@@ -246,15 +247,16 @@ const struct gust_schema_key gust_webhook_schema[] = {
     GUST_KEY_END,
 };
 
-const struct gust_config_block gust_config_blocks[3] = {
+const struct gust_config_block gust_config_blocks[4] = {
     {"", gust_top_schema},
     {"http", gust_http_schema},
     {"nats", gust_nats_schema},
+    {"secrets", gust_secrets_schema},
 };
 
 const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i)
 {
-    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : c->nats_cfg;
+    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : i == 2 ? c->nats_cfg : c->secrets_cfg;
 }
 
 static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
@@ -449,7 +451,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         goto fail;
     }
     static const char *const blocks[] = {"http",  "nats",  "plugin", "flow",    "detect", "relay",
-                                         "sink",  "source", "table", "webhook", NULL};
+                                         "sink",  "source", "table", "webhook", "secrets", NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
         goto fail;
@@ -466,6 +468,9 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
                     rc = check_nats_urls(n, err);
                 }
             }
+        } else if (strcmp(n->name, "secrets") == 0) {
+            rc = c->secrets_cfg != NULL ? error_at(err, n, "'%s' block given twice", n->name)
+                                        : check_block(n, n->name, gust_secrets_schema, &c->secrets_cfg, err);
         } else if (strcmp(n->name, "plugin") == 0) {
             if (n->is_block || n->nargs != 1 || !gust_name_valid(n->args[0])) {
                 rc = error_at(err, n, "expected 'plugin NAME;'%s", "");
@@ -501,10 +506,16 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         (rc = gust_cfg_check(&top_empty, "nats", gust_nats_schema, NULL, &c->nats_cfg, err)) != 0) {
         goto fail;
     }
+    if (c->secrets_cfg == NULL &&
+        (rc = gust_cfg_check(&top_empty, "secrets", gust_secrets_schema, NULL, &c->secrets_cfg, err)) != 0) {
+        goto fail;
+    }
     const size_t ksize = sizeof(struct gust_schema_key);
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
+        (rc = gust_cfg_bind(c->secrets_cfg, gust_secrets_schema, ksize, &c->secrets, err)) != 0 ||
+        (rc = gust_config_secrets_check(c, err)) != 0 ||
         (rc = check_subjects(c, err)) != 0 || (rc = gust_config_webhooks_check(c, err)) != 0) {
         goto fail;
     }
@@ -566,6 +577,7 @@ void gust_config_destroy(struct gust_config *c)
     gust_cfg_destroy(c->top_cfg);
     gust_cfg_destroy(c->http_cfg);
     gust_cfg_destroy(c->nats_cfg);
+    gust_cfg_destroy(c->secrets_cfg);
     gust_conf_destroy(c->tree);
     free(c);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../conf/conf.h"
+#include "../secret/secret.h"
 #include "gust/err.h"
 #include "gust/schema.h"
 
@@ -153,6 +154,8 @@ struct gust_webhook_conf {
 
 struct gust_config {
     struct gust_conf *tree;
+    struct gust_secrets_keys secrets;
+    struct gust_cfg *secrets_cfg; /* owned */
     struct gust_top_keys top;
     struct gust_http_keys http;
     struct gust_nats_keys nats;
@@ -175,6 +178,7 @@ struct gust_config {
 extern const struct gust_schema_key gust_top_schema[];
 extern const struct gust_schema_key gust_http_schema[];
 extern const struct gust_schema_key gust_nats_schema[];
+extern const struct gust_schema_key gust_secrets_schema[]; /* config_secrets.c */
 extern const struct gust_schema_key gust_flow_schema[];
 extern const struct gust_schema_key gust_detect_schema[];
 extern const struct gust_schema_key gust_relay_schema[];
@@ -190,7 +194,7 @@ struct gust_config_block {
     const char *name; /* "" for the top level, "http", "nats" */
     const struct gust_schema_key *schema;
 };
-extern const struct gust_config_block gust_config_blocks[3];
+extern const struct gust_config_block gust_config_blocks[4];
 /* The checked values of block i (index into gust_config_blocks). */
 const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i);
 

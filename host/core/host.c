@@ -10,6 +10,7 @@
 #include "../common/buf.h"
 #include "../common/file.h"
 #include "../common/log.h"
+#include "../conf/conf_schema.h"
 #include "../flow/flow.h"
 #include "../plugin/sink_handler.h"
 #include "../unit/handlers.h"
@@ -22,6 +23,7 @@
 #include "../unit/flow_state.h"
 #include "config_tables.h"
 #include "edges.h"
+#include "unit_secrets.h"
 
 /* How long a unit's read waits for a message: bounds how long a stop waits for an idle
  * unit. */
@@ -43,6 +45,11 @@ static int check_flow(const struct gust_host *host, const struct gust_unit_conf 
     struct gust_flow *flow = NULL;
     struct gust_err ferr = {{0}};
     int rc = gust_flow_create(&fo, &flow, &ferr);
+    if (rc != 0 && strstr(ferr.msg, "} is not resolved: ") != NULL) {
+        /* The script's secret() needs the store, which the generation's start fills
+         * (fail-closed there, that unit only): not a configuration error. */
+        return 0;
+    }
     if (rc != 0) {
         return gust_err_set(err, rc, "%s: flow '%s': %s", gust_cfg_where(u->cfg, "script"), u->name, ferr.msg);
     }
@@ -166,8 +173,15 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
                 /* create does no I/O: run it now so the plugin's own checks report at
                  * `gust -t` and before a reload replaces anything. */
                 struct gust_instance probe;
-                rc = gust_instance_create(&probe, gust_unit_kind_name(u->kind), u->name, t, u->cfg, NULL, err);
+                memset(&probe, 0, sizeof(probe)); /* disposed even when create is not reached */
+                struct gust_cfg *stand_in = NULL;
+                rc = gust_unit_secrets_cfg(u, t->schema, 1, &stand_in, err);
+                if (rc == 0) {
+                    rc = gust_instance_create(&probe, gust_unit_kind_name(u->kind), u->name, t,
+                                              stand_in ? stand_in : u->cfg, NULL, err);
+                }
                 gust_instance_dispose(&probe);
+                gust_cfg_destroy(stand_in);
             }
             break;
         }
@@ -345,9 +359,16 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     const struct gust_plugin_type *t = gust_plugins_find_type(&host->plugins, u->use);
-    int rc = gust_instance_create(inst, "sink", u->name, t, u->cfg, bus, err);
+    struct gust_cfg *with_secrets = NULL;
+    int rc = gust_unit_secrets_cfg(u, t->schema, 0, &with_secrets, err);
     if (rc == 0) {
+        rc = gust_instance_create(inst, "sink", u->name, t, with_secrets ? with_secrets : u->cfg, bus, err);
+    }
+    if (rc == 0) {
+        inst->own_cfg = with_secrets;
         rc = gust_instance_start(inst, err);
+    } else {
+        gust_cfg_destroy_wiped(with_secrets);
     }
     struct gust_handler h = gust_sink_handler(inst, host->config->nats.ack_wait);
     if (h.impl == NULL) {
@@ -392,8 +413,17 @@ static int start_detect(struct gust_host *host, const struct gust_unit_conf *u, 
 static int source_start(void *ud, struct gust_err *err)
 {
     struct gust_source *s = ud;
-    int rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type, s->unit->cfg, s->bus, err);
+    struct gust_cfg *with_secrets = NULL;
+    int rc = gust_unit_secrets_cfg(s->unit, s->type->schema, 0, &with_secrets, err);
     if (rc == 0) {
+        rc = gust_instance_create(&s->inst, "source", s->unit->name, s->type,
+                                  with_secrets ? with_secrets : s->unit->cfg, s->bus, err);
+    }
+    if (rc != 0) {
+        gust_cfg_destroy_wiped(with_secrets);
+    }
+    if (rc == 0) {
+        s->inst.own_cfg = with_secrets;
         s->inst.edges = s->edges;
         rc = gust_instance_start(&s->inst, err);
         if (rc != 0) {
@@ -416,6 +446,39 @@ static void source_stop(void *ud)
     gust_instance_dispose(&s->inst);
 }
 
+/* Fail-closed: a unit whose secret did not resolve stays stopped, the others run;
+ * /healthz names it. Asked once per unit: sources in the second loop below. */
+static int secrets_ok(const struct gust_unit_conf *u)
+{
+    char ref[256], why[300];
+    if (gust_unit_secrets_ok(u, ref, sizeof(ref), why, sizeof(why))) {
+        return 1;
+    }
+    gust_error("[%s_%s] not started: {secret:%s} did not resolve: %s", gust_unit_kind_name(u->kind), u->name, ref,
+               why);
+    gust_secrets_block_unit(u->name, ref, why);
+    return 0;
+}
+
+/* A flow's script called secret() on a reference that did not resolve (its load error
+ * says "{secret:REF} is not resolved: ...", flow_secret.c): fail-closed like a reference
+ * in host.conf, that unit only. */
+static int flow_secret_failed(const struct gust_unit_conf *u, const struct gust_err *err)
+{
+    const char *at = strstr(err->msg, "{secret:");
+    const char *end = at != NULL ? strstr(at, "} is not resolved: ") : NULL;
+    if (end == NULL) {
+        return 0;
+    }
+    char ref[256];
+    snprintf(ref, sizeof(ref), "%.*s", (int)(end - at - 8), at + 8);
+    char why[300];
+    snprintf(why, sizeof(why), "%.*s", (int)strcspn(end + 19, "\n"), end + 19); /* without the traceback */
+    gust_error("[flow_%s] not started: its script's secret(\"%s\") did not resolve: %s", u->name, ref, why);
+    gust_secrets_block_unit(u->name, ref, why);
+    return 1;
+}
+
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
                     struct gust_leases *leases, struct gust_err *err)
 {
@@ -426,9 +489,13 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
     if (host->sources == NULL) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
+    gust_unit_secrets_configure(c);
     for (size_t i = 0; i < c->nunits; i++) {
         struct gust_unit_conf *u = &c->units[i];
         int rc = 0;
+        if (u->kind != GUST_UNIT_SOURCE && !secrets_ok(u)) {
+            continue;
+        }
         if (u->kind == GUST_UNIT_FLOW) {
             rc = start_flow(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_DETECT) {
@@ -440,13 +507,16 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
         }
+        if (rc != 0 && u->kind == GUST_UNIT_FLOW && flow_secret_failed(u, err)) {
+            continue;
+        }
         if (rc != 0) {
             return rc;
         }
     }
     for (size_t i = 0; i < c->nunits; i++) {
         struct gust_unit_conf *u = &c->units[i];
-        if (u->kind != GUST_UNIT_SOURCE) {
+        if (u->kind != GUST_UNIT_SOURCE || !secrets_ok(u)) {
             continue;
         }
         struct gust_source *s = &host->sources[host->nsources++];

@@ -250,6 +250,7 @@ static int setup(lua_State *L)
 {
     struct gust_flow *f = lua_touserdata(L, 1);
     lua_settop(L, 0);
+    f->loaded = 0;
     gust_flow_open_sandbox(L);
     gust_flow_open_patterns(L, f);
     gust_flow_open_caps(L, f);
@@ -300,6 +301,7 @@ static int setup(lua_State *L)
     gust_flow_open_tables(L, f);
     gust_flow_open_log(L, f);
     gust_flow_open_reply(L, f);
+    gust_flow_open_secret(L, f);
 
     gust_flow_push_decoder(L, f, decode_event, 1);
     f->ref_decode_event = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -337,6 +339,7 @@ static int setup(lua_State *L)
         gust_flow_wrap_on_event(L);
     }
     f->ref_on_event = luaL_ref(L, LUA_REGISTRYINDEX);
+    f->loaded = 1;
     lua_getfield(L, 2, "source");
     if (!lua_isnil(L, -1) && f->source == NULL) { /* a rebuild runs the same script */
         if (lua_type(L, -1) != LUA_TSTRING) {

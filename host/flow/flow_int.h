@@ -187,6 +187,7 @@ struct gust_flow {
     int ref_loaded;      /* require's modules by name (modules.c) */
     int wants_meta;      /* on_event takes a second argument */
     int modules_loading; /* modules whose chunk is running (marked in ref_loaded) */
+    int loaded;          /* the script has run: secret() refuses from now on (flow_secret.c) */
     const char *in;      /* the event being decoded and what is known of it; borrowed */
     size_t in_len;       /* during a run */
     const struct gust_flow_meta *in_meta;
@@ -220,6 +221,8 @@ void gust_flow_open_require(lua_State *L, struct gust_flow *f);
 void gust_flow_open_tables(lua_State *L, struct gust_flow *f);
 void gust_flow_open_log(lua_State *L, struct gust_flow *f);
 void gust_flow_open_reply(lua_State *L, struct gust_flow *f);
+/* flow_secret.c: secret("PATH#KEY"), while the script loads. */
+void gust_flow_open_secret(lua_State *L, struct gust_flow *f);
 
 /* Clears the marks of modules whose loading an error interrupted; called before each
  * call into the script. */

@@ -7,6 +7,7 @@
 #include "../bus/bus.h"
 #include "../bus/ingest_link.h"
 #include "../common/json_out.h"
+#include "../secret/secret.h"
 #include "../unit/units.h"
 
 /* The causes of a 503, one check each. A check calls add() once per thing found wrong
@@ -19,6 +20,8 @@
  *                     consumers must catch up before it takes more)
  *   unit_not_running  a configured unit not running for longer than 5 s (starting:
  *                     its consumer cannot be created yet; failing: its reads fail)
+ *   secret_unresolved a unit not started because a {secret:PATH#KEY} it names did not
+ *                     resolve (the detail names the reference and the store's error)
  *   unit_stuck        a unit's handler in one batch past its timeout per message plus
  *                     5 s (a flow stuck in its script)
  */
@@ -102,8 +105,20 @@ static void check_store(struct health *h)
     }
 }
 
-static void (*const causes[])(struct health *) = {check_bus, check_ingest_link, check_store, check_units,
-                                                  check_stuck};
+static void unit_blocked(void *ud, const char *unit, const char *ref, const char *why)
+{
+    char detail[700];
+    snprintf(detail, sizeof(detail), "not started: {secret:%s}: %s", ref, why);
+    add(ud, "secret_unresolved", unit, detail);
+}
+
+static void check_secrets(struct health *h)
+{
+    gust_secrets_blocked_each(unit_blocked, h);
+}
+
+static void (*const causes[])(struct health *) = {check_bus,   check_ingest_link, check_store,
+                                                  check_units, check_secrets,     check_stuck};
 
 size_t gust_health_render(const struct gust_health_ctx *ctx, struct gust_buf *out)
 {

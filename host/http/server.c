@@ -16,6 +16,7 @@
 #include "../common/buf.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
+#include "../secret/secret.h"
 #include "../unit/units.h"
 #include "gust/schema.h"
 #include "health.h"
@@ -166,6 +167,19 @@ static void handle_metrics(struct gust_http *http, h2o_req_t *req)
     gust_units_render_metrics(http->units, &out);
     gust_bus_render_metrics(http->bus, &out);
     gust_http_send(req, GUST_ROUTE_METRICS, 200, "text/plain; version=0.0.4", out.data, out.len);
+    gust_buf_free(&out);
+}
+
+/* Every secret reference, its store and state: never a value (host/secret/store.c). */
+static void handle_secrets(h2o_req_t *req)
+{
+    if (!method_is(req, "GET")) {
+        send_method_not_allowed(req, GUST_ROUTE_SECRETS, "GET");
+        return;
+    }
+    struct gust_buf out = {0};
+    gust_secrets_render(&out);
+    gust_http_send(req, GUST_ROUTE_SECRETS, 200, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }
 
@@ -330,6 +344,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/topology"))) {
         if (admin_read_ok(http, req, GUST_ROUTE_TOPOLOGY)) {
             gust_topology_handle(http, req);
+        }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/secrets"))) {
+        if (admin_read_ok(http, req, GUST_ROUTE_SECRETS)) {
+            handle_secrets(req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/events"))) {
         if (admin_read_ok(http, req, GUST_ROUTE_EVENTS)) {

@@ -161,6 +161,8 @@ void gust_instance_dispose(struct gust_instance *inst)
         usleep(1000);
     }
     inst->type->destroy(inst->ctx);
+    gust_cfg_destroy_wiped(inst->own_cfg);
+    inst->own_cfg = NULL;
     gust_plugin_note_destroy(&inst->note);
     inst->type = NULL;
     gust_tally_destroy(&inst->published);

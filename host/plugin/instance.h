@@ -13,7 +13,9 @@ struct gust_bus;
 struct gust_instance {
     char name[96]; /* "sink:crm", used as the log prefix */
     const struct gust_plugin_type *type;
-    const struct gust_cfg *cfg; /* borrowed from the config */
+    const struct gust_cfg *cfg; /* borrowed from the config, or own_cfg */
+    struct gust_cfg *own_cfg;   /* set by the caller after create: a copy with secrets in it
+                                   (core/unit_secrets.c), zeroed and freed by dispose */
     struct gust_bus *bus;       /* borrowed; sources publish through it */
     void *ctx;                  /* the plugin's */
     struct gust_edge_set *edges; /* borrowed: set before start when the source feeds edge

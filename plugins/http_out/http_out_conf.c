@@ -16,7 +16,7 @@ const struct gust_schema_key http_out_schema[] = {
         "where to send each message (http:// or https://); its path and query may hold templates "
         "(\"http://api/orders/{payload.country}\", values percent-encoded; quote a value with '{')"),
     KEY(method, STR, "POST", 0, "POST, PUT or PATCH, or a template rendering to one of them"),
-    KEY(header, LIST, NULL, GUST_K_SECRET,
+    KEY(header, LIST, NULL, GUST_K_SECRET | GUST_K_TEMPLATE,
         "extra request header, repeatable: `header NAME VALUE` (the value may be a template: "
         "header X-Order \"{payload.id}\") or `header \"Name: value\"`; a rendered value holding a line "
         "break rejects the message"),

@@ -372,7 +372,7 @@ def test_config_errors(t, tmp, nats):
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; }", "set exactly one of topic and topic_from_subject"),
         ('sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic "a/{payload.x"; }', "'{' at offset 2 is not closed"),
         ('sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic "a/{device}"; }',
-         "unknown placeholder {device}: use {subject}, {subject.N}, {payload.FIELD} or {env.X}"),
+         "unknown placeholder {device}: use {subject}, {subject.N}, {payload.FIELD}, {env.X} or {secret:PATH#KEY}"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; tls_cert c.pem; }",
          "tls_cert and tls_key go together"),
         ("sink s { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic a; keepalive 4500ms; }",

@@ -51,6 +51,12 @@ enum {
      * library's own settings passed through (kafka's `rdkafka.session.timeout.ms 30000;`).
      * `k` alone is refused. */
     GUST_K_PREFIX = 1 << 6,
+    /* The plugin renders the value as a template (gust_tpl_compile): a {secret:PATH#KEY}
+     * in it is resolved at each render, so a rotated secret is in force at once. A
+     * GUST_K_SECRET key without this flag has its {secret:…} references replaced by their
+     * values before create, when the unit starts (a rotation then needs a reload). Hosts
+     * without secret stores ignore the flag. */
+    GUST_K_TEMPLATE = 1 << 7,
 };
 
 /* Where a bound value goes, by type:

@@ -463,6 +463,19 @@ static void test_template_flags(void)
           "an unset variable without a default: %s", why);
     CHECK(gust_tpl_compile("{subject.x}", &t, why, sizeof(why)) != 0 && !t && strstr(why, "a number"),
           "{subject.x} refused: %s", why);
+    /* Secrets: PATH#KEY, no default (fail-closed); in a process without the host's store
+     * (this test) the render fails naming the reference. */
+    CHECK(gust_tpl_compile("{secret:crm/api#token:-x}", &t, why, sizeof(why)) != 0 && !t &&
+              strstr(why, "without a default"),
+          "a secret with a default refused: %s", why);
+    CHECK(gust_tpl_compile("{secret:crm/api}", &t, why, sizeof(why)) != 0 && !t && strstr(why, "PATH#KEY"),
+          "a secret without #KEY refused: %s", why);
+    CHECK(gust_tpl_compile("Bearer {secret:crm/api#token}", &t, why, sizeof(why)) == 0, "%s", why);
+    struct gust_msg empty = {.subject = "ev.tpl", .data = "{}", .len = 2};
+    CHECK(gust_tpl_render(t, &empty, NULL, NULL, out, sizeof(out), why, sizeof(why)) != 0 &&
+              strstr(why, "{secret:crm/api#token}: no secret store"),
+          "no store: %s", why);
+    gust_tpl_free(t);
 }
 
 static void test_templates(void)
