@@ -49,6 +49,7 @@ TARGETS = {
     "compare-e2e": ("≥ 15× Node-RED, lower p99", lambda f: f["ratio"] >= 15 and f["p99_ratio"] < 1),
     "compare-mqtt": ("≥ 5× Node-RED", lambda f: f["ratio"] >= 5),
     "compare-rss": ("≤ 0.1 of Node-RED's peak RSS", lambda f: f["ratio"] <= 0.1),
+    "topology": ("GET /topology p50 < 1 ms at 50 units", lambda f: f["units"] >= 50 and f["p50"] < 1),
     "report": ("reported, no target", None),
     "ceiling": ("the ceiling: no target", None),
 }
@@ -408,6 +409,14 @@ def read_compare(d):
         ratio(g, n), target("compare-rss", ratio=ratio(g, n)))
 
 
+def read_topology(d):
+    t, lz = d.get("topology") or {}, d.get("livez") or {}
+    row(d, "GET /topology (the console's graph) at %s units" % d.get("units"),
+        "p50 %s, p99 %s" % (ms(t.get("p50_ms")), ms(t.get("p99_ms"))), cmd(d, "bench/topology.sh"),
+        "/livez p50 %s, p99 %s" % (ms(lz.get("p50_ms")), ms(lz.get("p99_ms"))),
+        tgt=target("topology", units=d.get("units"), p50=t.get("p50_ms")))
+
+
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
 READERS = {
     "ingest": ("bench/ingest.sh", read_ingest),
@@ -429,6 +438,7 @@ READERS = {
     "compare": ("bench/compare/run.sh", read_compare),
     "bus": ("bench/bus.sh", read_bus),
     "soak": ("bench/soak.sh", read_soak),
+    "topology": ("bench/topology.sh", read_topology),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.

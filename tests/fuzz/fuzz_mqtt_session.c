@@ -42,11 +42,17 @@ static int fake_publish(struct gust_instance *inst, const char *subject, const v
     return 0;
 }
 
+static void fake_set_error(struct gust_instance *inst, const char *text)
+{
+    (void)inst, (void)text;
+}
+
 static const struct gust_host_api api = {
     .struct_size = sizeof(struct gust_host_api),
     .log = fake_log,
     .instance_name = fake_name,
     .publish = fake_publish,
+    .set_error = fake_set_error,
 };
 
 static const char *filters[] = {"a/#", "b/+/c"};
