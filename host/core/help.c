@@ -14,6 +14,7 @@ static const struct {
     {"top level", gust_top_schema},
     {"http { }", gust_http_schema},
     {"nats { }", gust_nats_schema},
+    {"otlp { }", gust_otlp_schema},
     {"flow NAME { }", gust_flow_schema},
     {"detect NAME { }", gust_detect_schema},
     {"relay NAME { }", gust_relay_schema},
