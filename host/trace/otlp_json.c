@@ -5,6 +5,8 @@
 
 #include "trace_int.h"
 
+#define LIT(out, s) gust_buf_append(out, s, sizeof(s) - 1)
+
 static int attr_str(struct gust_buf *out, int *first, const char *key, const char *value)
 {
     if (value == NULL || value[0] == '\0') {
@@ -13,7 +15,7 @@ static int attr_str(struct gust_buf *out, int *first, const char *key, const cha
     int rc = gust_buf_printf(out, "%s{\"key\":\"%s\",\"value\":{\"stringValue\":", *first ? "" : ",", key);
     *first = 0;
     rc = rc ? rc : gust_json_append_string(out, value, strlen(value));
-    return rc ? rc : gust_buf_append(out, "}}", 2);
+    return rc ? rc : LIT(out, "}}");
 }
 
 static int attr_int(struct gust_buf *out, int *first, const char *key, uint64_t value)
@@ -48,14 +50,14 @@ static int span(struct gust_buf *out, const struct gust_span_rec *s)
     if (s->http_status != 0) {
         rc = rc ? rc : attr_int(out, &first, "http.response.status_code", s->http_status);
     }
-    rc = rc ? rc : gust_buf_append(out, "],\"status\":{", 12);
+    rc = rc ? rc : LIT(out, "],\"status\":{");
     if (s->failed) {
-        rc = rc ? rc : gust_buf_append(out, "\"code\":2,\"message\":", 20);
+        rc = rc ? rc : LIT(out, "\"code\":2,\"message\":");
         rc = rc ? rc : gust_json_append_string(out, s->error, strlen(s->error));
     } else {
-        rc = rc ? rc : gust_buf_append(out, "\"code\":1", 8);
+        rc = rc ? rc : LIT(out, "\"code\":1");
     }
-    return rc ? rc : gust_buf_append(out, "}}", 2);
+    return rc ? rc : LIT(out, "}}");
 }
 
 int gust_otlp_json(struct gust_buf *out, const char *service_name, const struct gust_span_rec *v, size_t n)
@@ -65,8 +67,8 @@ int gust_otlp_json(struct gust_buf *out, const char *service_name, const struct 
     rc = rc ? rc : gust_json_append_string(out, service_name, strlen(service_name));
     rc = rc ? rc : gust_buf_printf(out, "}}]},\"scopeSpans\":[{\"scope\":{\"name\":\"gust\"},\"spans\":[");
     for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = i > 0 ? gust_buf_append(out, ",", 1) : 0;
+        rc = i > 0 ? LIT(out, ",") : 0;
         rc = rc ? rc : span(out, &v[i]);
     }
-    return rc ? rc : gust_buf_append(out, "]}]}]}", 6);
+    return rc ? rc : LIT(out, "]}]}]}");
 }

@@ -10,7 +10,7 @@ import http.server
 import json
 import threading
 
-from gustlib import Checks, Gust, NatsServer, TempDir, js_api, kill_all, wait_for
+from gustlib import Checks, Gust, NatsServer, TempDir, check_config_errors, js_api, kill_all, wait_for
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -93,6 +93,11 @@ def main():
     script = tmp.file("enrich.lua", 'return { on_event = function(ev) emit("ev.out", { n = ev.n, seen = true }) end }')
     procs = []
     try:
+        check_config_errors(t, tmp, nats, "http_out", [
+            ("otlp { endpoint http://127.0.0.1:4318/v1/traces; sample 2; }", "otlp.sample: expected a number"),
+            ("otlp { endpoint https://collector/v1/traces; }", "endpoint must start with http://"),
+            ("otlp { sample 0.5; }", "otlp: endpoint is required"),
+        ], "-t")
         g = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script,
                               "otlp": "otlp { endpoint http://127.0.0.1:%d/v1/traces; sample 1.0; }" % otlp.port})
         procs.append(g)
