@@ -4,7 +4,7 @@ http_out's request with the same trace id; the receiver gets the ingest, flow an
 spans of that trace, each the child of the one before; with otlp and no traceparent,
 ingest starts a trace; with the collector down, ingest still answers 202 and the drop
 counter grows; without otlp, a traceparent is carried on and an event without one is
-stored without headers."""
+stored without headers. Webhooks keep the trace context as ingest does."""
 import base64
 import http.server
 import json
@@ -22,6 +22,8 @@ nats { url %(nats)s; }
 plugin http_out;
 flow enrich { script %(script)s; source ev.in; }
 sink far { use http_out; source ev.out; url http://127.0.0.1:%(far)d/x; }
+webhook hook { path /hooks/t; subject ev.hooked; }
+flow calc { script %(calc)s; source ev.calc; }
 """
 
 
@@ -90,6 +92,7 @@ def main():
     tmp = TempDir()
     nats = NatsServer(tmp)
     far, otlp = Recorder(), Recorder()
+    calc = tmp.file("calc.lua", 'return { on_event = function(ev) reply({ answer = ev.n * 2 }) end }')
     script = tmp.file("enrich.lua", 'return { on_event = function(ev) emit("ev.out", { n = ev.n, seen = true }) end }')
     procs = []
     try:
@@ -98,7 +101,7 @@ def main():
             ("otlp { endpoint https://collector/v1/traces; }", "endpoint must start with http://"),
             ("otlp { sample 0.5; }", "otlp: endpoint is required"),
         ], "-t")
-        g = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script,
+        g = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script, "calc": calc,
                               "otlp": "otlp { endpoint http://127.0.0.1:%d/v1/traces; sample 1.0; }" % otlp.port})
         procs.append(g)
         tp = "00-%s-%s-01" % (TRACE, PARENT)
@@ -128,6 +131,17 @@ def main():
         t.eq(attrs.get("messaging.destination.name"), {"stringValue": "ev.in"}, "the flow span's subject")
         t.check("gust.stream_seq" in attrs, "the flow span's stream seq")
 
+        # A webhook keeps it too, as a child of its own span.
+        t.eq(g.request("POST", "/hooks/t", body=b'{"n": 9}', headers={"traceparent": tp})[0], 202, "webhook")
+        hooked = stored_headers(nats, "ev.hooked")
+        t.check("traceparent: 00-%s-" % TRACE in hooked and PARENT not in hooked, "a webhook keeps it: %r" % hooked)
+
+        status, body, _ = g.request("POST", "/call/calc", body=b'{"n": 21}', headers={"traceparent": tp})
+        t.eq((status, json.loads(body)), (200, {"answer": 42}), "/call with a traceparent")
+        t.check("traceparent: 00-%s-" % TRACE in stored_headers(nats, "ev.calc"), "/call keeps it")
+        wait_for(lambda: {"call", "flow calc"} <= {x["name"] for x in spans(otlp) if x["traceId"] == TRACE}, 15,
+                 "the call and flow calc spans")
+
         # No traceparent, otlp on with sample 1.0: ingest starts a trace.
         t.eq(g.request("POST", "/ingest/in", body=b'{"n": 2}')[0], 202, "ingest without a traceparent")
         t.check("traceparent: 00-" in stored_headers(nats, "ev.in"), "with otlp, ingest starts a trace")
@@ -142,7 +156,7 @@ def main():
         t.eq(g.stop(), 0, "gust stops with the collector down")
 
         # Without otlp: a traceparent is carried on; an event without one stays bare.
-        g2 = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script, "otlp": ""})
+        g2 = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script, "calc": calc, "otlp": ""})
         procs.append(g2)
         t.eq(g2.request("POST", "/ingest/in", body=b'{"n": 4}')[0], 202, "ingest without otlp")
         t.eq(stored_headers(nats, "ev.in"), "", "without otlp nor traceparent, no header is stored")
