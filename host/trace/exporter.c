@@ -14,7 +14,7 @@
 #include "../common/log.h"
 #include "trace_int.h"
 
-#define QUEUE_MAX 8192
+#define QUEUE_MAX 4096 /* spans; about 2 MB once the ring has gone round */
 #define BATCH_MAX 512
 #define FLUSH_MS 500
 #define POST_TIMEOUT_MS 2000
