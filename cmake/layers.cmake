@@ -4,21 +4,23 @@
 #   common <- conf <- bus, flow <- unit <- plugin, cluster <- core <- http <- app
 #   common <- secret <- core
 #                     vpl (libc only) <- unit
+#   common <- trace <- unit
 #
 # and a file of one layer may include the headers of the layers it may use only:
 # gust_layer_check refuses, at configure time, an `#include "../X/..."` of any other.
 set(GUST_LAYER_common "")
 set(GUST_LAYER_conf common)
+set(GUST_LAYER_trace common)
 set(GUST_LAYER_bus common conf)
 set(GUST_LAYER_flow common conf)
 set(GUST_LAYER_vpl "")
 set(GUST_LAYER_secret common)
-set(GUST_LAYER_unit common conf bus flow vpl)
-set(GUST_LAYER_plugin common conf bus unit)
-set(GUST_LAYER_cluster common conf bus unit)
-set(GUST_LAYER_core common conf bus flow vpl unit plugin cluster secret)
-set(GUST_LAYER_http common conf bus flow vpl unit plugin cluster core secret)
-set(GUST_LAYER_app common conf bus flow vpl unit plugin cluster core http secret)
+set(GUST_LAYER_unit common conf bus flow vpl trace)
+set(GUST_LAYER_plugin common conf bus unit trace)
+set(GUST_LAYER_cluster common conf bus unit trace)
+set(GUST_LAYER_core common conf bus flow vpl unit plugin cluster secret trace)
+set(GUST_LAYER_http common conf bus flow vpl unit plugin cluster core secret trace)
+set(GUST_LAYER_app common conf bus flow vpl unit plugin cluster core http secret trace)
 
 function(gust_layer_check layer)
     file(GLOB files ${PROJECT_SOURCE_DIR}/host/${layer}/*.c ${PROJECT_SOURCE_DIR}/host/${layer}/*.h

@@ -29,6 +29,7 @@
 #include "../http/server.h"
 #include "../http/webhooks.h"
 #include "../plugin/loader.h"
+#include "../trace/trace.h"
 #include "../vpl/vpl_cli.h"
 #include "replay_cli.h"
 #include "gust/version.h"
@@ -266,6 +267,16 @@ static int run(const char *config_path)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
     signal(SIGPIPE, SIG_IGN);
+    /* After the mask: the exporter's thread must not take SIGTERM either. */
+    struct gust_trace_conf tc = {
+        .endpoint = c->otlp.endpoint, .sample = c->otlp_sample, .service_name = c->otlp.service_name};
+    if (gust_trace_start(&tc, &err) != 0) {
+        gust_error("%s", err.msg);
+        gust_host_release(host);
+        free(host);
+        gust_plugins_shutdown();
+        return 1;
+    }
 
     /* Signals are taken from here on: a SIGTERM while the bus does not answer yet
      * gives the start up at once. */
@@ -342,6 +353,7 @@ static int run(const char *config_path)
         gust_bus_destroy(bus);
         gust_plugins_shutdown();
         gust_secrets_shutdown();
+        gust_trace_stop();
         if (!stopped) {
             return 1; /* the signal thread still waits for a signal: exit ends it */
         }
@@ -371,6 +383,7 @@ static int run(const char *config_path)
     gust_plugins_shutdown(); /* every instance is gone: fini, dlclose */
     gust_secrets_shutdown(); /* nothing renders any more: the values zeroed */
     gust_bus_library_close();
+    gust_trace_stop(); /* the last spans, sent within a short bound */
     gust_info("stopped");
     return 0;
 }

@@ -26,6 +26,8 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
     in->ref = m;
     in->tick = NULL;
     in->reply_to = NULL;
+    in->traceparent = NULL;
+    in->tracestate = NULL;
     static const char tick_prefix[] = "{\"@tick\":";
     if (in->msg.len > sizeof(tick_prefix) - 1 && memcmp(in->msg.data, tick_prefix, sizeof(tick_prefix) - 1) == 0) {
         /* Only what looks like a tick costs a header lookup. */
@@ -55,6 +57,16 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
         const char *to = NULL;
         if (natsMsgHeader_Get(m, GUST_REPLY_TO_HEADER, &to) == NATS_OK) {
             in->reply_to = to;
+        }
+    }
+    if (with & GUST_FEED_TRACE) {
+        /* nats.c answers at once for a message without headers: no parse. */
+        const char *tp = NULL, *ts = NULL;
+        if (natsMsgHeader_Get(m, "traceparent", &tp) == NATS_OK) {
+            in->traceparent = tp;
+            if (natsMsgHeader_Get(m, "tracestate", &ts) == NATS_OK) {
+                in->tracestate = ts;
+            }
         }
     }
     return cseq;

@@ -25,6 +25,10 @@ struct gust_in {
     /* Where the request that waits for this message's reply listens (its
      * GUST_REPLY_TO_HEADER, reply.h), when the feed was asked for it; else NULL. */
     const char *reply_to;
+    /* Its W3C trace context (the traceparent and tracestate headers), when the feed
+     * was asked for it and the message has one; else NULL. */
+    const char *traceparent;
+    const char *tracestate;
 };
 
 /* The header that marks a detect unit's idle tick ({"@tick": ms}) on its input subject. */
@@ -33,6 +37,7 @@ struct gust_in {
 /* What a feed's next() fills in besides the message (flags). */
 #define GUST_FEED_HEADERS 1
 #define GUST_FEED_REPLY_TO 2
+#define GUST_FEED_TRACE 4
 
 struct gust_feed;
 
@@ -41,7 +46,9 @@ struct gust_feed_ops {
      * (or that come within f->linger_ms of the first): up to max into in[]. Returns
      * how many (0: none in time) or -1 with why filled in.
      * with: GUST_FEED_HEADERS fills msg.headers (they cost a parse each),
-     * GUST_FEED_REPLY_TO fills reply_to (a header lookup). */
+     * GUST_FEED_REPLY_TO fills reply_to (a header lookup), GUST_FEED_TRACE traceparent
+     * and tracestate (a lookup, free for a message without headers). A feed sets
+     * every field of each gust_in it hands out. */
     int (*next)(struct gust_feed *f, struct gust_in *in, size_t max, int with, char *why,
                 size_t why_size);
     /* Done with one message: acked (delay_ms < 0) or to be redelivered after delay_ms.

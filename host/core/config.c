@@ -6,6 +6,7 @@
 
 #include "../bus/nats_url.h"
 #include "../conf/conf_schema.h"
+#include "../trace/trace.h"
 #include "../conf/value.h"
 #include "config_secrets.h"
 #include "config_webhooks.h"
@@ -17,6 +18,7 @@
 #define HTTP(f, T, def, flags, help) GUST_KEY(struct gust_http_keys, f, T, def, flags, help)
 #define HTTP_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct gust_http_keys, f, T, def, flags, lo, hi, help)
 #define NATS(f, T, def, flags, help) GUST_KEY(struct gust_nats_keys, f, T, def, flags, help)
+#define OTLP(f, T, def, flags, help) GUST_KEY(struct gust_otlp_keys, f, T, def, flags, help)
 #define NATS_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct gust_nats_keys, f, T, def, flags, lo, hi, help)
 /* Keys the layer that uses them reads and checks from the block itself, naming file:line
  * in its errors: the listener's (http/listen_conf.c) and the connections' (bus/nats_opts.c). */
@@ -146,6 +148,18 @@ const struct gust_schema_key gust_nats_schema[] = {
     GUST_KEY_END,
 };
 
+const struct gust_schema_key gust_otlp_schema[] = {
+    OTLP(endpoint, STR, NULL, 0,
+         "OTLP/HTTP JSON traces URL of a collector, http://HOST:PORT/v1/traces (needed in an otlp block); spans of "
+         "ingest, flows, detect and sinks go there, batched at least every second, dropped (and counted) when it "
+         "is down"),
+    OTLP(sample, STR, "1.0", 0,
+         "share (0 to 1, e.g. 0.01) of requests without a traceparent that start a new trace at ingest; a "
+         "traceparent that came in keeps its own sampled flag"),
+    OTLP(service_name, STR, "gust", 0, "service.name of the exported spans"),
+    GUST_KEY_END,
+};
+
 const struct gust_schema_key gust_flow_schema[] = {
     UNIT(script, PATH, NULL, GUST_K_REQUIRED, "the Lua flow"),
     UNIT(source, FILTER, NULL, 0, "subject consumed (default: the script's `source`)"),
@@ -247,16 +261,17 @@ const struct gust_schema_key gust_webhook_schema[] = {
     GUST_KEY_END,
 };
 
-const struct gust_config_block gust_config_blocks[4] = {
+const struct gust_config_block gust_config_blocks[5] = {
     {"", gust_top_schema},
     {"http", gust_http_schema},
     {"nats", gust_nats_schema},
     {"secrets", gust_secrets_schema},
+    {"otlp", gust_otlp_schema},
 };
 
 const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i)
 {
-    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : i == 2 ? c->nats_cfg : c->secrets_cfg;
+    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : i == 2 ? c->nats_cfg : i == 3 ? c->secrets_cfg : c->otlp_cfg;
 }
 
 static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
@@ -345,6 +360,21 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
     }
     memcpy(c->subject_prefix, s, n - 1);
     c->subject_prefix[n - 1] = '\0';
+    return 0;
+}
+
+/* The two otlp values a string key cannot check: a ratio and an http:// URL. */
+static int check_otlp(struct gust_config *c, struct gust_err *err)
+{
+    if (gust_trace_parse_ratio(c->otlp.sample, &c->otlp_sample) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: otlp.sample: expected a number from 0 to 1 (1.0, 0.01), not '%s'",
+                            gust_cfg_where(c->otlp_cfg, "sample"), c->otlp.sample);
+    }
+    struct gust_err why = {{0}};
+    if (c->otlp.endpoint != NULL && gust_trace_endpoint_check(c->otlp.endpoint, &why) != 0) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: otlp.endpoint: %s", gust_cfg_where(c->otlp_cfg, "endpoint"),
+                            why.msg);
+    }
     return 0;
 }
 
@@ -450,7 +480,7 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http",  "nats",  "plugin", "flow",    "detect", "relay",
+    static const char *const blocks[] = {"http",  "nats",   "otlp",  "plugin",  "flow",    "detect", "relay",
                                          "sink",  "source", "table", "webhook", "secrets", NULL};
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
@@ -471,6 +501,12 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         } else if (strcmp(n->name, "secrets") == 0) {
             rc = c->secrets_cfg != NULL ? error_at(err, n, "'%s' block given twice", n->name)
                                         : check_block(n, n->name, gust_secrets_schema, &c->secrets_cfg, err);
+        } else if (strcmp(n->name, "otlp") == 0) {
+            rc = c->otlp_cfg != NULL ? error_at(err, n, "'%s' block given twice", n->name)
+                                     : check_block(n, n->name, gust_otlp_schema, &c->otlp_cfg, err);
+            if (rc == 0 && block_value(n, "endpoint") == NULL) {
+                rc = error_at(err, n, "otlp: endpoint is required (http://HOST:PORT/v1/traces)%s", "");
+            }
         } else if (strcmp(n->name, "plugin") == 0) {
             if (n->is_block || n->nargs != 1 || !gust_name_valid(n->args[0])) {
                 rc = error_at(err, n, "expected 'plugin NAME;'%s", "");
@@ -510,8 +546,14 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         (rc = gust_cfg_check(&top_empty, "secrets", gust_secrets_schema, NULL, &c->secrets_cfg, err)) != 0) {
         goto fail;
     }
+    if (c->otlp_cfg == NULL &&
+        (rc = gust_cfg_check(&top_empty, "otlp", gust_otlp_schema, NULL, &c->otlp_cfg, err)) != 0) {
+        goto fail;
+    }
     const size_t ksize = sizeof(struct gust_schema_key);
     if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
+        (rc = gust_cfg_bind(c->otlp_cfg, gust_otlp_schema, ksize, &c->otlp, err)) != 0 ||
+        (rc = check_otlp(c, err)) != 0 ||
         (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
         (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
         (rc = gust_cfg_bind(c->secrets_cfg, gust_secrets_schema, ksize, &c->secrets, err)) != 0 ||
@@ -576,6 +618,7 @@ void gust_config_destroy(struct gust_config *c)
     free(c->plugins);
     gust_cfg_destroy(c->top_cfg);
     gust_cfg_destroy(c->http_cfg);
+    gust_cfg_destroy(c->otlp_cfg);
     gust_cfg_destroy(c->nats_cfg);
     gust_cfg_destroy(c->secrets_cfg);
     gust_conf_destroy(c->tree);

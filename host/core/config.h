@@ -43,6 +43,13 @@ struct gust_http_keys {
     int64_t call_timeout;
 };
 
+/* The otlp block: where spans go (trace/trace.h). */
+struct gust_otlp_keys {
+    const char *endpoint; /* NULL: no otlp block, no export */
+    const char *sample;
+    const char *service_name;
+};
+
 struct gust_nats_keys {
     struct gust_list url;
     const char *server_bin;
@@ -159,9 +166,12 @@ struct gust_config {
     struct gust_top_keys top;
     struct gust_http_keys http;
     struct gust_nats_keys nats;
+    struct gust_otlp_keys otlp;
+    double otlp_sample;       /* otlp.sample, parsed */
     struct gust_cfg *top_cfg; /* owned: the checked blocks the above point into */
     struct gust_cfg *http_cfg;
     struct gust_cfg *nats_cfg;
+    struct gust_cfg *otlp_cfg;
     int log_level;            /* enum gust_log_level of log_level */
     int log_json;             /* log_format json */
     char subject_prefix[128]; /* what every event subject starts with: "ev." of `subjects ev.>;` */
@@ -179,6 +189,7 @@ extern const struct gust_schema_key gust_top_schema[];
 extern const struct gust_schema_key gust_http_schema[];
 extern const struct gust_schema_key gust_nats_schema[];
 extern const struct gust_schema_key gust_secrets_schema[]; /* config_secrets.c */
+extern const struct gust_schema_key gust_otlp_schema[];
 extern const struct gust_schema_key gust_flow_schema[];
 extern const struct gust_schema_key gust_detect_schema[];
 extern const struct gust_schema_key gust_relay_schema[];
@@ -191,10 +202,10 @@ const char *gust_unit_kind_name(enum gust_unit_kind kind);
 
 /* One process-wide block of host.conf, for the reload diff and --help. */
 struct gust_config_block {
-    const char *name; /* "" for the top level, "http", "nats" */
+    const char *name; /* "" for the top level, "http", "nats", "otlp" */
     const struct gust_schema_key *schema;
 };
-extern const struct gust_config_block gust_config_blocks[4];
+extern const struct gust_config_block gust_config_blocks[5];
 /* The checked values of block i (index into gust_config_blocks). */
 const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i);
 

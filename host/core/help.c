@@ -15,6 +15,7 @@ static const struct {
     {"http { }", gust_http_schema},
     {"nats { }", gust_nats_schema},
     {"secrets { }", gust_secrets_schema},
+    {"otlp { }", gust_otlp_schema},
     {"flow NAME { }", gust_flow_schema},
     {"detect NAME { }", gust_detect_schema},
     {"relay NAME { }", gust_relay_schema},

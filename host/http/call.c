@@ -21,6 +21,7 @@
 #include "../bus/ingest_link.h"
 #include "../bus/reply.h"
 #include "../common/log.h"
+#include "ingest_trace.h"
 #include "internal.h"
 
 #define BUCKETS 1024 /* ids are sequential: a chain holds one call per 1024 waiting */
@@ -32,6 +33,8 @@ struct call_wait {
     enum gust_route route;
     uint64_t id;
     int published; /* the publish's outcome came (or it was never sent) */
+    struct gust_ingest_trace trace;
+    char subject[GUST_INGEST_SUBJECT_MAX];
     int waiting;   /* in the table */
     h2o_timeout_entry_t timer;
     struct call_wait *next; /* in its bucket */
@@ -116,6 +119,9 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
     struct call_wait *w = ud;
     w->calls->http->ingest_inflight--;
     w->published = 1;
+    int ok = status == 0 || status == GUST_PUBLISH_DUPLICATE;
+    gust_ingest_trace_end(&w->trace, w->route == GUST_ROUTE_WEBHOOK ? "webhook" : "call", w->subject, ok ? seq : 0,
+                          0, ok ? NULL : error != NULL ? error : "not stored");
     if (!w->waiting) {
         free(w); /* answered (or gone) before its PubAck came */
         return;
@@ -189,6 +195,8 @@ void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route r
     struct gust_pub_msg pm = *m;
     pm.headers = headers;
     pm.nheaders = m->nheaders + 1;
+    snprintf(w->subject, sizeof(w->subject), "%s", m->subject);
+    gust_ingest_trace_begin(req, &pm, &w->trace);
 
     /* In the table and linked before the publish: its outcome may come before it
      * returns, and a reply right after. */

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ingest_subject.h"
+#include "ingest_trace.h"
 #include "json_check.h"
 #include "internal.h"
 #include "../bus/ingest_link.h"
@@ -29,6 +30,7 @@ struct ingest_wait {
     h2o_req_t *req;
     enum gust_route route;
     int64_t start_us;
+    struct gust_ingest_trace trace;
     char subject[MAX_SUBJECT];
 };
 
@@ -88,6 +90,9 @@ static void on_published(void *ud, int status, uint64_t seq, const char *error)
 {
     struct ingest_wait *w = ud;
     w->http->ingest_inflight--;
+    int ok = status == 0 || status == GUST_PUBLISH_DUPLICATE;
+    gust_ingest_trace_end(&w->trace, w->route == GUST_ROUTE_WEBHOOK ? "webhook" : "ingest", w->subject, ok ? seq : 0,
+                          ok ? 202 : 503, ok ? NULL : error != NULL ? error : "not stored");
     if (status == 0) { /* stored: an arrow of the console (GET /topology) */
         gust_tally_add(w->route == GUST_ROUTE_WEBHOOK ? &w->http->webhooked : &w->http->ingested, w->subject, 1);
     }
@@ -143,11 +148,13 @@ void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route
     w->route = route;
     w->start_us = (int64_t)(gust_clock_mono_ns() / 1000u);
     snprintf(w->subject, sizeof(w->subject), "%s", m->subject);
+    struct gust_pub_msg pm = *m;
+    gust_ingest_trace_begin(req, &pm, &w->trace);
     /* Linked before the publish: its outcome may come before it returns. */
     http->ingest_inflight++;
     w->anchor = h2o_mem_alloc_shared(&req->pool, sizeof(*w->anchor), on_req_dispose);
     *w->anchor = w;
-    int rc = gust_ingest_link_publish(http->ingest_bus, m, on_published, w);
+    int rc = gust_ingest_link_publish(http->ingest_bus, &pm, on_published, w);
     if (rc != 0) {
         /* Not sent, and on_published will not run. */
         http->ingest_inflight--;

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../trace/trace.h"
+
 static const char *const route_names[GUST_ROUTE_COUNT] = {"ingest", "healthz", "metrics", "units",  "events",
                                                           "dlq",    "reload",  "status",  "replay", "other",
                                                           "livez",  "webhook", "call",    "topology", "secrets"};
@@ -109,4 +111,21 @@ void gust_metrics_render(struct gust_buf *out, int bus_connected, int bus_health
                     "gust_process_resident_memory_bytes %ld\n",
                     bus_connected, bus_healthy, ingest_connected, connections_open,
                     (unsigned long long)connections_refused, gust_metrics_rss_bytes());
+    struct gust_trace_stats ts;
+    gust_trace_stats(&ts);
+    gust_buf_printf(out,
+                    "# HELP gust_otlp_spans_exported_total Spans the OTLP collector took.\n"
+                    "# TYPE gust_otlp_spans_exported_total counter\n"
+                    "gust_otlp_spans_exported_total %llu\n"
+                    "# HELP gust_otlp_spans_dropped_total Spans dropped: the queue full or the collector failing.\n"
+                    "# TYPE gust_otlp_spans_dropped_total counter\n"
+                    "gust_otlp_spans_dropped_total %llu\n"
+                    "# HELP gust_otlp_posts_failed_total Batches of spans the collector did not take.\n"
+                    "# TYPE gust_otlp_posts_failed_total counter\n"
+                    "gust_otlp_posts_failed_total %llu\n"
+                    "# HELP gust_otlp_spans_queued Spans waiting for the exporter.\n"
+                    "# TYPE gust_otlp_spans_queued gauge\n"
+                    "gust_otlp_spans_queued %zu\n",
+                    (unsigned long long)ts.exported, (unsigned long long)ts.dropped,
+                    (unsigned long long)ts.failed_posts, ts.queued);
 }

@@ -12,6 +12,7 @@
 #include "../common/tally.h"
 #include "dlq.h"
 #include "recent.h"
+#include "trace_hops.h"
 #include "waits.h"
 
 #define FAILING_PAUSE_MS 100
@@ -87,6 +88,7 @@ struct gust_consumer {
     struct gust_batch batch;
     struct gust_buf envelopes; /* the batch's dead-letter envelopes, end to end */
     size_t *envelope_at;       /* per ticket of a dead letter: its offset in envelopes */
+    struct gust_trace_hops hops; /* the batch's spans (messages with a traceparent) */
 };
 
 static void pause_ms(long ms)
@@ -330,6 +332,9 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
         c->ntickets_cap = total;
     }
     c->envelopes.len = 0;
+    /* Without room, the emits go out without the unit's traceparent: a broken trace,
+     * not a lost event. */
+    (void)gust_trace_hops_reserve(&c->hops, &c->batch.emits, c->emit_end, n);
     int ids = c->conf.settle != GUST_SETTLE_NONE;
     for (size_t i = 0; i < n; i++) {
         const struct gust_msg *m = &c->msgs[i];
@@ -339,6 +344,7 @@ static int prepare_publishes(struct gust_consumer *c, size_t n, const char *dlq_
                 struct ticket *t = next_ticket(c, i);
                 t->pub = (struct gust_pub){.subject = em->subject, .data = em->payload, .len = em->len,
                                            .headers = em->headers, .nheaders = em->nheaders};
+                gust_trace_hops_emit_headers(&c->hops, i, &t->pub.headers, &t->pub.nheaders);
                 if (ids && c->handler.emit_id != NULL) {
                     c->handler.emit_id(c->handler.impl, &c->batch, i, e, t->id);
                 } else if (ids) {
@@ -550,6 +556,9 @@ static int run_batch(struct gust_consumer *c, size_t n)
         c->msgs[i] = c->in[i].msg;
         c->reply_to[i] = c->in[i].reply_to;
     }
+    if (gust_trace_hops_begin(&c->hops, c->in, c->msgs, n) != 0) {
+        gust_warn("[%s] out of memory for a batch's trace spans: traced as none", c->name);
+    }
 
     /* Handle. */
     uint64_t t0 = gust_clock_mono_ns();
@@ -644,6 +653,8 @@ static int run_batch(struct gust_consumer *c, size_t n)
     if (stored && c->handler.stored != NULL) {
         c->handler.stored(c->handler.impl, &c->batch);
     }
+    gust_trace_hops_end(&c->hops, c->handler.kind, c->conf.unit, c->msgs, n, c->fate,
+                        (const char (*)[GUST_ERROR_MAX])c->error);
     atomic_fetch_add(&c->stats.events_ok, ok);
     atomic_fetch_add(&c->stats.events_failed, failed + dead);
     atomic_fetch_add(&c->stats.dead_letters, dead);
@@ -755,7 +766,7 @@ static void *unit_thread(void *arg)
         uint64_t t0 = gust_clock_mono_ns();
         char why[256];
         int with = (c->handler.wants_headers ? GUST_FEED_HEADERS : 0) |
-                   (c->handler.answers_calls ? GUST_FEED_REPLY_TO : 0);
+                   (c->handler.answers_calls ? GUST_FEED_REPLY_TO : 0) | GUST_FEED_TRACE;
         int n = c->feed->ops->next(c->feed, c->in, max, with, why, sizeof(why));
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, gust_clock_mono_ns() - t0);
@@ -889,6 +900,7 @@ void gust_consumer_destroy(struct gust_consumer *c)
         c->conf.opener.free(c->conf.opener.ud);
     }
     gust_emits_free(&c->batch.emits);
+    gust_trace_hops_free(&c->hops);
     free(c->batch.replies.v);
     gust_buf_free(&c->batch.replies.data);
     gust_tally_destroy(&c->emitted);

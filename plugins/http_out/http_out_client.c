@@ -472,12 +472,27 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
     size_t head_len = gr->head_len ? gr->head_len : conf->head.len;
     char len[32];
     int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", gr->bytes);
+    /* The trace context of the (first) message: the far end's spans join its trace. */
+    const char *tp = NULL;
+    for (size_t i = 0; i < cl->msgs[gr->first].nheaders; i++) {
+        if (strcmp(cl->msgs[gr->first].headers[i].name, "traceparent") == 0) {
+            tp = cl->msgs[gr->first].headers[i].value;
+        }
+    }
+    size_t tl = tp != NULL ? strlen(tp) : 0;
 
-    if (gust_buf_reserve(&c->wbuf, head_len + (size_t)ll + gr->bytes) != 0) {
+    if (gust_buf_reserve(&c->wbuf, head_len + (size_t)ll + gr->bytes + (tp != NULL ? tl + 15 : 0)) != 0) {
         return -1;
     }
-    /* Reserved: none of these can fail. */
-    gust_buf_append(&c->wbuf, head, head_len);
+    /* Reserved: none of these can fail. Every head ends with "Content-Length: ". */
+    if (tp == NULL) {
+        gust_buf_append(&c->wbuf, head, head_len);
+    } else {
+        gust_buf_append(&c->wbuf, head, head_len - 16);
+        gust_buf_append(&c->wbuf, "traceparent: ", 13);
+        gust_buf_append(&c->wbuf, tp, tl);
+        gust_buf_append(&c->wbuf, "\r\nContent-Length: ", 18);
+    }
     gust_buf_append(&c->wbuf, len, (size_t)ll);
     if (!conf->batching) {
         const struct gust_msg *msg = &cl->msgs[gr->first];

@@ -24,7 +24,9 @@ struct gust_msg {
     uint32_t attempt;  /* 1 on first delivery */
     int64_t stored_ns; /* when the stream stored it, ns since the epoch (0: unknown) */
     /* ABI 1.2: its NATS headers (Nats-Msg-Id among them when it has one), the first value
-     * of each name, at most 32; for a sink only when its type sets wants_headers. */
+     * of each name, at most 32; for a sink only when its type sets wants_headers, except
+     * that a message with trace context always has its traceparent (the sink's span)
+     * and tracestate here. */
     const struct gust_header *headers;
     size_t nheaders;
     /* New fields go here, at the end. */
