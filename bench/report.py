@@ -50,6 +50,7 @@ TARGETS = {
     "compare-mqtt": ("≥ 5× Node-RED", lambda f: f["ratio"] >= 5),
     "compare-rss": ("≤ 0.1 of Node-RED's peak RSS", lambda f: f["ratio"] <= 0.1),
     "topology": ("GET /topology p50 < 1 ms at 50 units", lambda f: f["units"] >= 50 and f["p50"] < 1),
+    "otlp": ("ingest with otlp at sample 0.01 ≥ 0.9 of otlp off", lambda f: f["ratio"] >= 0.9),
     "report": ("reported, no target", None),
     "ceiling": ("the ceiling: no target", None),
 }
@@ -417,6 +418,13 @@ def read_topology(d):
         tgt=target("topology", units=d.get("units"), p50=t.get("p50_ms")))
 
 
+def read_otlp(d):
+    off, s1, s001 = (get(d, k, "load", "rate") for k in ("off", "sample_1", "sample_0_01"))
+    row(d, "ingest with traces exported (otlp sample 1.0 / 0.01)", "%s / %s" % (rate(s1), rate(s001)),
+        cmd(d, "bench/otlp.sh"), "otlp off %s" % rate(off), ratio(s001, off),
+        target("otlp", ratio=ratio(s001, off)))
+
+
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
 READERS = {
     "ingest": ("bench/ingest.sh", read_ingest),
@@ -439,6 +447,7 @@ READERS = {
     "bus": ("bench/bus.sh", read_bus),
     "soak": ("bench/soak.sh", read_soak),
     "topology": ("bench/topology.sh", read_topology),
+    "otlp": ("bench/otlp.sh", read_otlp),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.
