@@ -55,6 +55,7 @@ struct gust_admin_worker {
 struct gust_http_policy {
     struct gust_http_settings s; /* strings not kept: NULL here */
     struct gust_auth admin_auth;
+    struct gust_auth admin_read_auth; /* the read-only admin token; disabled when none */
     struct gust_auth ingest_auth;
     struct gust_proxies proxies;
     struct gust_admin_names names; /* the listener's names, server_names: admin_gate.c */
@@ -125,6 +126,9 @@ enum gust_admin_access { GUST_ADMIN_READ, GUST_ADMIN_WRITE };
 /* 1 when the request may go on; otherwise answers it (403 or 401, JSON) and logs who it
  * was. */
 int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route, enum gust_admin_access access);
+/* 1 when the request carries the admin token itself (not the read-only one): what a
+ * write needs. After gust_admin_gate passed it. */
+int gust_admin_writer(struct gust_http *http, h2o_req_t *req);
 /* The console page at /: static, it holds no data (what it shows it fetches from the
  * admin routes with the token typed into its login form), so only step 1 applies. */
 int gust_admin_page_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route);

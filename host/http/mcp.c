@@ -46,6 +46,11 @@ struct gust_http *gust_mcp_slot_http(const struct gust_mcp_slot *s)
     return s->x->http;
 }
 
+int gust_mcp_slot_writer(const struct gust_mcp_slot *s)
+{
+    return gust_admin_writer(s->x->http, s->x->req);
+}
+
 static void on_dispose(void *p)
 {
     struct gust_mcp_exchange *x = p;
@@ -205,8 +210,10 @@ static void dispatch(struct gust_mcp_slot *s, yajl_val m)
         return;
     }
     if (method == NULL) {
+        const char *rpath[] = {"result", NULL}, *epath[] = {"error", NULL};
         /* A response from the client (this server sends no requests): nothing to say. */
-        if (raw_method == NULL && id != NULL) {
+        if (raw_method != NULL || id == NULL ||
+            (yajl_tree_get(m, rpath, yajl_t_any) == NULL && yajl_tree_get(m, epath, yajl_t_any) == NULL)) {
             answer_error(s, GUST_RPC_INVALID_REQUEST, "a request needs a method (a string)");
         }
         return;

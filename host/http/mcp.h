@@ -25,6 +25,8 @@ void gust_mcp_tool_result(struct gust_mcp_slot *s, int status, const char *body,
 void gust_mcp_tool_submit(struct gust_mcp_slot *s, void (*run)(struct gust_admin_job *),
                           const struct gust_dlq_query *q, void *arg, void (*free_arg)(void *));
 struct gust_http *gust_mcp_slot_http(const struct gust_mcp_slot *s);
+/* 1 when the request came with the admin token (not the read-only one). */
+int gust_mcp_slot_writer(const struct gust_mcp_slot *s);
 
 /* mcp_tools.c: the tools as tools/list answers them ({"tools": [...]}). */
 void gust_mcp_tools_list(struct gust_buf *out);

@@ -305,7 +305,7 @@ static const struct tool tools[] = {
     {"gust_flow_test",
      "Runs a Lua flow script on the given events in the flow sandbox (timeout 1 s per event, 64 MiB heap, "
      "no durable state, no bus): what each event emits, its error, and the log lines.",
-     1,
+     0,
      call_flow_test,
      {{"script", ARG_STRING, 1, "the flow script's text"},
       {"events", ARG_ARRAY, 1, "the events, JSON objects, in order (at most 1000)"}}},
@@ -436,6 +436,12 @@ int gust_mcp_tool_call(struct gust_mcp_slot *s, const char *name, yajl_val args,
         }
         if (check_args(&tools[i], args, why, size) != 0) {
             return GUST_RPC_INVALID_PARAMS;
+        }
+        if (!tools[i].read_only && !gust_mcp_slot_writer(s)) {
+            static const char refused[] = "{\"error\":\"this tool changes state or runs code: it needs the admin "
+                                          "token, not the read-only one\"}";
+            gust_mcp_tool_result(s, 403, refused, sizeof(refused) - 1);
+            return 0;
         }
         tools[i].call(s, args);
         return 0;

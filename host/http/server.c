@@ -37,7 +37,7 @@
  *   GET  /                      the console page: static (no data), only the Host and
  *                               Origin checks; it asks for the token itself
  *   POST /dlq/replay, /dlq/purge, /reload, /replay: admin write
- *   POST /mcp                   admin write: the admin API as MCP tools (mcp.c)
+ *   POST /mcp                   a token (admin, or read-only for the read tools): MCP (mcp.c)
  * Every admin route goes through gust_admin_gate (admin_gate.c): never from another
  * origin or for a name this server does not answer to; the token when one is set;
  * without one, reads on a loopback listener only, and no writes. A new admin route
@@ -373,8 +373,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             gust_replay_handle(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/mcp"))) {
-        /* Its tools read and write: the admin token, as for any write. */
-        if (admin_ok(http, req, GUST_ROUTE_MCP)) {
+        /* A POST, so never open: the admin token, or the read-only one, which the
+         * tools that write or run code then refuse (mcp_tools.c). */
+        if (admin_read_ok(http, req, GUST_ROUTE_MCP)) {
             gust_mcp_handle(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/reload"))) {
@@ -520,6 +521,7 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     }
     p->s = *s;
     p->s.admin_token_file = p->s.admin_token_env = p->s.ingest_token_file = p->s.ingest_token_env = NULL;
+    p->s.admin_read_token_file = p->s.admin_read_token_env = NULL;
     p->s.trusted_proxies = NULL;
     p->s.listen = NULL;
     p->s.server_names = NULL;
@@ -527,6 +529,16 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     p->s.nwebhooks = 0;
     int rc = gust_auth_load(&p->admin_auth, "admin", s->admin_token_file, s->admin_token_env, err);
     rc = rc ? rc : gust_auth_load(&p->ingest_auth, "ingest", s->ingest_token_file, s->ingest_token_env, err);
+    rc = rc ? rc
+            : gust_auth_load(&p->admin_read_auth, "admin_read", s->admin_read_token_file, s->admin_read_token_env,
+                             err);
+    /* Without an admin token the reads are open on loopback and closed elsewhere: a
+     * read-only token would stand for nothing, and be taken for a guard it is not. */
+    if (rc == 0 && p->admin_read_auth.enabled && !p->admin_auth.enabled) {
+        rc = gust_err_set(err, GUST_ECONFIG,
+                          "http: admin_read_token_file (or admin_read_token_env) needs an admin token too: set "
+                          "admin_token_file or admin_token_env");
+    }
     for (size_t i = 0; i < s->ntrusted_proxies && rc == 0; i++) {
         rc = gust_proxies_add(&p->proxies, s->trusted_proxies[i], err);
     }

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from gustlib import ADMIN_TOKEN, ADMIN_TOKEN_CONF, BUILD, Checks, Gust, NatsServer, TempDir
+from gustlib import ADMIN_TOKEN, ADMIN_TOKEN_CONF, BUILD, GUST, Checks, Gust, NatsServer, TempDir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_SRC = os.path.join(HERE, "mcp_client")
@@ -20,8 +20,10 @@ FLOW = """
 return { on_event = function(ev) emit("ev.orders.out", { id = ev.id, twice = ev.n * 2 }) end }
 """
 
+READ_TOKEN = "mcp-read-only-3f9a"
+
 CONF = """
-http { listen 127.0.0.1:@PORT@; %s }
+http { listen 127.0.0.1:@PORT@; %s admin_read_token_env GUST_MCP_READ; }
 nats { url %%(url)s; }
 flow orders { script %%(script)s; source ev.orders; }
 """ % ADMIN_TOKEN_CONF
@@ -53,10 +55,10 @@ def install_client():
     return dest
 
 
-def rpc(g, body, token=True):
+def rpc(g, body, token=None):
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if not token:
-        headers["Authorization"] = "Bearer wrong"
+    if token is not None:
+        headers["Authorization"] = "Bearer " + token
     status, data, _ = g.request("POST", "/mcp", body=body if isinstance(body, (str, bytes)) else json.dumps(body),
                                 headers=headers)
     return status, json.loads(data) if data else None
@@ -73,7 +75,8 @@ def main():
     nats = NatsServer(tmp)
     g = None
     try:
-        g = Gust(tmp, CONF % {"url": nats.url, "script": tmp.file("orders.lua", FLOW)})
+        g = Gust(tmp, CONF % {"url": nats.url, "script": tmp.file("orders.lua", FLOW)},
+                 env={"GUST_MCP_READ": READ_TOKEN})
         cases = tmp.file("cases.json", json.dumps({
             "broken_vpl": BROKEN_VPL,
             "flow_test": {"script": FLOW, "events": [{"id": "a", "n": 2}, {"id": "b", "n": 5}, {"id": "c"}]},
@@ -136,11 +139,32 @@ def main():
                 "batch: gust_dlq_list from the worker: %r" % dlq)
         t.eq(error_code(by_id.get(12)), -32601, "batch: unknown method")
         t.eq(error_code(by_id.get(None)), -32600, "batch: a number is not a request")
-        status, doc = rpc(g, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token=False)
+        status, doc = rpc(g, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token="wrong")
         t.eq(status, 401, "a wrong token")
+        # The read-only token: the read tools, never one that writes or runs code.
+        status, doc = rpc(g, [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gust_units"}},
+                              {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "gust_dlq_purge", "arguments": {"all": True}}},
+                              {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                               "params": {"name": "gust_flow_test", "arguments": {"script": FLOW, "events": []}}}],
+                          token=READ_TOKEN)
+        by_id = {d.get("id"): d.get("result", {}) for d in doc} if isinstance(doc, list) else {}
+        t.check(by_id.get(1, {}).get("isError") is False, "read token: gust_units: %r" % by_id.get(1))
+        for i, name in ((2, "gust_dlq_purge"), (3, "gust_flow_test")):
+            r = by_id.get(i, {})
+            t.check(r.get("isError") is True and "needs the admin token" in r["content"][0]["text"],
+                    "read token: %s refused: %r" % (name, r))
+        t.eq(g.request("GET", "/units", headers={"Authorization": "Bearer " + READ_TOKEN})[0], 200,
+             "read token: GET /units")
+        t.eq(g.request("POST", "/reload", headers={"Authorization": "Bearer " + READ_TOKEN})[0], 401,
+             "read token: POST /reload")
         status, _, _ = g.request("GET", "/mcp")
         t.eq(status, 405, "GET /mcp (no SSE stream)")
         t.check(g.healthy(), "gust is still up")
+        bad = tmp.file("read-only.conf", "http { listen 127.0.0.1:1; admin_read_token_env GUST_MCP_READ; }\n")
+        p = subprocess.run([GUST, "-t", "-c", bad], capture_output=True, text=True, timeout=30)
+        t.check(p.returncode != 0 and "read-only.conf:1: admin_read_token_file (or admin_read_token_env) needs an "
+                "admin token" in p.stderr + p.stdout, "a read-only token alone: %s" % (p.stderr + p.stdout))
     finally:
         if g is not None:
             g.stop()
