@@ -438,8 +438,9 @@ int gust_mcp_tool_call(struct gust_mcp_slot *s, const char *name, yajl_val args,
             return GUST_RPC_INVALID_PARAMS;
         }
         if (!tools[i].read_only && !gust_mcp_slot_writer(s)) {
-            static const char refused[] = "{\"error\":\"this tool changes state or runs code: it needs the admin "
-                                          "token, not the read-only one\"}";
+            static const char refused[] =
+                "{\"error\":\"this tool changes state or runs code: it needs the admin "
+                "token, not the read-only one\"}";
             gust_mcp_tool_result(s, 403, refused, sizeof(refused) - 1);
             return 0;
         }

@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 
-from gustlib import ADMIN_TOKEN, ADMIN_TOKEN_CONF, BUILD, GUST, Checks, Gust, NatsServer, TempDir
+from gustlib import ADMIN_TOKEN, ADMIN_TOKEN_CONF, BUILD, GUST, SANITIZED, Checks, Gust, NatsServer, TempDir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT_SRC = os.path.join(HERE, "mcp_client")
@@ -141,6 +143,24 @@ def main():
         t.eq(error_code(by_id.get(None)), -32600, "batch: a number is not a request")
         status, doc = rpc(g, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token="wrong")
         t.eq(status, 401, "a wrong token")
+        # A flow test runs on the admin worker: while a script spins to its timeout on
+        # each event, the loop still answers.
+        spin = "return { on_event = function(ev) while true do end end }"
+        result = {}
+        th = threading.Thread(target=lambda: result.update(doc=rpc(g, {
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "gust_flow_test", "arguments": {"script": spin, "events": [{}] * 5}}},
+            token=ADMIN_TOKEN)[1]))
+        th.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        t.eq(g.request("GET", "/healthz")[0], 200, "healthz during a flow test")
+        t.check(time.monotonic() - t0 < 0.5 * (5 if SANITIZED else 1), "the loop is not held by a flow test")
+        th.join(60)
+        texts = json.loads(result.get("doc", {}).get("result", {}).get("content", [{}])[0].get("text", "{}"))
+        t.eq(["timeout" in r.get("error", "") or r.get("error", "").startswith("not run")
+              for r in texts.get("results", [])], [True] * 5, "the spinning flow: 3 timeouts, then not run")
+
         # The read-only token: the read tools, never one that writes or runs code.
         status, doc = rpc(g, [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gust_units"}},
                               {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
