@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake pkg-config clang
           libh2o-evloop-dev libnats-dev libluajit-5.1-dev libyajl-dev libmosquitto-dev
           libssl-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev librabbitmq-dev librdkafka-dev kcat
-          nats-server mosquitto redis-server rabbitmq-server nginx wrk curl python3 python3-cryptography openssl chromium gnuplot-nox
+          nats-server mosquitto redis-server rabbitmq-server nginx wrk curl python3 python3-cryptography openssl chromium gnuplot-nox nodejs npm
           debhelper dpkg-dev fakeroot lintian)
 
 deps() {

@@ -199,6 +199,8 @@ static struct gust_http_settings http_settings(const struct gust_config *c)
         .max_depth = (size_t)h->max_depth,
         .admin_token_file = h->admin_token_file,
         .admin_token_env = h->admin_token_env,
+        .admin_read_token_file = h->admin_read_token_file,
+        .admin_read_token_env = h->admin_read_token_env,
         .ingest_token_file = h->ingest_token_file,
         .ingest_token_env = h->ingest_token_env,
         .metrics_public = h->metrics_public,

@@ -62,6 +62,11 @@ const struct gust_schema_key gust_http_schema[] = {
          "ingest: arrays and objects nested at most in a body (400 beyond; 200 is what flows decode)"),
     HTTP(admin_token_file, PATH, NULL, GUST_K_SECRET | R, "file holding the admin bearer token (read again at reload)"),
     HTTP(admin_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the admin bearer token"),
+    HTTP(admin_read_token_file, PATH, NULL, GUST_K_SECRET | R,
+         "file holding a read-only admin token: the admin reads and MCP's read-only tools, never a write (read "
+         "again at reload; needs an admin token too)"),
+    HTTP(admin_read_token_env, STR, NULL, GUST_K_SECRET | R,
+         "environment variable holding the read-only admin token"),
     HTTP(ingest_token_file, PATH, NULL, GUST_K_SECRET | R,
          "file holding a bearer token that POST /ingest then needs (read again at reload)"),
     HTTP(ingest_token_env, STR, NULL, GUST_K_SECRET | R, "environment variable holding the ingest bearer token"),

@@ -31,6 +31,8 @@ struct gust_http_keys {
     int64_t max_depth;
     const char *admin_token_file;
     const char *admin_token_env;
+    const char *admin_read_token_file;
+    const char *admin_read_token_env;
     const char *ingest_token_file;
     const char *ingest_token_env;
     int metrics_public;

@@ -62,9 +62,23 @@ int gust_admin_start(struct gust_http *http, struct gust_err *err)
     return 0;
 }
 
+/* A job that never ran: its answer is status with why, by done or sent. */
+static void refused(h2o_req_t *req, enum gust_route route, void (*done)(struct gust_admin_job *), void *done_ud,
+                    int status, const char *why)
+{
+    if (done == NULL) {
+        gust_http_send_error(req, route, status, why);
+        return;
+    }
+    struct gust_admin_job job = {.req = req, .route = route, .done_ud = done_ud};
+    gust_admin_fail(&job, status, why);
+    done(&job);
+    gust_buf_free(&job.body);
+}
+
 static void submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                    void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q, void *arg,
-                   void (*free_arg)(void *))
+                   void (*free_arg)(void *), void (*done)(struct gust_admin_job *), void *done_ud)
 {
     struct gust_admin_worker *w = &http->worker;
     struct gust_admin_job *job = calloc(1, sizeof(*job));
@@ -72,9 +86,11 @@ static void submit(struct gust_http *http, h2o_req_t *req, enum gust_route route
         if (free_arg != NULL) {
             free_arg(arg);
         }
-        gust_http_send_error(req, route, 503, "out of memory");
+        refused(req, route, done, done_ud, 503, "out of memory");
         return;
     }
+    job->done = done;
+    job->done_ud = done_ud;
     job->http = http;
     job->req = req;
     job->route = route;
@@ -104,21 +120,29 @@ static void submit(struct gust_http *http, h2o_req_t *req, enum gust_route route
             free_arg(arg);
         }
         free(job);
-        gust_http_send_error(req, route, 503, "admin worker busy or stopping; try again");
+        refused(req, route, done, done_ud, 503, "admin worker busy or stopping; try again");
     }
 }
 
 void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                        void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q)
 {
-    submit(http, req, route, run, q, NULL, NULL);
+    submit(http, req, route, run, q, NULL, NULL, NULL, NULL);
 }
 
 void gust_admin_submit_arg(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                            void (*run)(struct gust_admin_job *), void *arg, void (*free_arg)(void *))
 {
     struct gust_dlq_query none = {0};
-    submit(http, req, route, run, &none, arg, free_arg);
+    submit(http, req, route, run, &none, arg, free_arg, NULL, NULL);
+}
+
+void gust_admin_submit_done(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                            void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q, void *arg,
+                            void (*free_arg)(void *), void (*done)(struct gust_admin_job *), void *done_ud)
+{
+    struct gust_dlq_query none = {0};
+    submit(http, req, route, run, q != NULL ? q : &none, arg, free_arg, done, done_ud);
 }
 
 void gust_admin_fail(struct gust_admin_job *job, int status, const char *why)
@@ -140,7 +164,9 @@ void gust_admin_on_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *me
         job->http->admin_inflight--;
         if (job->req != NULL) {
             *job->anchor = NULL;
-            if (job->body.len == 0) {
+            if (job->done != NULL) {
+                job->done(job);
+            } else if (job->body.len == 0) {
                 gust_http_send_error(job->req, job->route, job->status != 0 ? job->status : 500, "no answer");
             } else {
                 gust_http_send(job->req, job->route, job->status, "application/json", job->body.data, job->body.len);

@@ -22,6 +22,18 @@ static const char no_token[] =
     "admin_token_file FILE (or admin_token_env VAR) in the http block of host.conf, reload (SIGHUP "
     "reloads without a token), then send Authorization: Bearer <token>";
 
+static int authorization_is(h2o_req_t *req, const struct gust_auth *auth)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    return i >= 0 && gust_auth_check(auth, req->headers.entries[i].value.base, req->headers.entries[i].value.len);
+}
+
+int gust_admin_writer(struct gust_http *http, h2o_req_t *req)
+{
+    const struct gust_auth *admin = &gust_http_policy(http)->admin_auth;
+    return admin->enabled && authorization_is(req, admin);
+}
+
 int gust_http_authorized(struct gust_http *http, h2o_req_t *req, const struct gust_auth *auth,
                          enum gust_route route, const char *realm)
 {
@@ -185,6 +197,10 @@ int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route rout
         return 0;
     }
     if (p->admin_auth.enabled) {
+        /* A read takes the read-only token too (when one is set). */
+        if (access == GUST_ADMIN_READ && p->admin_read_auth.enabled && authorization_is(req, &p->admin_read_auth)) {
+            return 1;
+        }
         return gust_http_authorized(http, req, &p->admin_auth, route, "gust");
     }
     int reads = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) ||

@@ -272,6 +272,35 @@ static void run_purge(struct gust_admin_job *job)
     gust_buf_append(&job->body, "}\n", 2);
 }
 
+const char *gust_dlq_prepare(enum gust_dlq_op op, const char *query, size_t qlen, const char *body, size_t blen,
+                             struct gust_dlq_query *q, void (**run)(struct gust_admin_job *))
+{
+    *q = (struct gust_dlq_query){.limit = op == GUST_DLQ_LIST ? LIST_DEFAULT : REPLAY_DEFAULT};
+    const char *bad = gust_dlq_query_parse(query, qlen, body, blen, q);
+    if (bad != NULL) {
+        return bad;
+    }
+    if (op == GUST_DLQ_LIST) {
+        if (q->limit > LIST_MAX) {
+            q->limit = LIST_MAX;
+        }
+        *run = run_list;
+    } else if (op == GUST_DLQ_REPLAY) {
+        int selectors = (q->seq != 0) + (q->unit[0] != '\0') + (q->all != 0);
+        if (selectors != 1) {
+            return "replay: give exactly one of seq, unit or all (query string or JSON body)";
+        }
+        *run = run_replay;
+    } else {
+        /* Deleting every dead letter is never the default: it must be asked for. */
+        if (q->seq != 0 || (q->unit[0] != '\0') + (q->all != 0) != 1) {
+            return "purge: give exactly one of unit or all";
+        }
+        *run = run_purge;
+    }
+    return NULL;
+}
+
 void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest)
 {
     int get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
@@ -289,33 +318,15 @@ void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest)
         gust_http_send_error(req, GUST_ROUTE_DLQ, 405, "method not allowed");
         return;
     }
-    struct gust_dlq_query q = {.limit = list ? LIST_DEFAULT : REPLAY_DEFAULT};
+    enum gust_dlq_op op = list ? GUST_DLQ_LIST : replay ? GUST_DLQ_REPLAY : GUST_DLQ_PURGE;
+    struct gust_dlq_query q;
     size_t qlen = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0;
-    const char *bad = gust_dlq_query_parse(qlen > 0 ? req->path.base + req->query_at + 1 : "", qlen,
-                                           req->entity.base, req->entity.base != NULL ? req->entity.len : 0, &q);
+    void (*run)(struct gust_admin_job *);
+    const char *bad = gust_dlq_prepare(op, qlen > 0 ? req->path.base + req->query_at + 1 : "", qlen, req->entity.base,
+                                       req->entity.base != NULL ? req->entity.len : 0, &q, &run);
     if (bad != NULL) {
         gust_http_send_error(req, GUST_ROUTE_DLQ, 400, bad);
         return;
     }
-    if (list) {
-        if (q.limit > LIST_MAX) {
-            q.limit = LIST_MAX;
-        }
-        gust_admin_submit(http, req, GUST_ROUTE_DLQ, run_list, &q);
-    } else if (replay) {
-        int selectors = (q.seq != 0) + (q.unit[0] != '\0') + (q.all != 0);
-        if (selectors != 1) {
-            gust_http_send_error(req, GUST_ROUTE_DLQ, 400,
-                                 "replay: give exactly one of seq, unit or all (query string or JSON body)");
-            return;
-        }
-        gust_admin_submit(http, req, GUST_ROUTE_DLQ, run_replay, &q);
-    } else {
-        /* Deleting every dead letter is never the default: it must be asked for. */
-        if (q.seq != 0 || (q.unit[0] != '\0') + (q.all != 0) != 1) {
-            gust_http_send_error(req, GUST_ROUTE_DLQ, 400, "purge: give exactly one of unit or all");
-            return;
-        }
-        gust_admin_submit(http, req, GUST_ROUTE_DLQ, run_purge, &q);
-    }
+    gust_admin_submit(http, req, GUST_ROUTE_DLQ, run, &q);
 }

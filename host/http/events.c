@@ -31,15 +31,9 @@ static int listed(char (*names)[128], size_t n, const char *name)
     return 0;
 }
 
-void gust_events_handle(struct gust_http *http, h2o_req_t *req)
+int gust_events_json(struct gust_http *http, const char *unit, struct gust_buf *out)
 {
-    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"))) {
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("GET"));
-        gust_http_send_error(req, GUST_ROUTE_EVENTS, 405, "method not allowed");
-        return;
-    }
-    char unit[128];
-    int one = gust_http_query(req, "unit", unit, sizeof(unit)) && unit[0] != '\0';
+    int one = unit[0] != '\0';
     /* The names are copied under the registry's lock: a reload may free a unit meanwhile. */
     static char names[MAX_LISTED][128];
     size_t n = 0;
@@ -57,18 +51,33 @@ void gust_events_handle(struct gust_http *http, h2o_req_t *req)
         pthread_mutex_unlock(&http->units->lock);
     }
     if (one && !known && gust_recent_find(unit) == NULL) {
-        gust_http_send_error(req, GUST_ROUTE_EVENTS, 404, "no such unit");
-        return;
+        gust_buf_printf(out, "{\"error\":\"no such unit\"}\n");
+        return 404;
     }
-    struct gust_buf out = {0};
-    gust_buf_append(&out, "{\"units\":[", 10);
+    gust_buf_append(out, "{\"units\":[", 10);
     if (one) {
-        append_unit(&out, unit, 1);
+        append_unit(out, unit, 1);
     }
     for (size_t i = 0; i < n; i++) {
-        append_unit(&out, names[i], i == 0);
+        append_unit(out, names[i], i == 0);
     }
-    gust_buf_append(&out, "]}\n", 3);
-    gust_http_send(req, GUST_ROUTE_EVENTS, 200, "application/json", out.data, out.len);
+    gust_buf_append(out, "]}\n", 3);
+    return 200;
+}
+
+void gust_events_handle(struct gust_http *http, h2o_req_t *req)
+{
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"))) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("GET"));
+        gust_http_send_error(req, GUST_ROUTE_EVENTS, 405, "method not allowed");
+        return;
+    }
+    char unit[128] = "";
+    if (!gust_http_query(req, "unit", unit, sizeof(unit))) {
+        unit[0] = '\0';
+    }
+    struct gust_buf out = {0};
+    int status = gust_events_json(http, unit, &out);
+    gust_http_send(req, GUST_ROUTE_EVENTS, status, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }

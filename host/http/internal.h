@@ -6,6 +6,7 @@
 #include <h2o.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <yajl/yajl_tree.h>
 
 #include "../common/buf.h"
 #include "../common/tally.h"
@@ -35,6 +36,10 @@ struct gust_admin_job {
     void (*free_arg)(void *arg); /* frees it once the job is done */
     int status;           /* filled by run */
     struct gust_buf body; /* filled by run: the JSON answer */
+    /* On the loop once the job is done (or refused), instead of sending body as the
+     * answer; called only while the request is still there. NULL: the route's answer. */
+    void (*done)(struct gust_admin_job *job);
+    void *done_ud;
 };
 
 struct gust_admin_worker {
@@ -50,6 +55,7 @@ struct gust_admin_worker {
 struct gust_http_policy {
     struct gust_http_settings s; /* strings not kept: NULL here */
     struct gust_auth admin_auth;
+    struct gust_auth admin_read_auth; /* the read-only admin token; disabled when none */
     struct gust_auth ingest_auth;
     struct gust_proxies proxies;
     struct gust_admin_names names; /* the listener's names, server_names: admin_gate.c */
@@ -120,6 +126,9 @@ enum gust_admin_access { GUST_ADMIN_READ, GUST_ADMIN_WRITE };
 /* 1 when the request may go on; otherwise answers it (403 or 401, JSON) and logs who it
  * was. */
 int gust_admin_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route, enum gust_admin_access access);
+/* 1 when the request carries the admin token itself (not the read-only one): what a
+ * write needs. After gust_admin_gate passed it. */
+int gust_admin_writer(struct gust_http *http, h2o_req_t *req);
 /* The console page at /: static, it holds no data (what it shows it fetches from the
  * admin routes with the token typed into its login form), so only step 1 applies. */
 int gust_admin_page_gate(struct gust_http *http, h2o_req_t *req, enum gust_route route);
@@ -141,6 +150,8 @@ int gust_h2o_bad_request(h2o_req_t *req, int *status, char *why, size_t size);
 void gust_topology_init(struct gust_http *http);
 void gust_topology_stop(struct gust_http *http);
 void gust_topology_handle(struct gust_http *http, h2o_req_t *req);
+/* Its answer (with the sparklines when spark) into out; returns the HTTP status. */
+int gust_topology_json(struct gust_http *http, int spark, struct gust_buf *out);
 
 /* linger.c: once the answer to req is out and h2o closes the connection, read and drop
  * what the client still sends for a while before closing (see there why). */
@@ -200,6 +211,11 @@ void gust_admin_submit(struct gust_http *http, h2o_req_t *req, enum gust_route r
  * when the job is done or refused). */
 void gust_admin_submit_arg(struct gust_http *http, h2o_req_t *req, enum gust_route route,
                            void (*run)(struct gust_admin_job *), void *arg, void (*free_arg)(void *));
+/* The same, but the answer goes to done(job) on the loop (MCP's tools/call: mcp.c),
+ * refusals (503) included; done_ud is the caller's. */
+void gust_admin_submit_done(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                            void (*run)(struct gust_admin_job *), const struct gust_dlq_query *q, void *arg,
+                            void (*free_arg)(void *), void (*done)(struct gust_admin_job *), void *done_ud);
 /* On the worker: the job's answer is {"error": why} with status. */
 void gust_admin_fail(struct gust_admin_job *job, int status, const char *why);
 /* Waits for the job running now, answers what is still queued with 503. */
@@ -208,12 +224,32 @@ void gust_admin_on_done(h2o_multithread_receiver_t *receiver, h2o_linklist_t *me
 
 /* dlq_routes.c: GET /dlq, POST /dlq/replay, POST /dlq/purge. rest is what follows "/dlq". */
 void gust_dlq_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t rest);
+/* What a dead-letter request asks, from its query string and JSON body as
+ * gust_dlq_query_parse reads them: q and the worker's run, or why not (a literal). */
+enum gust_dlq_op { GUST_DLQ_LIST, GUST_DLQ_REPLAY, GUST_DLQ_PURGE };
+const char *gust_dlq_prepare(enum gust_dlq_op op, const char *query, size_t qlen, const char *body, size_t blen,
+                             struct gust_dlq_query *q, void (**run)(struct gust_admin_job *));
 
 /* events.c: GET /events[?unit=NAME]. */
 void gust_events_handle(struct gust_http *http, h2o_req_t *req);
+/* Its answer for unit ("" for every unit) into out; returns the HTTP status. */
+int gust_events_json(struct gust_http *http, const char *unit, struct gust_buf *out);
 
 /* replay_route.c: POST /replay. */
 void gust_replay_handle(struct gust_http *http, h2o_req_t *req);
+/* The replay a JSON object asks for, as an argument for gust_replay_route_run (freed with
+ * gust_replay_free), or why not (a literal: the answer is 400). */
+const char *gust_replay_prepare(yajl_val body, void **arg);
+void gust_replay_route_run(struct gust_admin_job *job);
+void gust_replay_free(void *arg);
+
+/* server.c: GET /units's answer into out. */
+void gust_units_json(struct gust_http *http, struct gust_buf *out);
+/* server.c: POST /reload's job (job->q.force: without the check). */
+void gust_reload_run(struct gust_admin_job *job);
+
+/* mcp.c: POST /mcp, the admin API as MCP tools (JSON-RPC 2.0 over Streamable HTTP). */
+void gust_mcp_handle(struct gust_http *http, h2o_req_t *req);
 
 /* status_page.c: GET / */
 void gust_status_page_handle(struct gust_http *http, h2o_req_t *req);

@@ -75,6 +75,13 @@ int gust_listen_conf_load(const struct gust_cfg *http, struct gust_listen_conf *
                             "admin_token_file (or admin_token_env) in this http block, or listen on 127.0.0.1",
                             where, c->addr);
     }
+    if ((gust_cfg_str(http, "admin_read_token_file") != NULL || gust_cfg_str(http, "admin_read_token_env") != NULL) &&
+        gust_cfg_str(http, "admin_token_file") == NULL && gust_cfg_str(http, "admin_token_env") == NULL) {
+        return gust_err_set(err, GUST_ECONFIG,
+                            "%s: admin_read_token_file (or admin_read_token_env) needs an admin token too: set "
+                            "admin_token_file or admin_token_env in this http block",
+                            where);
+    }
     /* server_names: checked here for `gust -t`'s file:line (the policy takes them at
      * start and at each reload). */
     size_t nnames = gust_cfg_count(http, "server_names");

@@ -7,7 +7,7 @@
 
 static const char *const route_names[GUST_ROUTE_COUNT] = {"ingest", "healthz", "metrics", "units",  "events",
                                                           "dlq",    "reload",  "status",  "replay", "other",
-                                                          "livez",  "webhook", "call",    "topology", "secrets"};
+                                                          "livez",  "webhook", "call",    "topology", "secrets", "mcp"};
 
 /* Indexed by status - 100; HTTP statuses are 100..599. */
 static uint64_t requests[GUST_ROUTE_COUNT][500];

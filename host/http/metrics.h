@@ -23,6 +23,7 @@ enum gust_route {
     GUST_ROUTE_CALL,
     GUST_ROUTE_TOPOLOGY,
     GUST_ROUTE_SECRETS,
+    GUST_ROUTE_MCP,
     GUST_ROUTE_COUNT
 };
 

@@ -44,7 +44,7 @@ struct replay_request {
     size_t ndiff, omitted;
 };
 
-static void free_request(void *p)
+void gust_replay_free(void *p)
 {
     struct replay_request *r = p;
     free(r->script);
@@ -131,7 +131,7 @@ static void drop_quotes(char *msg)
 }
 
 /* Worker. */
-static void run_replay(struct gust_admin_job *job)
+void gust_replay_route_run(struct gust_admin_job *job)
 {
     struct replay_request *r = job->arg;
     struct gust_http *http = job->http;
@@ -273,6 +273,24 @@ static const char *parse_request(yajl_val body, struct replay_request *r)
     return r->script == NULL && r->script_path == NULL ? "out of memory" : NULL;
 }
 
+const char *gust_replay_prepare(yajl_val body, void **arg)
+{
+    if (!YAJL_IS_OBJECT(body)) {
+        return "the body must be a JSON object";
+    }
+    struct replay_request *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return "out of memory";
+    }
+    const char *bad = parse_request(body, r);
+    if (bad != NULL) {
+        gust_replay_free(r);
+        return bad;
+    }
+    *arg = r;
+    return NULL;
+}
+
 void gust_replay_handle(struct gust_http *http, h2o_req_t *req)
 {
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
@@ -281,10 +299,7 @@ void gust_replay_handle(struct gust_http *http, h2o_req_t *req)
         return;
     }
     char *text = malloc(req->entity.len + 1);
-    struct replay_request *r = calloc(1, sizeof(*r));
-    if (text == NULL || r == NULL) {
-        free(text);
-        free(r);
+    if (text == NULL) {
         gust_http_send_error(req, GUST_ROUTE_REPLAY, 503, "out of memory");
         return;
     }
@@ -295,12 +310,12 @@ void gust_replay_handle(struct gust_http *http, h2o_req_t *req)
     char perr[128];
     yajl_val body = yajl_tree_parse(text, perr, sizeof(perr));
     free(text);
-    const char *bad = body == NULL || !YAJL_IS_OBJECT(body) ? "the body must be a JSON object" : parse_request(body, r);
+    void *arg = NULL;
+    const char *bad = body == NULL ? "the body must be a JSON object" : gust_replay_prepare(body, &arg);
     yajl_tree_free(body);
     if (bad != NULL) {
-        free_request(r);
         gust_http_send_error(req, GUST_ROUTE_REPLAY, 400, bad);
         return;
     }
-    gust_admin_submit_arg(http, req, GUST_ROUTE_REPLAY, run_replay, r, free_request);
+    gust_admin_submit_arg(http, req, GUST_ROUTE_REPLAY, gust_replay_route_run, arg, gust_replay_free);
 }

@@ -37,6 +37,7 @@
  *   GET  /                      the console page: static (no data), only the Host and
  *                               Origin checks; it asks for the token itself
  *   POST /dlq/replay, /dlq/purge, /reload, /replay: admin write
+ *   POST /mcp                   a token (admin, or read-only for the read tools): MCP (mcp.c)
  * Every admin route goes through gust_admin_gate (admin_gate.c): never from another
  * origin or for a name this server does not answer to; the token when one is set;
  * without one, reads on a loopback listener only, and no writes. A new admin route
@@ -183,6 +184,22 @@ static void handle_secrets(h2o_req_t *req)
     gust_buf_free(&out);
 }
 
+void gust_units_json(struct gust_http *http, struct gust_buf *out)
+{
+    gust_buf_append(out, "{", 1);
+    gust_units_render_fields(http->units, out);
+    if (http->units->leases != NULL) {
+        gust_buf_append(out, ",\"cluster\":{", 12);
+        gust_leases_render_fields(http->units->leases, out);
+        if (http->units->nodes != NULL) {
+            gust_buf_append(out, ",\"nodes\":", 9);
+            gust_nodes_render_json(http->units->nodes, out);
+        }
+        gust_buf_append(out, "}", 1);
+    }
+    gust_buf_append(out, "}\n", 2);
+}
+
 static void handle_units(struct gust_http *http, h2o_req_t *req)
 {
     if (!method_is(req, "GET")) {
@@ -190,18 +207,7 @@ static void handle_units(struct gust_http *http, h2o_req_t *req)
         return;
     }
     struct gust_buf out = {0};
-    gust_buf_append(&out, "{", 1);
-    gust_units_render_fields(http->units, &out);
-    if (http->units->leases != NULL) {
-        gust_buf_append(&out, ",\"cluster\":{", 12);
-        gust_leases_render_fields(http->units->leases, &out);
-        if (http->units->nodes != NULL) {
-            gust_buf_append(&out, ",\"nodes\":", 9);
-            gust_nodes_render_json(http->units->nodes, &out);
-        }
-        gust_buf_append(&out, "}", 1);
-    }
-    gust_buf_append(&out, "}\n", 2);
+    gust_units_json(http, &out);
     gust_http_send(req, GUST_ROUTE_UNITS, 200, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }
@@ -219,11 +225,15 @@ static int admin_read_ok(struct gust_http *http, h2o_req_t *req, enum gust_route
 static const char reload_accepted[] = "{\"reload\":\"requested\"}\n";
 
 /* Admin worker: the check may read files and the bus. */
-static void run_reload(struct gust_admin_job *job)
+void gust_reload_run(struct gust_admin_job *job)
 {
     struct gust_http *http = job->http;
     char why[700];
-    int status = http->check_reload(http->reload_ud, job->q.force, why, sizeof(why));
+    if (http->request_reload == NULL) {
+        gust_admin_fail(job, 503, "reload is not available");
+        return;
+    }
+    int status = http->check_reload != NULL ? http->check_reload(http->reload_ud, job->q.force, why, sizeof(why)) : 0;
     if (status != 0) {
         gust_admin_fail(job, status, why);
         return;
@@ -247,7 +257,7 @@ static void handle_reload(struct gust_http *http, h2o_req_t *req)
         char force[8] = "";
         struct gust_dlq_query q = {.force = gust_http_query(req, "force", force, sizeof(force)) &&
                                             (strcmp(force, "1") == 0 || strcmp(force, "true") == 0)};
-        gust_admin_submit(http, req, GUST_ROUTE_RELOAD, run_reload, &q);
+        gust_admin_submit(http, req, GUST_ROUTE_RELOAD, gust_reload_run, &q);
         return;
     }
     /* Returns at once: the reload runs on the host's thread; /units shows its outcome. */
@@ -361,6 +371,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/replay"))) {
         if (admin_ok(http, req, GUST_ROUTE_REPLAY)) {
             gust_replay_handle(http, req);
+        }
+    } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/mcp"))) {
+        /* A POST, so never open: the admin token, or the read-only one, which the
+         * tools that write or run code then refuse (mcp_tools.c). */
+        if (admin_read_ok(http, req, GUST_ROUTE_MCP)) {
+            gust_mcp_handle(http, req);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/reload"))) {
         if (admin_ok(http, req, GUST_ROUTE_RELOAD)) {
@@ -505,6 +521,7 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     }
     p->s = *s;
     p->s.admin_token_file = p->s.admin_token_env = p->s.ingest_token_file = p->s.ingest_token_env = NULL;
+    p->s.admin_read_token_file = p->s.admin_read_token_env = NULL;
     p->s.trusted_proxies = NULL;
     p->s.listen = NULL;
     p->s.server_names = NULL;
@@ -512,6 +529,16 @@ int gust_http_policy_create(const struct gust_http_settings *s, struct gust_http
     p->s.nwebhooks = 0;
     int rc = gust_auth_load(&p->admin_auth, "admin", s->admin_token_file, s->admin_token_env, err);
     rc = rc ? rc : gust_auth_load(&p->ingest_auth, "ingest", s->ingest_token_file, s->ingest_token_env, err);
+    rc = rc ? rc
+            : gust_auth_load(&p->admin_read_auth, "admin_read", s->admin_read_token_file, s->admin_read_token_env,
+                             err);
+    /* Without an admin token the reads are open on loopback and closed elsewhere: a
+     * read-only token would stand for nothing, and be taken for a guard it is not. */
+    if (rc == 0 && p->admin_read_auth.enabled && !p->admin_auth.enabled) {
+        rc = gust_err_set(err, GUST_ECONFIG,
+                          "http: admin_read_token_file (or admin_read_token_env) needs an admin token too: set "
+                          "admin_token_file or admin_token_env");
+    }
     for (size_t i = 0; i < s->ntrusted_proxies && rc == 0; i++) {
         rc = gust_proxies_add(&p->proxies, s->trusted_proxies[i], err);
     }

@@ -21,6 +21,8 @@ struct gust_http_settings {
     size_t max_depth;              /* ingest: arrays and objects nested at most (0: no limit) */
     const char *admin_token_file;  /* NULL, or a file holding the admin bearer token */
     const char *admin_token_env;   /* NULL, or the environment variable holding it */
+    const char *admin_read_token_file; /* a read-only admin token: reads only (admin_gate.c) */
+    const char *admin_read_token_env;
     const char *ingest_token_file; /* the same for POST /ingest (none: ingest is open) */
     const char *ingest_token_env;
     int metrics_public;            /* 1: /metrics needs no token even with an admin token */

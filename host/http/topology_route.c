@@ -98,6 +98,21 @@ static void render_gauges(struct gust_http *http, struct gust_buf *out)
     gust_buf_append(out, "}", 1);
 }
 
+int gust_topology_json(struct gust_http *http, int spark, struct gust_buf *out)
+{
+    if (http->topology == NULL || http->units == NULL) {
+        gust_buf_printf(out, "{\"error\":\"the topology is not available (out of memory)\"}\n");
+        return 503;
+    }
+    struct gust_topo_extra x[MAX_EXTRA];
+    size_t n = front_producers(http, x, MAX_EXTRA);
+    gust_buf_append(out, "{", 1);
+    gust_topology_render(http->topology, http->units, x, n, http->dlq_prefix, spark, out);
+    render_gauges(http, out);
+    gust_buf_append(out, "}\n", 2);
+    return 200;
+}
+
 void gust_topology_handle(struct gust_http *http, h2o_req_t *req)
 {
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"))) {
@@ -105,20 +120,11 @@ void gust_topology_handle(struct gust_http *http, h2o_req_t *req)
         gust_http_send_error(req, GUST_ROUTE_TOPOLOGY, 405, "method not allowed");
         return;
     }
-    if (http->topology == NULL || http->units == NULL) {
-        gust_http_send_error(req, GUST_ROUTE_TOPOLOGY, 503, "the topology is not available (out of memory)");
-        return;
-    }
     char spark[8] = "1";
     gust_http_query(req, "spark", spark, sizeof(spark));
-    struct gust_topo_extra x[MAX_EXTRA];
-    size_t n = front_producers(http, x, MAX_EXTRA);
     struct gust_buf out = {0};
-    gust_buf_append(&out, "{", 1);
-    gust_topology_render(http->topology, http->units, x, n, http->dlq_prefix, strcmp(spark, "0") != 0, &out);
-    render_gauges(http, &out);
-    gust_buf_append(&out, "}\n", 2);
+    int status = gust_topology_json(http, strcmp(spark, "0") != 0, &out);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
-    gust_http_send(req, GUST_ROUTE_TOPOLOGY, 200, "application/json", out.data, out.len);
+    gust_http_send(req, GUST_ROUTE_TOPOLOGY, status, "application/json", out.data, out.len);
     gust_buf_free(&out);
 }
