@@ -5,6 +5,7 @@
   Content-Type and Gust-Request-Id (the input's Nats-Msg-Id) headers, which a flow reads
   next. The far end holds its first answers past ack_wait, so the bus delivers those
   inputs again and the far end answers them twice: the answer is still stored once.
+- An answer too large to publish (1.1 MiB) dead-letters its input with the reason.
 - reply_to with batching, and a Nats-* name in forward_headers, are config errors with
   file:line.
 - forward_headers X-Tenant: 30 routed PUTs from a flow's emits, each with its X-Tenant
@@ -64,6 +65,8 @@ class FarEnd:
                 with lock:
                     far.hits.append((self.command, self.path, dict(self.headers), body))
                 answer, ctype = b"", "text/plain"
+                if self.path == "/big":
+                    answer, ctype = b'"' + b"x" * (1100 * 1024) + b'"', "application/json"
                 if self.path == "/score":
                     i = json.loads(body)["id"]
                     with lock:
@@ -165,6 +168,22 @@ def test_reply_to(t, nats):
         far.close()
 
 
+def test_too_big(t, nats):
+    far = FarEnd()
+    tmp = TempDir()
+    g = start(tmp, nats, far, "sink big { use http_out; source ev.big; url FAR/big; reply_to ev.bigout; }")
+    try:
+        hpub(nats.port, [("ev.big", {}, b'{"id": 1}')])
+        dl = lambda: [json.loads(m[2]) for m in nats.read_stream("GUST_DLQ") if m[1] == "dlq.big"]
+        wait_for(lambda: len(dl()) >= 1, 60, "the input dead-lettered")
+        print("too big: %r" % dl()[0]["error"])
+        t.check("more than reply_to publishes" in dl()[0]["error"], "the reason: %r" % dl()[0]["error"])
+        t.eq([m for m in nats.read_stream() if m[1] == "ev.bigout"], [], "nothing published")
+    finally:
+        g.stop()
+        far.close()
+
+
 def test_forward(t, nats):
     far = FarEnd()
     tmp = TempDir()
@@ -218,6 +237,7 @@ def main():
         test_config(t, nats)
         test_forward(t, nats)
         test_reply_to(t, nats)
+        test_too_big(t, nats)
     finally:
         nats.stop()
     t.done()
