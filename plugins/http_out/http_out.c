@@ -15,6 +15,8 @@
  * batch of messages as a JSON array (or ndjson); see http_out_client.c. A rate (rate,
  * rate_burst, rate_key) is a token bucket per sink, or per key, in this process.
  * Templates in url (path and query), method and header values: http_out_tpl.c.
+ * forward_headers (and the trace context): http_out_fwd.c. reply_to (the answer of a 2xx
+ * published as an event before the ack): http_out_reply.c.
  *
  * The host owns retries and backoff; deliver sleeps only for a rate's token, and for the
  * outage pause (http_out_client.c): a far end found down (every answer of a call a
@@ -40,6 +42,7 @@ struct http_out {
     struct gust_instance *inst;
     struct http_out_conf conf;
     struct http_out_client *client; /* between start and stop */
+    struct http_out_reply *reply;   /* reply_to's publisher, between start and stop */
 };
 
 static const struct gust_host_api *host;
@@ -67,6 +70,10 @@ static int http_out_start(void *ctx, struct gust_err *err)
     struct http_out *h = ctx;
     int rc = http_out_client_create(&h->client, &h->conf, err);
 
+    if (rc == 0 && h->conf.reply_to != NULL && (rc = http_out_reply_create(&h->reply, host, h->inst, &h->conf, err)) != 0) {
+        http_out_client_destroy(h->client);
+        h->client = NULL;
+    }
     if (rc == 0) {
         host->log(h->inst, GUST_LOG_INFO, "%s %s, connections %zu, pipeline %zu, max_inflight %zu%s%s%s",
                   h->conf.k.method, h->conf.url, h->conf.connections, h->conf.pipeline, h->conf.max_inflight,
@@ -81,7 +88,11 @@ static int http_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n,
 {
     struct http_out *h = ctx;
 
-    return http_out_client_deliver(h->client, msgs, n, results);
+    int rc = http_out_client_deliver(h->client, msgs, n, results);
+    if (rc == 0 && h->reply != NULL) {
+        http_out_reply_publish(h->reply, h->client, msgs, n, results);
+    }
+    return rc;
 }
 
 /* Fetches that fill batches, and that a rate can send within ack_wait (see
@@ -128,6 +139,8 @@ static void http_out_stop(void *ctx)
 {
     struct http_out *h = ctx;
 
+    http_out_reply_destroy(h->reply);
+    h->reply = NULL;
     http_out_client_destroy(h->client);
     h->client = NULL;
 }
@@ -139,6 +152,7 @@ static void http_out_destroy(void *ctx)
     if (!h) {
         return;
     }
+    http_out_reply_destroy(h->reply);
     http_out_client_destroy(h->client);
     http_out_conf_free(&h->conf);
     free(h);
@@ -155,6 +169,11 @@ static const struct gust_plugin_type types[] = {{
     .fetch_limits = http_out_fetch_limits,
     .counters = http_out_counters,
     .destroy = http_out_destroy,
+    /* forward_headers, the trace context and reply_to's Gust-Request-Id read the
+     * message's headers. The flag is the type's, not an instance's (the types table is
+     * shared by every instance): every http_out pays the header parse, which the trace
+     * context forwarded by default needs anyway. */
+    .wants_headers = 1,
 }};
 
 static const struct gust_plugin_desc desc = {

@@ -16,6 +16,9 @@
 /* Longest response head (status line and headers) read before the answer is malformed. */
 #define HTTP_OUT_HEAD_MAX 16384
 #define HTTP_OUT_HEAD_MAX_TEXT "16384"
+/* Longest answer body reply_to publishes (as it is, or base64 in {"body_base64": ...}):
+ * what fits NATS's default max_payload (1 MiB) with room for the headers. */
+#define HTTP_OUT_REPLY_MAX (1024 * 1024 - 4096)
 
 /* The parts of the url key (http_out_url.c). Pointers are into the url string. */
 struct http_out_url {
@@ -53,6 +56,8 @@ struct http_out_keys {
     const char *rate;
     int64_t rate_burst;
     const char *rate_key;
+    const char *reply_to;
+    struct gust_list forward_headers;
 };
 
 extern const struct gust_schema_key http_out_schema[];
@@ -89,7 +94,19 @@ struct http_out_conf {
     char **hdr_name, **hdr_value, **hdr_line;
     size_t nhdr;
     struct gust_list headers;
+    const char *reply_to;    /* k.reply_to: where a 2xx's answer is published, or NULL */
+    /* Message headers sent on as request headers: forward_headers, and traceparent and
+     * tracestate always (http_out_fwd.c). Borrowed. */
+    const char **fwd;
+    size_t nfwd;
 };
+
+/* The request header lines message m forwards ("Name: value\r\n" each, see conf->fwd),
+ * appended to out; with out NULL only their length. Returns that length. */
+size_t http_out_fwd(const struct http_out_conf *conf, const struct gust_msg *m, struct gust_buf *out);
+/* Checks forward_headers and fills conf->fwd; file:line in err when a name is bad. */
+int http_out_fwd_load(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                      struct gust_err *err);
 
 /* 1 when m[0..len) is a method http_out sends: POST, PUT, PATCH. */
 int http_out_method_ok(const char *m, size_t len);
@@ -122,6 +139,12 @@ struct http_out_resp {
     uint64_t left;  /* bytes left in the body or the current chunk */
     size_t body_len;
     char body[HTTP_OUT_BODY_KEEP]; /* the first bytes of the body */
+    /* When whole is set (reply_to), the whole body up to whole_max bytes goes there too,
+     * and whole_over says it was longer. Kept by http_out_resp_reset (whole emptied). */
+    struct gust_buf *whole;
+    size_t whole_max;
+    int whole_over;
+    char ctype[128]; /* Content-Type (printable, shorter than this), or "" */
 };
 
 void http_out_resp_reset(struct http_out_resp *r);
@@ -153,7 +176,27 @@ void http_out_client_set_ack_wait(struct http_out_client *cl, int64_t ack_wait_m
 /* The outage pause's counters (see gust_plugin_type.counters): outage (1 while the far
  * end is down), outages, probes. Thread-safe. */
 size_t http_out_client_counters(struct http_out_client *cl, struct gust_plugin_counter *out, size_t max);
+/* reply_to: the 2xx answer message m of the last deliver call got (status, body,
+ * Content-Type, all borrowed until the next call); 0, or -1 when it got none. */
+struct http_out_answer {
+    int status;
+    const char *body;
+    size_t len;
+    const char *ctype; /* "" when none */
+};
+int http_out_client_answer(const struct http_out_client *cl, size_t m, struct http_out_answer *a);
 /* Closes the connections. NULL is a no-op. */
 void http_out_client_destroy(struct http_out_client *cl);
+
+/* reply_to's publisher (http_out_reply.c), between start and stop. */
+struct http_out_reply;
+int http_out_reply_create(struct http_out_reply **out, const struct gust_host_api *api, struct gust_instance *inst,
+                          const struct http_out_conf *conf, struct gust_err *err);
+/* After the client's deliver: publishes the answer of every DELIVERED message and waits
+ * for their PubAcks; one not stored makes its message a RETRY. */
+void http_out_reply_publish(struct http_out_reply *r, struct http_out_client *cl, const struct gust_msg *msgs,
+                            size_t n, struct gust_result *results);
+/* Waits for the publishes still due. NULL is a no-op. */
+void http_out_reply_destroy(struct http_out_reply *r);
 
 #endif

@@ -121,6 +121,14 @@ struct conn {
     int final_call;          /* one of them was a final outcome (2xx, a rejection) */
     uint64_t last_answer_ns; /* when the last answer came (gust_clock_mono_ns) */
     int proven;              /* watched TRAIL_NS after a final outcome, quiet */
+    struct gust_buf body;    /* reply_to: the answer's whole body (resp.whole) */
+};
+
+/* reply_to: the 2xx answer a message got in this call; body and Content-Type (NUL-ended)
+ * in the call's answers buffer. */
+struct ans {
+    int status; /* 0: none */
+    size_t off, len, ct_off;
 };
 
 struct http_out_client {
@@ -139,6 +147,8 @@ struct http_out_client {
     size_t thead, tlen, tcap;
     size_t mcap;             /* messages the per-call arrays hold */
     struct gust_buf arena;   /* the call's rendered heads and rate keys */
+    struct ans *ans;         /* reply_to: per message (mcap of them) */
+    struct gust_buf answers; /* reply_to: their bodies and Content-Types */
     size_t inflight;         /* written and not answered, over every connection */
     /* The rate (kept from call to call): one bucket, or one per key. */
     struct gust_bucket bucket;
@@ -218,6 +228,22 @@ static struct req *oldest(struct http_out_client *cl, struct conn *c)
     return &c->q[c->qhead % cl->conf->pipeline];
 }
 
+/* reply_to: keeps message m's 2xx answer r for http_out_client_answer (without batching,
+ * a request is one message). Out of memory, the message has no answer: a RETRY later. */
+static void keep_answer(struct http_out_client *cl, size_t m, const struct http_out_resp *r)
+{
+    struct ans *a = &cl->ans[m];
+    size_t off = cl->answers.len, ctl = strlen(r->ctype);
+
+    a->status = 0;
+    if (gust_buf_append(&cl->answers, r->whole->data, r->whole->len) != 0 ||
+        gust_buf_append(&cl->answers, r->ctype, ctl + 1) != 0) {
+        cl->answers.len = off;
+        return;
+    }
+    *a = (struct ans){r->status, off, r->whole->len, off + r->whole->len};
+}
+
 /* The outcome of c's complete answer (to its oldest request): see the table at the top
  * of http_out.c. */
 static void classify(struct http_out_client *cl, struct conn *c, struct http_out_resp *r)
@@ -229,9 +255,18 @@ static void classify(struct http_out_client *cl, struct conn *c, struct http_out
 
     c->answered_call++;
     c->last_answer_ns = gust_clock_mono_ns();
-    if (status >= 200 && status < 300) {
+    if (status >= 200 && status < 300 && cl->conf->reply_to != NULL && r->whole_over) {
+        /* The far end took it, but its answer cannot be published: rejected, with why. */
+        snprintf(why, sizeof(why), "http %d from %s: answer over %d bytes, more than reply_to publishes", status,
+                 url, HTTP_OUT_REPLY_MAX);
+        c->final_call = 1;
+        decide(cl, g, GUST_REJECTED, why);
+    } else if (status >= 200 && status < 300) {
         why[0] = '\0';
         c->final_call = 1;
+        if (cl->conf->reply_to != NULL) {
+            keep_answer(cl, cl->grps[g].first, r);
+        }
         decide(cl, g, GUST_DELIVERED, why);
     } else if ((status == 429 || status == 503) && r->has_retry_after) {
         int64_t ms = r->retry_after_ms < cl->conf->retry_max_delay_ms ? r->retry_after_ms
@@ -472,27 +507,18 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
     size_t head_len = gr->head_len ? gr->head_len : conf->head.len;
     char len[32];
     int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", gr->bytes);
-    /* The trace context of the (first) message: the far end's spans join its trace. */
-    const char *tp = NULL;
-    for (size_t i = 0; i < cl->msgs[gr->first].nheaders; i++) {
-        if (strcmp(cl->msgs[gr->first].headers[i].name, "traceparent") == 0) {
-            tp = cl->msgs[gr->first].headers[i].value;
-        }
-    }
-    size_t tl = tp != NULL ? strlen(tp) : 0;
+    /* The forwarded headers (of the first message of a batch) go before the head's
+     * closing "Content-Length: ". */
+    const size_t cl_len = sizeof("Content-Length: ") - 1;
+    size_t fwd_len = http_out_fwd(conf, &cl->msgs[gr->first], NULL);
 
-    if (gust_buf_reserve(&c->wbuf, head_len + (size_t)ll + gr->bytes + (tp != NULL ? tl + 15 : 0)) != 0) {
+    if (gust_buf_reserve(&c->wbuf, head_len + fwd_len + (size_t)ll + gr->bytes) != 0) {
         return -1;
     }
-    /* Reserved: none of these can fail. Every head ends with "Content-Length: ". */
-    if (tp == NULL) {
-        gust_buf_append(&c->wbuf, head, head_len);
-    } else {
-        gust_buf_append(&c->wbuf, head, head_len - 16);
-        gust_buf_append(&c->wbuf, "traceparent: ", 13);
-        gust_buf_append(&c->wbuf, tp, tl);
-        gust_buf_append(&c->wbuf, "\r\nContent-Length: ", 18);
-    }
+    /* Reserved: none of these can fail. */
+    gust_buf_append(&c->wbuf, head, head_len - cl_len);
+    http_out_fwd(conf, &cl->msgs[gr->first], &c->wbuf);
+    gust_buf_append(&c->wbuf, head + head_len - cl_len, cl_len);
     gust_buf_append(&c->wbuf, len, (size_t)ll);
     if (!conf->batching) {
         const struct gust_msg *msg = &cl->msgs[gr->first];
@@ -777,10 +803,16 @@ static int room_for(struct http_out_client *cl, size_t n)
         cl->todo = t;
     }
     size_t *x = t ? realloc(cl->nxt, n * sizeof(*x)) : NULL;
-    if (!x) {
+    if (x) {
+        cl->nxt = x;
+    }
+    struct ans *a = x && cl->conf->reply_to ? realloc(cl->ans, n * sizeof(*a)) : NULL;
+    if (a) {
+        cl->ans = a;
+    }
+    if (!x || (cl->conf->reply_to && !a)) {
         return -1;
     }
-    cl->nxt = x;
     cl->mcap = n;
     cl->tcap = 2 * n;
     return 0;
@@ -876,6 +908,10 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         cl->conns[i].final_call = 0;
     }
     cl->up_call = cl->down_call = cl->sent_call = 0;
+    if (conf->reply_to != NULL) {
+        memset(cl->ans, 0, n * sizeof(*cl->ans));
+        cl->answers.len = 0;
+    }
     make_groups(cl, n);
     size_t lanes = cl->ngrps < conf->connections ? cl->ngrps : conf->connections;
     check_idle(cl);
@@ -997,6 +1033,10 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
         if (!(c->q = calloc(conf->pipeline, sizeof(*c->q))) || !(c->rbuf = malloc(RBUF_SIZE))) {
             goto fail;
         }
+        if (conf->reply_to != NULL) {
+            c->resp.whole = &c->body;
+            c->resp.whole_max = HTTP_OUT_REPLY_MAX;
+        }
         http_out_resp_reset(&c->resp);
     }
     if (conf->rate > 0) {
@@ -1029,6 +1069,7 @@ void http_out_client_destroy(struct http_out_client *cl)
         free(c->q);
         gust_buf_free(&c->wbuf);
         free(c->rbuf);
+        gust_buf_free(&c->body);
     }
     gust_tls_destroy(cl->tls);
     free(cl->conns);
@@ -1037,8 +1078,20 @@ void http_out_client_destroy(struct http_out_client *cl)
     free(cl->grps);
     free(cl->nxt);
     gust_buf_free(&cl->arena);
+    gust_buf_free(&cl->answers);
+    free(cl->ans);
     gust_limiter_destroy(cl->limiter);
     free(cl);
+}
+
+int http_out_client_answer(const struct http_out_client *cl, size_t m, struct http_out_answer *a)
+{
+    const struct ans *x = cl->conf->reply_to != NULL ? &cl->ans[m] : NULL;
+    if (x == NULL || x->status == 0) {
+        return -1;
+    }
+    *a = (struct http_out_answer){x->status, cl->answers.data + x->off, x->len, cl->answers.data + x->ct_off};
+    return 0;
 }
 
 void http_out_client_set_ack_wait(struct http_out_client *cl, int64_t ack_wait_ms)

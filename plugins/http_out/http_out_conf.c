@@ -57,6 +57,13 @@ const struct gust_schema_key http_out_schema[] = {
               "requests sent at once after a quiet spell (0: one second of the rate)"),
     KEY(rate_key, STR, NULL, 0,
         "a template (\"{payload.tenant}\"): one rate per rendered key, the 10000 keys used last kept"),
+    KEY(reply_to, STR, NULL, 0,
+        "subject the answer of each 2xx is published to, as an event, before the message is acked: the "
+        "body when it is one JSON value, else {\"body_base64\": ...}; headers Gust-Status, Content-Type, "
+        "Gust-Request-Id (the message's Nats-Msg-Id); not with batching"),
+    KEY(forward_headers, LIST, NULL, 0,
+        "message headers sent on as request headers (case-insensitive names, never Nats-*; a value "
+        "with a line break is not sent); traceparent and tracestate always are"),
     GUST_KEY_END,
 };
 
@@ -215,6 +222,32 @@ static int load_batch_rate(struct http_out_conf *conf, const struct gust_host_ap
     return 0;
 }
 
+/* reply_to publishes one answer per message: a batch has one answer for many. */
+static int load_reply_to(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                         struct gust_err *err)
+{
+    const char *s = conf->k.reply_to;
+
+    if (s == NULL) {
+        return 0;
+    }
+    if (conf->batching) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: reply_to: publishes one answer per message, and a batch gets "
+                            "one for all of them: not with batch_max or batch_bytes", api->cfg_where(cfg, "reply_to"));
+    }
+    /* A subject to publish to: tokens of visible characters, no wildcards. */
+    int bad = *s == '\0' || *s == '.' || s[strlen(s) - 1] == '.' || strstr(s, "..") != NULL;
+    for (const char *c = s; !bad && *c; c++) {
+        bad = (unsigned char)*c <= ' ' || *c == 0x7f || *c == '*' || *c == '>';
+    }
+    if (bad) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: reply_to: \"%s\" is not a subject to publish to (tokens "
+                            "separated by dots, no wildcards or spaces)", api->cfg_where(cfg, "reply_to"), s);
+    }
+    conf->reply_to = s;
+    return 0;
+}
+
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,
                        const struct gust_cfg *cfg, struct gust_err *err)
 {
@@ -275,6 +308,9 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     if ((rc = http_out_tpl_load(conf, api, cfg, err)) != 0) {
         goto fail;
     }
+    if ((rc = load_reply_to(conf, api, cfg, err)) != 0 || (rc = http_out_fwd_load(conf, api, cfg, err)) != 0) {
+        goto fail;
+    }
     if (build_head(conf, strchr(k->method, '{') ? "POST" : k->method) != 0) {
         rc = gust_err_set(err, GUST_ENOMEM, "http_out: out of memory");
         goto fail;
@@ -304,4 +340,7 @@ void http_out_conf_free(struct http_out_conf *conf)
     free(conf->hdr_line);
     conf->hdr_name = conf->hdr_value = conf->hdr_line = NULL;
     conf->nhdr = 0;
+    free(conf->fwd);
+    conf->fwd = NULL;
+    conf->nfwd = 0;
 }

@@ -1,7 +1,8 @@
 /* Reading HTTP/1.1 responses from a byte stream, one after another as they come on a
  * pipelined connection. Only what decides the outcome is kept: the status, whether the
- * server keeps the connection, and the body's first bytes for an error text. The rest of
- * the body is skipped by its framing (Content-Length, chunked, or up to the close). */
+ * server keeps the connection, and the body's first bytes for an error text (and, for
+ * reply_to, the whole body up to a bound and its Content-Type). The rest of the body is
+ * skipped by its framing (Content-Length, chunked, or up to the close). */
 #define _GNU_SOURCE /* strptime, timegm */
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +26,15 @@ enum {
 
 void http_out_resp_reset(struct http_out_resp *r)
 {
+    struct gust_buf *whole = r->whole;
+    size_t whole_max = r->whole_max;
     memset(r, 0, sizeof(*r));
     r->state = S_HEAD;
+    r->whole = whole;
+    r->whole_max = whole_max;
+    if (whole != NULL) {
+        whole->len = 0;
+    }
 }
 
 /* Where the line starting at p ends (just past its '\n'), or NULL when it is not all in. */
@@ -164,6 +172,16 @@ static int parse_head(struct http_out_resp *r, const char *p, const char *end, c
             int64_t ms = http_out_retry_after_ms(v, (size_t)(ve - v), (int64_t)time(NULL));
             r->has_retry_after = ms >= 0;
             r->retry_after_ms = ms >= 0 ? ms : 0;
+        } else if (nl == 12 && strncasecmp(p, "Content-Type", 12) == 0) {
+            size_t vl = (size_t)(ve - v);
+            int printable = vl < sizeof(r->ctype);
+            for (const char *c = v; printable && c < ve; c++) {
+                printable = (unsigned char)*c >= 0x20 && *c != 0x7f;
+            }
+            if (printable) {
+                memcpy(r->ctype, v, vl);
+                r->ctype[vl] = '\0';
+            }
         } else if (nl == 10 && strncasecmp(p, "Connection", 10) == 0) {
             has_close |= has_token(v, (size_t)(ve - v), "close");
             has_keep |= has_token(v, (size_t)(ve - v), "keep-alive");
@@ -193,6 +211,11 @@ static int parse_head(struct http_out_resp *r, const char *p, const char *end, c
 
 static void keep(struct http_out_resp *r, const char *p, size_t n)
 {
+    if (r->whole != NULL && !r->whole_over) {
+        if (r->whole->len + n > r->whole_max || gust_buf_append(r->whole, p, n) != 0) {
+            r->whole_over = 1; /* (out of memory too: the answer is not kept) */
+        }
+    }
     size_t room = HTTP_OUT_BODY_KEEP - r->body_len;
     n = n < room ? n : room;
     memcpy(r->body + r->body_len, p, n);

@@ -88,8 +88,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *stream = (const char *)data + 1;
     size_t len = size - 1;
     static struct reading whole, chunked;
+    static struct gust_buf kept; /* reply_to's whole body, bounded */
     struct http_out_resp r;
 
+    /* reset keeps the whole-body buffer it finds: start from a zeroed reader. */
+    memset(&r, 0, sizeof(r));
+    r.whole = &kept;
+    r.whole_max = 4096;
     memset(&whole, 0, sizeof(whole));
     http_out_resp_reset(&r);
     parse(&r, stream, len, &whole);

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 ${CC:-clang} -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$plugin" -I"$include" -I"$common" "$here/fuzz_resp.c" "$plugin/http_out_resp.c" -o "$work/fuzz_resp"
+    -I"$plugin" -I"$include" -I"$common" "$here/fuzz_resp.c" "$plugin/http_out_resp.c" "$common/buf.c" -o "$work/fuzz_resp"
 
 mkdir -p "$work/corpus"
 seed() { printf "$2" >"$work/corpus/$1"; }
