@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake pkg-config clang
           libh2o-evloop-dev libnats-dev libluajit-5.1-dev libyajl-dev libmosquitto-dev
           libssl-dev libcurl4-openssl-dev zlib1g-dev libhiredis-dev librabbitmq-dev librdkafka-dev kcat
-          nats-server mosquitto redis-server rabbitmq-server nginx wrk curl python3 python3-cryptography openssl chromium gnuplot-nox nodejs npm
+          nats-server mosquitto redis-server rabbitmq-server nginx wrk curl python3 python3-cryptography openssl chromium gnuplot-nox
           debhelper dpkg-dev fakeroot lintian)
 
 deps() {
@@ -18,6 +18,9 @@ deps() {
     for p in "${PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
+    # Node.js and npm (the MCP test's client): Debian's, unless a Node.js that brings its
+    # own npm is installed already (NodeSource's nodejs, which Debian's npm conflicts with).
+    command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing: ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive

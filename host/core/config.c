@@ -266,19 +266,6 @@ const struct gust_schema_key gust_webhook_schema[] = {
     GUST_KEY_END,
 };
 
-const struct gust_config_block gust_config_blocks[5] = {
-    {"", gust_top_schema},
-    {"http", gust_http_schema},
-    {"nats", gust_nats_schema},
-    {"secrets", gust_secrets_schema},
-    {"otlp", gust_otlp_schema},
-};
-
-const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i)
-{
-    return i == 0 ? c->top_cfg : i == 1 ? c->http_cfg : i == 2 ? c->nats_cfg : i == 3 ? c->secrets_cfg : c->otlp_cfg;
-}
-
 static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
 
 const char *gust_unit_kind_name(enum gust_unit_kind kind)
@@ -381,6 +368,49 @@ static int check_otlp(struct gust_config *c, struct gust_err *err)
                             why.msg);
     }
     return 0;
+}
+
+/* An otlp block names its collector: without one there is nothing to send spans to. */
+static int check_otlp_node(const struct gust_conf_node *n, struct gust_err *err)
+{
+    return block_value(n, "endpoint") != NULL
+               ? 0
+               : error_at(err, n, "otlp: endpoint is required (http://HOST:PORT/v1/traces)%s", "");
+}
+
+#define BLOCK(name, schema, field, node_check, values_check)                                                  \
+    {                                                                                                         \
+        name, schema, offsetof(struct gust_config, field##_cfg), offsetof(struct gust_config, field),         \
+            node_check, values_check                                                                          \
+    }
+const struct gust_config_block gust_config_blocks[GUST_CONFIG_BLOCKS] = {
+    BLOCK("", gust_top_schema, top, NULL, NULL),
+    BLOCK("http", gust_http_schema, http, NULL, NULL),
+    BLOCK("nats", gust_nats_schema, nats, check_nats_urls, check_subjects),
+    BLOCK("secrets", gust_secrets_schema, secrets, NULL, gust_config_secrets_check),
+    BLOCK("otlp", gust_otlp_schema, otlp, check_otlp_node, check_otlp),
+};
+#undef BLOCK
+
+static struct gust_cfg **block_slot(struct gust_config *c, const struct gust_config_block *b)
+{
+    return (struct gust_cfg **)((char *)c + b->cfg_offset);
+}
+
+const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i)
+{
+    return *block_slot((struct gust_config *)c, &gust_config_blocks[i]);
+}
+
+/* The process-wide block named n->name, or NULL. */
+static const struct gust_config_block *block_named(const char *name)
+{
+    for (size_t b = 1; b < GUST_CONFIG_BLOCKS; b++) {
+        if (strcmp(name, gust_config_blocks[b].name) == 0) {
+            return &gust_config_blocks[b];
+        }
+    }
+    return NULL;
 }
 
 /* The schema has checked both words; this turns them into what the log takes. */
@@ -493,24 +523,13 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     }
     for (size_t i = 0; i < root->nchildren && rc == 0; i++) {
         const struct gust_conf_node *n = &root->children[i];
-        if (strcmp(n->name, "http") == 0 || strcmp(n->name, "nats") == 0) {
-            struct gust_cfg **slot = n->name[0] == 'h' ? &c->http_cfg : &c->nats_cfg;
+        const struct gust_config_block *blk = block_named(n->name);
+        if (blk != NULL) {
+            struct gust_cfg **slot = block_slot(c, blk);
             if (*slot != NULL) {
                 rc = error_at(err, n, "'%s' block given twice", n->name);
-            } else {
-                rc = check_block(n, n->name, n->name[0] == 'h' ? gust_http_schema : gust_nats_schema, slot, err);
-                if (rc == 0 && n->name[0] == 'n') {
-                    rc = check_nats_urls(n, err);
-                }
-            }
-        } else if (strcmp(n->name, "secrets") == 0) {
-            rc = c->secrets_cfg != NULL ? error_at(err, n, "'%s' block given twice", n->name)
-                                        : check_block(n, n->name, gust_secrets_schema, &c->secrets_cfg, err);
-        } else if (strcmp(n->name, "otlp") == 0) {
-            rc = c->otlp_cfg != NULL ? error_at(err, n, "'%s' block given twice", n->name)
-                                     : check_block(n, n->name, gust_otlp_schema, &c->otlp_cfg, err);
-            if (rc == 0 && block_value(n, "endpoint") == NULL) {
-                rc = error_at(err, n, "otlp: endpoint is required (http://HOST:PORT/v1/traces)%s", "");
+            } else if ((rc = check_block(n, n->name, blk->schema, slot, err)) == 0 && blk->check_node != NULL) {
+                rc = blk->check_node(n, err);
             }
         } else if (strcmp(n->name, "plugin") == 0) {
             if (n->is_block || n->nargs != 1 || !gust_name_valid(n->args[0])) {
@@ -539,31 +558,17 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
     static const struct gust_conf_node empty = {.is_block = 1};
     struct gust_conf_node top_empty = empty;
     top_empty.file = c->tree->path;
-    if (c->http_cfg == NULL &&
-        (rc = gust_cfg_check(&top_empty, "http", gust_http_schema, NULL, &c->http_cfg, err)) != 0) {
-        goto fail;
-    }
-    if (c->nats_cfg == NULL &&
-        (rc = gust_cfg_check(&top_empty, "nats", gust_nats_schema, NULL, &c->nats_cfg, err)) != 0) {
-        goto fail;
-    }
-    if (c->secrets_cfg == NULL &&
-        (rc = gust_cfg_check(&top_empty, "secrets", gust_secrets_schema, NULL, &c->secrets_cfg, err)) != 0) {
-        goto fail;
-    }
-    if (c->otlp_cfg == NULL &&
-        (rc = gust_cfg_check(&top_empty, "otlp", gust_otlp_schema, NULL, &c->otlp_cfg, err)) != 0) {
-        goto fail;
-    }
     const size_t ksize = sizeof(struct gust_schema_key);
-    if ((rc = gust_cfg_bind(c->top_cfg, gust_top_schema, ksize, &c->top, err)) != 0 ||
-        (rc = gust_cfg_bind(c->otlp_cfg, gust_otlp_schema, ksize, &c->otlp, err)) != 0 ||
-        (rc = check_otlp(c, err)) != 0 ||
-        (rc = gust_cfg_bind(c->http_cfg, gust_http_schema, ksize, &c->http, err)) != 0 ||
-        (rc = gust_cfg_bind(c->nats_cfg, gust_nats_schema, ksize, &c->nats, err)) != 0 ||
-        (rc = gust_cfg_bind(c->secrets_cfg, gust_secrets_schema, ksize, &c->secrets, err)) != 0 ||
-        (rc = gust_config_secrets_check(c, err)) != 0 ||
-        (rc = check_subjects(c, err)) != 0 || (rc = gust_config_webhooks_check(c, err)) != 0) {
+    for (size_t b = 0; b < GUST_CONFIG_BLOCKS; b++) {
+        const struct gust_config_block *blk = &gust_config_blocks[b];
+        struct gust_cfg **slot = block_slot(c, blk);
+        if ((*slot == NULL && (rc = gust_cfg_check(&top_empty, blk->name, blk->schema, NULL, slot, err)) != 0) ||
+            (rc = gust_cfg_bind(*slot, blk->schema, ksize, (char *)c + blk->keys_offset, err)) != 0 ||
+            (blk->check != NULL && (rc = blk->check(c, err)) != 0)) {
+            goto fail;
+        }
+    }
+    if ((rc = gust_config_webhooks_check(c, err)) != 0) {
         goto fail;
     }
     read_log(c);
@@ -621,11 +626,9 @@ void gust_config_destroy(struct gust_config *c)
     }
     free(c->webhooks);
     free(c->plugins);
-    gust_cfg_destroy(c->top_cfg);
-    gust_cfg_destroy(c->http_cfg);
-    gust_cfg_destroy(c->otlp_cfg);
-    gust_cfg_destroy(c->nats_cfg);
-    gust_cfg_destroy(c->secrets_cfg);
+    for (size_t b = 0; b < GUST_CONFIG_BLOCKS; b++) {
+        gust_cfg_destroy(*block_slot(c, &gust_config_blocks[b]));
+    }
     gust_conf_destroy(c->tree);
     free(c);
 }

@@ -203,11 +203,20 @@ extern const struct gust_schema_key gust_webhook_schema[];
 const char *gust_unit_kind_name(enum gust_unit_kind kind);
 
 /* One process-wide block of host.conf, for the reload diff and --help. */
+/* One process-wide block of host.conf: its schema, where its checked values (cfg) and
+ * their binding (keys) live in struct gust_config, and what its schema cannot say. */
 struct gust_config_block {
-    const char *name; /* "" for the top level, "http", "nats", "otlp" */
+    const char *name; /* "" for the top level, "http", "nats", "secrets", "otlp" */
     const struct gust_schema_key *schema;
+    size_t cfg_offset;  /* of its struct gust_cfg * */
+    size_t keys_offset; /* of the struct its schema binds */
+    /* Optional: checks of a block as written (NULL when absent), before binding. */
+    int (*check_node)(const struct gust_conf_node *n, struct gust_err *err);
+    /* Optional: checks of the bound values. */
+    int (*check)(struct gust_config *c, struct gust_err *err);
 };
-extern const struct gust_config_block gust_config_blocks[5];
+#define GUST_CONFIG_BLOCKS 5
+extern const struct gust_config_block gust_config_blocks[GUST_CONFIG_BLOCKS];
 /* The checked values of block i (index into gust_config_blocks). */
 const struct gust_cfg *gust_config_block_cfg(const struct gust_config *c, size_t i);
 

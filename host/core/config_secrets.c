@@ -47,7 +47,7 @@ static int check_ref(void *ud, const char *ref, size_t len, const struct gust_co
                         at->file, at->line, (int)(len > 80 ? 80 : len), ref, why);
 }
 
-int gust_config_secrets_check(const struct gust_config *c, struct gust_err *err)
+int gust_config_secrets_check(struct gust_config *c, struct gust_err *err)
 {
     struct ref_check chk = {.err = err};
     for (size_t i = 0; i < c->nunits; i++) {

@@ -7,7 +7,7 @@
 
 /* Once the block is bound: one store named, and every reference well formed, naming
  * file:line. */
-int gust_config_secrets_check(const struct gust_config *c, struct gust_err *err);
+int gust_config_secrets_check(struct gust_config *c, struct gust_err *err);
 /* Calls fn for each reference written in the unit's block (with the file:line of its
  * statement), duplicates included; stops at fn's nonzero answer and returns it. */
 int gust_unit_secret_refs(const struct gust_unit_conf *u,

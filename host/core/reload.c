@@ -16,7 +16,7 @@
  * changed and where it is written now. */
 static int check_restart_only(const struct gust_config *old, const struct gust_config *next, struct gust_err *err)
 {
-    for (size_t b = 0; b < sizeof(gust_config_blocks) / sizeof(gust_config_blocks[0]); b++) {
+    for (size_t b = 0; b < GUST_CONFIG_BLOCKS; b++) {
         const struct gust_config_block *blk = &gust_config_blocks[b];
         const struct gust_cfg *a = gust_config_block_cfg(old, b), *n = gust_config_block_cfg(next, b);
         for (const struct gust_schema_key *k = blk->schema; k->key != NULL; k++) {
