@@ -258,7 +258,9 @@ sink hout { use kafka_out; source ev.hdr; brokers %(boot)s; topic h_out; }
              "Kafka-Topic, Kafka-Partition, Kafka-Offset, Kafka-Key and the Kafka header trace in meta.headers")
         out = wait_for(lambda: kafka.consume("h_out").strip(), 20, "the flow's emit in h_out")
         t.eq(json.loads(out), h[0], "the flow's emit written to h_out")
-        wait_for(lambda: units(g)[0].get("pin", {}).get("rejected") == 1, 30, "/units counts the rejected message")
+        # At least once: a rebalance as qin and lin join group g can hand pin's partition back
+        # before the reject's offset is committed, and it is read (and counted) again.
+        wait_for(lambda: units(g)[0].get("pin", {}).get("rejected", 0) >= 1, 30, "/units counts the rejected message")
         wait_for(lambda: units(g)[0].get("lin", {}).get("partitions") == 1, 20, "lin assigned")
         time.sleep(1)
         kafka.produce("l_in", [("y", '{"new":2}')])
