@@ -220,22 +220,6 @@ void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route r
     }
 }
 
-void gust_call_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
-{
-    char subject[GUST_INGEST_SUBJECT_MAX];
-    char msg_id[GUST_INGEST_MSG_ID_MAX + 1];
-    if (gust_ingest_check(http, req, GUST_ROUTE_CALL, suffix, subject, msg_id) != 0) {
-        return;
-    }
-    struct gust_pub_msg m = {
-        .subject = subject,
-        .data = req->entity.base,
-        .len = req->entity.len,
-        .msg_id = msg_id[0] != '\0' ? msg_id : NULL,
-    };
-    gust_call_publish(http, req, GUST_ROUTE_CALL, &m);
-}
-
 int gust_calls_create(struct gust_http *http, int64_t timeout_ms)
 {
     struct gust_calls *calls = calloc(1, sizeof(*calls));

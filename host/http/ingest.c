@@ -164,7 +164,9 @@ void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route
     }
 }
 
-int gust_ingest_check(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
+/* 0 with the subject and the message id ("" when none) filled in, or -1 once the
+ * request is answered (4xx, counted under route). */
+static int check(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
                       char subject[GUST_INGEST_SUBJECT_MAX], char msg_id[GUST_INGEST_MSG_ID_MAX + 1])
 {
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
@@ -204,11 +206,12 @@ int gust_ingest_check(struct gust_http *http, h2o_req_t *req, enum gust_route ro
     return 0;
 }
 
-void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix)
+void gust_ingest_route(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
+                       gust_ingest_publish_fn publish)
 {
     char subject[MAX_SUBJECT];
     char msg_id[MAX_MSG_ID + 1];
-    if (gust_ingest_check(http, req, GUST_ROUTE_INGEST, suffix, subject, msg_id) != 0) {
+    if (check(http, req, route, suffix, subject, msg_id) != 0) {
         return;
     }
     struct gust_pub_msg m = {
@@ -217,5 +220,5 @@ void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suff
         .len = req->entity.len,
         .msg_id = msg_id[0] != '\0' ? msg_id : NULL,
     };
-    gust_ingest_publish(http, req, GUST_ROUTE_INGEST, &m);
+    publish(http, req, route, &m);
 }

@@ -160,28 +160,27 @@ void gust_linger_arm(struct gust_http *http, h2o_req_t *req);
 
 #define GUST_INGEST_MSG_ID_MAX 200
 
-/* POST <base>/ingest/<suffix>; suffix is what follows "/ingest/". */
-void gust_ingest_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
 /* ingest.c: the one way a request is published. Publishes m (its strings borrowed for
  * the call) on ingest's connection and answers req 202 once JetStream stored it (or
  * 503), counting the answer under route. */
 void gust_ingest_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m);
-/* The checks of POST /ingest and /call (method, subject, body, message id), the same
- * for both: 0 with the subject and the message id ("" when none) filled in, or -1
- * once the request is answered (4xx, counted under route). */
-int gust_ingest_check(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
-                      char subject[GUST_INGEST_SUBJECT_MAX], char msg_id[GUST_INGEST_MSG_ID_MAX + 1]);
+typedef void (*gust_ingest_publish_fn)(struct gust_http *http, h2o_req_t *req, enum gust_route route,
+                                       const struct gust_pub_msg *m);
+/* POST <base>/ingest/<suffix> (publish: gust_ingest_publish) and /call/<suffix>
+ * (gust_call_publish); suffix is what follows the route's name. The same checks for
+ * both (method, subject, body, message id; a 4xx counted under route), then the body
+ * published to ev.<suffix> by publish. */
+void gust_ingest_route(struct gust_http *http, h2o_req_t *req, enum gust_route route, h2o_iovec_t suffix,
+                       gust_ingest_publish_fn publish);
 /* Answers a publish that failed: status is the done callback's (ingest_link.h), rc
  * what gust_ingest_link_publish returned when it sent nothing. */
 void gust_ingest_answer_failed(h2o_req_t *req, enum gust_route route, int status, const char *error);
 void gust_ingest_answer_unsent(h2o_req_t *req, enum gust_route route, int rc);
 
-/* call.c: POST <base>/call/<suffix>: published as ingest publishes, then answered with
- * the reply of the flow that handles it (bus reply.h), or 504 after call_timeout. */
-void gust_call_handle(struct gust_http *http, h2o_req_t *req, h2o_iovec_t suffix);
-/* The one way a call is published: m (borrowed for the call) with the reply header
- * added; answers req with the reply, 504, or ingest's errors. A webhook with
- * `respond flow` uses it. */
+/* call.c: the one way a call is published (POST <base>/call/<suffix>, a webhook with
+ * `respond flow`): m (borrowed for the call) with the reply header added; answers req
+ * with the reply of the flow that handles it (bus reply.h), 504 after call_timeout, or
+ * ingest's errors. */
 void gust_call_publish(struct gust_http *http, h2o_req_t *req, enum gust_route route, const struct gust_pub_msg *m);
 /* On the loop, after the ingest link is made: replies reach the calls from now on. */
 int gust_calls_create(struct gust_http *http, int64_t timeout_ms);

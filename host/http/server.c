@@ -331,13 +331,15 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
         size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
         if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
-            gust_ingest_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
+            gust_ingest_route(http, req, GUST_ROUTE_INGEST, h2o_iovec_init(path.base + skip, path.len - skip),
+                              gust_ingest_publish);
         }
     } else if (path.len >= sizeof(call) - 2 && memcmp(path.base, call, sizeof(call) - 2) == 0 &&
                (path.len == sizeof(call) - 2 || path.base[sizeof(call) - 2] == '/')) {
         size_t skip = path.len >= sizeof(call) - 1 ? sizeof(call) - 1 : path.len;
         if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_CALL, "gust-ingest")) {
-            gust_call_handle(http, req, h2o_iovec_init(path.base + skip, path.len - skip));
+            gust_ingest_route(http, req, GUST_ROUTE_CALL, h2o_iovec_init(path.base + skip, path.len - skip),
+                              gust_call_publish);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);

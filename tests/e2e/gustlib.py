@@ -273,13 +273,20 @@ def kill_all(procs, nats, failed=False):
 
 
 def nats_publish(port, msgs):
-    """Publishes [(subject, bytes)] with the raw NATS protocol (no PubAck wait), then
-    waits for the server's PONG so every message has been read by the server."""
+    """Publishes [(subject, bytes)] or [(subject, {header: value}, bytes)] with the raw NATS
+    protocol (no PubAck wait), then waits for the server's PONG so every message has been
+    read by the server."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.recv(4096)  # INFO
-        out = [b'CONNECT {"verbose":false,"pedantic":false}\r\n']
-        for subject, data in msgs:
-            out.append(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+        out = [b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n']
+        for m in msgs:
+            subject, headers, data = m if len(m) == 3 else (m[0], None, m[1])
+            if headers is None:
+                out.append(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(data), data))
+                continue
+            head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers.items())
+            head += b"\r\n"
+            out.append(b"HPUB %s %d %d\r\n%s%s\r\n" % (subject.encode(), len(head), len(head) + len(data), head, data))
         out.append(b"PING\r\n")
         s.sendall(b"".join(out))
         buf = b""

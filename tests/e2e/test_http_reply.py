@@ -17,12 +17,11 @@ import base64
 import http.server
 import json
 import os
-import socket
 import threading
 import time
 import urllib.parse
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, wait_for
+from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, nats_publish, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 
@@ -100,25 +99,6 @@ class FarEnd:
         self.server.server_close()
 
 
-def hpub(port, msgs):
-    """Publishes [(subject, {header: value}, bytes)] with NATS headers (HPUB), then waits
-    for the server's PONG."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.recv(4096)  # INFO
-        out = [b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n']
-        for subject, headers, data in msgs:
-            head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers.items()) + b"\r\n"
-            out.append(b"HPUB %s %d %d\r\n%s%s\r\n" % (subject.encode(), len(head), len(head) + len(data), head, data))
-        out.append(b"PING\r\n")
-        s.sendall(b"".join(out))
-        buf = b""
-        while b"PONG" not in buf:
-            c = s.recv(4096)
-            if not c:
-                raise AssertionError("nats-server closed: %r" % buf)
-            buf += c
-
-
 def start(tmp, nats, far, units):
     return Gust(tmp, CONF % {"plugins": PLUGINS, "nats": nats.url,
                              "units": units.replace("FAR", "http://127.0.0.1:%d" % far.port)})
@@ -131,7 +111,7 @@ def test_reply_to(t, nats):
     g = start(tmp, nats, far, "sink e { use http_out; source ev.reply; url FAR/score; reply_to ev.enriched; }\n"
               "flow seen { script %s; source ev.enriched; }" % os.path.join(tmp.path, "seen.lua"))
     try:
-        hpub(nats.port, [("ev.reply", {"Nats-Msg-Id": "in-%d" % i}, json.dumps({"id": i}).encode())
+        nats_publish(nats.port, [("ev.reply", {"Nats-Msg-Id": "in-%d" % i}, json.dumps({"id": i}).encode())
                          for i in range(50)])
         replies = lambda: [m for m in nats.read_stream() if m[1] == "ev.enriched"]
         wait_for(lambda: len({json.loads(m[2]).get("id") for m in replies()}) >= 49 and len(replies()) >= 50, 60,
@@ -173,7 +153,7 @@ def test_too_big(t, nats):
     tmp = TempDir()
     g = start(tmp, nats, far, "sink big { use http_out; source ev.big; url FAR/big; reply_to ev.bigout; }")
     try:
-        hpub(nats.port, [("ev.big", {}, b'{"id": 1}')])
+        nats_publish(nats.port, [("ev.big", {}, b'{"id": 1}')])
         dl = lambda: [json.loads(m[2]) for m in nats.read_stream("GUST_DLQ") if m[1] == "dlq.big"]
         wait_for(lambda: len(dl()) >= 1, 60, "the input dead-lettered")
         print("too big: %r" % dl()[0]["error"])
@@ -194,7 +174,7 @@ def test_forward(t, nats):
     countries = ["FR", "DE", "United Kingdom"]
     try:
         events = [{"id": i, "country": countries[i % 3], "tenant": "t%d" % (i % 4)} for i in range(30)]
-        hpub(nats.port, [("ev.tag", {}, json.dumps(e).encode()) for e in events])
+        nats_publish(nats.port, [("ev.tag", {}, json.dumps(e).encode()) for e in events])
         wait_for(lambda: len(far.hits) >= 30, 60, "30 PUTs")
         time.sleep(0.5)
         t.eq(len(far.hits), 30, "30 requests")
