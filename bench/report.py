@@ -419,10 +419,20 @@ def read_topology(d):
 
 
 def read_otlp(d):
-    off, s1, s001 = (get(d, k, "load", "rate") for k in ("off", "sample_1", "sample_0_01"))
+    # Medians over rounds; a file from before the rounds has one run, its "load".
+    off, s1, s001 = (get(d, k, "rate_median") or get(d, k, "load", "rate") for k in ("off", "sample_1", "sample_0_01"))
     row(d, "ingest with traces exported (otlp sample 1.0 / 0.01)", "%s / %s" % (rate(s1), rate(s001)),
         cmd(d, "bench/otlp.sh"), "otlp off %s" % rate(off), ratio(s001, off),
         target("otlp", ratio=ratio(s001, off)))
+
+
+def read_call(d):
+    c, base = d.get("call") or {}, d.get("baseline_ingest") or {}
+    lat = c.get("latency_ms") or {}
+    row(d, "POST /call round trips through one flow (reply())",
+        "%s, p50 %s, p99 %s" % (rate(c.get("rate")), ms(lat.get("p50")), ms(lat.get("p99"))),
+        cmd(d, "bench/call.sh"), "plain ingest %s" % rate(base.get("rate")), ratio(c.get("rate"), base.get("rate")),
+        target("report"))
 
 
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
@@ -448,6 +458,7 @@ READERS = {
     "soak": ("bench/soak.sh", read_soak),
     "topology": ("bench/topology.sh", read_topology),
     "otlp": ("bench/otlp.sh", read_otlp),
+    "call": ("bench/call.sh", read_call),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.
