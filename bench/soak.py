@@ -12,8 +12,9 @@ mixed load while faults come every S seconds, in turn:
 Steady load: R events/s posted to /ingest/soak (unique ids), through a pass-through flow
 and http_out to a recording sink. At the end the load stops and the sink must receive
 every accepted event within 180 s. Prints one JSON object: events accepted, delivered,
-duplicates, dead-lettered, lost (accepted and never delivered: must be 0), how often
-/healthz was not 200, gust's RSS and open fds after warm-up and at the end. Writes
+duplicates (and, by kind, the fault each second copy followed), dead-lettered, lost
+(accepted and never delivered: must be 0), how often /healthz was not 200, gust's RSS
+and open fds after warm-up and at the end. Writes
 bench/results/soak.json when nothing was lost and each stuck event was dead-lettered."""
 import argparse
 import json
@@ -120,6 +121,21 @@ class Loader:
             th.join(10)
 
 
+def copies_after_faults(arrivals, faults, t0):
+    """For each second copy of an id at the sink: the fault that last began before it
+    came, counted by kind (at least once: which fault makes a copy is worth knowing)."""
+    seen, by_kind = set(), {}
+    for t, body in arrivals:
+        eid = json.loads(body)["id"]
+        if eid not in seen:
+            seen.add(eid)
+            continue
+        since = [f for f in faults if f["at_s"] <= t - t0]
+        kind = since[-1]["kind"] if since else "none"
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    return by_kind
+
+
 def proc_usage(pid):
     with open("/proc/%d/status" % pid) as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
@@ -142,7 +158,16 @@ def main():
     nats = NatsServer(tmp)
     sink_up = threading.Event()
     sink_up.set()
-    sink = HttpSink(status=lambda body: 200 if sink_up.is_set() else 503)
+    # When each id was answered 200, to tell which fault a copy followed.
+    arrivals = []
+
+    def sink_status(body):
+        if not sink_up.is_set():
+            return 503
+        arrivals.append((time.monotonic(), body))
+        return 200
+
+    sink = HttpSink(status=sink_status)
     conf = CONF % {"plugins": os.path.join(BUILD, "plugins"), "nats": nats.url, "tmp": tmp.path, "sink": sink.port}
     g = Gust(tmp, conf)
     loader = Loader(g, args.rate)
@@ -222,6 +247,7 @@ def main():
         ids = delivered_ids()
         delivered = set(ids)
         stuck = sum(1 for f in faults if f["kind"] == "stuck_flow")
+        duplicates_after = copies_after_faults(arrivals, faults, t0)
         dead = nats.count("GUST_DLQ")
     finally:
         done.set()
@@ -240,6 +266,7 @@ def main():
         "accepted": len(accepted),
         "delivered": len(delivered & accepted),
         "duplicates": len(ids) - len(delivered),
+        "duplicates_after": duplicates_after,
         "refused": loader.refused,
         "dead_lettered": dead,
         "stuck_events": stuck,
