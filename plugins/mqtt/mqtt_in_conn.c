@@ -123,8 +123,8 @@ static int on_connack(struct mqtt_in *in, const struct mqtt_packet *p)
         snprintf(code, sizeof(code), rc >= 0x80 ? "0x%02x" : "%d", rc); /* 5.0 codes are written in hex */
         int creds = rc == 4 || rc == 5 || rc == 0x86 || rc == 0x87;
         int64_t delay = close_link(in);
-        log_state(in, GUST_LOG_ERROR, "broker %s:%d refused the connection: %s (CONNACK %s)%s%s%s; retrying in %" PRId64
-                  " ms",
+        log_state(in, GUST_LOG_ERROR,
+                  "broker %s:%d refused the connection: %s (CONNACK %s)%s%s%s; retrying in %" PRId64 " ms",
                   in->conf.host, in->conf.port, mqtt_reason_text(rc), code, reason,
                   in->version == MQTT_V5 && rc < 0x80 ? ", answered as MQTT 3.1.1" : "",
                   creds ? "; check username and password/password_file" : "", delay);
@@ -135,16 +135,19 @@ static int on_connack(struct mqtt_in *in, const struct mqtt_packet *p)
     if (in->version == MQTT_V5) {
         int n = snprintf(v5, sizeof(v5), ", MQTT 5");
         if (in->link.server_keepalive > 0) {
-            snprintf(v5 + n, sizeof(v5) - (size_t)n, ", keepalive %ds as the broker asks", in->link.server_keepalive);
+            snprintf(v5 + n, sizeof(v5) - (size_t)n, ", keepalive %ds as the broker asks",
+                     in->link.server_keepalive);
         }
     }
     log_state(in, GUST_LOG_INFO, "connected to %s:%d as %s (%s session%s%s)", in->conf.host, in->conf.port,
-              in->conf.client_id, in->conf.qos ? "persistent" : "clean", p->body[0] & 1 ? ", resumed" : "", v5);
+              in->conf.client_id, in->conf.qos ? "persistent" : "clean", p->body[0] & 1 ? ", resumed" : "",
+              v5);
     /* Subscribing again on a resumed session is harmless and picks up changed topics
      * (the broker then resends retained messages: at least once). */
     in->next_id = (uint16_t)(in->next_id % 65535 + 1);
     in->sub_id = in->next_id;
-    if (mqtt_wire_subscribe(&in->link.out, in->version, in->sub_id, in->filters, in->nfilters, in->conf.qos) != 0) {
+    if (mqtt_wire_subscribe(&in->link.out, in->version, in->sub_id, in->filters, in->nfilters,
+                            in->conf.qos) != 0) {
         in_conn_drop(in, "SUBSCRIBE does not fit");
         return -1;
     }
@@ -161,7 +164,8 @@ static int on_suback(struct mqtt_in *in, const struct mqtt_packet *p)
     size_t o = 0, off = 2;
 
     if (p->body_len < 2 || p->flags != 0 || (uint16_t)(p->body[0] << 8 | p->body[1]) != in->sub_id) {
-        in_conn_drop_rc(in, MQTT_RC_PROTOCOL_ERROR, "protocol error: a SUBACK that does not answer our SUBSCRIBE");
+        in_conn_drop_rc(in, MQTT_RC_PROTOCOL_ERROR,
+                        "protocol error: a SUBACK that does not answer our SUBSCRIBE");
         return -1;
     }
     if (in->version == MQTT_V5) {
@@ -185,7 +189,8 @@ static int on_suback(struct mqtt_in *in, const struct mqtt_packet *p)
     }
     const unsigned char *codes = p->body + off;
     if (p->body_len - off != in->nfilters) {
-        in_conn_drop_rc(in, MQTT_RC_PROTOCOL_ERROR, "protocol error: a SUBACK that does not answer our SUBSCRIBE");
+        in_conn_drop_rc(in, MQTT_RC_PROTOCOL_ERROR,
+                        "protocol error: a SUBACK that does not answer our SUBSCRIBE");
         return -1;
     }
     for (size_t i = 0; i < in->nfilters; i++) {

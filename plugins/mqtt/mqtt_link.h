@@ -1,8 +1,9 @@
 /* mqtt_in's MQTT 3.1.1 or 5.0 client connection (mqtt_out is a libmosquitto client).
  * The socket (TCP or TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and
- * its CONNACK (5.0: its properties, the broker's Server Keep Alive honoured), keepalive (PINGREQ, and a connection dropped when its PINGRESP does not come).
- * It has no thread: mqtt_in's network thread drives it from its poll loop. The backoff
- * between connection attempts is here too; mqtt_out's network thread uses it as well.
+ * its CONNACK (5.0: its properties, the broker's Server Keep Alive honoured), keepalive (PINGREQ, and a
+ * connection dropped when its PINGRESP does not come). It has no thread: mqtt_in's network thread drives it
+ * from its poll loop. The backoff between connection attempts is here too; mqtt_out's network thread uses it
+ * as well.
  *
  * Input is bounded: a packet whose remaining length is over max_packet is never
  * buffered whole. A PUBLISH that big is read past without keeping its payload and handed

@@ -258,30 +258,16 @@ int mqtt_wire_props(const unsigned char *b, size_t n, size_t *off, const unsigne
     return 0;
 }
 
-enum { P_BYTE, P_U16, P_U32, P_VARINT, P_STR, P_BIN, P_PAIR, P_NONE };
+enum { P_NONE, P_BYTE, P_U16, P_U32, P_VARINT, P_STR, P_BIN, P_PAIR };
 
 /* The type of each property id of MQTT 5.0 (§2.2.2.2); P_NONE: not a property. */
-static int prop_type(int id)
-{
-    switch (id) {
-    case 0x01: case 0x17: case 0x19: case 0x24: case 0x25: case 0x28: case 0x29: case 0x2A:
-        return P_BYTE;
-    case 0x13: case 0x21: case 0x22: case 0x23:
-        return P_U16;
-    case 0x02: case 0x11: case 0x18: case 0x27:
-        return P_U32;
-    case 0x0B:
-        return P_VARINT;
-    case 0x03: case 0x08: case 0x12: case 0x15: case 0x1A: case 0x1C: case 0x1F:
-        return P_STR;
-    case 0x09: case 0x16:
-        return P_BIN;
-    case 0x26:
-        return P_PAIR;
-    default:
-        return P_NONE;
-    }
-}
+static const unsigned char prop_types[0x2B] = {
+    [0x01] = P_BYTE, [0x02] = P_U32,  [0x03] = P_STR,  [0x08] = P_STR,  [0x09] = P_BIN,  [0x0B] = P_VARINT,
+    [0x11] = P_U32,  [0x12] = P_STR,  [0x13] = P_U16,  [0x15] = P_STR,  [0x16] = P_BIN,  [0x17] = P_BYTE,
+    [0x18] = P_U32,  [0x19] = P_BYTE, [0x1A] = P_STR,  [0x1C] = P_STR,  [0x1F] = P_STR,  [0x21] = P_U16,
+    [0x22] = P_U16,  [0x23] = P_U16,  [0x24] = P_BYTE, [0x25] = P_BYTE, [0x26] = P_PAIR, [0x27] = P_U32,
+    [0x28] = P_BYTE, [0x29] = P_BYTE, [0x2A] = P_BYTE,
+};
 
 /* A two-byte length and that many bytes at p[*off..len). */
 static int read_str(const unsigned char *p, size_t len, size_t *off, const unsigned char **s, size_t *slen)
@@ -313,7 +299,7 @@ int mqtt_wire_prop_next(const unsigned char *p, size_t len, size_t *off, struct 
     }
     out->id = (int)id;
     size_t left = len - *off;
-    switch (id > 0x7f ? P_NONE : prop_type((int)id)) {
+    switch (id < sizeof(prop_types) ? prop_types[id] : P_NONE) {
     case P_BYTE:
         if (left < 1) {
             return -1;
@@ -331,7 +317,8 @@ int mqtt_wire_prop_next(const unsigned char *p, size_t len, size_t *off, struct 
         if (left < 4) {
             return -1;
         }
-        out->num = (uint32_t)p[*off] << 24 | (uint32_t)p[*off + 1] << 16 | (uint32_t)p[*off + 2] << 8 | p[*off + 3];
+        out->num =
+            (uint32_t)p[*off] << 24 | (uint32_t)p[*off + 1] << 16 | (uint32_t)p[*off + 2] << 8 | p[*off + 3];
         *off += 4;
         return 1;
     case P_VARINT:
@@ -340,7 +327,8 @@ int mqtt_wire_prop_next(const unsigned char *p, size_t len, size_t *off, struct 
     case P_BIN:
         return read_str(p, len, off, &out->s, &out->slen) == 0 ? 1 : -1;
     case P_PAIR:
-        return read_str(p, len, off, &out->s, &out->slen) == 0 && read_str(p, len, off, &out->v, &out->vlen) == 0
+        return read_str(p, len, off, &out->s, &out->slen) == 0 &&
+                       read_str(p, len, off, &out->v, &out->vlen) == 0
                    ? 1
                    : -1;
     default:
@@ -348,7 +336,8 @@ int mqtt_wire_prop_next(const unsigned char *p, size_t len, size_t *off, struct 
     }
 }
 
-int mqtt_wire_publish_parse(const struct mqtt_packet *pkt, int version, struct mqtt_publish *out, const char **why)
+int mqtt_wire_publish_parse(const struct mqtt_packet *pkt, int version, struct mqtt_publish *out,
+                            const char **why)
 {
     const unsigned char *b = pkt->body;
     size_t n = pkt->body_len, off;
@@ -434,48 +423,89 @@ long mqtt_wire_ack_id(const struct mqtt_packet *pkt, int version)
 const char *mqtt_reason_text(int rc)
 {
     switch (rc) {
-    case 0x00: return "success";
+    case 0x00:
+        return "success";
     /* 3.1.1 CONNACK return codes */
-    case 0x01: return "unacceptable protocol version";
-    case 0x02: return "client identifier rejected";
-    case 0x03: return "server unavailable";
-    case 0x04: return "bad user name or password";
-    case 0x05: return "not authorized";
+    case 0x01:
+        return "unacceptable protocol version";
+    case 0x02:
+        return "client identifier rejected";
+    case 0x03:
+        return "server unavailable";
+    case 0x04:
+        return "bad user name or password";
+    case 0x05:
+        return "not authorized";
     /* 5.0 reason codes */
-    case 0x80: return "unspecified error";
-    case 0x81: return "malformed packet";
-    case 0x82: return "protocol error";
-    case 0x83: return "implementation specific error";
-    case 0x84: return "unsupported protocol version";
-    case 0x85: return "client identifier not valid";
-    case 0x86: return "bad user name or password";
-    case 0x87: return "not authorized";
-    case 0x88: return "server unavailable";
-    case 0x89: return "server busy";
-    case 0x8A: return "banned";
-    case 0x8B: return "server shutting down";
-    case 0x8C: return "bad authentication method";
-    case 0x8D: return "keep alive timeout";
-    case 0x8E: return "session taken over";
-    case 0x8F: return "topic filter invalid";
-    case 0x90: return "topic name invalid";
-    case 0x91: return "packet identifier in use";
-    case 0x93: return "receive maximum exceeded";
-    case 0x94: return "topic alias invalid";
-    case 0x95: return "packet too large";
-    case 0x96: return "message rate too high";
-    case 0x97: return "quota exceeded";
-    case 0x98: return "administrative action";
-    case 0x99: return "payload format invalid";
-    case 0x9A: return "retain not supported";
-    case 0x9B: return "QoS not supported";
-    case 0x9C: return "use another server";
-    case 0x9D: return "server moved";
-    case 0x9E: return "shared subscriptions not supported";
-    case 0x9F: return "connection rate exceeded";
-    case 0xA0: return "maximum connect time";
-    case 0xA1: return "subscription identifiers not supported";
-    case 0xA2: return "wildcard subscriptions not supported";
-    default: return "unknown reason code";
+    case 0x80:
+        return "unspecified error";
+    case 0x81:
+        return "malformed packet";
+    case 0x82:
+        return "protocol error";
+    case 0x83:
+        return "implementation specific error";
+    case 0x84:
+        return "unsupported protocol version";
+    case 0x85:
+        return "client identifier not valid";
+    case 0x86:
+        return "bad user name or password";
+    case 0x87:
+        return "not authorized";
+    case 0x88:
+        return "server unavailable";
+    case 0x89:
+        return "server busy";
+    case 0x8A:
+        return "banned";
+    case 0x8B:
+        return "server shutting down";
+    case 0x8C:
+        return "bad authentication method";
+    case 0x8D:
+        return "keep alive timeout";
+    case 0x8E:
+        return "session taken over";
+    case 0x8F:
+        return "topic filter invalid";
+    case 0x90:
+        return "topic name invalid";
+    case 0x91:
+        return "packet identifier in use";
+    case 0x93:
+        return "receive maximum exceeded";
+    case 0x94:
+        return "topic alias invalid";
+    case 0x95:
+        return "packet too large";
+    case 0x96:
+        return "message rate too high";
+    case 0x97:
+        return "quota exceeded";
+    case 0x98:
+        return "administrative action";
+    case 0x99:
+        return "payload format invalid";
+    case 0x9A:
+        return "retain not supported";
+    case 0x9B:
+        return "QoS not supported";
+    case 0x9C:
+        return "use another server";
+    case 0x9D:
+        return "server moved";
+    case 0x9E:
+        return "shared subscriptions not supported";
+    case 0x9F:
+        return "connection rate exceeded";
+    case 0xA0:
+        return "maximum connect time";
+    case 0xA1:
+        return "subscription identifiers not supported";
+    case 0xA2:
+        return "wildcard subscriptions not supported";
+    default:
+        return "unknown reason code";
     }
 }

@@ -5,7 +5,9 @@ the flow in meta.headers, one not named does not. Against a fake 5.0 broker: CON
 says level 5, Receive Maximum and Topic Alias Maximum 0; the broker's Server Keep Alive
 is taken; a QoS 1 message is PUBACKed (reason code 0) only once it is stored; a rejected
 one gets reason code 0x99; a PUBLISH with a topic alias closes the connection with a
-DISCONNECT of reason code 0x94 and a clear log line. Bad settings: file:line."""
+DISCONNECT of reason code 0x94 and a clear log line. With the bus down, a kill -9 of gust
+loses nothing: the broker held every message not PUBACKed and sends it again, user
+properties and all. Bad settings: file:line."""
 import base64
 import json
 import os
@@ -35,7 +37,8 @@ plugin mqtt;
 plugin http_out;
 http { listen 127.0.0.1:@PORT@; }
 nats { url %(nats)s; }
-source v5 { use mqtt_in; broker %(broker)s; topic v5/#; subject ev.v5.in; qos 1; mqtt_version 5; headers X-Device; }
+source v5 { use mqtt_in; broker %(broker)s; topic v5/#; subject ev.v5.in; qos 1; mqtt_version 5; headers X-Device;
+            competing on; }
 flow fwd { script %(flow)s; }
 sink far { use http_out; source ev.v5.out; url http://127.0.0.1:%(far)d/x; }
 source fake { use mqtt_in; broker %(fake)s; topic f/#; subject ev.v5.fake; qos 1; mqtt_version 5; }
@@ -191,6 +194,23 @@ def main():
         fake_hdrs = headers_of(nats, stored(nats, "ev.v5.fake")[0][0])
         t.check("traceparent: %s" % TP in fake_hdrs and "X-Device" not in fake_hdrs,
                 "trace context kept without a headers key: %r" % fake_hdrs)
+
+        # 3. The bus down, then kill -9: nothing was PUBACKed, so the broker sends it all again.
+        nats.stop()
+        for i in range(3):
+            v5_publish(broker.port, "v5/b", b'{"n": %d}' % (100 + i), user_prop("traceparent", TP))
+        wait_for(lambda: "[source:v5] publish failed" in g.log(), 20, "the failed publish")
+        g.proc.kill()
+        g.proc.wait(10)
+        nats.start()
+        g = Gust(tmp, conf)
+        procs.append(g)
+        def after_crash():  # at least once: a repeat would be no loss
+            return [m for m in stored(nats, "ev.v5.in") if json.loads(m[2])["n"] >= 100]
+        wait_for(lambda: {json.loads(m[2])["n"] for m in after_crash()} == {100, 101, 102}, 30,
+                 "every message sent again after the crash and stored")
+        t.check(all("traceparent: %s" % TP in headers_of(nats, m[0]) for m in after_crash()),
+                "their traceparent kept across the redelivery")
         t.eq(g.stop(), 0, "clean stop")
     finally:
         kill_all(procs, nats, failed=t.failed > 0)

@@ -45,8 +45,8 @@ static int fake_publish(struct gust_instance *inst, const char *subject, const v
 }
 
 /* The headers of a 5.0 publish: a token name, a value with no line break. */
-static int fake_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m, gust_publish_done_fn done,
-                            void *ud)
+static int fake_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m,
+                            gust_publish_done_fn done, void *ud)
 {
     for (size_t i = 0; i < m->nheaders; i++) {
         const char *n = m->headers[i].name, *v = m->headers[i].value;
