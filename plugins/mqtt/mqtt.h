@@ -4,7 +4,8 @@
  *   mqtt_conf.c     keys both types share (broker, credentials, TLS)
  *   mqtt_subject.c  MQTT topic <-> NATS subject mapping
  *   mqtt_payload.c  the non-JSON policy: JSON object check, base64 wrap
- *   mqtt_wire.c     MQTT 3.1.1 packets for mqtt_in's own client
+ *   mqtt_wire.c     MQTT 3.1.1 and 5.0 packets for mqtt_in's own client
+ *   mqtt_props.c    MQTT 5.0 user properties -> the event's headers (trace context)
  *   mqtt_link.c     mqtt_in's client connection: socket (gust/sock.h), buffers,
  *                   CONNECT/CONNACK, keepalive; the reconnect backoff (both types)
  *   mqtt_in.c       the source: network thread, PUBACK ring (mqtt_in_ring.c) on the SDK's
@@ -80,8 +81,6 @@ int mqtt_conf_load(struct mqtt_conf *conf, const struct mqtt_keys *k, const stru
 /* Reads password_file when set (at start: create does no I/O). */
 int mqtt_conf_read_password(struct mqtt_conf *conf, const struct gust_cfg *cfg, struct gust_err *err);
 void mqtt_conf_free(struct mqtt_conf *conf);
-/* Text for a CONNACK return code (MQTT 3.1.1 §3.2.2.3). */
-const char *mqtt_connack_text(int rc);
 
 /* Topic <-> subject (see mqtt_subject.c for the mapping). Both return the length
  * written (NUL excluded) or -1 when out does not have room. */
@@ -92,6 +91,20 @@ int mqtt_subject_to_topic(const char *strip, const char *subject, char *out, siz
 int mqtt_is_json_object(const void *data, size_t len);
 /* {"payload_base64":"...","topic":"..."}: malloc'd, length in *outlen; NULL on ENOMEM. */
 char *mqtt_wrap_payload(const char *topic, size_t topic_len, const void *data, size_t len, size_t *outlen);
+
+/* A header kept from an MQTT 5.0 PUBLISH's user properties, borrowed from the packet
+ * (name and value not NUL-terminated). */
+struct mqtt_kept {
+    const char *name;
+    size_t nlen;
+    const char *value;
+    size_t vlen;
+};
+/* The user properties of props (a PUBLISH's properties, checked by
+ * mqtt_wire_publish_parse) that become headers: traceparent and tracestate, and those
+ * named in keep (see mqtt_props.c). Writes at most max into out; returns how many. */
+size_t mqtt_props_headers(const unsigned char *props, size_t len, const char *const *keep, size_t nkeep,
+                          struct mqtt_kept *out, size_t max);
 
 /* The two types; mqtt.c puts them in the descriptor. */
 extern const struct gust_schema_key mqtt_in_schema[];

@@ -8,19 +8,6 @@
 
 #include "mqtt.h"
 
-const char *mqtt_connack_text(int rc)
-{
-    switch (rc) {
-    case 0: return "accepted";
-    case 1: return "unacceptable protocol version";
-    case 2: return "client identifier rejected";
-    case 3: return "server unavailable";
-    case 4: return "bad user name or password";
-    case 5: return "not authorized";
-    default: return "unknown return code";
-    }
-}
-
 static int parse_broker(struct mqtt_conf *c, const char *addr)
 {
     const char *colon = strrchr(addr, ':');

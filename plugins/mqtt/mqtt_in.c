@@ -28,6 +28,12 @@ const struct gust_schema_key mqtt_in_schema[] = {
     KEY(non_json, STR, "reject", 0,
         "payload that is not one JSON object: reject (counted, logged, acked), wrap "
         "({\"payload_base64\",\"topic\"}) or pass (unchanged)"),
+    GUST_KEY_ENUM(struct mqtt_in_keys, mqtt_version, "3.1.1", 0, "3.1.1|5",
+                  "MQTT protocol version; with 5, the user properties traceparent and tracestate become the "
+                  "event's headers (the trace goes on), and PUBACKs carry reason codes"),
+    KEY(headers, LIST, NULL, 0,
+        "mqtt_version 5: more user properties kept as the event's headers (names matched without case; "
+        "flows read them in meta.headers)"),
     KEY(max_payload, SIZE, "1m", 0, "larger payloads are rejected (counted, logged)"),
     KEY(max_inflight, INT, "1024", 0, "messages read and not yet stored; past it reading pauses"),
     KEY(reconnect_max, DURATION, "10s", 0, "longest wait between reconnect attempts"),
@@ -55,6 +61,11 @@ static int load(struct mqtt_in *in, const struct gust_cfg *cfg, struct gust_err 
     } else {
         return gust_err_set(err, GUST_ECONFIG, "%s: non_json: \"%s\" is not reject, wrap or pass",
                             h->cfg_where(cfg, "non_json"), nj);
+    }
+    in->version = strcmp(k->mqtt_version, "5") == 0 ? MQTT_V5 : MQTT_V311;
+    if (k->headers.n > 0 && in->version != MQTT_V5) {
+        return gust_err_set(err, GUST_ECONFIG, "%s: headers needs mqtt_version 5 (MQTT 3.1.1 has no user properties)",
+                            h->cfg_where(cfg, "headers"));
     }
     in->max_payload = (size_t)k->max_payload;
     if (k->max_inflight < 1 || k->max_inflight > 65535) {
@@ -129,7 +140,7 @@ static void drain(struct mqtt_in *in)
             /* nothing to do: the eventfd is only a wake-up */
         }
     }
-    if (in->link.sock && mqtt_wire_disconnect(&in->link.out) == 0) {
+    if (in->link.sock && mqtt_wire_disconnect(&in->link.out, in->version, MQTT_RC_SUCCESS) == 0) {
         in_conn_flush(in);
     }
     mqtt_link_close(&in->link);
@@ -140,8 +151,8 @@ static void *run(void *arg)
     struct mqtt_in *in = arg;
 
     in_network_thread = in;
-    mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d", in->conf.host, in->conf.port,
-                   in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos);
+    mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d, MQTT %s", in->conf.host,
+                   in->conf.port, in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos, in->k.mqtt_version);
     while (!atomic_load(&in->stopping)) {
         int64_t now = gust_clock_mono_ms(), wait;
         if (!in->link.sock && now >= in->reconnect_at) {
@@ -211,6 +222,9 @@ int mqtt_in_start(void *ctx, struct gust_err *err)
         (in->conf.tls && (rc = gust_tls_create(&in->tls, in->conf.tls_ca, in->conf.tls_cert,
                                               in->conf.tls_key, err)) != 0)) {
         return rc;
+    }
+    if (in->version == MQTT_V5 && !GUST_API_HAS(mqtt_host, publish_msg)) {
+        return gust_err_set(err, GUST_EINVAL, "mqtt_version 5 needs publish_msg (ABI 1.4): it needs a newer gust");
     }
     if ((in->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));

@@ -4,8 +4,11 @@
  * itself, before or right after on_message returns (eclipse-mosquitto/mosquitto issue
  * #118 "Support delaying PUBACKs", open; PR #1932 never merged; 2.0.11 has no manual-ack
  * option). The broker would then forget a message gust has not stored yet, and a kill -9
- * at that moment loses it. So mqtt_in speaks MQTT 3.1.1 itself (mqtt_wire.c) and sends
- * each PUBACK only after the bus's PubAck for that message.
+ * at that moment loses it. So mqtt_in speaks MQTT itself (mqtt_wire.c: 3.1.1, or 5.0
+ * with `mqtt_version 5`) and sends each PUBACK only after the bus's PubAck for that
+ * message. With 5.0, user properties become the event's headers (mqtt_props.c: the W3C
+ * trace context, and those `headers` names), and a PUBACK says why a message was
+ * rejected (reason code).
  *
  * Publishing goes through the SDK's publisher (gust/source.h), which hands each message to
  * the bus, counts the outcomes and logs a streak of failures; what is MQTT's stays here:
@@ -42,6 +45,8 @@ struct mqtt_in_keys {
     const char *subject;
     const char *subject_prefix;
     const char *non_json;
+    const char *mqtt_version;
+    struct gust_list headers;
     int64_t max_payload;
     int64_t max_inflight;
     int64_t reconnect_max;
@@ -49,7 +54,8 @@ struct mqtt_in_keys {
 
 struct in_entry {
     struct mqtt_in *in; /* for on_stored, which only gets the entry */
-    char *buf;          /* owned: subject, NUL, payload; kept for the next message (KEEP_BUF) */
+    char *buf;          /* owned: headers, subject, NUL, payload, header text; kept for the
+                           next message (KEEP_BUF) */
     size_t buf_cap;
     const char *subject;
     const char *data;
@@ -58,6 +64,9 @@ struct in_entry {
     uint16_t id;        /* MQTT packet id (QoS 1 and 2) */
     uint8_t qos;        /* 2 only from a broker that ignores the QoS gust subscribed with */
     uint8_t ack;        /* E_DONE: PUBACK (QoS 2: PUBREC) it (stored, or rejected on purpose) */
+    uint8_t rc;         /* 5.0: the PUBACK's reason code (why it was rejected) */
+    const struct gust_header *hdrs; /* in buf: headers from its user properties (5.0) */
+    size_t nhdrs;
     int state;          /* E_*; network thread only */
     int status;         /* outcome from on_stored (read after dequeuing) */
     int64_t retry_at;
@@ -72,6 +81,7 @@ struct mqtt_in {
     char client_id[160];
     const char *subject, *prefix; /* exactly one set */
     int non_json;                 /* NJ_* */
+    int version;                  /* MQTT_V311 or MQTT_V5 */
     size_t max_payload;
     int64_t reconnect_max_ms;
     const char *const *filters;   /* k.topic's items */
@@ -118,6 +128,9 @@ void in_on_stored(void *ud, int status, uint64_t seq, const char *error);
 /* mqtt_in_conn.c */
 void in_conn_connect(struct mqtt_in *in);
 void in_conn_drop(struct mqtt_in *in, const char *why);
+/* The same, and with 5.0 a DISCONNECT with reason code rc goes first (rc 0: none; a
+ * protocol error gust found says so to the broker). */
+void in_conn_drop_rc(struct mqtt_in *in, int rc, const char *why);
 /* Parses what has been read; 0, or -1 when the connection was dropped. */
 int in_conn_input(struct mqtt_in *in);
 int in_conn_read(struct mqtt_in *in);

@@ -8,7 +8,9 @@
  *             E_DONE, queueing PUBACKs in arrival order.
  * A QoS 1 entry from an earlier connection is never PUBACKed (its packet id means
  * nothing on the new connection): the broker redelivers it, at least once. A QoS 2 one
- * (from a broker that ignores the QoS granted) is answered with PUBREC instead. */
+ * (from a broker that ignores the QoS granted) is answered with PUBREC instead. With
+ * MQTT 5.0 the ack of a rejected message says why: 0x99 (payload format invalid: not a
+ * JSON object) or 0x97 (quota exceeded: over max_payload). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,8 @@
 /* An entry's buffer up to this size is kept for its next message: a steady stream then
  * costs no malloc/free per message. */
 #define KEEP_BUF 65536
+/* Headers an event takes from a 5.0 PUBLISH's user properties (see mqtt_props.c). */
+#define MAX_HEADERS 16
 
 __thread struct mqtt_in *in_network_thread;
 
@@ -57,9 +61,11 @@ static void schedule_retry(struct mqtt_in *in, struct in_entry *e)
 static void publish(struct mqtt_in *in, struct in_entry *e)
 {
     e->state = E_INFLIGHT;
+    const struct gust_pub_msg m = {
+        .subject = e->subject, .data = e->data, .len = e->len, .headers = e->hdrs, .nheaders = e->nhdrs};
     /* One try, no wait: this is the network thread's loop, and a ring entry keeps the
      * message meanwhile. Refused (the bus down or busy), it gets no on_stored. */
-    if (gust_publisher_send_cb(in->pub, e->subject, e->data, e->len, 0, in_on_stored, e) != 0) {
+    if (gust_publisher_send_msg(in->pub, &m, 0, in_on_stored, e) != 0) {
         schedule_retry(in, e);
     }
 }
@@ -99,11 +105,13 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p, size_t payl
         char why[96];
         snprintf(why, sizeof(why), "payload of %zu bytes over max_payload (%zu)", payload_len, in->max_payload);
         reject(in, p, why);
+        e->rc = MQTT_RC_QUOTA_EXCEEDED;
         return 0;
     }
     if (in->non_json != NJ_PASS && !mqtt_is_json_object(data, len)) {
         if (in->non_json == NJ_REJECT) {
             reject(in, p, "payload is not a JSON object (non_json reject)");
+            e->rc = MQTT_RC_PAYLOAD_FORMAT_INVALID;
             return 0;
         }
         if (!(wrapped = mqtt_wrap_payload(p->topic, p->topic_len, data, len, &len))) {
@@ -112,25 +120,51 @@ int in_ring_accept(struct mqtt_in *in, const struct mqtt_publish *p, size_t payl
         data = wrapped;
         in->wrapped++;
     }
+    struct mqtt_kept kept[MAX_HEADERS];
+    size_t nkept = p->props ? mqtt_props_headers(p->props, p->props_len, in->k.headers.items, in->k.headers.n,
+                                                 kept, MAX_HEADERS)
+                            : 0;
+    /* The buffer: the header array (malloc's alignment), the subject, the payload, then
+     * the headers' names and values, each NUL-terminated. */
+    size_t harr = nkept * sizeof(struct gust_header), htext = 0;
+    for (size_t i = 0; i < nkept; i++) {
+        htext += kept[i].nlen + 1 + kept[i].vlen + 1;
+    }
     slen = in->subject ? strlen(in->subject) : strlen(in->prefix) + 2 + 7 * (p->topic_len + 1);
-    if (e->buf_cap < slen + 1 + len) {
+    size_t need = harr + slen + 1 + len + htext;
+    if (e->buf_cap < need) {
         free(e->buf);
         e->buf_cap = 0;
-        if (!(e->buf = malloc(slen + 1 + len))) {
+        if (!(e->buf = malloc(need))) {
             goto nomem;
         }
-        e->buf_cap = slen + 1 + len;
+        e->buf_cap = need;
     }
+    char *subject = e->buf + harr;
     if (in->subject) {
-        memcpy(e->buf, in->subject, slen + 1);
+        memcpy(subject, in->subject, slen + 1);
     } else {
-        int n = mqtt_topic_to_subject(in->prefix, p->topic, p->topic_len, e->buf, slen + 1);
+        int n = mqtt_topic_to_subject(in->prefix, p->topic, p->topic_len, subject, slen + 1);
         slen = (size_t)(n < 0 ? 0 : n);
     }
-    memcpy(e->buf + slen + 1, data, len);
+    memcpy(subject + slen + 1, data, len);
     free(wrapped);
-    e->subject = e->buf;
-    e->data = e->buf + slen + 1;
+    struct gust_header *h = (struct gust_header *)(void *)e->buf;
+    char *t = subject + slen + 1 + len;
+    for (size_t i = 0; i < nkept; i++) {
+        h[i].name = t;
+        memcpy(t, kept[i].name, kept[i].nlen);
+        t += kept[i].nlen;
+        *t++ = '\0';
+        h[i].value = t;
+        memcpy(t, kept[i].value, kept[i].vlen);
+        t += kept[i].vlen;
+        *t++ = '\0';
+    }
+    e->hdrs = nkept ? h : NULL;
+    e->nhdrs = nkept;
+    e->subject = subject;
+    e->data = subject + slen + 1;
     e->len = len;
     e->ack = 0;
     publish(in, e);
@@ -188,7 +222,7 @@ void in_ring_progress(struct mqtt_in *in)
     while (in->count && in->ring[in->head].state == E_DONE) {
         struct in_entry *e = &in->ring[in->head];
         if (e->qos > 0 && e->ack && e->epoch == in->epoch && in->link.sock &&
-            (e->qos == 1 ? mqtt_wire_puback(&in->link.out, e->id) : mqtt_wire_pubrec(&in->link.out, e->id)) != 0) {
+            mqtt_wire_ack(&in->link.out, in->version, e->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, e->id, e->rc) != 0) {
             break; /* out of memory: try again on the next round */
         }
         if (e->buf_cap > KEEP_BUF) {

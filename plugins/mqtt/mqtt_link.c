@@ -1,4 +1,4 @@
-/* mqtt_in's MQTT 3.1.1 client connection, and the reconnect backoff (see mqtt_link.h). */
+/* mqtt_in's MQTT 3.1.1 or 5.0 client connection, and the reconnect backoff (see mqtt_link.h). */
 #include "mqtt_link.h"
 
 #include <stdlib.h>
@@ -17,6 +17,10 @@ static void reset(struct mqtt_link *l)
     l->skip_left = 0;
     l->skip_ready = 0;
     l->why = NULL;
+    l->why_rc = 0;
+    l->server_keepalive = 0;
+    l->max_qos = 2;
+    l->reason[0] = '\0';
 }
 
 int64_t mqtt_link_close(struct mqtt_link *l)
@@ -51,8 +55,11 @@ int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gus
     if (gust_sock_open(&l->sock, &peer, conf->timeout_ms, tls, NULL, err) != 0) {
         return -1;
     }
-    if (mqtt_wire_connect(&l->out, conf->client_id, conf->username, conf->password, clean_session,
-                          conf->keepalive_s) != 0) {
+    struct mqtt_connect_opts o = {.version = l->version == MQTT_V5 ? MQTT_V5 : MQTT_V311,
+                                  .clean = clean_session,
+                                  .keepalive_s = conf->keepalive_s,
+                                  .receive_max = l->receive_max};
+    if (mqtt_wire_connect(&l->out, &o, conf->client_id, conf->username, conf->password) != 0) {
         mqtt_link_close(l);
         return gust_err_set(err, -1, "CONNECT does not fit (a field over 65535 bytes?)");
     }
@@ -62,18 +69,77 @@ int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gus
     return 0;
 }
 
+void mqtt_link_text(const unsigned char *s, size_t len, char *out, size_t outsz)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < outsz; i++) {
+        out[n++] = s[i] >= 32 && s[i] < 127 ? (char)s[i] : '?';
+    }
+    out[n] = '\0';
+}
+
+/* A 5.0 CONNACK's properties (after its flags and reason code): 0, or -1 (l->why). */
+static int connack_props(struct mqtt_link *l, const struct mqtt_packet *p)
+{
+    const unsigned char *props;
+    size_t off = 2, len, at = 0;
+    struct mqtt_prop pr;
+    int rc;
+
+    if (mqtt_wire_props(p->body, p->body_len, &off, &props, &len) != 0 || off != p->body_len) {
+        l->why = "malformed CONNACK: its properties length does not match the packet";
+        l->why_rc = MQTT_RC_MALFORMED;
+        return -1;
+    }
+    /* Receive Maximum, Maximum Packet Size and Topic Alias Maximum bound what gust would
+     * send the broker: PUBLISHes, which mqtt_in never sends. Assigned Client Identifier
+     * only comes for an empty client id, which gust never uses. */
+    while ((rc = mqtt_wire_prop_next(props, len, &at, &pr)) > 0) {
+        if (pr.id == MQTT_P_SERVER_KEEP_ALIVE) {
+            l->server_keepalive = (int)pr.num;
+        } else if (pr.id == MQTT_P_MAXIMUM_QOS) {
+            l->max_qos = (int)pr.num;
+        } else if (pr.id == MQTT_P_REASON_STRING) {
+            mqtt_link_text(pr.s, pr.slen, l->reason, sizeof(l->reason));
+        }
+    }
+    if (rc < 0) {
+        l->why = "malformed CONNACK: a bad property";
+        l->why_rc = MQTT_RC_MALFORMED;
+        return -1;
+    }
+    return 0;
+}
+
 int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p)
 {
     if (l->up || p->type != MQTT_CONNACK) {
         l->why = l->up ? "a second CONNACK" : "expected a CONNACK";
+        l->why_rc = MQTT_RC_PROTOCOL_ERROR;
         return -1;
     }
-    if (p->body_len != 2 || p->flags != 0 || (p->body[0] & 0xfe) != 0) {
+    if (p->body_len < 2 || p->flags != 0 || (p->body[0] & 0xfe) != 0 ||
+        (l->version != MQTT_V5 && p->body_len != 2)) {
         l->why = "malformed CONNACK";
+        l->why_rc = MQTT_RC_MALFORMED;
         return -1;
     }
-    if (p->body[1] != 0) {
-        return p->body[1];
+    int rc = p->body[1];
+    if (l->version == MQTT_V5) {
+        if (p->body_len == 2 && rc > 0 && rc < 0x80) {
+            return rc; /* a 3.1.1 broker's refusal (1: unacceptable protocol version) */
+        }
+        if (connack_props(l, p) != 0) {
+            return -1;
+        }
+        if (rc != 0 && rc < 0x80) {
+            l->why = "malformed CONNACK: not a reason code of CONNACK";
+            l->why_rc = MQTT_RC_MALFORMED;
+            return -1;
+        }
+    }
+    if (rc != 0) {
+        return rc;
     }
     l->up = 1;
     l->up_at = gust_clock_mono_ms();
@@ -149,6 +215,7 @@ static int skip_publish(struct mqtt_link *l, size_t head, size_t rem)
     size_t var = 2 + tlen + (qos ? 2 : 0);
     if (qos == 3 || var > rem) {
         l->why = "malformed PUBLISH";
+        l->why_rc = MQTT_RC_MALFORMED;
         return -1;
     }
     if (avail < head + var) {
@@ -161,6 +228,7 @@ static int skip_publish(struct mqtt_link *l, size_t head, size_t rem)
     o->pub.id = qos ? (uint16_t)(b[head + 2 + tlen] << 8 | b[head + 3 + tlen]) : 0;
     if (qos && o->pub.id == 0) {
         l->why = "malformed PUBLISH";
+        l->why_rc = MQTT_RC_MALFORMED;
         return -1;
     }
     size_t keep = tlen < sizeof(o->topic) - 1 ? tlen : sizeof(o->topic) - 1;
@@ -204,6 +272,7 @@ int mqtt_link_next(struct mqtt_link *l, int take_publish, struct mqtt_packet *p,
         int h = avail > 0 ? mqtt_wire_header(l->rbuf + l->roff, avail, &head, &rem) : 0;
         if (h < 0) {
             l->why = "bad packet length";
+            l->why_rc = MQTT_RC_MALFORMED;
             return -1;
         }
         if (h == 0) {
@@ -216,6 +285,7 @@ int mqtt_link_next(struct mqtt_link *l, int take_publish, struct mqtt_packet *p,
         if (rem > l->max_packet) {
             if (type != MQTT_PUBLISH) {
                 l->why = "a packet over the size limit";
+                l->why_rc = MQTT_RC_PACKET_TOO_LARGE;
                 return -1;
             }
             int rc = skip_publish(l, head, rem);
@@ -237,6 +307,7 @@ int mqtt_link_next(struct mqtt_link *l, int take_publish, struct mqtt_packet *p,
         }
         if (rem != 0 || p->flags != 0) {
             l->why = "malformed PINGRESP";
+            l->why_rc = MQTT_RC_MALFORMED;
             return -1;
         }
         l->ping_at = 0;

@@ -1,8 +1,9 @@
-/* mqtt_in's MQTT 3.1.1 client connection (mqtt_out is a libmosquitto client). The
- * socket (TCP or TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and its
- * CONNACK, keepalive (PINGREQ, and a connection dropped when its PINGRESP does not come).
- * It has no thread: mqtt_in's network thread drives it from its poll loop. The backoff
- * between connection attempts is here too; mqtt_out's network thread uses it as well.
+/* mqtt_in's MQTT 3.1.1 or 5.0 client connection (mqtt_out is a libmosquitto client).
+ * The socket (TCP or TLS, gust/sock.h), the output buffer, the input buffer, CONNECT and
+ * its CONNACK (5.0: its properties, the broker's Server Keep Alive honoured), keepalive (PINGREQ, and a
+ * connection dropped when its PINGRESP does not come). It has no thread: mqtt_in's network thread drives it
+ * from its poll loop. The backoff between connection attempts is here too; mqtt_out's network thread uses it
+ * as well.
  *
  * Input is bounded: a packet whose remaining length is over max_packet is never
  * buffered whole. A PUBLISH that big is read past without keeping its payload and handed
@@ -36,6 +37,8 @@ struct mqtt_oversized {
 };
 
 struct mqtt_link {
+    int version;            /* MQTT_V311 or MQTT_V5, set by the owner before open */
+    uint16_t receive_max;   /* 5.0: CONNECT's Receive Maximum (the owner's room) */
     struct gust_sock *sock; /* NULL: down */
     struct mqtt_wbuf out;   /* bytes [off, len) still to write */
     unsigned char *rbuf;
@@ -49,14 +52,24 @@ struct mqtt_link {
     int skip_ready;     /* `skipped` is complete and not handed over yet */
     struct mqtt_oversized skipped;
     const char *why; /* what mqtt_link_next or mqtt_link_keepalive found wrong */
+    int why_rc;      /* and the 5.0 reason code to disconnect with (0: none) */
+    /* From a 5.0 CONNACK: */
+    int server_keepalive; /* Server Keep Alive, the keepalive to use instead (0: none) */
+    int max_qos;          /* Maximum QoS (2 when not given) */
+    char reason[128];     /* its Reason String (printable ASCII only), or "" */
 };
 
-/* Connects (within conf->timeout_ms), and queues CONNECT. The buffers of an earlier
+/* Copies the printable ASCII of s[0..len) into out (at most outsz - 1 bytes), for a
+ * broker's text in a log line. */
+void mqtt_link_text(const unsigned char *s, size_t len, char *out, size_t outsz);
+/* Connects (within conf->timeout_ms), and queues CONNECT (of l->version). The buffers of an earlier
  * connection are reused. -1 with err set when the connection cannot be made. */
 int mqtt_link_open(struct mqtt_link *l, const struct mqtt_conf *conf, struct gust_tls *tls, int clean_session,
                    struct gust_err *err);
 /* The CONNACK p, read while connecting: 0 when it accepts (the link is up), its return
- * code when it refuses, -1 when it is malformed or not expected (l->why). */
+ * code (3.1.1) or reason code (5.0) when it refuses, -1 when it is malformed or not
+ * expected (l->why). A 5.0 CONNECT answered in 3.1.1's form (a broker that does not
+ * speak 5.0) gives that form's return code. */
 int mqtt_link_connack(struct mqtt_link *l, const struct mqtt_packet *p);
 /* Closes the socket (a no-op when down); the buffers stay for the next connection.
  * Returns how long the connection was up (0 when it never was), for the backoff. */

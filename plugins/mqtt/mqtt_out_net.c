@@ -146,7 +146,7 @@ static int fresh_client(struct mqtt_out *o, struct gust_err *err)
 static void why_down(struct mqtt_out *o, int rc, int e, char *why, size_t whysz)
 {
     if (o->refused) {
-        snprintf(why, whysz, "%s (CONNACK %d)", mqtt_connack_text(o->refused), o->refused);
+        snprintf(why, whysz, "%s (CONNACK %d)", mqtt_reason_text(o->refused), o->refused);
         return;
     }
     switch (rc) {

@@ -1,11 +1,13 @@
 /* libFuzzer target: mqtt_in's session (plugins/mqtt: mqtt_link.c, mqtt_in_conn.c,
- * mqtt_in_ring.c, mqtt_wire.c, with the SDK's publisher) on any bytes a broker could
- * send: CONNACK, SUBACK, PUBLISH at every QoS, PUBREL, PINGRESP, and whatever else. The
- * first bytes choose the settings (QoS, non_json, chunk size, whether the bus stores or
- * refuses); the rest is the broker's stream, over as many connections as it lasts (each
+ * mqtt_in_ring.c, mqtt_wire.c, mqtt_props.c, with the SDK's publisher) on any bytes a
+ * broker could send: CONNACK, SUBACK, PUBLISH at every QoS, PUBREL, PINGRESP,
+ * DISCONNECT, and whatever else, in MQTT 3.1.1 or 5.0 (properties everywhere). The
+ * first bytes choose the settings (QoS, non_json, chunk size, protocol version, whether
+ * the bus stores or refuses); the rest is the broker's stream, over as many connections as it lasts (each
  * drop reconnects and reads on). The input buffer stays within max_packet and what a
  * turn reads; every packet gust writes is well formed, and every PUBACK, PUBREC or
- * PUBCOMP it writes names a packet id. */
+ * PUBCOMP it writes names a packet id (and, in 5.0, a reason code); every header a
+ * publish carries is a NUL-terminated name and value without a line break. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +44,19 @@ static int fake_publish(struct gust_instance *inst, const char *subject, const v
     return 0;
 }
 
+/* The headers of a 5.0 publish: a token name, a value with no line break. */
+static int fake_publish_msg(struct gust_instance *inst, const struct gust_pub_msg *m,
+                            gust_publish_done_fn done, void *ud)
+{
+    for (size_t i = 0; i < m->nheaders; i++) {
+        const char *n = m->headers[i].name, *v = m->headers[i].value;
+        if (!n[0] || strpbrk(n, ": \r\n") || strpbrk(v, "\r\n")) {
+            abort();
+        }
+    }
+    return fake_publish(inst, m->subject, m->data, m->len, done, ud);
+}
+
 static void fake_set_error(struct gust_instance *inst, const char *text)
 {
     (void)inst, (void)text;
@@ -52,10 +67,13 @@ static const struct gust_host_api api = {
     .log = fake_log,
     .instance_name = fake_name,
     .publish = fake_publish,
+    .publish_msg = fake_publish_msg,
     .set_error = fake_set_error,
 };
 
 static const char *filters[] = {"a/#", "b/+/c"};
+static const char *keep[] = {"x-a", "Content-Type"};
+static int version;
 
 /* Every packet gust wrote parses, and the acks carry an id. */
 static void check_written(void)
@@ -66,7 +84,7 @@ static void check_written(void)
     while ((n = mqtt_wire_next(stub_sock_written + off, stub_sock_written_len - off, MQTT_MAX_PACKET, &p)) >
            0) {
         if ((p.type == MQTT_PUBACK || p.type == MQTT_PUBREC || p.type == MQTT_PUBCOMP) &&
-            (p.body_len != 2 || (p.body[0] == 0 && p.body[1] == 0))) {
+            (p.body_len != (version == MQTT_V5 ? 3u : 2u) || (p.body[0] == 0 && p.body[1] == 0))) {
             abort();
         }
         off += (size_t)n;
@@ -100,6 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in->filters = filters;
     in->nfilters = 2;
     in->cap = 1 + (data[2] & 7);
+    version = in->version = data[2] & 8 ? MQTT_V5 : MQTT_V311;
+    in->k.headers = (struct gust_list){keep, 2};
     refuse_every = data[2] >> 5;
     published = 0;
     in->ring = calloc(in->cap, sizeof(*in->ring));

@@ -62,7 +62,7 @@ origin)
     ;;
 mqtt_session)
     m=$root/plugins/mqtt
-    src="$here/stub_sock.c $m/mqtt_link.c $m/mqtt_in_conn.c $m/mqtt_in_ring.c $m/mqtt_wire.c $m/mqtt_payload.c
+    src="$here/stub_sock.c $m/mqtt_link.c $m/mqtt_in_conn.c $m/mqtt_in_ring.c $m/mqtt_wire.c $m/mqtt_props.c $m/mqtt_payload.c
          $m/mqtt_subject.c $h/common/json_fields.c $m/mqtt_conf.c $h/common/source.c $common"
     inc="$inc -I$m"
     libs="-lpthread"
@@ -70,6 +70,9 @@ mqtt_session)
     seed session '\011\040\003\040\002\000\000\220\004\000\001\001\000\062\015\000\003a/b\000\007{"x":1}\064\010\000\001b\000\010{}\142\002\000\010\320\000'
     seed oversized '\011\000\001\040\002\000\000\220\004\000\001\001\001\062\377\377\003\000\003a/b\000\011xxxxxxxxxxxxxxxx'
     seed garbage '\000\001\000\040\002\000\000\060\377\377\377\377\177'
+    # 5.0: CONNACK with Server Keep Alive, SUBACK with a reason string, a QoS 1 PUBLISH with
+    # user properties (traceparent, x-a), a PUBREL with a reason code, a DISCONNECT
+    seed v5 '\011\040\013\040\006\000\000\003\023\000\012\220\011\000\001\004\037\000\001r\001\000\062\044\000\003a/b\000\007\032\046\000\013traceparent\000\0010\046\000\003x-a\000\001v{}\142\003\000\010\222\340\002\213\000'
     ;;
 exec_lines)
     src="$root/plugins/exec/exec_lines.c $h/common/json_text.c $h/common/json_check.c"
