@@ -38,8 +38,9 @@ def readings(n, seed):
 
 
 def alerts(stored, stream=None):
-    prefix = "ev.detect.tm." + (stream or "")
-    return [json.loads(m[2]) for m in stored if m[1].startswith(prefix)]
+    """The alerts of one stream, or of all."""
+    return [json.loads(m[2]) for m in stored
+            if (m[1] == "ev.detect.tm." + stream if stream else m[1].startswith("ev.detect.tm."))]
 
 
 def main():
