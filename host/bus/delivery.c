@@ -28,7 +28,8 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
     in->reply_to = NULL;
     in->traceparent = NULL;
     in->tracestate = NULL;
-    static const char tick_prefix[] = "{\"@tick\":";
+    /* A detect unit's stored ticks: {"@tick": ms} and {"@timer": ms} (detect_tick.c). */
+    static const char tick_prefix[] = "{\"@ti";
     if (in->msg.len > sizeof(tick_prefix) - 1 && memcmp(in->msg.data, tick_prefix, sizeof(tick_prefix) - 1) == 0) {
         /* Only what looks like a tick costs a header lookup. */
         const char *unit = NULL;

@@ -97,6 +97,9 @@ static int load_detect(const struct gust_host *host, const struct gust_unit_conf
         /* Name the line of the setting the program cannot take. */
         struct gust_err plain = *err;
         gust_err_set(err, rc, "%s: %s", gust_cfg_where(u->cfg, "slices"), plain.msg);
+    } else if (rc != 0 && u->k.edge != NULL && strstr(err->msg, "edge path") != NULL) {
+        struct gust_err plain = *err;
+        gust_err_set(err, rc, "%s: %s", gust_cfg_where(u->cfg, "edge"), plain.msg);
     }
     return rc;
 }

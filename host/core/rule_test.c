@@ -361,8 +361,9 @@ static enum gust_rule_test_result run_case(const char *name, const char *program
         /* Arrival time only types an event without one; cases give theirs. */
         const char *ev = c->events[i];
         int64_t tick;
-        int rc = vpl_tick_of(ev, strlen(ev), &tick)
-                     ? vpl_engine_tick(eng, tick, collect, &made)
+        int kind;
+        int rc = vpl_tick_of(ev, strlen(ev), &kind, &tick)
+                     ? vpl_engine_tick(eng, kind, tick, collect, &made)
                      : vpl_engine_feed_json(eng, ev, strlen(ev), NULL, gust_clock_wall_ms(), collect, &made);
         if (rc != 0) {
             fprintf(report, "%s: event %zu skipped: %s\n", name, i + 1, vpl_engine_last_error(eng));

@@ -83,6 +83,7 @@ struct detect {
     int64_t last_input_wall; /* wall ms of the last input read (not a tick) */
     int64_t last_tick_wall;  /* wall ms of the last tick sent */
     int tick_failing;        /* the last tick could not be stored (logged once) */
+    int64_t timer_sent;      /* the time (wall ms) of the last timer record stored */
     uint64_t first_seq; /* where a slice without any checkpoint starts reading */
     int first_seq_known;
     uint32_t nslices;
@@ -119,9 +120,10 @@ uint64_t detect_floor(void *impl);
 /* The view's counters from the engines held here. Unit thread. */
 void detect_refresh_view(struct detect *d);
 
-/* detect_tick.c: when the input has been quiet for idle_tick and this process holds
- * slice 0, stores a tick {"@tick": wall ms - idle_tick} on the unit's input (header
- * GUST_TICK_HEADER: the unit), which the unit applies when it reads it back in stream
+/* detect_tick.c: when this process holds slice 0, stores on the unit's input (header
+ * GUST_TICK_HEADER: the unit) an idle tick {"@tick": wall ms - idle_tick} when the
+ * input has been quiet for idle_tick, and a timer record {"@timer": ms} when a timer()
+ * of the program is due; the unit applies them when it reads them back in stream
  * order. Unit thread, between batches. */
 void detect_tick_due(struct detect *d);
 

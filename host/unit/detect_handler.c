@@ -63,10 +63,12 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
          * keeps stream order): what no .from() names is not the program's. */
         const char *type = type_of(d, m->subject);
         int64_t tick_at = 0;
+        int tick_kind = 0;
         int is_tick = b->tick != NULL && b->tick[i];
-        if (is_tick && !vpl_tick_of(m->data, m->len, &tick_at)) {
+        if (is_tick && !vpl_tick_of(m->data, m->len, &tick_kind, &tick_at)) {
             b->outcome[i] = GUST_OUTCOME_DEAD;
-            snprintf(b->error[i], GUST_ERROR_MAX, "marked as an idle tick, but not {\"@tick\": <epoch ms>}");
+            snprintf(b->error[i], GUST_ERROR_MAX,
+                     "marked as a tick, but neither {\"@tick\": <epoch ms>} nor {\"@timer\": <epoch ms>}");
             b->emit_end[i] = b->emits.n;
             continue;
         }
@@ -84,7 +86,7 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
             d->cur = s;
             s->alerts = 0;
             d->push_failed = 0;
-            int rc = is_tick ? vpl_engine_tick(s->eng, tick_at, on_alert, d)
+            int rc = is_tick ? vpl_engine_tick(s->eng, tick_kind, tick_at, on_alert, d)
                              : vpl_engine_feed_json(s->eng, m->data, m->len, type, m->stored_ns / 1000000, on_alert, d);
             if (rc == VPL_EJSON) {
                 /* Undecodable: every engine would say so, and none changed. */
@@ -285,6 +287,12 @@ int gust_detect_handler_create(const struct gust_detect_opts *o, struct gust_han
         goto fail;
     }
     snprintf(d->digest, sizeof(d->digest), "%.12s", vpl_program_digest(d->prog));
+    if (o->edge && vpl_program_timers(d->prog) > 0) {
+        /* A timer fires from records stored on the bus, which the edge path has not. */
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: the program has timer() streams, which the edge path cannot "
+                          "run (they fire from records stored on the bus): read the input from the bus", o->path);
+        goto fail;
+    }
     if ((rc = bind_program(d, o->prefix, o->path, err)) != 0 || (rc = detect_slices_init(d, err)) != 0) {
         goto fail;
     }

@@ -38,7 +38,14 @@ enum expr_kind {
     X_IFSTMT,    /* kid: cond, block, cond, block, ... then the else block when n is odd */
     X_LOCAL,     /* after checking: a parameter or let of the fn, local `slot` */
     X_FNCALL,    /* after checking: fn aux (struct ast_fn) over the arguments kid... */
+    /* lambdas: `xs.filter(x => x > 1)` */
+    X_LAMBDA,    /* as parsed: `name => kid[0]`, only an argument of filter, map, any, all */
+    X_HOF,       /* after checking: op 'f' filter, 'm' map, 'a' any, 'A' all of the array kid[0]
+                    through the lambda kid[1] (an X_LAMBDA whose parameter is `slot`) */
+    X_PARAM,     /* after checking: the parameter of the enclosing lambda number `slot` */
 };
+
+#define LAMBDA_MAX 4 /* lambdas nested in one another: each walks its whole array */
 
 struct expr {
     uint8_t kind;
@@ -81,6 +88,7 @@ enum op_kind {
     OP_MODE, /* name: stam, stnm, strict, each, longest, subsets */
     OP_NOOP, /* print, log, tap, context */
     OP_ON,   /* join(...).on(condition) */
+    OP_LATENESS, /* .allowed_lateness(D) */
 };
 
 /* A named argument `name: expr` (name NULL for positional). */
@@ -120,6 +128,10 @@ struct ast_stream {
     const char *from_conn, *from_topic;
     uint32_t from_conn_len, from_topic_len;
     int has_from;
+    /* timer(P[, initial_delay: D]): its arguments; steps[0] names the type Timer_<name> */
+    uint8_t timer;
+    struct ast_arg *targs;
+    uint32_t ntargs;
 };
 
 struct ast_pattern {

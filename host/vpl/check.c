@@ -263,7 +263,7 @@ static int check_kleene_agg(struct checker *ck, struct expr *e, const struct sco
 
 /* ---- fn ---- */
 
-static int push_local(struct checker *ck, const char *name, uint32_t len, int32_t slot)
+static int push_local(struct checker *ck, const char *name, uint32_t len, int32_t slot, uint8_t lam)
 {
     if (ck->nloc == ck->caploc) {
         uint32_t cap = ck->caploc ? ck->caploc * 2 : 16;
@@ -274,18 +274,23 @@ static int push_local(struct checker *ck, const char *name, uint32_t len, int32_
         ck->loc = v;
         ck->caploc = cap;
     }
-    ck->loc[ck->nloc++] = (struct local){.name = name, .len = len, .slot = slot};
+    ck->loc[ck->nloc++] = (struct local){.name = name, .len = len, .slot = slot, .lam = lam};
     return 0;
 }
 
-static int find_local(const struct checker *ck, const struct scope *sc, const char *name, uint32_t len)
+/* The innermost local (a fn's parameter or let, a lambda's parameter) of that name. */
+static const struct local *find_local(const struct checker *ck, const struct scope *sc, const char *name,
+                                      uint32_t len)
 {
+    if (sc->fn == NULL && sc->nlam == 0) {
+        return NULL;
+    }
     for (uint32_t i = ck->nloc; i > sc->loc_base; i--) {
         if (same(name, len, ck->loc[i - 1].name, ck->loc[i - 1].len)) {
-            return ck->loc[i - 1].slot;
+            return &ck->loc[i - 1];
         }
     }
-    return -1;
+    return NULL;
 }
 
 static int find_fn(const struct checker *ck, const char *name, uint32_t len)
@@ -338,7 +343,7 @@ static int check_fn(struct checker *ck, uint32_t i, const struct expr *at)
     struct scope sc = {.ctx = CX_EVENT, .fn = f, .loc_base = ck->nloc};
     int rc = 0;
     for (uint32_t k = 0; rc == 0 && k < f->nparams; k++) {
-        rc = push_local(ck, f->params[k].name, f->params[k].len, (int32_t)k);
+        rc = push_local(ck, f->params[k].name, f->params[k].len, (int32_t)k, 0);
     }
     if (rc == 0) {
         rc = check_expr(ck, f->body, &sc);
@@ -386,6 +391,54 @@ static int check_fncall(struct checker *ck, struct expr *e, const struct scope *
     return 0;
 }
 
+/* filter(xs, x => ...), map, any and all, also as methods (xs.filter(x => ...)): the
+ * array in sc, the lambda's body in sc with its parameter. 1 when e is one of them. The
+ * body reads what sc reads (fields, aliases, constants, a fn's locals), none of which
+ * changes while the array is walked: a lambda keeps no state. */
+static int check_hof(struct checker *ck, struct expr *e, const struct scope *sc)
+{
+    static const struct {
+        const char *name;
+        uint8_t op;
+    } hofs[] = {{"filter", 'f'}, {"map", 'm'}, {"any", 'a'}, {"all", 'A'}};
+    uint8_t op = 0;
+    for (size_t i = 0; i < sizeof(hofs) / sizeof(hofs[0]); i++) {
+        if (same(e->name, e->nlen, hofs[i].name, strlen(hofs[i].name))) {
+            op = hofs[i].op;
+        }
+    }
+    if (op == 0) {
+        return 0;
+    }
+    if (e->n != 2 || e->kid[1]->kind != X_LAMBDA || e->kid[0]->kind == X_LAMBDA) {
+        return err_at(ck, e, "%.*s() takes an array and a lambda: %.*s(xs, x => ...) or xs.%.*s(x => ...)",
+                      (int)e->nlen, e->name, (int)e->nlen, e->name, (int)e->nlen, e->name);
+    }
+    struct expr *lam = e->kid[1];
+    if (sc->nlam == LAMBDA_MAX) {
+        return err_at(ck, lam, "lambdas nest at most %d deep", LAMBDA_MAX);
+    }
+    int rc = check_expr(ck, e->kid[0], sc);
+    if (rc != 0) {
+        return rc;
+    }
+    struct scope in = *sc;
+    in.nlam = (uint8_t)(sc->nlam + 1);
+    lam->slot = sc->nlam;
+    uint32_t base = ck->nloc;
+    rc = push_local(ck, lam->name, lam->nlen, lam->slot, 1);
+    if (rc == 0) {
+        rc = check_expr(ck, lam->kid[0], &in);
+    }
+    ck->nloc = base;
+    if (rc != 0) {
+        return rc;
+    }
+    e->kind = X_HOF;
+    e->op = op;
+    return 1;
+}
+
 static int check_call(struct checker *ck, struct expr *e, const struct scope *sc)
 {
     if (sc->ctx == CX_WINDOW && !sc->in_agg) {
@@ -403,6 +456,10 @@ static int check_call(struct checker *ck, struct expr *e, const struct scope *sc
     int fi = find_fn(ck, e->name, e->nlen);
     if (fi >= 0) {
         return check_fncall(ck, e, sc, fi);
+    }
+    int hof = check_hof(ck, e, sc);
+    if (hof != 0) {
+        return hof < 0 ? hof : 0;
     }
     int id = builtin_find(e->name, e->nlen);
     if (id < 0) {
@@ -459,6 +516,9 @@ static int check_call(struct checker *ck, struct expr *e, const struct scope *sc
 static int check_member(struct checker *ck, struct expr *e, const struct scope *sc)
 {
     struct expr *o = e->kid[0];
+    if (o->kind == X_NAME && find_local(ck, sc, o->name, o->nlen) != NULL) {
+        return check_expr(ck, o, sc); /* a local hides an alias of the same name */
+    }
     if (o->kind == X_NAME) {
         int slot = find_alias(sc, o->name, o->nlen);
         if (slot >= 0) {
@@ -502,19 +562,17 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
     case X_LIT:
         return 0;
     case X_NAME: {
+        const struct local *l = find_local(ck, sc, e->name, e->nlen);
+        if (l != NULL) {
+            e->kind = l->lam ? X_PARAM : X_LOCAL;
+            e->slot = l->slot;
+            return 0;
+        }
         if (find_alias(sc, e->name, e->nlen) >= 0 || is_self(sc, e->name, e->nlen)) {
             return err_at(ck, e,
                           "'%.*s' is an alias for a whole event: read one of its "
                           "fields (%.*s.field)",
                           (int)e->nlen, e->name, (int)e->nlen, e->name);
-        }
-        if (sc->fn != NULL) {
-            int slot = find_local(ck, sc, e->name, e->nlen);
-            if (slot >= 0) {
-                e->kind = X_LOCAL;
-                e->slot = slot;
-                return 0;
-            }
         }
         struct vval v;
         int rc = constant(ck, e, e->name, e->nlen, &v);
@@ -551,11 +609,15 @@ int check_expr(struct checker *ck, struct expr *e, const struct scope *sc)
     }
     case X_LET: {
         int rc = check_expr(ck, e->kid[0], sc);
-        return rc != 0 ? rc : push_local(ck, e->name, e->nlen, e->slot);
+        return rc != 0 ? rc : push_local(ck, e->name, e->nlen, e->slot, 0);
     }
     case X_LOCAL:
     case X_FNCALL:
+    case X_HOF:
+    case X_PARAM:
         return 0;
+    case X_LAMBDA:
+        return err_at(ck, e, "a lambda (x => ...) is an argument of filter(), map(), any() or all()");
     case X_MAP:
         for (uint16_t i = 1; i < e->n; i += 2) {
             int rc = check_expr(ck, e->kid[i], sc);

@@ -23,7 +23,8 @@ struct scope {
     uint32_t self_len;
     uint8_t in_agg;           /* inside an aggregate's argument */
     const struct ast_fn *fn;  /* checking the body of this fn: names read its locals */
-    uint32_t loc_base;        /* its locals are checker.loc[loc_base..] */
+    uint32_t loc_base;        /* its locals (and lambda parameters) are checker.loc[loc_base..] */
+    uint8_t nlam;             /* lambdas around the expression: their parameters are locals */
 };
 
 /* A fn's name, to find it in fn_map. */
@@ -37,6 +38,7 @@ struct local {
     const char *name;
     uint32_t len;
     int32_t slot;
+    uint8_t lam; /* a lambda's parameter: slot is the lambda's nesting */
 };
 
 struct checker {

@@ -179,6 +179,45 @@ static int watermark_arg(struct compiler *c, const struct ast_op *op, int64_t *m
     return 0;
 }
 
+#define TIMER_MIN_MS 100 /* as idle_tick's: a detect unit stores a record per firing */
+
+/* timer(P[, initial_delay: D]): the stream reads Timer_<name>, a type of its own, whose
+ * events the engine makes as the timer fires (runtime/timer.c). */
+static int timer_source(struct compiler *c, uint32_t si, uint32_t *type)
+{
+    const struct ast_stream *as = &c->ast->streams[si];
+    struct stream *s = &c->prog->streams[si];
+    const struct ast_step *src = &as->steps[0];
+    for (uint32_t k = 0; k < as->ntargs; k++) {
+        const struct ast_arg *a = &as->targs[k];
+        int rc;
+        if (a->name == NULL && k == 0) {
+            rc = duration_expr(c, a->e, &s->timer_period);
+        } else if (a->name != NULL && a->nlen == 13 && memcmp(a->name, "initial_delay", 13) == 0) {
+            rc = duration_expr(c, a->e, &s->timer_delay);
+        } else {
+            rc = fail(c, a->line, a->col, "timer() takes a period and an optional initial_delay: "
+                                          "timer(5s, initial_delay: 2s)");
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (as->ntargs == 0 || as->targs[0].name != NULL) {
+        return fail(c, src->line, src->col, "timer() takes a period and an optional initial_delay: "
+                                            "timer(5s, initial_delay: 2s)");
+    }
+    if (s->timer_period < TIMER_MIN_MS) {
+        return fail(c, as->targs[0].line, as->targs[0].col, "a timer's period is at least %dms", TIMER_MIN_MS);
+    }
+    uint32_t sym;
+    if (intern(c, src->type, src->tlen, &sym) != 0 || add_type(c, sym, type) != 0) {
+        return VPL_ENOMEM;
+    }
+    c->prog->ntimers++;
+    return add_read(c, si, *type);
+}
+
 static int field_arg(struct compiler *c, const struct ast_op *op, uint32_t *sym)
 {
     if (op->nargs != 1 || op->args[0].name != NULL || op->args[0].e->kind != X_NAME) {
@@ -521,6 +560,7 @@ static int compile_sequence(struct compiler *c, uint32_t si, int pattern_source)
             break;
         case OP_WINDOW:
         case OP_AGGREGATE:
+        case OP_LATENESS:
             return fail(c, op->line, op->col, "a sequence stream cannot have a %.*s()", (int)op->nlen,
                         op->name);
         case OP_TO:
@@ -575,7 +615,8 @@ static int compile_flow(struct compiler *c, uint32_t si)
     const struct ast_stream *as = &c->ast->streams[si];
     struct stream *s = &c->prog->streams[si];
     const struct ast_step *src = &as->steps[0];
-    int rc = resolve_type(c, si, src->type, src->tlen, src->line, src->col, &s->src_type);
+    int rc = as->timer ? timer_source(c, si, &s->src_type)
+                       : resolve_type(c, si, src->type, src->tlen, src->line, src->col, &s->src_type);
     if (rc != 0) {
         return rc;
     }
@@ -613,7 +654,8 @@ static int compile_flow(struct compiler *c, uint32_t si)
         }
     }
     uint32_t partition = SYM_NONE;
-    const struct ast_op *partition_op = NULL;
+    const struct ast_op *partition_op = NULL, *lateness_op = NULL;
+    int64_t lateness = -1;
     for (uint32_t i = 0; i < as->nops; i++) {
         const struct ast_op *op = &as->ops[i];
         switch (op->kind) {
@@ -647,6 +689,7 @@ static int compile_flow(struct compiler *c, uint32_t si)
             if ((rc = build_window(c, op, s->win)) != 0) {
                 return rc;
             }
+            s->win->lateness = -1;
             s->timed = s->win->kind == W_TIME || s->win->kind == W_SESSION;
             stages = s->post;
             nst = &s->npost;
@@ -674,13 +717,29 @@ static int compile_flow(struct compiler *c, uint32_t si)
                 return rc;
             }
             break;
+        case OP_LATENESS:
+            if ((rc = duration_arg(c, op, &lateness)) != 0) {
+                return rc;
+            }
+            lateness_op = op;
+            break;
         default:
             break;
         }
     }
+    if (lateness_op != NULL && (s->win == NULL || s->win->kind != W_TIME)) {
+        return fail(c, lateness_op->line, lateness_op->col,
+                    "allowed_lateness() applies to a time window: .window(D) after .watermark(out_of_order: D)");
+    }
+    if (lateness_op != NULL && c->watermark[si] <= 0) {
+        return fail(c, lateness_op->line, lateness_op->col,
+                    "allowed_lateness() needs .watermark(out_of_order: D) on the stream (its windows are "
+                    "then aligned bins)");
+    }
     if (s->win != NULL) {
         s->win->partition = partition;
         s->win->aligned = c->watermark[si] > 0;
+        s->win->lateness = lateness;
         if (sc.ctx == CX_WINDOW) {
             return fail(c, as->line, as->col,
                         "stream '%.*s' has a window() but no aggregate() or emit() after it", (int)as->nlen,
@@ -733,6 +792,7 @@ static int compile_join(struct compiler *c, uint32_t si)
     struct scope sc = {.ctx = CX_MATCH, .al = al, .nal = 2};
     s->win->kind = W_JOIN;
     s->win->partition = SYM_NONE;
+    s->win->lateness = -1;
     s->win->layout = lay;
     int windowed = 0;
     for (uint32_t i = 0; i < as->nops; i++) {
@@ -1102,6 +1162,10 @@ static int compile(struct compiler *c)
             return VPL_ENOMEM;
         }
         int pattern_source = decl_of(c, src) == D_PATTERN;
+        if (as->timer && as->nsteps > 1) {
+            return fail(c, as->steps[1].line, as->steps[1].col,
+                        "a timer() cannot start a sequence: make it a stream of its own and use that in a step");
+        }
         if (as->nmerge > 0 && (pattern_source || as->nsteps > 1)) {
             const struct ast_step *at = as->nsteps > 1 ? &as->steps[1] : &as->steps[0];
             return fail(c, at->line, at->col,
@@ -1227,6 +1291,11 @@ size_t vpl_program_bindings(const struct vpl_program *prog, const struct vpl_bin
 {
     *out = prog->bindings;
     return prog->nbindings;
+}
+
+size_t vpl_program_timers(const struct vpl_program *prog)
+{
+    return prog->ntimers;
 }
 
 size_t vpl_program_outputs(const struct vpl_program *prog, const struct vpl_output **out)

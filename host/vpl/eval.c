@@ -473,6 +473,61 @@ static __attribute__((noinline)) struct vval fncall(const struct expr *x, const 
     return r;
 }
 
+/* filter, map, any or all of an array through a lambda: the body is evaluated once per
+ * element, with the element as the lambda's parameter (its slot in a copy of the
+ * enclosing lambdas' parameters). Anything but an array gives missing. */
+static __attribute__((noinline)) struct vval hof(const struct expr *x, const struct ectx *c)
+{
+    struct vval a = eval(x->kid[0], c);
+    if (a.t != V_ARR) {
+        return v_missing();
+    }
+    const struct expr *lam = x->kid[1];
+    struct vval params[LAMBDA_MAX];
+    if (c->params != NULL && lam->slot > 0) {
+        memcpy(params, c->params, (size_t)lam->slot * sizeof(*params));
+    }
+    struct ectx in = *c;
+    in.params = params;
+    struct vval *out = NULL;
+    if (x->op == 'f' || x->op == 'm') {
+        if ((out = eval_alloc(c, (a.n ? a.n : 1) * sizeof(*out))) == NULL) {
+            return v_missing();
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a.n; i++) {
+        params[lam->slot] = a.u.a[i];
+        struct vval v = eval(lam->kid[0], &in);
+        int yes = v.t == V_BOOL && v.u.i;
+        switch (x->op) {
+        case 'f':
+            if (yes) {
+                out[n++] = a.u.a[i];
+            }
+            break;
+        case 'm':
+            out[n++] = v.t == V_MISSING ? v_null() : v; /* as an array literal keeps its place */
+            break;
+        case 'a':
+            if (yes) {
+                return v_bool(1);
+            }
+            break;
+        default:
+            if (!yes) {
+                return v_bool(0);
+            }
+            break;
+        }
+    }
+    if (out == NULL) {
+        return v_bool(x->op == 'A');
+    }
+    struct vval r = {.t = V_ARR, .n = n, .u.a = out};
+    return r;
+}
+
 /* Every kind of node but those eval() answers or dispatches itself. */
 static __attribute__((noinline)) struct vval eval_node(const struct expr *x, const struct ectx *c)
 {
@@ -497,6 +552,10 @@ static __attribute__((noinline)) struct vval eval_node(const struct expr *x, con
         return c->locals[x->slot];
     case X_FNCALL:
         return fncall(x, c);
+    case X_HOF:
+        return hof(x, c);
+    case X_PARAM:
+        return c->params != NULL ? c->params[x->slot] : v_missing();
     case X_INDEX: {
         struct vval o = eval(x->kid[0], c);
         struct vval i = eval(x->kid[1], c);

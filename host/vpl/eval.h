@@ -38,6 +38,7 @@ struct ectx {
     int *oom;                    /* set when the arena runs out */
     struct memo *memo;           /* NULL: X_MEMO nodes evaluate their expression */
     struct vval *locals;         /* inside a fn: its parameters and lets */
+    const struct vval *params;   /* inside lambdas: their parameters, by nesting (LAMBDA_MAX) */
 };
 
 struct vval eval(const struct expr *x, const struct ectx *c);

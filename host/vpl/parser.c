@@ -210,6 +210,38 @@ static struct expr *binary(struct parser *p, uint8_t op, const struct token *at,
 }
 
 /* `(` [expr {, expr}] `)` after a callee; `first` is the receiver of a method call. */
+/* The tokens of `name =>` or `(name) =>` that start a lambda (the two characters of
+ * `=>` written together), or 0. */
+static size_t lambda_head(const struct parser *p)
+{
+    size_t k = cur(p)->t == T_LPAREN ? 1 : 0;
+    const struct token *name = ahead(p, k), *eq = ahead(p, 2 * k + 1), *gt = ahead(p, 2 * k + 2);
+    if (name->t != T_IDENT || is_reserved(name) || (k && ahead(p, 2)->t != T_RPAREN)) {
+        return 0;
+    }
+    return eq->t == T_ASSIGN && gt->t == T_GT && gt->line == eq->line && gt->col == eq->col + 1 ? 2 * k + 3 : 0;
+}
+
+/* name => body: an argument of a call; the checker says where one may be. */
+static struct expr *parse_lambda(struct parser *p)
+{
+    size_t head = lambda_head(p);
+    const struct token *name = ahead(p, head == 5 ? 1 : 0);
+    p->pos += head;
+    if (!enter(p)) {
+        return NULL;
+    }
+    struct expr *e = node(p, X_LAMBDA, name, 1);
+    if (e != NULL) {
+        e->name = name->s;
+        e->nlen = name->len;
+        e->kid[0] = parse_expr(p);
+        e = e->kid[0] ? sealed(p, e) : NULL;
+    }
+    p->depth--;
+    return e;
+}
+
 static struct expr *parse_call(struct parser *p, const struct token *name, struct expr *first)
 {
     struct expr **args = NULL;
@@ -228,7 +260,7 @@ static struct expr *parse_call(struct parser *p, const struct token *name, struc
                 return NULL;
             }
             if ((args = grow(p, args, n, &cap, sizeof(*args))) == NULL ||
-                (args[n++] = parse_expr(p)) == NULL) {
+                (args[n++] = lambda_head(p) ? parse_lambda(p) : parse_expr(p)) == NULL) {
                 return NULL;
             }
         } while (accept(p, T_COMMA));
@@ -446,7 +478,7 @@ static struct expr *parse_postfix(struct parser *p)
             e = sealed(p, ix);
         } else if (at->t == T_ASSIGN && ahead(p, 1)->t == T_GT && ahead(p, 1)->line == at->line &&
                    ahead(p, 1)->col == at->col + 1) {
-            fail_at(p, at, "lambdas (x => ...) are not supported by this engine: write a fn");
+            fail_at(p, at, "a lambda (x => ...) is an argument of filter(), map(), any() or all()");
             return NULL;
         } else {
             break;
@@ -921,6 +953,7 @@ static const struct {
     {"tap", OP_NOOP},
     {"context", OP_NOOP},
     {"on", OP_ON},
+    {"allowed_lateness", OP_LATENESS},
 };
 
 /* ( [ [name:] expr {, [name:] expr} ] ) */
@@ -1060,6 +1093,35 @@ static int parse_merge(struct parser *p, struct ast_program *prog, uint32_t *cap
     return expect(p, T_RPAREN, "',' or ')' after a merged stream");
 }
 
+/* timer(P[, initial_delay: D]): the stream reads the type Timer_<stream>, whose events
+ * the engine makes as the timer fires (the compiler checks the arguments). */
+static int parse_timer(struct parser *p, struct ast_stream *s)
+{
+    const struct token *at = cur(p);
+    struct ast_op op;
+    memset(&op, 0, sizeof(op));
+    p->pos += 2; /* timer ( */
+    if (parse_args(p, &op) != 0) {
+        return VPL_ESYNTAX;
+    }
+    char *type = arena_alloc(p->a, s->nlen + 7);
+    if (type == NULL) {
+        return oom(p);
+    }
+    memcpy(type, "Timer_", 6);
+    memcpy(type + 6, s->name, s->nlen);
+    type[s->nlen + 6] = '\0';
+    memset(&s->steps[0], 0, sizeof(s->steps[0]));
+    s->steps[0].type = type;
+    s->steps[0].tlen = s->nlen + 6;
+    s->steps[0].line = at->line;
+    s->steps[0].col = at->col;
+    s->timer = 1;
+    s->targs = op.args;
+    s->ntargs = op.nargs;
+    return 0;
+}
+
 static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *cap)
 {
     next(p);
@@ -1098,9 +1160,9 @@ static int parse_stream(struct parser *p, struct ast_program *prog, uint32_t *ca
         }
         s.steps[0] = s.merge[0];
     } else if (is_word(cur(p), "timer") && ahead(p, 1)->t == T_LPAREN) {
-        return fail_at(p, cur(p),
-                       "timer(...) streams are not supported by this engine: use idle_tick in the detect "
-                       "block for time that passes without events");
+        if (parse_timer(p, &s) != 0) {
+            return VPL_ESYNTAX;
+        }
     } else if (parse_step(p, &s.steps[0], 1) != 0) {
         return VPL_ESYNTAX;
     }

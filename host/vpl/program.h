@@ -75,6 +75,9 @@ struct window {
      * holds; `layout` names the two alias slots (source 0, source 1) they are read by. */
     struct expr *on;
     struct pattern *layout;
+    /* .allowed_lateness(D) (aligned bins only), or -1: each bin is a window of its own,
+     * kept after it closes until the clock reaches its end + D, for late events */
+    int64_t lateness;
 };
 
 struct route {
@@ -101,6 +104,9 @@ struct stream {
     uint32_t *roots; /* input types whose clocks drive it */
     uint32_t nroots;
     const char *connector, *topic; /* .to() */
+    /* timer(P[, initial_delay: D]): ms, 0 when the stream is not a timer; it reads
+     * the events of type src_type (Timer_<name>) that the engine makes as it fires */
+    int64_t timer_period, timer_delay;
 };
 
 struct vpl_program {
@@ -110,6 +116,7 @@ struct vpl_program {
     struct symtab syms;
     struct stream *streams;
     uint32_t nstreams;
+    uint32_t ntimers; /* timer() streams */
     uint32_t ntypes;
     uint32_t *type_sym;  /* routing type -> symbol */
     struct route *routes; /* type -> streams reading it, in declaration order */

@@ -74,6 +74,9 @@ struct vpl_output {
 const char *vpl_program_digest(const struct vpl_program *prog);
 
 size_t vpl_program_bindings(const struct vpl_program *prog, const struct vpl_binding **out);
+/* The number of timer() streams: a host runs them by storing timer records
+ * (vpl_engine_tick, VPL_TICK_TIMER). */
+size_t vpl_program_timers(const struct vpl_program *prog);
 size_t vpl_program_outputs(const struct vpl_program *prog, const struct vpl_output **out);
 
 /* ---- Engine -------------------------------------------------------------------- */
@@ -134,14 +137,24 @@ int vpl_engine_feed_json(struct vpl_engine *eng, const char *json, size_t len,
                          const char *default_event_type, int64_t arrival_ms,
                          vpl_alert_fn cb, void *ud);
 
-/* Moves every event-time clock to now_ms, as an event of each type at that time would
- * (a type's lag applies), and closes the windows and fires the absences it has passed:
- * a tick, for a unit whose input is quiet (idle_tick) and for replays of its stored
- * ticks. A clock already past now_ms stays. 0, or VPL_ENOMEM. */
-int vpl_engine_tick(struct vpl_engine *eng, int64_t now_ms, vpl_alert_fn cb, void *ud);
-/* 1 when json[0..len) is a tick as stored and as vpl-run reads it, {"@tick": <epoch ms>}
- * (an integer, the only key), with *ms set; 0 for anything else (an event). */
-int vpl_tick_of(const char *json, size_t len, int64_t *ms);
+/* Stored ticks, as a detect unit stores them on its input and as vpl-run reads them:
+ *  - VPL_TICK_IDLE, {"@tick": <epoch ms>}: moves every event-time clock to now_ms, as
+ *    an event of each type at that time would (a type's lag applies), and closes the
+ *    windows and fires the absences it has passed: for a unit whose input is quiet
+ *    (idle_tick). A clock already past now_ms stays.
+ *  - VPL_TICK_TIMER, {"@timer": <epoch ms>}: the wall clock reached now_ms: the first
+ *    one starts the program's timer() streams, every one fires what is due by then,
+ *    each firing an event of type Timer_<stream> at its own time. Clocks move only by
+ *    those events.
+ * 0, VPL_EINVAL (another kind), or VPL_ENOMEM. */
+enum { VPL_TICK_IDLE = 1, VPL_TICK_TIMER = 2 };
+int vpl_engine_tick(struct vpl_engine *eng, int kind, int64_t now_ms, vpl_alert_fn cb, void *ud);
+/* 1 when json[0..len) is a stored tick, {"@tick": <epoch ms>} or {"@timer": <epoch ms>}
+ * (an integer, the only key), with *kind and *ms set; 0 for anything else (an event). */
+int vpl_tick_of(const char *json, size_t len, int *kind, int64_t *ms);
+/* When the next timer is due (epoch ms): INT64_MIN before the first timer record has
+ * started them, INT64_MAX for a program without timer() streams. */
+int64_t vpl_engine_timer_due(const struct vpl_engine *eng);
 
 const char *vpl_engine_last_error(const struct vpl_engine *eng);
 

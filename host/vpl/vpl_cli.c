@@ -140,9 +140,10 @@ static int cmd_run(int argc, char **argv)
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
         int64_t tick;
-        int rc = vpl_tick_of(line, (size_t)n, &tick) ? vpl_engine_tick(eng, tick, print_alert, stdout)
-                                                     : vpl_engine_feed_json(eng, line, (size_t)n, NULL, now, print_alert,
-                                                                            stdout);
+        int kind;
+        int rc = vpl_tick_of(line, (size_t)n, &kind, &tick)
+                     ? vpl_engine_tick(eng, kind, tick, print_alert, stdout)
+                     : vpl_engine_feed_json(eng, line, (size_t)n, NULL, now, print_alert, stdout);
         if (rc != 0) {
             fprintf(stderr, "%s:%lu: %s\n", argv[2], lineno, vpl_engine_last_error(eng));
         }

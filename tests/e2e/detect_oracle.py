@@ -16,8 +16,9 @@ INPUTS = {"A": "ev.o.a", "B": "ev.o.b", "Login": "ev.o.login", "Logout": "ev.o.l
 
 
 def events(n, seed=1, first_id=0):
-    """n input events [(subject, bytes)]: event time 100 ms apart, hosts and users
-    drawn at random, so that sequences, absences and windows all open and close."""
+    """n input events [(subject, bytes)]: event time 100 ms apart (one M in five up to
+    3 s late), hosts and users drawn at random, so that sequences, absences, windows and
+    late bins all open and close."""
     r = random.Random(seed)
     out = []
     for i in range(first_id, first_id + n):
@@ -32,7 +33,9 @@ def events(n, seed=1, first_id=0):
         elif k < 0.72:
             e = {"event_type": "Logout", "id": i, "user": "u%d" % r.randrange(25), "ts": t}
         else:
-            e = {"event_type": "M", "id": i, "host": "h%d" % r.randrange(10), "v": r.randrange(100), "ts": t}
+            late = r.randrange(3000) if r.random() < 0.2 else 0
+            e = {"event_type": "M", "id": i, "host": "h%d" % r.randrange(10), "v": r.randrange(100),
+                 "ts": max(0, t - late)}
         out.append((INPUTS[e["event_type"]], json.dumps(e).encode()))
     return out
 

@@ -158,6 +158,8 @@ def test_config_errors(t, tmp, nats):
         (src + "detect d { rules %s/rules/device_window.vpl; edge s; edge_queue 0; }\n" % ROOT, 6,
          "edge_queue must be within 1..16777216 in detect 'd', not '0'"),
         (src + "sink k { use mqtt_out; source ev.a; broker 127.0.0.1:1; topic x; edge s; }\n", 6, "edge"),
+        (src + "detect d { rules %s/tests/e2e/data/timer.vpl; edge s; }\n" % ROOT, 6,
+         "the program has timer() streams, which the edge path cannot run"),
     ]
     for body, line, want in cases:
         path = tmp.file("edge.conf", head + body)

@@ -328,6 +328,41 @@ static void test_rfc3339_cache(void)
         }
 }
 
+/* Timer records: what the detect unit asks (when the next one is due) and the catch-up
+ * bound after a long stop. */
+static void test_timers(void)
+{
+    struct vpl_program *p = compile("stream Beat = timer(1s).emit(at: timestamp)\n"
+                                    "stream Late = timer(2s, initial_delay: 500ms).emit(at: timestamp)\n");
+    struct vpl_program *none = compile("stream S = E.emit(x: x)\n");
+    struct vpl_engine *e = NULL, *n = NULL;
+    struct sink s = {0};
+    CHECK(vpl_engine_create(p, NULL, &e, NULL) == 0 && vpl_engine_create(none, NULL, &n, NULL) == 0);
+    CHECK(vpl_engine_timer_due(n) == INT64_MAX);
+    CHECK(vpl_engine_tick(n, VPL_TICK_TIMER, 5000, collect, &s) == 0 && s.n == 0);
+    CHECK(vpl_engine_timer_due(e) == INT64_MIN); /* not started */
+    CHECK(vpl_engine_tick(e, VPL_TICK_TIMER, 0, collect, &s) == 0 && s.n == 0);
+    CHECK(vpl_engine_timer_due(e) == 500); /* Late's initial delay comes first */
+    CHECK(vpl_engine_tick(e, VPL_TICK_TIMER, 2600, collect, &s) == 0);
+    /* Late at 500, Beat at 1000 and 2000, Late at 2500, in time order. */
+    CHECK(s.n == 4 && strcmp(s.stream, "Late") == 0 && strstr(s.last, "\"at\":2500") != NULL);
+    CHECK(vpl_engine_timer_due(e) == 3000);
+    /* 1000 s later: each timer fires its last 100 instants, no more. */
+    s.n = 0;
+    CHECK(vpl_engine_tick(e, VPL_TICK_TIMER, 1002600, collect, &s) == 0);
+    CHECK(s.n == 200 && strstr(s.last, "\"at\":1002500") != NULL);
+    CHECK(vpl_engine_tick(e, 0, 1, collect, &s) == VPL_EINVAL);
+    int kind = 0;
+    int64_t ms = 0;
+    CHECK(vpl_tick_of("{\"@timer\": 42}\n", 15, &kind, &ms) == 1 && kind == VPL_TICK_TIMER && ms == 42);
+    CHECK(vpl_tick_of("{\"@tick\":7}", 11, &kind, &ms) == 1 && kind == VPL_TICK_IDLE && ms == 7);
+    CHECK(vpl_tick_of("{\"@timer\": 1, \"x\": 2}", 21, &kind, &ms) == 0);
+    vpl_engine_destroy(e);
+    vpl_engine_destroy(n);
+    vpl_program_destroy(p);
+    vpl_program_destroy(none);
+}
+
 int main(void)
 {
     test_format_double();
@@ -338,5 +373,6 @@ int main(void)
     test_values_out();
     test_limits_and_memory();
     test_errors();
+    test_timers();
     return check_result("vpl api");
 }

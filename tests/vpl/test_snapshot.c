@@ -2,7 +2,7 @@
  *
  * usage: vpl-test-snapshot CASE_DIR...   (each with program.vpl and events.jsonl)
  *
- * For each case, the events (the case's lines, then three more rounds of them, so that
+ * For each case, the events and ticks (the case's lines, then three more rounds of them, so that
  * state carries across rounds) are fed to one engine, uninterrupted: its alerts are the
  * reference. Then:
  *  - restored: every k events (k = 1, 2, 3, 5) the engine is snapshot, destroyed, and
@@ -116,9 +116,16 @@ static struct vpl_engine *engine(const struct vpl_program *prog, uint32_t slice,
     return e;
 }
 
+/* A line is an event or a stored tick ({"@tick": ms}, {"@timer": ms}), as vpl-run reads it. */
 static void feed(struct vpl_engine *e, const struct events *ev, size_t i, struct alerts *out)
 {
+    int kind;
+    int64_t ms;
     out->cur = i;
+    if (vpl_tick_of(ev->line[i], strlen(ev->line[i]), &kind, &ms)) {
+        vpl_engine_tick(e, kind, ms, on_alert, out);
+        return;
+    }
     vpl_engine_feed_json(e, ev->line[i], strlen(ev->line[i]), NULL, (int64_t)(i + 1) * 1000, on_alert, out);
 }
 

@@ -60,7 +60,9 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
     e->ss = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->ss));
     e->keytext = calloc(prog->syms.n ? prog->syms.n : 1, sizeof(*e->keytext));
     e->headtext = calloc(prog->nstreams ? prog->nstreams : 1, sizeof(*e->headtext));
-    if (e->dec == NULL || e->clock == NULL || e->ss == NULL || e->keytext == NULL || e->headtext == NULL) {
+    e->timer_next = malloc((prog->nstreams ? prog->nstreams : 1) * sizeof(*e->timer_next));
+    if (e->dec == NULL || e->clock == NULL || e->ss == NULL || e->keytext == NULL || e->headtext == NULL ||
+        e->timer_next == NULL) {
         vpl_engine_destroy(e);
         return vpl_err_at(err, VPL_ENOMEM, 0, 0, "out of memory");
     }
@@ -68,6 +70,7 @@ int vpl_engine_create(const struct vpl_program *prog, const struct vpl_limits *l
         e->clock[t] = INT64_MIN;
     }
     for (uint32_t i = 0; i < prog->nstreams; i++) {
+        e->timer_next[i] = INT64_MIN; /* not started */
         if (prog->streams[i].pat) {
             seq_init(e, i);
         }
@@ -102,6 +105,7 @@ void vpl_engine_destroy(struct vpl_engine *e)
     free(e->queue);
     free(e->ss);
     free(e->clock);
+    free(e->timer_next);
     for (uint32_t i = 0; e->keytext != NULL && i < e->prog->syms.n; i++) {
         buf_free(&e->keytext[i]);
     }
@@ -570,7 +574,7 @@ static int advance(struct vpl_engine *e, uint32_t type, int64_t now)
 
 /* Closes the windows and expires or confirms the runs of timed stream si that its
  * clock has passed. */
-static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
+int64_t rt_stream_clock(const struct vpl_engine *e, uint32_t si)
 {
     const struct stream *s = &e->prog->streams[si];
     /* A sequence follows its fastest type, a window waits for the slowest type feeding
@@ -582,6 +586,13 @@ static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
             clock = c;
         }
     }
+    return clock;
+}
+
+static void clock_step(struct vpl_engine *e, uint32_t si, int64_t now)
+{
+    const struct stream *s = &e->prog->streams[si];
+    int64_t clock = rt_stream_clock(e, si);
     if (s->pat) {
         seq_clock(e, si, clock, now);
     } else {
@@ -630,7 +641,7 @@ static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *e
 }
 
 /* What every feed leaves behind: the events held for it, the scratch arena, the callback. */
-static int end_feed(struct vpl_engine *e)
+int rt_end_feed(struct vpl_engine *e)
 {
     for (uint32_t i = 0; i < e->nheld; i++) {
         rt_drop(e, e->held[i]);
@@ -648,11 +659,9 @@ static int end_feed(struct vpl_engine *e)
     return 0;
 }
 
-int vpl_engine_tick(struct vpl_engine *e, int64_t now_ms, vpl_alert_fn cb, void *ud)
+/* An idle tick: every clock moves to now_ms. */
+static int idle_tick(struct vpl_engine *e, int64_t now_ms, vpl_alert_fn cb, void *ud)
 {
-    if (e == NULL) {
-        return VPL_EINVAL;
-    }
     const struct vpl_program *p = e->prog;
     e->errmsg[0] = '\0';
     e->cb = cb;
@@ -672,16 +681,32 @@ int vpl_engine_tick(struct vpl_engine *e, int64_t now_ms, vpl_alert_fn cb, void 
         }
     }
     drain(e);
-    int rc = end_feed(e);
+    int rc = rt_end_feed(e);
     if (rc == 0) {
         e->st.ticks++;
     }
     return rc;
 }
 
-int vpl_tick_of(const char *json, size_t len, int64_t *ms)
+int vpl_engine_tick(struct vpl_engine *e, int kind, int64_t now_ms, vpl_alert_fn cb, void *ud)
 {
-    static const char key[] = "\"@tick\"";
+    if (e == NULL || (kind != VPL_TICK_IDLE && kind != VPL_TICK_TIMER)) {
+        return VPL_EINVAL;
+    }
+    e->errmsg[0] = '\0';
+    if (kind == VPL_TICK_TIMER) {
+        int rc = timer_fire(e, now_ms, cb, ud);
+        if (rc == 0) {
+            e->st.ticks++;
+        }
+        return rc;
+    }
+    return idle_tick(e, now_ms, cb, ud);
+}
+
+/* {"<key>": <integer>} and nothing else (blanks aside): 1 and *ms. */
+static int tick_line(const char *json, size_t len, const char *key, size_t klen, int64_t *ms)
+{
     size_t i = 0;
     while (i < len && (json[i] == ' ' || json[i] == '\t')) {
         i++;
@@ -692,10 +717,10 @@ int vpl_tick_of(const char *json, size_t len, int64_t *ms)
     while (i < len && (json[i] == ' ' || json[i] == '\t')) {
         i++;
     }
-    if (len - i < sizeof(key) - 1 || memcmp(json + i, key, sizeof(key) - 1) != 0) {
+    if (len - i < klen || memcmp(json + i, key, klen) != 0) {
         return 0;
     }
-    i += sizeof(key) - 1;
+    i += klen;
     while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == ':')) {
         i++;
     }
@@ -721,25 +746,30 @@ int vpl_tick_of(const char *json, size_t len, int64_t *ms)
     return 1;
 }
 
-int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type,
-                         int64_t arrival_ms, vpl_alert_fn cb, void *ud)
+int vpl_tick_of(const char *json, size_t len, int *kind, int64_t *ms)
 {
-    if (e == NULL || (json == NULL && len > 0)) {
-        return VPL_EINVAL;
+    if (tick_line(json, len, "\"@tick\"", 7, ms)) {
+        *kind = VPL_TICK_IDLE;
+        return 1;
     }
+    if (tick_line(json, len, "\"@timer\"", 8, ms)) {
+        *kind = VPL_TICK_TIMER;
+        return 1;
+    }
+    return 0;
+}
+
+int rt_feed(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type, int64_t arrival_ms)
+{
     const struct vpl_program *p = e->prog;
     struct decoded d;
-    e->errmsg[0] = '\0';
-    int rc = decoder_run(e->dec, &e->scratch, json ? json : "", len, &d, e->errmsg, sizeof(e->errmsg));
+    int rc = decoder_run(e->dec, &e->scratch, json, len, &d, e->errmsg, sizeof(e->errmsg));
     if (rc != 0) {
         if (rc == VPL_ENOMEM) {
             snprintf(e->errmsg, sizeof(e->errmsg), "out of memory");
         }
-        arena_reset(&e->scratch);
         return rc;
     }
-    e->cb = cb;
-    e->ud = ud;
     e->st.input_truncated += d.truncated;
     struct vpl_event *ev = d.ev;
     if (!d.has_time) {
@@ -757,7 +787,27 @@ int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, con
         }
         route_input(e, type, ev, advance(e, type, ev->time));
     }
-    if (end_feed(e) != 0) {
+    return 0;
+}
+
+int vpl_engine_feed_json(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type,
+                         int64_t arrival_ms, vpl_alert_fn cb, void *ud)
+{
+    if (e == NULL || (json == NULL && len > 0)) {
+        return VPL_EINVAL;
+    }
+    e->errmsg[0] = '\0';
+    e->cb = cb;
+    e->ud = ud;
+    int rc = rt_feed(e, json ? json : "", len, default_event_type, arrival_ms);
+    if (rc != 0) {
+        /* Undecodable: nothing was routed, nothing is held. */
+        arena_reset(&e->scratch);
+        e->cb = NULL;
+        e->ud = NULL;
+        return rc;
+    }
+    if (rt_end_feed(e) != 0) {
         return VPL_ENOMEM;
     }
     e->st.events++;

@@ -51,6 +51,7 @@ struct vpl_engine {
     struct rfc3339_cache tstext; /* the alerts' "timestamp" */
     int64_t *clock;       /* per routing type: event-time clock */
     struct sstate *ss;    /* per stream */
+    int64_t *timer_next;  /* per stream: a timer's next firing time; INT64_MIN: not started */
     struct vpl_event **held; /* frozen copies owned by transient events until the input ends */
     uint32_t nheld, capheld;
     struct pend *pend;
@@ -108,6 +109,21 @@ void rt_partition_key(struct vpl_engine *e, const struct vpl_event *ev, uint32_t
 
 int rt_pend(struct vpl_engine *e, struct run *r, const struct vpl_event *ev, int32_t slot,
             uint32_t view, int done);
+
+/* The clock that closes the windows and deadlines of stream si. */
+int64_t rt_stream_clock(const struct vpl_engine *e, uint32_t si);
+
+/* Decodes json[0..len) and routes it as one input (e->cb set by the caller): 0, or
+ * VPL_EJSON / VPL_ENOMEM with e->errmsg (then nothing was routed). rt_end_feed() after
+ * each input releases what it held: 0 or VPL_ENOMEM. */
+int rt_feed(struct vpl_engine *e, const char *json, size_t len, const char *default_event_type,
+            int64_t arrival_ms);
+int rt_end_feed(struct vpl_engine *e);
+
+/* ---- timer.c ---- */
+/* A stored timer record at now_ms: starts the timers (the first one), then fires what
+ * is due by now_ms, each firing an input of its own. 0 or VPL_ENOMEM. */
+int timer_fire(struct vpl_engine *e, int64_t now_ms, vpl_alert_fn cb, void *ud);
 
 /* ---- seq.c ---- */
 void seq_init(struct vpl_engine *e, uint32_t si);

@@ -11,6 +11,8 @@
  *   events: n, then each: time (signed) nf, then nf times: symbol, value
  *   streams: n, then each: u8 kind (0 none, 1 sequence, 2 window) and its state
  *            (seq_save, window_save)
+ *   timers: for each timer() stream, in order, its next firing time (signed); none in
+ *           a program without timers
  *   8-byte FNV-1a hash of everything before, little-endian
  *
  * Field names rather than symbol ids, so that a snapshot does not depend on how the
@@ -243,6 +245,11 @@ int vpl_engine_snapshot(struct vpl_engine *e, void **out, size_t *len, struct vp
             seq_save(e, i, &state);
         } else if (s->win) {
             window_save(e, i, &state);
+        }
+    }
+    for (uint32_t i = 0; p->ntimers > 0 && i < p->nstreams; i++) {
+        if (p->streams[i].timer_period > 0) {
+            snap_put_sv(&state, e->timer_next[i]);
         }
     }
     struct snap_w w = {.v = state.v, .n = state.n};
@@ -548,6 +555,9 @@ static void wipe(struct vpl_engine *e)
     for (uint32_t t = 0; t < p->ntypes; t++) {
         e->clock[t] = INT64_MIN;
     }
+    for (uint32_t i = 0; i < p->nstreams; i++) {
+        e->timer_next[i] = INT64_MIN;
+    }
     e->seq = 0;
     memset(&e->st, 0, sizeof(e->st));
 }
@@ -614,6 +624,11 @@ static int restore(struct vpl_engine *e, struct snap_r *r)
         rc = s->pat ? seq_load(e, i, r) : s->win ? window_load(e, i, r) : 0;
         if (rc == VPL_ENOMEM) {
             return rc;
+        }
+    }
+    for (uint32_t i = 0; i < p->nstreams && !r->bad; i++) {
+        if (p->streams[i].timer_period > 0) {
+            e->timer_next[i] = snap_get_sv(r);
         }
     }
     if (!r->bad && r->p != r->end) {

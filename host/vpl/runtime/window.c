@@ -2,7 +2,9 @@
  * aggregates them when it closes; partitioned windows live in a hash map and are
  * freed once closed and empty. Time and session windows sit in a heap keyed by the
  * clock value that closes them, so the clock closes what is due without a sweep. */
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,13 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
     e->st.partitions--;
 }
 
+/* Whether the stream's windows are kept in the map by key: partitions, or with
+ * .allowed_lateness() the bins of each partition (whose key says the bin too). */
+static int keyed(const struct window *win)
+{
+    return win->partition != SYM_NONE || win->lateness >= 0;
+}
+
 /* A new window partition with key[0..klen) (hash h), in the map; NULL on OOM. */
 static struct wpart *part_new(struct vpl_engine *e, uint32_t si, const char *key, size_t klen, uint64_t h)
 {
@@ -79,7 +88,7 @@ static struct wpart *part_new(struct vpl_engine *e, uint32_t si, const char *key
     w->node.klen = (uint32_t)klen;
     w->hi.idx = HEAP_NONE;
     w->size = (uint32_t)size;
-    if (win->partition == SYM_NONE) {
+    if (!keyed(win)) {
         ss->single = w;
     } else if (hmap_put(&ss->parts, &w->node) != 0) {
         rt_free(e, w, size);
@@ -210,11 +219,95 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
+/* Emits a bin of .allowed_lateness() and keeps it, for late events, until the clock
+ * reaches its end + the lateness; freed then, or now when clock is there already. */
+static void bin_fire(struct vpl_engine *e, uint32_t si, struct wpart *w, int64_t clock, int64_t now)
+{
+    const struct window *win = e->prog->streams[si].win;
+    struct sstate *ss = &e->ss[si];
+    emit(e, si, w, now);
+    w->emitted = 1;
+    w->hi.due = sat_add(w->end, win->lateness);
+    if (w->hi.due <= clock) {
+        part_free(e, si, w);
+    } else if (heap_push(&ss->due, &w->hi) != 0) {
+        e->oom = 1;
+    }
+}
+
+/* .allowed_lateness(D) (docs/VPL.md, "Late events"): the event goes to the bin of its
+ * own time, a window of its own. A bin the clock has closed takes it until the clock
+ * reaches the bin's end + D, and emits again at once, with every event it holds; later
+ * than that, the event is dropped (counted with the window events dropped). */
+static void bin_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
+{
+    const struct window *win = e->prog->streams[si].win;
+    struct sstate *ss = &e->ss[si];
+    int64_t start = floor_div(ev->time, win->size) * win->size;
+    int64_t end = sat_add(start, win->size);
+    int64_t clock = rt_stream_clock(e, si);
+    uint64_t h = 0;
+    if (win->partition != SYM_NONE) {
+        rt_partition_key(e, ev, win->partition, &h);
+    } else {
+        e->key.len = 0;
+    }
+    /* The partition's key, then the bin: a byte no key text has between them. */
+    char bin[24];
+    int n = snprintf(bin, sizeof(bin), "%c%" PRId64, 0x1f, start);
+    if (buf_put(&e->key, bin, (size_t)n) != 0 || buf_reserve(&e->key, 1) != 0) {
+        e->oom = 1;
+        return;
+    }
+    h = hash_bytes(e->key.p, e->key.len);
+    struct wpart *w = (struct wpart *)hmap_get(&ss->parts, h, e->key.p, e->key.len);
+    if (w == NULL) {
+        /* Each bin by its own hash: the bins of one stream spread over the slices. */
+        if (!rt_owns(e, h, 1)) {
+            return;
+        }
+        if (sat_add(end, win->lateness) <= clock) {
+            e->st.window_dropped++; /* too late even for the lateness */
+            return;
+        }
+        if (ss->nparts >= e->lim.max_partitions) {
+            e->st.partitions_dropped++;
+            return;
+        }
+        if ((w = part_new(e, si, e->key.p, e->key.len, h)) == NULL) {
+            return;
+        }
+        w->end = end;
+        w->open = 1;
+        w->hi.due = end;
+        w->hi.seq = ++e->seq;
+        if (end > clock && heap_push(&ss->due, &w->hi) != 0) {
+            e->oom = 1;
+            return;
+        }
+    }
+    if (add_side(e, w, ev, -1) != 0) {
+        if (w->hi.idx == HEAP_NONE && !w->emitted) {
+            part_free(e, si, w); /* a late bin just made, in no heap: nothing would free it */
+        }
+        return;
+    }
+    if (w->emitted) {
+        emit(e, si, w, ev->time); /* a late event: the bin's result again, with it */
+    } else if (w->end <= clock) {
+        bin_fire(e, si, w, clock, ev->time); /* its first event is late already */
+    }
+}
+
 void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
 {
     const struct window *win = e->prog->streams[si].win;
     struct sstate *ss = &e->ss[si];
     int64_t t = ev->time;
+    if (win->lateness >= 0) {
+        bin_input(e, si, ev);
+        return;
+    }
     struct wpart *w = part_get(e, si, ev);
     if (w == NULL) {
         return;
@@ -344,11 +437,18 @@ void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int si
 void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
 {
     struct sstate *ss = &e->ss[si];
+    int late = e->prog->streams[si].win->lateness >= 0;
     struct heap_item *top;
     while (!e->oom && (top = heap_top(&ss->due)) != NULL && top->due <= clock) {
         struct wpart *w = (struct wpart *)((char *)top - offsetof(struct wpart, hi));
         heap_remove(&ss->due, top);
-        close_window(e, si, w, now);
+        if (!late) {
+            close_window(e, si, w, now);
+        } else if (w->emitted) {
+            part_free(e, si, w); /* past its lateness */
+        } else {
+            bin_fire(e, si, w, clock, now);
+        }
     }
 }
 
@@ -406,7 +506,7 @@ int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
     const struct stream *s = &e->prog->streams[si];
     const struct window *win = s->win;
     struct sstate *ss = &e->ss[si];
-    int partitioned = win->partition != SYM_NONE;
+    int partitioned = keyed(win); /* bins are owned by their own hash (bin_input) */
     int timed = win->kind == W_TIME || win->kind == W_SESSION;
     uint64_t nparts = snap_get_count(r, partitioned ? e->lim.max_partitions : 1, "partitions");
     for (uint64_t i = 0; i < nparts && !r->bad; i++) {
