@@ -52,6 +52,8 @@ TARGETS = {
     "compare-rss": ("≤ 0.1 of Node-RED's peak RSS", lambda f: f["ratio"] <= 0.1),
     "topology": ("GET /topology p50 < 1 ms at 50 units", lambda f: f["units"] >= 50 and f["p50"] < 1),
     "otlp": ("ingest with otlp at sample 0.01 ≥ 0.9 of otlp off", lambda f: f["ratio"] >= 0.9),
+    "sink-batch": ("batch_max 100 ≥ 5× batch_max 1", lambda f: f["ratio"] >= 5),
+    "sink-rate": ("rate 10000000/s ≥ 0.95 of no rate", lambda f: f["ratio"] >= 0.95),
     "report": ("reported, no target", None),
     "ceiling": ("the ceiling: no target", None),
 }
@@ -438,6 +440,16 @@ def read_call(d):
         target("report"))
 
 
+def read_sink_batch(d):
+    b1, b100, off, on = (get(d, k, "rate") for k in ("batch_1", "batch_100", "rate_off", "rate_on"))
+    c = cmd(d, "bench/sink-batch.sh")
+    row(d, "http_out batching: batch_max 100 against batch_max 1", rate(b100), c, "batch_max 1 %s" % rate(b1),
+        ratio(b100, b1), target("sink-batch", ratio=ratio(b100, b1)))
+    bars.append(("http_out batch_max 100", b100, b1))
+    row(d, "http_out rate limiter at a limit never reached (rate 10000000/s)", rate(on), c, "no rate %s" % rate(off),
+        ratio(on, off), target("sink-rate", ratio=ratio(on, off)))
+
+
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
 READERS = {
     "ingest": ("bench/ingest.sh", read_ingest),
@@ -462,6 +474,7 @@ READERS = {
     "topology": ("bench/topology.sh", read_topology),
     "otlp": ("bench/otlp.sh", read_otlp),
     "call": ("bench/call.sh", read_call),
+    "sink-batch": ("bench/sink-batch.sh", read_sink_batch),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.

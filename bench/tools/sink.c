@@ -5,7 +5,7 @@
  * Prints "port N" as its first line (port 0, the default, picks a free one). Answers every
  * POST with 200 and an empty body; from each body it takes "t" (epoch ms, with a fraction)
  * for the latency and the id field (default order_ref) for the count of unique ids and
- * duplicates. GET /stats answers the stats as JSON; SIGINT, SIGTERM, or reaching
+ * duplicates; a body that is a JSON array (a batch) counts each of its elements so. GET /stats answers the stats as JSON; SIGINT, SIGTERM, or reaching
  * --expect unique ids prints them on stdout and exits 0.
  *
  * One thread, epoll, nonblocking sockets, keep-alive and pipelining: it must stay far from
@@ -142,8 +142,9 @@ static const char *header(const char *head, size_t len, const char *name, size_t
     return NULL;
 }
 
-static void count_body(struct sink *s, const char *body, size_t len)
+static void count_one(void *ud, const char *body, size_t len)
 {
+    struct sink *s = ud;
     struct sink_fields f;
     int64_t now = now_us();
 
@@ -152,6 +153,24 @@ static void count_body(struct sink *s, const char *body, size_t len)
         return;
     }
     sink_stats_add(s->stats, now, f.id, f.id_len, f.has_t ? f.t_us : -1);
+}
+
+/* A body is one event, or a batch of them (a JSON array): each is counted. */
+static void count_body(struct sink *s, const char *body, size_t len)
+{
+    size_t i = 0;
+
+    sink_stats_body(s->stats);
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')) {
+        i++;
+    }
+    if (i < len && body[i] == '[') {
+        if (sink_body_elements(body, len, count_one, s) < 0) {
+            sink_stats_add(s->stats, now_us(), NULL, 0, -1);
+        }
+        return;
+    }
+    count_one(s, body, len);
 }
 
 static void answer_get(struct sink *s, struct conn *c, const char *path, size_t path_len)

@@ -120,3 +120,32 @@ int sink_body_scan(const char *p, size_t len, const char *id_name, struct sink_f
     }
     return -1;
 }
+
+long sink_body_elements(const char *p, size_t len, void (*fn)(void *ud, const char *el, size_t n), void *ud)
+{
+    size_t i = skip_ws(p, 0, len);
+    long n = 0;
+
+    if (i >= len || p[i] != '[') {
+        return -1;
+    }
+    i = skip_ws(p, i + 1, len);
+    if (i < len && p[i] == ']') {
+        return 0;
+    }
+    while (i < len) {
+        size_t el = i;
+        i = skip_value(p, i, len);
+        fn(ud, p + el, i - el);
+        n++;
+        i = skip_ws(p, i, len);
+        if (i < len && p[i] == ']') {
+            return n;
+        }
+        if (i >= len || p[i] != ',') {
+            return -1;
+        }
+        i = skip_ws(p, i + 1, len);
+    }
+    return -1;
+}

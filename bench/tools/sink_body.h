@@ -17,4 +17,9 @@ struct sink_fields {
  * is not a JSON object it can walk. */
 int sink_body_scan(const char *body, size_t len, const char *id_name, struct sink_fields *out);
 
+/* A batch (http_out's batch_format json_array): calls fn with each element of the JSON
+ * array in body[0..len) (its bytes, borrowed). Returns how many, or -1 when the body is
+ * not an array it can walk (fn may have been called for the elements before the fault). */
+long sink_body_elements(const char *body, size_t len, void (*fn)(void *ud, const char *el, size_t n), void *ud);
+
 #endif

@@ -19,7 +19,7 @@ struct slot {
 };
 
 struct sink_stats {
-    uint64_t received, unique, duplicates, no_id, connections;
+    uint64_t received, unique, duplicates, no_id, connections, bodies;
     int64_t first_us, last_us;
 
     struct slot *slots;
@@ -162,6 +162,11 @@ void sink_stats_connection(struct sink_stats *st)
     st->connections++;
 }
 
+void sink_stats_body(struct sink_stats *st)
+{
+    st->bodies++;
+}
+
 uint64_t sink_stats_unique(const struct sink_stats *st)
 {
     return st->unique;
@@ -191,11 +196,11 @@ int sink_stats_json(const struct sink_stats *st, char *buf, size_t size)
     double span_s = (double)(st->last_us - st->first_us) / 1e6;
     return snprintf(buf, size,
                     "{\"received\":%llu,\"unique\":%llu,\"duplicates\":%llu,\"no_id\":%llu,"
-                    "\"connections\":%llu,\"first_ms\":%.3f,\"last_ms\":%.3f,\"rate\":%.1f,"
+                    "\"connections\":%llu,\"bodies\":%llu,\"first_ms\":%.3f,\"last_ms\":%.3f,\"rate\":%.1f,"
                     "\"latency_us\":{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"max\":%lld}}",
                     (unsigned long long)st->received, (unsigned long long)st->unique,
                     (unsigned long long)st->duplicates, (unsigned long long)st->no_id,
-                    (unsigned long long)st->connections, (double)st->first_us / 1e3,
+                    (unsigned long long)st->connections, (unsigned long long)st->bodies, (double)st->first_us / 1e3,
                     (double)st->last_us / 1e3,
                     span_s > 0 ? (double)(st->received - 1) / span_s : 0.0,
                     (unsigned long long)percentile(st, 0.50),

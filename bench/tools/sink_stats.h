@@ -17,6 +17,8 @@ void sink_stats_add(struct sink_stats *st, int64_t now_us, const char *id, size_
 
 /* Counts one accepted connection, to show whether clients keep theirs alive. */
 void sink_stats_connection(struct sink_stats *st);
+/* Counts one request body (a batch holds several events): "bodies" against "received". */
+void sink_stats_body(struct sink_stats *st);
 
 uint64_t sink_stats_unique(const struct sink_stats *st);
 

@@ -80,14 +80,13 @@ int gust_utf8_valid(const char *str, size_t len)
     return 1;
 }
 
-int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t len)
+int gust_base64_append(struct gust_buf *out, const unsigned char *s, size_t len)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (gust_buf_reserve(out, (len + 2) / 3 * 4 + 2) != 0) {
+    if (gust_buf_reserve(out, (len + 2) / 3 * 4) != 0) {
         return GUST_ENOMEM;
     }
     char *p = out->data + out->len;
-    *p++ = '"';
     size_t i = 0;
     for (; i + 2 < len; i += 3) {
         uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
@@ -103,9 +102,19 @@ int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t
         *p++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
         *p++ = '=';
     }
-    *p++ = '"';
     out->len = (size_t)(p - out->data);
     return 0;
+}
+
+int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t len)
+{
+    if (gust_buf_reserve(out, (len + 2) / 3 * 4 + 2) != 0) {
+        return GUST_ENOMEM;
+    }
+    /* Reserved: none of these can fail. */
+    gust_buf_append(out, "\"", 1);
+    gust_base64_append(out, s, len);
+    return gust_buf_append(out, "\"", 1);
 }
 
 static int b64_value(unsigned char c)

@@ -1,16 +1,13 @@
 #include "webhook_verify.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/json_out.h" /* gust_base64_decode */
+#include "../common/json_out.h" /* gust_base64_decode, gust_hmac, gust_whsec_decode */
 
-#define MAX_MAC 32 /* SHA-256; SHA-1 is 20 */
+#define MAX_MAC GUST_HMAC_MAX
 
 int gust_wh_scheme_of(const char *word)
 {
@@ -23,28 +20,11 @@ int gust_wh_scheme_of(const char *word)
     return -1;
 }
 
-/* HMAC of the concatenation of parts (n of them) under key, into mac; its length, or 0
- * when OpenSSL failed. */
+/* The HMAC of the concatenation of parts under a secret (the SDK's one HMAC). */
 static size_t hmac(const struct gust_wh_secret *key, int sha1, const char *const *parts, const size_t *lens,
                    size_t n, unsigned char mac[MAX_MAC])
 {
-    EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    EVP_MAC_CTX *ctx = m != NULL ? EVP_MAC_CTX_new(m) : NULL;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, sha1 ? "SHA1" : "SHA256", 0),
-        OSSL_PARAM_construct_end(),
-    };
-    size_t out = 0;
-    int ok = ctx != NULL && EVP_MAC_init(ctx, key->key, key->len, params) == 1;
-    for (size_t i = 0; ok && i < n; i++) {
-        ok = EVP_MAC_update(ctx, (const unsigned char *)parts[i], lens[i]) == 1;
-    }
-    if (!ok || EVP_MAC_final(ctx, mac, &out, MAX_MAC) != 1) {
-        out = 0;
-    }
-    EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(m);
-    return out;
+    return gust_hmac(key->key, key->len, sha1, parts, lens, n, mac);
 }
 
 static int hexval(char c)
@@ -319,15 +299,9 @@ int gust_wh_secret_make(enum gust_wh_scheme scheme, const char *text, size_t len
         return -1;
     }
     if (scheme == GUST_WH_STANDARD) {
-        if (len > 6 && memcmp(text, "whsec_", 6) == 0) {
-            text += 6;
-            len -= 6;
-        }
         size_t n = 0;
-        out->key = gust_base64_decode(text, len, &n);
-        if (out->key == NULL || n == 0) {
-            free(out->key);
-            out->key = NULL;
+        out->key = gust_whsec_decode(text, len, &n);
+        if (out->key == NULL) {
             snprintf(why, size, "a Standard Webhooks secret is whsec_ followed by base64");
             return -1;
         }

@@ -16,7 +16,8 @@
  * rate_burst, rate_key) is a token bucket per sink, or per key, in this process.
  * Templates in url (path and query), method and header values: http_out_tpl.c.
  * forward_headers (and the trace context): http_out_fwd.c. reply_to (the answer of a 2xx
- * published as an event before the ack): http_out_reply.c.
+ * published as an event before the ack): http_out_reply.c. Signed requests (sign: Standard
+ * Webhooks, or an HMAC header): http_out_sign.c.
  *
  * The host owns retries and backoff; deliver sleeps only for a rate's token, and for the
  * outage pause (http_out_client.c): a far end found down (every answer of a call a

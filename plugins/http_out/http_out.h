@@ -58,9 +58,20 @@ struct http_out_keys {
     const char *rate_key;
     const char *reply_to;
     struct gust_list forward_headers;
+    const char *sign;
+    const char *secret_file;
+    const char *secret;
+    const char *sign_header;
+    const char *sign_encoding;
+    const char *sign_prefix;
 };
 
 extern const struct gust_schema_key http_out_schema[];
+
+/* No message: the end of a group's list (the client's nxt[]). */
+#define HTTP_OUT_NONE ((size_t)-1)
+
+enum { HTTP_OUT_SIGN_NONE, HTTP_OUT_SIGN_STANDARD, HTTP_OUT_SIGN_HMAC };
 
 struct http_out_conf {
     struct http_out_keys k;
@@ -99,6 +110,11 @@ struct http_out_conf {
      * tracestate always (http_out_fwd.c). Borrowed. */
     const char **fwd;
     size_t nfwd;
+    /* sign (http_out_sign.c): HTTP_OUT_SIGN_*; hmac's encoding; the secret's key's
+     * file:line, for the errors of its reading at start. */
+    int sign;
+    int sign_base64;
+    char secret_where[256];
 };
 
 /* The request header lines message m forwards ("Name: value\r\n" each, see conf->fwd),
@@ -107,6 +123,31 @@ size_t http_out_fwd(const struct http_out_conf *conf, const struct gust_msg *m, 
 /* Checks forward_headers and fills conf->fwd; file:line in err when a name is bad. */
 int http_out_fwd_load(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
                       struct gust_err *err);
+
+/* Why name cannot be a request header of the plugin's own making (not a header name, the
+ * bus's Nats-*, one the plugin owns, one the header key sets), or NULL. */
+const char *http_out_header_name_problem(const struct http_out_conf *conf, const char *name);
+/* The value of m's header name (case-insensitive), NULL when it has none. */
+const char *http_out_msg_header(const struct gust_msg *m, const char *name);
+
+/* Signed requests (http_out_sign.c). Checks the sign keys (after http_out_fwd_load),
+ * file:line in err. */
+int http_out_sign_load(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
+                       struct gust_err *err);
+/* Reads the secret (at start); *out stays NULL without sign. */
+struct http_out_signer;
+int http_out_signer_create(struct http_out_signer **out, const struct http_out_conf *conf, struct gust_err *err);
+/* The webhook-id of a request carrying the n messages from first on (nxt[] links them):
+ * borrowed from a message, or written into buf. */
+const char *http_out_sign_id(const struct gust_msg *msgs, const size_t *nxt, size_t first, size_t n, char *buf,
+                             size_t size);
+/* Appends the signature's header lines ("Name: value\r\n" each) of a request with
+ * webhook-id id and body[0..len), written at now_s (Unix seconds). 0, or -1 when out of
+ * memory. */
+int http_out_sign(const struct http_out_signer *s, const char *id, const char *body, size_t len, int64_t now_s,
+                  struct gust_buf *out);
+/* Wipes the secret. NULL is a no-op. */
+void http_out_signer_destroy(struct http_out_signer *s);
 
 /* 1 when m[0..len) is a method http_out sends: POST, PUT, PATCH. */
 int http_out_method_ok(const char *m, size_t len);

@@ -82,7 +82,7 @@
 #define RATE_KEYS_MAX 10000
 /* A group being filled is looked for among this many of the newest (templated heads). */
 #define OPEN_GROUPS_MAX 64
-#define NONE ((size_t)-1)
+#define NONE HTTP_OUT_NONE
 /* How long a call waits, after the last answer of a connection not yet trusted, for an
  * unasked-for one; a far end that sent one is not trusted for DISTRUST_MS. */
 #define TRAIL_NS (100 * 1000000ULL)
@@ -169,6 +169,9 @@ struct http_out_client {
     _Atomic uint64_t n_outages, n_probes, n_paused; /* for the counters; n_paused: 0 or 1 */
     /* When the far end last sent an unasked-for answer (gust_clock_mono_ms; 0: never). */
     int64_t unasked_at;
+    /* sign: the secret, and a request's body and signature lines as it is written. */
+    struct http_out_signer *signer;
+    struct gust_buf body, sig;
 };
 
 static void result_set(struct gust_result *r, int status, const char *fmt, ...)
@@ -498,6 +501,49 @@ static int conn_open(struct http_out_client *cl, struct conn *c)
     return -1;
 }
 
+/* Appends group g's body to out (reserved by the caller: nothing here can fail). */
+static void append_body(struct http_out_client *cl, const struct grp *gr, struct gust_buf *out)
+{
+    const struct http_out_conf *conf = cl->conf;
+
+    if (!conf->batching) {
+        const struct gust_msg *msg = &cl->msgs[gr->first];
+        gust_buf_append(out, msg->data, msg->len);
+        return;
+    }
+    if (!conf->ndjson) {
+        gust_buf_append(out, conf->wrap_pre, conf->wrap_pre_len);
+    }
+    for (size_t m = gr->first; m != NONE; m = cl->nxt[m]) {
+        const struct gust_msg *msg = &cl->msgs[m];
+        if (!conf->ndjson && m != gr->first) {
+            gust_buf_append(out, ",", 1);
+        }
+        gust_buf_append(out, msg->data, msg->len);
+        if (conf->ndjson) {
+            gust_buf_append(out, "\n", 1);
+        }
+    }
+    if (!conf->ndjson) {
+        gust_buf_append(out, conf->wrap_post, conf->wrap_post_len);
+    }
+}
+
+/* sign: group g's body into cl->body and its signature's header lines into cl->sig,
+ * signed now (a resend is signed again, with its own time). */
+static int sign_group(struct http_out_client *cl, const struct grp *gr)
+{
+    char buf[64];
+    const char *id = http_out_sign_id(cl->msgs, cl->nxt, gr->first, gr->n, buf, sizeof(buf));
+
+    cl->body.len = cl->sig.len = 0;
+    if (gust_buf_reserve(&cl->body, gr->bytes) != 0) {
+        return -1;
+    }
+    append_body(cl, gr, &cl->body);
+    return http_out_sign(cl->signer, id, cl->body.data, cl->body.len, gust_clock_wall_ms() / 1000, &cl->sig);
+}
+
 /* Appends group g's request to c's write buffer. */
 static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_t deadline)
 {
@@ -507,39 +553,27 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
     size_t head_len = gr->head_len ? gr->head_len : conf->head.len;
     char len[32];
     int ll = snprintf(len, sizeof(len), "%zu\r\n\r\n", gr->bytes);
-    /* The forwarded headers (of the first message of a batch) go before the head's
-     * closing "Content-Length: ". */
+    /* The forwarded headers (of the first message of a batch) and the signature go
+     * before the head's closing "Content-Length: ". */
     const size_t cl_len = sizeof("Content-Length: ") - 1;
     size_t fwd_len = http_out_fwd(conf, &cl->msgs[gr->first], NULL);
 
-    if (gust_buf_reserve(&c->wbuf, head_len + fwd_len + (size_t)ll + gr->bytes) != 0) {
+    if ((cl->signer != NULL && sign_group(cl, gr) != 0) ||
+        gust_buf_reserve(&c->wbuf, head_len + fwd_len + cl->sig.len + (size_t)ll + gr->bytes) != 0) {
         return -1;
     }
     /* Reserved: none of these can fail. */
     gust_buf_append(&c->wbuf, head, head_len - cl_len);
     http_out_fwd(conf, &cl->msgs[gr->first], &c->wbuf);
+    if (cl->signer != NULL) {
+        gust_buf_append(&c->wbuf, cl->sig.data, cl->sig.len);
+    }
     gust_buf_append(&c->wbuf, head + head_len - cl_len, cl_len);
     gust_buf_append(&c->wbuf, len, (size_t)ll);
-    if (!conf->batching) {
-        const struct gust_msg *msg = &cl->msgs[gr->first];
-        gust_buf_append(&c->wbuf, msg->data, msg->len);
+    if (cl->signer != NULL) {
+        gust_buf_append(&c->wbuf, cl->body.data, cl->body.len);
     } else {
-        if (!conf->ndjson) {
-            gust_buf_append(&c->wbuf, conf->wrap_pre, conf->wrap_pre_len);
-        }
-        for (size_t m = gr->first; m != NONE; m = cl->nxt[m]) {
-            const struct gust_msg *msg = &cl->msgs[m];
-            if (!conf->ndjson && m != gr->first) {
-                gust_buf_append(&c->wbuf, ",", 1);
-            }
-            gust_buf_append(&c->wbuf, msg->data, msg->len);
-            if (conf->ndjson) {
-                gust_buf_append(&c->wbuf, "\n", 1);
-            }
-        }
-        if (!conf->ndjson) {
-            gust_buf_append(&c->wbuf, conf->wrap_post, conf->wrap_post_len);
-        }
+        append_body(cl, gr, &c->wbuf);
     }
     c->q[(c->qhead + c->qlen++) % conf->pipeline] = (struct req){g, deadline};
     cl->inflight++;
@@ -1046,7 +1080,8 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
             goto fail;
         }
     }
-    if (conf->u.tls && (rc = gust_tls_create(&cl->tls, conf->tls_ca, NULL, NULL, err)) != 0) {
+    if ((conf->u.tls && (rc = gust_tls_create(&cl->tls, conf->tls_ca, NULL, NULL, err)) != 0) ||
+        (rc = http_out_signer_create(&cl->signer, conf, err)) != 0) {
         http_out_client_destroy(cl);
         return rc;
     }
@@ -1081,6 +1116,9 @@ void http_out_client_destroy(struct http_out_client *cl)
     gust_buf_free(&cl->answers);
     free(cl->ans);
     gust_limiter_destroy(cl->limiter);
+    http_out_signer_destroy(cl->signer);
+    gust_buf_free(&cl->body);
+    gust_buf_free(&cl->sig);
     free(cl);
 }
 

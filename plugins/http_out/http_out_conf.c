@@ -64,6 +64,18 @@ const struct gust_schema_key http_out_schema[] = {
     KEY(forward_headers, LIST, NULL, 0,
         "message headers sent on as request headers (case-insensitive names, never Nats-*; a value "
         "with a line break is not sent); traceparent and tracestate always are"),
+    GUST_KEY_ENUM(struct http_out_keys, sign, "none", 0, "none|standard|hmac",
+                  "sign each request with an HMAC-SHA256 under the secret: standard (Standard Webhooks: "
+                  "webhook-id, webhook-timestamp, webhook-signature v1,<base64 of id.timestamp.body>) or hmac "
+                  "(sign_header: sign_prefix and the body's HMAC in sign_encoding)"),
+    KEY(secret_file, PATH, NULL, GUST_K_SECRET,
+        "file holding sign's secret, read when the unit starts (its trailing newline is not part of it); "
+        "standard: whsec_<base64>"),
+    KEY(secret, STR, NULL, GUST_K_SECRET,
+        "sign's secret as a value: \"{secret:PATH#KEY}\" from the secret store, or ${VAR}"),
+    KEY(sign_header, STR, NULL, 0, "sign hmac: the header carrying the signature (X-Hub-Signature-256)"),
+    GUST_KEY_ENUM(struct http_out_keys, sign_encoding, "hex", 0, "hex|base64", "sign hmac: how the HMAC is written"),
+    KEY(sign_prefix, STR, NULL, 0, "sign hmac: text before the encoded HMAC (\"sha256=\")"),
     GUST_KEY_END,
 };
 
@@ -308,7 +320,8 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     if ((rc = http_out_tpl_load(conf, api, cfg, err)) != 0) {
         goto fail;
     }
-    if ((rc = load_reply_to(conf, api, cfg, err)) != 0 || (rc = http_out_fwd_load(conf, api, cfg, err)) != 0) {
+    if ((rc = load_reply_to(conf, api, cfg, err)) != 0 || (rc = http_out_fwd_load(conf, api, cfg, err)) != 0 ||
+        (rc = http_out_sign_load(conf, api, cfg, err)) != 0) {
         goto fail;
     }
     if (build_head(conf, strchr(k->method, '{') ? "POST" : k->method) != 0) {

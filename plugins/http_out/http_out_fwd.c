@@ -51,8 +51,17 @@ size_t http_out_fwd(const struct http_out_conf *conf, const struct gust_msg *m, 
     return total;
 }
 
-/* Why name cannot be forwarded, or NULL. */
-static const char *name_problem(const struct http_out_conf *conf, const char *name)
+const char *http_out_msg_header(const struct gust_msg *m, const char *name)
+{
+    for (size_t i = 0; i < m->nheaders; i++) {
+        if (strcasecmp(m->headers[i].name, name) == 0) {
+            return m->headers[i].value;
+        }
+    }
+    return NULL;
+}
+
+const char *http_out_header_name_problem(const struct http_out_conf *conf, const char *name)
 {
     static const char *const owned[] = {"Content-Type", "Content-Length", "Transfer-Encoding", "Host",
                                         "Connection"};
@@ -91,12 +100,12 @@ int http_out_fwd_load(struct http_out_conf *conf, const struct gust_host_api *ap
     }
     for (size_t i = 0; i < NALWAYS; i++) {
         /* A header the user sets himself is his, trace context or not. */
-        if (name_problem(conf, always[i]) == NULL) {
+        if (http_out_header_name_problem(conf, always[i]) == NULL) {
             conf->fwd[conf->nfwd++] = always[i];
         }
     }
     for (size_t i = 0; i < l->n; i++) {
-        const char *why = name_problem(conf, l->items[i]);
+        const char *why = http_out_header_name_problem(conf, l->items[i]);
         if (why != NULL) {
             return gust_err_set(err, GUST_ECONFIG, "%s: forward_headers: \"%s\" %s",
                                 api->cfg_where(cfg, "forward_headers"), l->items[i], why);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "gust/source.h"
 #include "http_out.h"
@@ -70,16 +69,6 @@ int http_out_reply_create(struct http_out_reply **out, const struct gust_host_ap
     return 0;
 }
 
-static const char *msg_id_of(const struct gust_msg *m)
-{
-    for (size_t i = 0; i < m->nheaders; i++) {
-        if (strcasecmp(m->headers[i].name, "Nats-Msg-Id") == 0) {
-            return m->headers[i].value;
-        }
-    }
-    return NULL;
-}
-
 /* The event of answer a into r->event; -1 when out of memory. */
 static int make_event(struct http_out_reply *r, const struct http_out_answer *a)
 {
@@ -118,7 +107,7 @@ static void publish_one(struct http_out_reply *r, struct http_out_client *cl, co
     char status[8], id[300];
     struct gust_header h[3];
     size_t nh = 0;
-    const char *req_id = msg_id_of(m);
+    const char *req_id = http_out_msg_header(m, "Nats-Msg-Id");
 
     snprintf(status, sizeof(status), "%d", a.status);
     snprintf(id, sizeof(id), "gust-reply.%s.%llu", r->unit, (unsigned long long)m->stream_seq);

@@ -317,48 +317,89 @@ def js_api(port, subject, request=None):
                 s.sendall(b"PONG\r\n")
 
 
-class HttpSink:
-    """A real HTTP server that records every POST body; answers with `status` (a
-    callable for per-request control)."""
+class FarEnd:
+    """A real HTTP/1.1 far end on a free loopback port (a thread per connection, kept
+    alive), for the sinks' tests: it records every request as a FarEnd.Request (t: its
+    monotonic time, method, path, headers: case-insensitive, body: bytes, status: what it
+    was answered) and answers what answer(request) returns: a status, (status, body) or
+    (status, body, {header: value}); 200 with no body by default. answer may sleep, and
+    may raise (the connection is then dropped, unanswered). HTTPS with certs
+    (make_certs); port: a given one (to come back on it after close)."""
 
-    def __init__(self, status=200):
+    class Request:
+        def __init__(self, method, path, headers, body):
+            self.t = time.monotonic()
+            self.method, self.path, self.headers, self.body = method, path, headers, body
+            self.status = None
+
+        def json(self):
+            return json.loads(self.body)
+
+    def __init__(self, answer=None, certs=None, port=0):
         import http.server
+        import ssl
         import threading
-        self.bodies = []
-        self.status = status
+        self.answer = answer or (lambda req: 200)
         self.lock = threading.Lock()
-        sink = self
+        self._requests = []
+        far = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", 0))
-                body = self.rfile.read(n)
-                code = sink.status(body) if callable(sink.status) else sink.status
-                if code == 200:
-                    with sink.lock:
-                        sink.bodies.append(body)
-                self.send_response(code)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            def handle_any(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                req = FarEnd.Request(self.command, self.path, self.headers, body)
+                with far.lock:
+                    far._requests.append(req)
+                out = far.answer(req)
+                status, answer, headers = (out, b"", {}) if isinstance(out, int) else (tuple(out) + ({},))[:3]
+                answer = answer.encode() if isinstance(answer, str) else answer
+                req.status = status
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except OSError:
+                    pass  # the client gave up on a slow answer and closed
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
 
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        if certs:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(certs["cert"], certs["key"])
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.url = "%s://127.0.0.1:%d" % ("https" if certs else "http", self.port)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def received(self):
+    def requests(self):
+        """The requests so far, oldest first (a copy)."""
         with self.lock:
-            return list(self.bodies)
+            return list(self._requests)
 
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class HttpSink(FarEnd):
+    """A FarEnd answering `status` (a callable of the body for per-request control);
+    received() is the bodies it answered 200."""
+
+    def __init__(self, status=200):
+        super().__init__(lambda req: status(req.body) if callable(status) else status)
+
+    def received(self):
+        return [r.body for r in self.requests() if r.status == 200]
 
 
 class CountingSink:

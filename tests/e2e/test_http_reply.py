@@ -14,14 +14,13 @@
 
 The far end is our own HTTP/1.1 server (keep-alive), recording every request."""
 import base64
-import http.server
 import json
 import os
 import threading
 import time
 import urllib.parse
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, nats_publish, wait_for
+from gustlib import BUILD, Checks, FarEnd, Gust, NatsServer, TempDir, check_config_errors, nats_publish, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 
@@ -45,58 +44,28 @@ end }
 """
 
 
-class FarEnd:
-    """Records (method, path, headers, body) of each request. /score answers
-    {"score": id * 10, "id": id} (application/json), or a text for id 49; the first
-    answers to ids divisible by 10 come 3 s late (past ack_wait). Anything else: 200."""
+def far_end():
+    """/score answers {"score": id * 10, "id": id} (application/json), or a text for id
+    49; the first answers to ids divisible by 10 come 3 s late (past ack_wait). /big
+    answers a JSON string over 1 MiB. Anything else: 200."""
+    slowed, lock = set(), threading.Lock()
 
-    def __init__(self):
-        self.hits = []
-        self.slowed = set()
-        lock = threading.Lock()
-        far = self
+    def answer(req):
+        if req.path == "/big":
+            return 200, b'"' + b"x" * (1100 * 1024) + b'"', {"Content-Type": "application/json"}
+        if req.path != "/score":
+            return 200, b"", {"Content-Type": "text/plain"}
+        i = req.json()["id"]
+        with lock:
+            slow = i % 10 == 0 and i not in slowed
+            slowed.add(i)
+        if slow:
+            time.sleep(3)
+        if i == 49:
+            return 200, b"plain text, not JSON\n", {"Content-Type": "text/plain"}
+        return 200, json.dumps({"score": i * 10, "id": i}).encode(), {"Content-Type": "application/json"}
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle_any(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    far.hits.append((self.command, self.path, dict(self.headers), body))
-                answer, ctype = b"", "text/plain"
-                if self.path == "/big":
-                    answer, ctype = b'"' + b"x" * (1100 * 1024) + b'"', "application/json"
-                if self.path == "/score":
-                    i = json.loads(body)["id"]
-                    with lock:
-                        slow = i % 10 == 0 and i not in far.slowed
-                        far.slowed.add(i)
-                    if slow:
-                        time.sleep(3)
-                    answer, ctype = (b"plain text, not JSON\n", "text/plain") if i == 49 else \
-                        (json.dumps({"score": i * 10, "id": i}).encode(), "application/json")
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", ctype)
-                    self.send_header("Content-Length", str(len(answer)))
-                    self.end_headers()
-                    self.wfile.write(answer)
-                except OSError:
-                    pass  # the sink timed out waiting for a slowed answer and closed
-
-            do_POST = do_PUT = handle_any
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    return FarEnd(answer)
 
 
 def start(tmp, nats, far, units):
@@ -105,7 +74,7 @@ def start(tmp, nats, far, units):
 
 
 def test_reply_to(t, nats):
-    far = FarEnd()
+    far = far_end()
     tmp = TempDir()
     tmp.file("seen.lua", SEEN)
     g = start(tmp, nats, far, "sink e { use http_out; source ev.reply; url FAR/score; reply_to ev.enriched; }\n"
@@ -118,11 +87,11 @@ def test_reply_to(t, nats):
                  "50 answers published")
         # The slowed answers' inputs were delivered again (past ack_wait) and answered
         # again; wait for those second answers and their publishes.
-        wait_for(lambda: len(far.hits) >= 55, 30, "the slowed inputs answered twice")
+        wait_for(lambda: len(far.requests()) >= 55, 30, "the slowed inputs answered twice")
         time.sleep(1.5)
-        asked = [json.loads(h[3])["id"] for h in far.hits]
+        asked = [h.json()["id"] for h in far.requests()]
         twice = sorted(i for i in set(asked) if asked.count(i) > 1)
-        print("reply_to: %d requests, answered twice: %r" % (len(far.hits), twice))
+        print("reply_to: %d requests, answered twice: %r" % (len(far.requests()), twice))
         t.check(len(twice) >= 5, "the far end answered the slowed inputs again (a retry): %r" % twice)
         got = [json.loads(m[2]) for m in replies()]
         t.eq(len(got), 50, "one answer stored per input, retries included")
@@ -149,7 +118,7 @@ def test_reply_to(t, nats):
 
 
 def test_too_big(t, nats):
-    far = FarEnd()
+    far = far_end()
     tmp = TempDir()
     g = start(tmp, nats, far, "sink big { use http_out; source ev.big; url FAR/big; reply_to ev.bigout; }")
     try:
@@ -165,7 +134,7 @@ def test_too_big(t, nats):
 
 
 def test_forward(t, nats):
-    far = FarEnd()
+    far = far_end()
     tmp = TempDir()
     tmp.file("tag.lua", TAG)
     g = start(tmp, nats, far, "flow tag { script %s; source ev.tag; }\n"
@@ -175,10 +144,11 @@ def test_forward(t, nats):
     try:
         events = [{"id": i, "country": countries[i % 3], "tenant": "t%d" % (i % 4)} for i in range(30)]
         nats_publish(nats.port, [("ev.tag", {}, json.dumps(e).encode()) for e in events])
-        wait_for(lambda: len(far.hits) >= 30, 60, "30 PUTs")
+        wait_for(lambda: len(far.requests()) >= 30, 60, "30 PUTs")
         time.sleep(0.5)
-        t.eq(len(far.hits), 30, "30 requests")
-        for method, path, headers, body in far.hits:
+        t.eq(len(far.requests()), 30, "30 requests")
+        for r in far.requests():
+            method, path, headers, body = r.method, r.path, r.headers, r.body
             e = json.loads(body)
             want = "/orders/%s" % urllib.parse.quote(e["country"], safe="")
             low = {k.lower(): v for k, v in headers.items()}
@@ -192,7 +162,7 @@ def test_forward(t, nats):
                     "the trace context forwarded by default, as a child of the sink's span: %r" % low.get("traceparent"))
             t.check("x-secret" not in low and not any(k.startswith("nats-") for k in low),
                     "no header that is not listed (X-Secret, Nats-Msg-Id): %r" % headers)
-        t.eq(sorted(json.loads(h[3])["id"] for h in far.hits), list(range(30)), "each routed once")
+        t.eq(sorted(h.json()["id"] for h in far.requests()), list(range(30)), "each routed once")
     finally:
         g.stop()
         far.close()

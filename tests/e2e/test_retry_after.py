@@ -2,13 +2,11 @@
 whole sink, not just the one message, for that many seconds or until that HTTP-date,
 capped by the sink's retry_max_delay."""
 import email.utils
-import http.server
 import json
 import os
-import threading
 import time
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, wait_for
+from gustlib import BUILD, Checks, FarEnd, Gust, NatsServer, TempDir, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 
@@ -22,69 +20,39 @@ sink out { use http_out; source ev.out; url http://127.0.0.1:%(port)d/hit; timeo
 """
 
 
-class Sink:
-    """Records (time, body) of each request; the first answer is `first` (status,
-    Retry-After value), every later one 200."""
-
-    def __init__(self, first):
-        self.first = first
-        self.hits = []
-        lock = threading.Lock()
-        sink = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    sink.hits.append((time.monotonic(), body))
-                    n = len(sink.hits)
-                if n == 1:
-                    status, retry_after = sink.first
-                    if callable(retry_after):
-                        retry_after = retry_after()
-                    self.send_response(status)
-                    self.send_header("Retry-After", retry_after)
-                else:
-                    self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def first_answered(first):
+    """A far end whose first answer is `first` (status, Retry-After value or a callable
+    making it), every later one 200."""
+    def answer(req):
+        if sink.requests()[0] is not req:
+            return 200
+        status, retry_after = first
+        return status, "", {"Retry-After": retry_after() if callable(retry_after) else retry_after}
+    sink = FarEnd(answer)
+    return sink
 
 
 def run(t, nats, label, first, cap, want_min, want_max, later=0):
     """One event, answered `first`; with later > 0 a second event ingested 0.5 s after
     the first answer, which the pause must hold back as well."""
-    sink = Sink(first)
+    sink = first_answered(first)
     tmp = TempDir()
     g = Gust(tmp, CONF % {"plugins": PLUGINS, "nats": nats.url, "port": sink.port, "cap": cap})
     try:
         t.eq(g.request("POST", "/ingest/out", json.dumps({"id": 1}).encode())[0], 202, "%s: ingest" % label)
-        wait_for(lambda: len(sink.hits) >= 1, 10, "%s: the first request" % label)
+        wait_for(lambda: len(sink.requests()) >= 1, 10, "%s: the first request" % label)
         if later:
             time.sleep(0.5)
             t.eq(g.request("POST", "/ingest/out", json.dumps({"id": 2}).encode())[0], 202,
                  "%s: second ingest" % label)
-        wait_for(lambda: len(sink.hits) >= 1 + 1 + later, 20, "%s: every event delivered" % label)
-        t0 = sink.hits[0][0]
-        gaps = [round(h[0] - t0, 2) for h in sink.hits[1:]]
+        wait_for(lambda: len(sink.requests()) >= 1 + 1 + later, 20, "%s: every event delivered" % label)
+        t0 = sink.requests()[0].t
+        gaps = [round(h.t - t0, 2) for h in sink.requests()[1:]]
         print("%s: requests after the first at %s s" % (label, gaps))
         t.check(want_min <= min(gaps) and max(gaps) <= want_max,
                 "%s: every later request between %.1f and %.1f s after the first: %s" %
                 (label, want_min, want_max, gaps))
-        bodies = sorted(json.loads(h[1])["id"] for h in sink.hits[1:])
+        bodies = sorted(h.json()["id"] for h in sink.requests()[1:])
         t.eq(bodies, list(range(1, 2 + later)), "%s: each event delivered once after the pause" % label)
     finally:
         g.stop()

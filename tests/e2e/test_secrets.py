@@ -14,14 +14,11 @@ GET /secrets.
 - secret("PATH#KEY") in a flow, at load; a flow naming a missing secret does not start.
 - No output of the test (/secrets, /healthz, /events, /units, error bodies, the log)
   holds a value or a prefix of one."""
-import http.server
 import json
 import os
 import signal
-import ssl
-import threading
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, kill_all, make_certs, wait_for
+from gustlib import BUILD, Checks, FarEnd, Gust, NatsServer, TempDir, kill_all, make_certs, wait_for
 
 PLUGINS = os.path.join(BUILD, "plugins")
 TOKENS = ["vault-token-7f3a", "vault-token-8e4b"]
@@ -52,37 +49,6 @@ return { on_event = function(ev) end }
 """
 
 
-def serve(handler_fn, certs=None):
-    """A threaded HTTP/1.1 server on a free port calling handler_fn(request, body) for each
-    request; HTTPS with certs (gustlib.make_certs)."""
-
-    class H(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def handle_any(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            status, answer = handler_fn(self, body)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        do_GET = do_POST = handle_any
-
-        def log_message(self, *args):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    srv.daemon_threads = True
-    if certs:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(certs["cert"], certs["key"])
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
-
-
 class FakeVault:
     """KV v2 reads over HTTPS: GET /v1/secret/data/PATH with X-Vault-Token; the value at
     data.data.KEY."""
@@ -92,38 +58,31 @@ class FakeVault:
         self.reads = 0
         self.token = TOKENS[0]
 
-        def handle(req, body):
+        def handle(req):
+            js = {"Content-Type": "application/json"}
             if req.headers.get("X-Vault-Token") != self.token:
-                return 403, b'{"errors":["permission denied"]}'
+                return 403, b'{"errors":["permission denied"]}', js
             prefix = "/v1/secret/data/"
             path = req.path[len(prefix):] if req.path.startswith(prefix) else None
             self.reads += 1
             if path not in self.data:
-                return 404, b'{"errors":[]}'
-            return 200, json.dumps({"data": {"data": self.data[path], "metadata": {"version": 1}}}).encode()
+                return 404, b'{"errors":[]}', js
+            return 200, json.dumps({"data": {"data": self.data[path], "metadata": {"version": 1}}}).encode(), js
 
-        self.srv = serve(handle, certs)
-        self.port = self.srv.server_address[1]
+        self.srv = FarEnd(handle, certs)
+        self.port = self.srv.port
 
 
-class FarEnd:
-    def __init__(self):
-        self.auth = []
-        self.bodies = []
-        self.lock = threading.Lock()
+class Recorder(FarEnd):
+    """The far end of the sinks and the poll: who authorized each request."""
 
-        def handle(req, body):
-            with self.lock:
-                self.auth.append(req.headers.get("Authorization") or req.headers.get("X-Poll"))
-                self.bodies.append(body)
-            return 200, b""
-
-        self.srv = serve(handle)
-        self.port = self.srv.server_address[1]
+    @property
+    def bodies(self):
+        return [r.body for r in self.requests()]
 
     def got(self, value):
-        with self.lock:
-            return "Bearer " + value in self.auth
+        return any((r.headers.get("Authorization") or r.headers.get("X-Poll")) == "Bearer " + value
+                   for r in self.requests())
 
 
 def main():
@@ -131,7 +90,7 @@ def main():
     tmp = TempDir()
     nats = NatsServer(tmp)
     certs = make_certs(tmp)
-    vault, far = FakeVault(certs), FarEnd()
+    vault, far = FakeVault(certs), Recorder()
     outputs = []  # every text the test read from gust
     procs = []
 

@@ -6,11 +6,9 @@ ingest starts a trace; with the collector down, ingest still answers 202 and the
 counter grows; without otlp, a traceparent is carried on and an event without one is
 stored without headers. Webhooks keep the trace context as ingest does."""
 import base64
-import http.server
 import json
-import threading
 
-from gustlib import Checks, Gust, NatsServer, TempDir, check_config_errors, js_api, kill_all, wait_for
+from gustlib import Checks, FarEnd, Gust, NatsServer, TempDir, check_config_errors, js_api, kill_all, wait_for
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
@@ -27,45 +25,10 @@ flow calc { script %(calc)s; source ev.calc; }
 """
 
 
-class Recorder:
-    """A real HTTP server keeping each POST's headers and JSON body."""
-
-    def __init__(self):
-        self.got = []
-        self.lock = threading.Lock()
-        rec = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with rec.lock:
-                    rec.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def requests(self):
-        with self.lock:
-            return list(self.got)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def spans(otlp):
     out = []
-    for headers, body in otlp.requests():
+    for r in otlp.requests():
+        headers, body = r.headers, r.body
         assert headers.get("content-type") == "application/json", headers
         for rs in json.loads(body)["resourceSpans"]:
             for ss in rs["scopeSpans"]:
@@ -91,7 +54,7 @@ def main():
     t = Checks()
     tmp = TempDir()
     nats = NatsServer(tmp)
-    far, otlp = Recorder(), Recorder()
+    far, otlp = FarEnd(), FarEnd()
     calc = tmp.file("calc.lua", 'return { on_event = function(ev) reply({ answer = ev.n * 2 }) end }')
     script = tmp.file("enrich.lua", 'return { on_event = function(ev) emit("ev.out", { n = ev.n, seen = true }) end }')
     procs = []
@@ -109,7 +72,7 @@ def main():
                                  headers={"traceparent": tp, "tracestate": "vendor=x"})
         t.eq(status, 202, "ingest with a traceparent")
         wait_for(lambda: far.requests(), 15, "http_out's request")
-        got = far.requests()[0][0].get("traceparent", "")
+        got = far.requests()[0].headers.get("traceparent", "")
         t.check(got.startswith("00-%s-" % TRACE) and got.endswith("-01") and PARENT not in got,
                 "http_out sends a child traceparent of the same trace: %r" % got)
         stored = stored_headers(nats, "ev.in")
@@ -161,11 +124,11 @@ def main():
         t.eq(g2.request("POST", "/ingest/in", body=b'{"n": 4}')[0], 202, "ingest without otlp")
         t.eq(stored_headers(nats, "ev.in"), "", "without otlp nor traceparent, no header is stored")
         wait_for(lambda: len(far.requests()) >= 6, 15, "the far end's requests")
-        t.check("traceparent" not in far.requests()[-1][0], "and http_out sends none")
+        t.check("traceparent" not in far.requests()[-1].headers, "and http_out sends none")
         g2.request("POST", "/ingest/in", body=b'{"n": 5}', headers={"traceparent": tp})
         t.check("traceparent: 00-%s-" % TRACE in stored_headers(nats, "ev.in"), "without otlp, it is carried on")
         wait_for(lambda: len(far.requests()) >= 7, 15, "the far end's request")
-        t.check(far.requests()[-1][0].get("traceparent", "").startswith("00-%s-" % TRACE),
+        t.check(far.requests()[-1].headers.get("traceparent", "").startswith("00-%s-" % TRACE),
                 "and reaches http_out's request")
         t.check("otlp" not in g2.log(), "no exporter without an otlp block")
     except BaseException:

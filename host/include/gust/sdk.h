@@ -2,7 +2,7 @@
  * `pkg-config --cflags --libs gust-plugin` gives the flags; docs/PLUGINS.md the guide.
  *
  *   gust/sdk.h     errors (gust/err.h), buffers, JSON output, checks and fields,
- *                  sink templates, clocks and
+ *                  sink templates, HMAC signatures, clocks and
  *                  RFC 3339 time, HTTP header lines, binding an instance's config
  *   gust/source.h  the source runner: a schedule thread and publishing with back-pressure
  *   gust/sock.h    a TCP client connection, optionally TLS */
@@ -31,6 +31,12 @@ int gust_buf_append(struct gust_buf *b, const void *data, size_t len);
 int gust_buf_printf(struct gust_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gust_buf_free(struct gust_buf *b);
 
+/* --- files --- */
+
+/* Appends the contents of path to out. Returns 0, GUST_EIO (errno says why) or
+ * GUST_ENOMEM; out keeps what it had read. */
+int gust_file_read(const char *path, struct gust_buf *out);
+
 /* --- JSON --- */
 
 /* Appends s[0..len) as a quoted JSON string. s must be valid UTF-8; quotes,
@@ -38,8 +44,10 @@ void gust_buf_free(struct gust_buf *b);
 int gust_json_append_string(struct gust_buf *out, const char *s, size_t len);
 /* 1 when s[0..len) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
 int gust_utf8_valid(const char *s, size_t len);
-/* Appends s[0..len) in standard base64, quoted. */
+/* Appends s[0..len) in standard base64 (padded), quoted. */
 int gust_json_append_base64(struct gust_buf *out, const unsigned char *s, size_t len);
+/* Appends s[0..len) in standard base64 (padded), unquoted. Returns 0 or GUST_ENOMEM. */
+int gust_base64_append(struct gust_buf *out, const unsigned char *s, size_t len);
 /* Standard base64 s[0..len) (padded, no white space) decoded into a new buffer (free
  * it), its size in *out_len; NULL when malformed or out of memory. */
 unsigned char *gust_base64_decode(const char *s, size_t len, size_t *out_len);
@@ -144,6 +152,22 @@ const char *gust_http_header_problem(const char *line);
 /* 1 when line's name (up to its colon) is name, in any case: "content-type: x" is
  * "Content-Type". */
 int gust_http_header_is(const char *line, const char *name);
+
+/* --- signatures (hmac.c) --- */
+
+/* The one HMAC of Gust: webhooks verify incoming signatures with it, http_out signs its
+ * requests with it. */
+#define GUST_HMAC_MAX 32 /* SHA-256's size; SHA-1's is 20 */
+/* HMAC-SHA256 (HMAC-SHA1 with sha1) under key[0..keylen) of the concatenation of
+ * parts[i][0..lens[i]), i < n, into mac. Returns the MAC's length, 0 when OpenSSL failed. */
+size_t gust_hmac(const unsigned char *key, size_t keylen, int sha1, const char *const *parts, const size_t *lens,
+                 size_t n, unsigned char mac[GUST_HMAC_MAX]);
+/* A Standard Webhooks secret as its text is written, "whsec_<base64>" (or the base64
+ * alone), decoded into a new buffer (wipe and free it), its size in *out_len; NULL when
+ * it is not that (or empty, or out of memory). */
+unsigned char *gust_whsec_decode(const char *text, size_t len, size_t *out_len);
+/* Appends s[0..len) as lowercase hex. Returns 0 or GUST_ENOMEM. */
+int gust_hex_append(struct gust_buf *out, const unsigned char *s, size_t len);
 
 /* --- rate limits --- */
 
