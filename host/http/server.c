@@ -22,6 +22,7 @@
 #include "health.h"
 #include "internal.h"
 #include "listen_conf.h"
+#include "loop_h2o.h"
 #include "query.h"
 #include "webhooks.h"
 
@@ -702,7 +703,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
         .publish_timeout_ms = bc->publish_timeout_ms,
         .max_pending = bc->max_pending,
     };
-    if ((rc = gust_ingest_link_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+    struct gust_loop loop = gust_loop_h2o(http->ctx.loop);
+    if ((rc = gust_ingest_link_create(&loop, &nc, &http->ingest_bus, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }
