@@ -20,6 +20,7 @@
 #include "../core/config.h"
 #include "../core/help.h"
 #include "../core/host.h"
+#include "../core/kind.h"
 #include "../core/reload.h"
 #include "../secret/secret.h"
 #include "../core/rule_test.h"
@@ -390,19 +391,15 @@ static int run(const char *config_path)
     return 0;
 }
 
-/* gust -t: each detect block's `tests DIR;` run against its rules (the cases' results
- * on stderr). */
-static int run_rule_tests(const struct gust_config *c, struct gust_err *err)
+/* gust -t: what each unit's kind tests beyond its check (a detect block's `tests DIR;`
+ * run against its rules, the cases' results on stderr). */
+static int run_kind_tests(const struct gust_config *c, struct gust_err *err)
 {
     for (size_t i = 0; i < c->nunits; i++) {
         const struct gust_unit_conf *u = &c->units[i];
-        if (u->kind != GUST_UNIT_DETECT || u->k.tests == NULL) {
-            continue;
-        }
-        int passed = 0, failed = 0;
-        if (gust_rule_test_dir(u->k.rules, u->k.tests, stderr, &passed, &failed) != GUST_RULE_TEST_PASS) {
-            return gust_err_set(err, GUST_ECONFIG, "%s: detect '%s': %d of %d rule tests failed (above)",
-                                gust_cfg_where(u->cfg, "tests"), u->name, failed, passed + failed);
+        int rc = u->kind->test != NULL ? u->kind->test(u, err) : 0;
+        if (rc != 0) {
+            return rc;
         }
     }
     return 0;
@@ -416,7 +413,7 @@ static int test_config(const char *config_path)
     struct gust_nats_link_conf link;
     struct gust_listen_conf listen;
     rc = rc != 0 ? rc : check_connections(host.config, &link, &listen, &err);
-    rc = rc != 0 ? rc : run_rule_tests(host.config, &err);
+    rc = rc != 0 ? rc : run_kind_tests(host.config, &err);
     struct gust_webhooks *hooks = NULL; /* their secrets readable */
     rc = rc != 0 ? rc : gust_webhooks_create(host.config->webhooks, host.config->nwebhooks, &hooks, &err);
     gust_webhooks_destroy(hooks);
@@ -443,7 +440,7 @@ static const char *lua_path_for(const struct gust_config *c, const char *script)
     if (realpath(script, want) != NULL) {
         for (size_t i = 0; i < c->nunits; i++) {
             const struct gust_unit_conf *u = &c->units[i];
-            if (u->kind == GUST_UNIT_FLOW && realpath(u->k.script, got) != NULL &&
+            if ((u->kind->flags & GUST_KIND_LUA) != 0 && realpath(u->k.script, got) != NULL &&
                 strcmp(want, got) == 0) {
                 return gust_config_lua_path(c, u);
             }

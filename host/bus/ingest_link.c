@@ -1,4 +1,4 @@
-/* Ingest's connection on the h2o loop: see ingest_link.h for why and how. */
+/* Ingest's connection on the HTTP front's loop: see ingest_link.h for why and how. */
 #include "ingest_link.h"
 
 #include <errno.h>
@@ -47,7 +47,7 @@ struct conn {
 };
 
 struct gust_ingest_link {
-    h2o_loop_t *loop;
+    struct gust_loop loop;
     pthread_t loop_thread;
     /* What a connection is made with, owned: the configuration may be gone by the time
      * the connector makes the next one. */
@@ -70,14 +70,15 @@ struct gust_ingest_link {
     /* On the loop. cur is the connection in use; making is the one the connector is
      * making (at most one of the two at a time). */
     struct conn *cur, *making;
-    h2o_socket_t *sock; /* cur's socket as h2o watches it (a dup: nats.c closes its own) */
+    struct gust_loop_watch *sock; /* cur's socket as the loop watches it (a dup: nats.c
+                                     closes its own) */
+    int sock_fd;                  /* that dup */
     int want_write;     /* nats.c has data to write and asked to be told */
-    int write_notified; /* h2o will tell us when the socket can take more */
+    int write_notified; /* the loop will tell us when the socket can take more */
     struct gust_nats_backoff backoff;
     int failed_attempts;
     int64_t connect_at_ms; /* when to ask for the next connection (0: none due) */
-    h2o_timeout_t flush_timeout, tick_timeout;
-    h2o_timeout_entry_t flush_entry, tick_entry;
+    struct gust_loop_timer *flush, *tick;
 
     /* Shared with nats.c's threads and the connector. */
     pthread_mutex_t lock;
@@ -87,7 +88,7 @@ struct gust_ingest_link {
     int stopping;
     pthread_t connector;
     int efd;
-    h2o_socket_t *wake;
+    struct gust_loop_watch *wake;
     int posted; /* the eventfd is signalled and not read yet */
     /* Subjects the server refused as not permitted, for the loop to fail what waits on
      * them (no PubAck comes): under lock. */
@@ -168,9 +169,7 @@ static natsStatus ev_detach(void *user)
 
 static void flush_soon(struct gust_ingest_link *l)
 {
-    if (!h2o_timeout_is_linked(&l->flush_entry)) {
-        h2o_timeout_link(l->loop, &l->flush_timeout, &l->flush_entry);
-    }
+    l->loop.arm(l->flush);
 }
 
 static natsStatus ev_write(void *user, bool add)
@@ -363,13 +362,9 @@ static void ask_connection(struct gust_ingest_link *l)
 
 static void flush_now(struct gust_ingest_link *l);
 
-static void on_writable(h2o_socket_t *sock, const char *err)
+static void on_writable(void *ud)
 {
-    struct gust_ingest_link *l = sock->data;
-    (void)err; /* nats.c sees the error itself when it writes */
-    if (l == NULL) {
-        return;
-    }
+    struct gust_ingest_link *l = ud; /* an error: nats.c sees it itself when it writes */
     l->write_notified = 0;
     flush_now(l);
 }
@@ -385,13 +380,13 @@ static void flush_now(struct gust_ingest_link *l)
     if (l->want_write && l->sock != NULL) {
         /* Part of it is still buffered: go on once the socket drains. */
         l->write_notified = 1;
-        h2o_socket_notify_write(l->sock, on_writable);
+        l->loop.notify_write(l->sock, on_writable);
     }
 }
 
-static void on_flush(h2o_timeout_entry_t *entry)
+static void on_flush(void *ud)
 {
-    flush_now(H2O_STRUCT_FROM_MEMBER(struct gust_ingest_link, flush_entry, entry));
+    flush_now(ud);
 }
 
 /* The id at the end of a subject under prefix (prefix_len bytes), or 0. */
@@ -483,13 +478,9 @@ static void drain_calls(struct gust_ingest_link *l)
     }
 }
 
-static void on_readable(h2o_socket_t *sock, const char *err)
+static void on_readable(void *ud)
 {
-    struct gust_ingest_link *l = sock->data;
-    (void)err;
-    if (l == NULL) {
-        return;
-    }
+    struct gust_ingest_link *l = ud;
     natsConnection *nc = l->cur->nc;
     natsConnection_ProcessReadEvent(nc);
     drain_acks(l);
@@ -497,14 +488,14 @@ static void on_readable(h2o_socket_t *sock, const char *err)
     if (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
         /* The connection went: nats.c reports it (ev_read) and closes its socket; ours
          * would read as ready until then. */
-        h2o_socket_read_stop(sock);
+        l->loop.read_stop(l->sock);
         return;
     }
     int queued = natsConnection_Buffered(nc);
     if (queued > 0 && (size_t)queued > 2 * l->max_queued) {
         gust_warn("ingest: bus: the server reads nothing of what gust writes (%d bytes queued): reconnecting", queued);
-        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR); /* nats.c's next read fails */
-        h2o_socket_read_stop(sock);
+        shutdown(l->sock_fd, SHUT_RDWR); /* nats.c's next read fails */
+        l->loop.read_stop(l->sock);
         return;
     }
     flush_now(l); /* the PONGs of the PINGs just read */
@@ -513,9 +504,9 @@ static void on_readable(h2o_socket_t *sock, const char *err)
 static void drop_socket(struct gust_ingest_link *l)
 {
     if (l->sock != NULL) {
-        l->sock->data = NULL;
-        h2o_socket_close(l->sock);
+        l->loop.unwatch(l->sock);
         l->sock = NULL;
+        l->sock_fd = -1;
     }
     l->want_write = 0;
     l->write_notified = 0;
@@ -546,9 +537,9 @@ static void adopt(struct gust_ingest_link *l, struct conn *c, int fd)
 {
     l->cur = c;
     l->making = NULL;
-    l->sock = h2o_evloop_socket_create(l->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    l->sock->data = l;
-    h2o_socket_read_start(l->sock, on_readable);
+    l->sock = l->loop.watch(l->loop.impl, fd, l);
+    l->sock_fd = fd;
+    l->loop.read_start(l->sock, on_readable);
     int64_t max_payload = natsConnection_GetMaxPayload(c->nc);
     l->max_queued = MAX_QUEUED + (size_t)(max_payload > 0 && max_payload < (64 << 20) ? max_payload : 1 << 20);
     l->failed_attempts = 0;
@@ -578,10 +569,9 @@ static void lose(struct gust_ingest_link *l)
     schedule_connection(l, NULL);
 }
 
-static void on_wake(h2o_socket_t *sock, const char *err)
+static void on_wake(void *ud)
 {
-    struct gust_ingest_link *l = sock->data;
-    (void)err;
+    struct gust_ingest_link *l = ud;
     uint64_t count;
     ssize_t r = read(l->efd, &count, sizeof(count));
     (void)r;
@@ -635,15 +625,15 @@ static void on_wake(h2o_socket_t *sock, const char *err)
 
 /* Every TICK_MS: fails the publishes whose PubAck is overdue, asks for a connection when
  * one is due. */
-static void on_tick(h2o_timeout_entry_t *entry)
+static void on_tick(void *ud)
 {
-    struct gust_ingest_link *l = H2O_STRUCT_FROM_MEMBER(struct gust_ingest_link, tick_entry, entry);
+    struct gust_ingest_link *l = ud;
     int64_t now = gust_clock_mono_ms();
     gust_pending_expire(&l->pending, now, GUST_ETIMEOUT, "no PubAck in time");
     if (l->cur == NULL && l->making == NULL && l->connect_at_ms != 0 && now >= l->connect_at_ms) {
         ask_connection(l);
     }
-    h2o_timeout_link(l->loop, &l->tick_timeout, &l->tick_entry);
+    l->loop.arm(l->tick);
 }
 
 /* Whether subject (no wildcards) is one that filter (a subscription filter: '*' one
@@ -695,16 +685,17 @@ static int copy_conf(struct gust_ingest_link *l, const struct gust_ingest_link_c
     return 0;
 }
 
-int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf *conf, struct gust_ingest_link **out,
-                            struct gust_err *err)
+int gust_ingest_link_create(const struct gust_loop *loop, const struct gust_ingest_link_conf *conf,
+                            struct gust_ingest_link **out, struct gust_err *err)
 {
     struct gust_ingest_link *l = calloc(1, sizeof(*l));
     if (l == NULL || gust_pending_init(&l->pending, conf->max_pending) != 0) {
         free(l);
         return gust_err_set(err, GUST_ENOMEM, "ingest: out of memory");
     }
-    l->loop = loop;
+    l->loop = *loop;
     l->loop_thread = pthread_self();
+    l->sock_fd = -1;
     l->timeout_ms = conf->publish_timeout_ms;
     l->max_queued = MAX_QUEUED + (1 << 20);
     l->efd = -1;
@@ -713,10 +704,8 @@ int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf
     pthread_cond_init(&l->detached_cond, NULL);
     snprintf(l->stream_subjects, sizeof(l->stream_subjects), "%s",
              conf->stream_subjects != NULL ? conf->stream_subjects : ">");
-    h2o_timeout_init(loop, &l->flush_timeout, 0);
-    h2o_timeout_init(loop, &l->tick_timeout, TICK_MS);
-    l->flush_entry.cb = on_flush;
-    l->tick_entry.cb = on_tick;
+    l->flush = loop->timer(loop->impl, 0, on_flush, l);
+    l->tick = loop->timer(loop->impl, TICK_MS, on_tick, l);
     int rc = 0;
     char *inbox = NULL;
     if (copy_conf(l, conf) != 0 || natsInbox_Create(&inbox) != NATS_OK) {
@@ -743,15 +732,14 @@ int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf
         rc = gust_err_set(err, GUST_EIO, "ingest: eventfd: %s", strerror(errno));
         goto fail;
     }
-    l->wake = h2o_evloop_socket_create(loop, l->efd, H2O_SOCKET_FLAG_DONT_READ);
-    l->wake->data = l;
-    h2o_socket_read_start(l->wake, on_wake);
+    l->wake = loop->watch(loop->impl, l->efd, l);
+    loop->read_start(l->wake, on_wake);
     if (pthread_create(&l->connector, NULL, connector, l) != 0) {
         rc = gust_err_set(err, GUST_EIO, "ingest: cannot start the connector thread");
         l->connector = 0;
         goto fail;
     }
-    h2o_timeout_link(loop, &l->tick_timeout, &l->tick_entry);
+    loop->arm(l->tick);
     ask_connection(l);
     *out = l;
     return 0;
@@ -784,16 +772,12 @@ void gust_ingest_link_destroy(struct gust_ingest_link *l)
         l->making = NULL;
     }
     if (l->wake != NULL) {
-        h2o_socket_close(l->wake); /* closes efd */
+        l->loop.unwatch(l->wake); /* closes efd */
     } else if (l->efd >= 0) {
         close(l->efd);
     }
-    h2o_timeout_entry_t *entries[] = {&l->flush_entry, &l->tick_entry};
-    for (size_t i = 0; i < 2; i++) {
-        if (h2o_timeout_is_linked(entries[i])) {
-            h2o_timeout_unlink(entries[i]);
-        }
-    }
+    l->loop.timer_free(l->flush);
+    l->loop.timer_free(l->tick);
     gust_pending_expire(&l->pending, -1, GUST_EAGAIN, "shutting down");
     gust_pending_dispose(&l->pending);
     for (size_t i = 0; i < l->nurls; i++) {

@@ -1,4 +1,5 @@
-/* Ingest's own connection to the bus: nats.c, driven by the h2o event loop.
+/* Ingest's own connection to the bus: nats.c, driven by the HTTP front's event loop
+ * (loop.h: the bus's view of it; the HTTP layer gives it h2o's).
  *
  * Ingest answers each POST only after JetStream's PubAck. Through nats.c's own threads
  * that costs two thread hand-offs per request (its reader thread, a subscription's
@@ -20,14 +21,13 @@
 #ifndef GUST_BUS_INGEST_LINK_H
 #define GUST_BUS_INGEST_LINK_H
 
-#define H2O_USE_LIBUV 0
-#include <h2o.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gust/err.h"
 #include "gust/api.h"    /* struct gust_pub_msg */
 #include "gust/plugin.h" /* gust_publish_done_fn */
+#include "loop.h"
 
 struct gust_nats_link_conf; /* link_conf.h */
 
@@ -49,8 +49,8 @@ struct gust_ingest_link_conf {
 struct gust_ingest_link;
 
 /* Connects (the server may be down: it is retried in the background). Call on the
- * thread that runs loop. */
-int gust_ingest_link_create(h2o_loop_t *loop, const struct gust_ingest_link_conf *conf,
+ * thread that runs loop (copied; its impl must outlive the link). */
+int gust_ingest_link_create(const struct gust_loop *loop, const struct gust_ingest_link_conf *conf,
                             struct gust_ingest_link **out, struct gust_err *err);
 /* Fails what is pending (fn is called) and closes the connection. NULL is a no-op. */
 void gust_ingest_link_destroy(struct gust_ingest_link *l);

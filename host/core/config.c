@@ -11,6 +11,7 @@
 #include "config_secrets.h"
 #include "config_webhooks.h"
 #include "edges.h"
+#include "kinds.h"
 
 #define R GUST_K_RELOADABLE
 #define TOP(f, T, def, flags, help) GUST_KEY(struct gust_top_keys, f, T, def, flags, help)
@@ -24,10 +25,6 @@
  * in its errors: the listener's (http/listen_conf.c) and the connections' (bus/nats_opts.c). */
 #define OWN(f, T, def, flags, help) {#f, GUST_T_##T, def, flags, help, 0, 0, 0, NULL}
 #define OWN_RANGE(f, T, def, flags, lo, hi, help) {#f, GUST_T_##T, def, (flags) | GUST_K_RANGE, help, 0, lo, hi, NULL}
-/* Units are rebuilt at every reload: all their keys are reloadable. */
-#define UNIT(f, T, def, flags, help) GUST_KEY(struct gust_unit_keys, f, T, def, (flags) | R, help)
-#define UNIT_RANGE(f, T, def, flags, lo, hi, help) \
-    GUST_KEY_RANGE(struct gust_unit_keys, f, T, def, (flags) | R, lo, hi, help)
 #define TABLE(f, T, def, flags, help) GUST_KEY(struct gust_table_keys, f, T, def, (flags) | R, help)
 /* Webhooks are part of the front's policy, rebuilt at every reload: all reloadable. */
 #define HOOK(f, T, def, flags, help) GUST_KEY(struct gust_webhook_keys, f, T, def, (flags) | R, help)
@@ -165,68 +162,6 @@ const struct gust_schema_key gust_otlp_schema[] = {
     GUST_KEY_END,
 };
 
-const struct gust_schema_key gust_flow_schema[] = {
-    UNIT(script, PATH, NULL, GUST_K_REQUIRED, "the Lua flow"),
-    UNIT(source, FILTER, NULL, 0, "subject consumed (default: the script's `source`)"),
-    UNIT(timeout, DURATION, "1s", 0,
-         "longest run of on_event for one event (and of the script's load): past it the event fails, whatever the "
-         "script runs (string patterns and what one call may build are bounded too)"),
-    UNIT(memory_max, SIZE, "64m", 0,
-         "bound of the flow's Lua heap (0: none): an event that takes it over fails (retried, then dead-lettered) "
-         "and the Lua state is rebuilt (durable state stays)"),
-    UNIT(batch, INT, "256", 0, "messages fetched at once"),
-    UNIT(lua_path, PATH, NULL, 0, "where require finds modules (default: the top-level lua_path)"),
-    UNIT_RANGE(log_rate, INT, "100", 0, 1, INT64_MAX,
-         "log.* lines a second the script may write (bursts up to as many); the rest are dropped and counted"),
-    UNIT(state_cache, SIZE, "8m", 0,
-         "bytes of the flow's durable state kept in memory between batches (0: none; none with `cluster on;`, "
-         "where other processes write the same keys)"),
-    GUST_EDGE_KEYS(UNIT, UNIT_RANGE),
-    GUST_KEY_END,
-};
-
-const struct gust_schema_key gust_detect_schema[] = {
-    UNIT(rules, PATH, NULL, GUST_K_REQUIRED, "the VPL program"),
-    UNIT(batch, INT, "256", 0, "messages fetched at once"),
-    UNIT_RANGE(slices, INT, "1", 0, 1, 1024,
-         "the program's partitions are split into this many slices, each kept by one process of a cluster at a time "
-         "(under a lease)"),
-    UNIT(checkpoint_interval, DURATION, "5s", 0,
-         "the engine's state is checkpointed at least this often once it changed (0: only at a clean stop)"),
-    UNIT(checkpoint_events, INT, "100000", 0, "... and after this many events (0: no bound)"),
-    UNIT_RANGE(idle_tick, DURATION, "0", GUST_K_ZERO_OFF, 100, 3600000,
-         "while the input is quiet this long, the clocks move with wall time (minus this grace), so windows close "
-         "and absences fire without a later event; each tick is stored on the input first, so replays make the same "
-         "alerts (0: off, the clocks move with events only)"),
-    UNIT(tests, PATH, NULL, 0,
-         "a folder of rule tests (gust vpl-test cases: CASE.json files, or folders with events.jsonl and "
-         "expected.jsonl) that gust -t runs against the rules"),
-    GUST_EDGE_KEYS(UNIT, UNIT_RANGE),
-    GUST_KEY_END,
-};
-
-const struct gust_schema_key gust_relay_schema[] = {
-    UNIT(source, FILTER, NULL, GUST_K_REQUIRED, "subject consumed"),
-    UNIT(to, SUBJECT, NULL, GUST_K_REQUIRED, "subject every message is forwarded to, unchanged"),
-    UNIT(batch, INT, "256", 0, "messages fetched at once"),
-    GUST_KEY_END,
-};
-
-const struct gust_schema_key gust_sink_schema[] = {
-    UNIT(use, STR, NULL, GUST_K_REQUIRED, "the plugin type"),
-    UNIT(source, FILTER, NULL, GUST_K_REQUIRED, "subject consumed"),
-    UNIT(batch, INT, "256", 0, "messages fetched at once"),
-    GUST_KEY_END,
-};
-
-const struct gust_schema_key gust_source_schema[] = {
-    UNIT(use, STR, NULL, GUST_K_REQUIRED, "the plugin type"),
-    UNIT(competing, BOOL, "off", 0,
-         "off: one process of a cluster runs the source, under a lease; on: every process runs it (e.g. an MQTT "
-         "shared subscription)"),
-    GUST_KEY_END,
-};
-
 const struct gust_schema_key gust_table_schema[] = {
     TABLE(file, PATH, NULL, GUST_K_REQUIRED,
           "the table: .csv (a header row) or .json (an object, or an array of objects)"),
@@ -266,15 +201,15 @@ const struct gust_schema_key gust_webhook_schema[] = {
     GUST_KEY_END,
 };
 
-static const char *const unit_kinds[] = {"flow", "detect", "relay", "sink", "source"};
-
-const char *gust_unit_kind_name(enum gust_unit_kind kind)
+const struct gust_kind *gust_kind_named(const char *name)
 {
-    return unit_kinds[kind];
+    for (size_t i = 0; gust_kinds[i] != NULL; i++) {
+        if (strcmp(gust_kinds[i]->name, name) == 0) {
+            return gust_kinds[i];
+        }
+    }
+    return NULL;
 }
-
-static const struct gust_schema_key *const unit_schemas[] = {gust_flow_schema, gust_detect_schema, gust_relay_schema,
-                                                             NULL, NULL};
 
 static int error_at(struct gust_err *err, const struct gust_conf_node *n, const char *fmt, const char *arg)
 {
@@ -423,10 +358,10 @@ static void read_log(struct gust_config *c)
     c->log_json = strcmp(c->top.log_format, "json") == 0;
 }
 
-static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum gust_unit_kind kind,
+static int add_unit(struct gust_config *c, const struct gust_conf_node *n, const struct gust_kind *kind,
                     struct gust_err *err)
 {
-    const char *kname = unit_kinds[kind];
+    const char *kname = kind->name;
     if (!n->is_block || n->nargs != 1) {
         return error_at(err, n, "expected '%s NAME { ... }'", kname);
     }
@@ -443,15 +378,22 @@ static int add_unit(struct gust_config *c, const struct gust_conf_node *n, enum 
     struct gust_unit_conf *u = &c->units[c->nunits];
     *u = (struct gust_unit_conf){.kind = kind, .name = n->args[0], .node = n};
     snprintf(u->where, sizeof(u->where), "%s:%d", n->file, n->line);
-    if (unit_schemas[kind] != NULL) {
+    if ((kind->flags & GUST_KIND_PLUGIN) == 0) {
         char what[128];
         snprintf(what, sizeof(what), "%s '%s'", kname, u->name);
-        int rc = gust_cfg_check(n, what, unit_schemas[kind], NULL, &u->cfg, err);
-        rc = rc ? rc : gust_cfg_bind(u->cfg, unit_schemas[kind], sizeof(struct gust_schema_key), &u->k, err);
+        void *keys = &u->k;
+        if (kind->keys_size > 0 && (keys = u->keys = calloc(1, kind->keys_size)) == NULL) {
+            return gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+        int rc = gust_cfg_check(n, what, kind->schema, NULL, &u->cfg, err);
+        rc = rc ? rc : gust_cfg_bind(u->cfg, kind->schema, sizeof(struct gust_schema_key), keys, err);
         if (rc != 0) {
+            gust_cfg_destroy(u->cfg);
+            free(u->keys);
             return rc;
         }
     } else {
+        /* The rest once its plugin is loaded: gust_config_check_plugin_unit. */
         u->use = block_value(n, "use");
         if (u->use == NULL) {
             return error_at(err, n, "missing 'use PLUGIN_TYPE;' in %s", kname);
@@ -515,8 +457,19 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
         rc = gust_err_set(err, GUST_ENOMEM, "out of memory");
         goto fail;
     }
-    static const char *const blocks[] = {"http",  "nats",   "otlp",  "plugin",  "flow",    "detect", "relay",
-                                         "sink",  "source", "table", "webhook", "secrets", NULL};
+    /* The blocks of the top level, which the loop below reads. */
+    const char *blocks[GUST_CONFIG_BLOCKS + 3 + GUST_MAX_KINDS + 1];
+    size_t nblocks = 0;
+    for (size_t b = 1; b < GUST_CONFIG_BLOCKS; b++) {
+        blocks[nblocks++] = gust_config_blocks[b].name;
+    }
+    blocks[nblocks++] = "plugin";
+    blocks[nblocks++] = "table";
+    blocks[nblocks++] = "webhook";
+    for (size_t k = 0; k < GUST_MAX_KINDS && gust_kinds[k] != NULL; k++) {
+        blocks[nblocks++] = gust_kinds[k]->name;
+    }
+    blocks[nblocks] = NULL;
     rc = gust_cfg_check(root, "host.conf", gust_top_schema, blocks, &c->top_cfg, err);
     if (rc != 0) {
         goto fail;
@@ -543,12 +496,8 @@ int gust_config_load(const char *path, struct gust_config **out, struct gust_err
             rc = add_table(c, n, err);
         } else if (strcmp(n->name, "webhook") == 0) {
             rc = gust_config_add_webhook(c, n, err);
-        } else {
-            for (int k = GUST_UNIT_FLOW; k <= GUST_UNIT_SOURCE; k++) {
-                if (strcmp(n->name, unit_kinds[k]) == 0) {
-                    rc = add_unit(c, n, (enum gust_unit_kind)k, err);
-                }
-            }
+        } else if (gust_kind_named(n->name) != NULL) {
+            rc = add_unit(c, n, gust_kind_named(n->name), err);
         }
     }
     if (rc != 0 || (rc = gust_edges_check(c, err)) != 0) {
@@ -583,7 +532,7 @@ fail:
 int gust_config_check_plugin_unit(struct gust_unit_conf *unit, const struct gust_schema_key *plugin_schema,
                                   struct gust_err *err)
 {
-    const struct gust_schema_key *own = unit->kind == GUST_UNIT_SINK ? gust_sink_schema : gust_source_schema;
+    const struct gust_schema_key *own = unit->kind->schema;
     size_t n_own = 0, n_plugin = 0;
     while (own[n_own].key != NULL) {
         n_own++;
@@ -600,7 +549,7 @@ int gust_config_check_plugin_unit(struct gust_unit_conf *unit, const struct gust
         memcpy(merged + n_own, plugin_schema, n_plugin * sizeof(*merged));
     }
     char what[128];
-    snprintf(what, sizeof(what), "%s '%s'", unit_kinds[unit->kind], unit->name);
+    snprintf(what, sizeof(what), "%s '%s'", unit->kind->name, unit->name);
     gust_cfg_destroy(unit->cfg);
     unit->cfg = NULL;
     int rc = gust_cfg_check(unit->node, what, merged, NULL, &unit->cfg, err);
@@ -615,6 +564,7 @@ void gust_config_destroy(struct gust_config *c)
     }
     for (size_t i = 0; i < c->nunits; i++) {
         gust_cfg_destroy(c->units[i].cfg);
+        free(c->units[i].keys);
     }
     free(c->units);
     for (size_t i = 0; i < c->ntables; i++) {

@@ -11,7 +11,7 @@
 #include "gust/err.h"
 #include "gust/schema.h"
 
-enum gust_unit_kind { GUST_UNIT_FLOW, GUST_UNIT_DETECT, GUST_UNIT_RELAY, GUST_UNIT_SINK, GUST_UNIT_SOURCE };
+struct gust_kind; /* kind.h */
 
 /* The values of each block, bound by its schema (config.c): strings point into the
  * block's struct gust_cfg and live as long as the struct gust_config. */
@@ -81,8 +81,8 @@ struct gust_nats_keys {
     int send_asap;
 };
 
-/* Every unit kind's keys in one struct; a kind's schema binds the ones it has, the
- * others stay NULL / 0. */
+/* Every unit kind's keys in one struct; a kind's schema (kind.h) binds the ones it has,
+ * the others stay NULL / 0. */
 struct gust_unit_keys {
     const char *script;  /* flow */
     const char *rules;   /* detect */
@@ -106,7 +106,7 @@ struct gust_unit_keys {
 };
 
 struct gust_unit_conf {
-    enum gust_unit_kind kind;
+    const struct gust_kind *kind;      /* kind.h */
     const char *name;                  /* borrowed from the tree */
     const struct gust_conf_node *node; /* borrowed from the tree */
     char where[300];                   /* "file:line" of the block */
@@ -114,6 +114,7 @@ struct gust_unit_conf {
     struct gust_cfg *cfg;              /* owned; for sinks and sources set by
                                           gust_config_check_plugin_unit */
     struct gust_unit_keys k;           /* bound from cfg */
+    void *keys; /* owned: a kind's own keys, bound from cfg (kind.h, keys_size), or NULL */
 };
 
 struct gust_plugin_ref {
@@ -192,17 +193,9 @@ extern const struct gust_schema_key gust_http_schema[];
 extern const struct gust_schema_key gust_nats_schema[];
 extern const struct gust_schema_key gust_secrets_schema[]; /* config_secrets.c */
 extern const struct gust_schema_key gust_otlp_schema[];
-extern const struct gust_schema_key gust_flow_schema[];
-extern const struct gust_schema_key gust_detect_schema[];
-extern const struct gust_schema_key gust_relay_schema[];
-extern const struct gust_schema_key gust_sink_schema[];   /* besides the plugin's keys */
-extern const struct gust_schema_key gust_source_schema[]; /* besides the plugin's keys */
 extern const struct gust_schema_key gust_table_schema[];
 extern const struct gust_schema_key gust_webhook_schema[];
 
-const char *gust_unit_kind_name(enum gust_unit_kind kind);
-
-/* One process-wide block of host.conf, for the reload diff and --help. */
 /* One process-wide block of host.conf: its schema, where its checked values (cfg) and
  * their binding (keys) live in struct gust_config, and what its schema cannot say. */
 struct gust_config_block {

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kind.h"
+
 /* 64-bit FNV-1a: this tells configurations apart, it does not defend against anyone. */
 struct digest {
     uint64_t h;
@@ -46,13 +48,20 @@ static void add_file(struct digest *d, const char *path)
     fclose(f);
 }
 
-static int is_file_key(const char *name)
+/* Whether name is one of the unit's kind's file keys. */
+static int is_file_key(const struct gust_unit_conf *unit, const char *name)
 {
-    return strcmp(name, "script") == 0 || strcmp(name, "rules") == 0;
+    for (const char *const *k = unit->kind->file_keys; k != NULL && *k != NULL; k++) {
+        if (strcmp(name, *k) == 0) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
-/* A block or statement as written. The script and rules of a flow or detect unit count
- * by their contents: nodes may keep the same files at different paths. */
+/* A block or statement as written. The files a unit's kind names (a flow's script, a
+ * detect unit's rules) count by their contents: nodes may keep the same files at
+ * different paths. */
 static void add_node(struct digest *d, const struct gust_conf_node *n, const struct gust_unit_conf *unit)
 {
     add_str(d, n->name);
@@ -63,7 +72,7 @@ static void add_node(struct digest *d, const struct gust_conf_node *n, const str
     }
     for (size_t i = 0; i < n->nchildren; i++) {
         const struct gust_conf_node *c = &n->children[i];
-        if (unit != NULL && is_file_key(c->name)) {
+        if (unit != NULL && is_file_key(unit, c->name)) {
             add_str(d, c->name);
             add_file(d, gust_cfg_str(unit->cfg, c->name));
         } else {
@@ -76,9 +85,7 @@ void gust_config_digest(const struct gust_config *config, char out[GUST_DIGEST_L
 {
     struct digest d = {14695981039346656037u};
     for (size_t i = 0; i < config->nunits; i++) {
-        const struct gust_unit_conf *u = &config->units[i];
-        int has_files = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT;
-        add_node(&d, u->node, has_files ? u : NULL);
+        add_node(&d, config->units[i].node, &config->units[i]);
     }
     snprintf(out, GUST_DIGEST_LEN + 1, "%016" PRIx64, d.h);
 }
@@ -86,6 +93,6 @@ void gust_config_digest(const struct gust_config *config, char out[GUST_DIGEST_L
 void gust_unit_digest(const struct gust_unit_conf *u, char out[GUST_DIGEST_LEN + 1])
 {
     struct digest d = {14695981039346656037u};
-    add_node(&d, u->node, u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u : NULL);
+    add_node(&d, u->node, u);
     snprintf(out, GUST_DIGEST_LEN + 1, "%016" PRIx64, d.h);
 }

@@ -4,16 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 
 int gust_edges_check(const struct gust_config *c, struct gust_err *err)
 {
     for (size_t i = 0; i < c->nunits; i++) {
         const struct gust_unit_conf *u = &c->units[i];
-        const char *edge = u->kind == GUST_UNIT_FLOW || u->kind == GUST_UNIT_DETECT ? u->k.edge : NULL;
+        const char *edge = u->k.edge; /* bound only by the kinds whose schema has GUST_EDGE_KEYS */
         if (edge == NULL) {
             continue;
         }
-        const char *kind = gust_unit_kind_name(u->kind);
+        const char *kind = u->kind->name;
         if (u->k.source != NULL) {
             return gust_err_set(err, GUST_ECONFIG,
                                 "%s: %s '%s': `edge` and `source` exclude each other (edge: in memory from a source "
@@ -28,9 +29,9 @@ int gust_edges_check(const struct gust_config *c, struct gust_err *err)
             return gust_err_set(err, GUST_ECONFIG, "%s: %s '%s': edge '%s': no unit of that name (it must name a "
                                 "`source` block)", gust_cfg_where(u->cfg, "edge"), kind, u->name, edge);
         }
-        if (s->kind != GUST_UNIT_SOURCE) {
+        if ((s->kind->flags & GUST_KIND_FEEDS_EDGES) == 0) {
             return gust_err_set(err, GUST_ECONFIG, "%s: %s '%s': edge '%s' is a %s (%s), not a source",
-                                gust_cfg_where(u->cfg, "edge"), kind, u->name, edge, gust_unit_kind_name(s->kind),
+                                gust_cfg_where(u->cfg, "edge"), kind, u->name, edge, s->kind->name,
                                 s->where);
         }
     }

@@ -6,6 +6,7 @@
 #include "../conf/conf_schema.h"
 #include "../plugin/loader.h"
 #include "config.h"
+#include "kinds.h"
 
 static const struct {
     const char *title;
@@ -16,11 +17,13 @@ static const struct {
     {"nats { }", gust_nats_schema},
     {"secrets { }", gust_secrets_schema},
     {"otlp { }", gust_otlp_schema},
-    {"flow NAME { }", gust_flow_schema},
-    {"detect NAME { }", gust_detect_schema},
-    {"relay NAME { }", gust_relay_schema},
-    {"sink NAME { } (plus its plugin type's keys)", gust_sink_schema},
-    {"source NAME { } (plus its plugin type's keys)", gust_source_schema},
+};
+
+/* The blocks after the unit kinds'. */
+static const struct {
+    const char *title;
+    const struct gust_schema_key *schema;
+} other_blocks[] = {
     {"table NAME { }", gust_table_schema},
     {"webhook NAME { }", gust_webhook_schema},
 };
@@ -102,6 +105,14 @@ void gust_help_keys(FILE *out, enum gust_help_format format)
 {
     for (size_t i = 0; i < sizeof(host_blocks) / sizeof(host_blocks[0]); i++) {
         print_block(out, format, host_blocks[i].title, host_blocks[i].schema);
+    }
+    for (size_t i = 0; gust_kinds[i] != NULL; i++) {
+        char title[160];
+        snprintf(title, sizeof(title), "%s NAME { }%s", gust_kinds[i]->name, gust_kinds[i]->help);
+        print_block(out, format, title, gust_kinds[i]->schema);
+    }
+    for (size_t i = 0; i < sizeof(other_blocks) / sizeof(other_blocks[0]); i++) {
+        print_block(out, format, other_blocks[i].title, other_blocks[i].schema);
     }
     char dir[PATH_MAX];
     gust_plugins_default_dir(dir, sizeof(dir));

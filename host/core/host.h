@@ -2,7 +2,6 @@
 #ifndef GUST_CORE_HOST_H
 #define GUST_CORE_HOST_H
 
-#include "../plugin/instance.h"
 #include "../plugin/loader.h"
 #include "../unit/units.h"
 #include "config.h"
@@ -11,24 +10,17 @@ struct gust_bus;
 struct gust_leases;
 struct gust_tables;
 
-/* A source unit. A singleton source (the default) runs only while this process holds
- * its lease; its instance is created when the lease is taken and destroyed when it is
- * lost. A competing source (`competing on;`) runs in every process. */
-struct gust_source {
-    struct gust_instance inst;
-    const struct gust_plugin_type *type;
+/* A unit started with state of its own (kind.h: start's *state), for its kind's stop. */
+struct gust_started {
     const struct gust_unit_conf *unit;
-    struct gust_bus *bus;
-    struct gust_edge_set *edges; /* the edge units it feeds (NULL: it publishes to the bus) */
-    struct gust_units *units;    /* borrowed: where its plugin's counters are shown */
-    int leased;
+    void *state;
 };
 
 struct gust_host {
     struct gust_config *config;
     struct gust_plugins plugins;
-    struct gust_source *sources; /* one per source unit */
-    size_t nsources;
+    struct gust_started *started; /* the units with state of their own (sources) */
+    size_t nstarted;
     struct gust_units *units; /* borrowed: the process's registry, which this generation's
                                  flows, detects, relays and sinks join when started */
     struct gust_leases *leases; /* borrowed: the process's lease manager */
@@ -46,9 +38,9 @@ int gust_host_prepare(struct gust_host *host, const char *config_path, struct gu
  * which then gives back the leases no source of this generation wants. */
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
                     struct gust_leases *leases, struct gust_err *err);
-/* Stops the sources (keeping their leases for the next generation), then the units
- * (between batches); they stay in the registry, stopped, until gust_host_release or
- * gust_units_drop_stopped. */
+/* Stops the units with state of their own (sources keep their leases for the next
+ * generation), then the consumer-core units (between batches); these stay in the
+ * registry, stopped, until gust_host_release or gust_units_drop_stopped. */
 void gust_host_stop(struct gust_host *host);
 void gust_host_release(struct gust_host *host);
 

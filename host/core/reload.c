@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "config_digest.h"
+#include "kind.h"
 #include "../bus/bus.h"
 #include "guard.h"
 #include "../common/log.h"
@@ -98,10 +99,11 @@ static void reload_once(struct gust_reloader *r)
         free(next);
         return;
     }
-    /* A detect unit the new generation has unchanged keeps running, state and all. */
+    /* A unit of a kept kind (detect) that the new generation has unchanged keeps running,
+     * state and all. */
     for (size_t i = 0; i < next->config->nunits; i++) {
         const struct gust_unit_conf *u = &next->config->units[i];
-        if (u->kind == GUST_UNIT_DETECT) {
+        if (u->kind->flags & GUST_KIND_KEPT) {
             char identity[GUST_DIGEST_LEN + 1];
             gust_unit_digest(u, identity);
             gust_units_keep(r->units, u->name, identity);

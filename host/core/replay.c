@@ -16,6 +16,7 @@
 #include "../unit/flow_state.h"
 #include "../unit/unit.h"
 #include "../vpl/rfc3339.h"
+#include "kind.h"
 
 #define BATCH 256
 #define FEED_WAIT_MS 500
@@ -317,7 +318,7 @@ static int plan(const struct gust_replay_opts *o, const char *stream, const char
 static const struct gust_unit_conf *find_flow(const struct gust_config *c, const char *name)
 {
     for (size_t i = 0; i < c->nunits; i++) {
-        if (c->units[i].kind == GUST_UNIT_FLOW && strcmp(c->units[i].name, name) == 0) {
+        if ((c->units[i].kind->flags & GUST_KIND_LUA) != 0 && strcmp(c->units[i].name, name) == 0) {
             return &c->units[i];
         }
     }

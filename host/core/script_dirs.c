@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "../common/buf.h"
+#include "kind.h"
 
 #define MAX_DIRS 64
 
@@ -38,7 +39,7 @@ static void collect(const struct gust_config *c, struct dirs *d)
     add_dir(d, gust_config_lua_path(c, NULL));
     for (size_t i = 0; i < c->nunits; i++) {
         const struct gust_unit_conf *u = &c->units[i];
-        if (u->kind != GUST_UNIT_FLOW) {
+        if ((u->kind->flags & GUST_KIND_LUA) == 0) {
             continue;
         }
         add_dir(d, gust_config_lua_path(c, u));

@@ -22,6 +22,7 @@
 #include "health.h"
 #include "internal.h"
 #include "listen_conf.h"
+#include "loop_h2o.h"
 #include "query.h"
 #include "webhooks.h"
 
@@ -291,6 +292,30 @@ static int starts_with_segment(h2o_iovec_t path, const char *prefix, size_t plen
     return path.len >= plen && memcmp(path.base, prefix, plen) == 0 && (path.len == plen || path.base[plen] == '/');
 }
 
+/* The routes that publish a request's body under a subject suffix, with the same checks
+ * (gust_ingest_route): /ingest answers once it is stored, /call with a flow's reply. */
+struct publish_route {
+    const char *name;
+    size_t len;
+    enum gust_route route;
+    gust_ingest_publish_fn publish;
+};
+
+static const struct publish_route publish_routes[] = {
+    {"/ingest", 7, GUST_ROUTE_INGEST, gust_ingest_publish},
+    {"/call", 5, GUST_ROUTE_CALL, gust_call_publish},
+};
+
+static const struct publish_route *publish_route_of(h2o_iovec_t path)
+{
+    for (size_t i = 0; i < sizeof(publish_routes) / sizeof(publish_routes[0]); i++) {
+        if (starts_with_segment(path, publish_routes[i].name, publish_routes[i].len)) {
+            return &publish_routes[i];
+        }
+    }
+    return NULL;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gust_http *http = *(struct gust_http **)(self + 1);
@@ -318,8 +343,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         path.len -= http->base_len;
         had_base = 1;
     }
-    static const char ingest[] = "/ingest/";
-    static const char call[] = "/call/";
+    const struct publish_route *pr = publish_route_of(path);
     const struct gust_webhook *hook = gust_webhooks_find(policy->webhooks, path.base, path.len);
     if (hook != NULL) {
         /* The signature stands in for the ingest token; the admin token never applies. */
@@ -327,19 +351,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_WEBHOOK, "gust-ingest")) {
             gust_webhook_handle(http, req, hook);
         }
-    } else if (path.len >= sizeof(ingest) - 2 && memcmp(path.base, ingest, sizeof(ingest) - 2) == 0 &&
-        (path.len == sizeof(ingest) - 2 || path.base[sizeof(ingest) - 2] == '/')) {
-        size_t skip = path.len >= sizeof(ingest) - 1 ? sizeof(ingest) - 1 : path.len;
-        if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_INGEST, "gust-ingest")) {
-            gust_ingest_route(http, req, GUST_ROUTE_INGEST, h2o_iovec_init(path.base + skip, path.len - skip),
-                              gust_ingest_publish);
-        }
-    } else if (path.len >= sizeof(call) - 2 && memcmp(path.base, call, sizeof(call) - 2) == 0 &&
-               (path.len == sizeof(call) - 2 || path.base[sizeof(call) - 2] == '/')) {
-        size_t skip = path.len >= sizeof(call) - 1 ? sizeof(call) - 1 : path.len;
-        if (gust_http_authorized(http, req, &policy->ingest_auth, GUST_ROUTE_CALL, "gust-ingest")) {
-            gust_ingest_route(http, req, GUST_ROUTE_CALL, h2o_iovec_init(path.base + skip, path.len - skip),
-                              gust_call_publish);
+    } else if (pr != NULL) {
+        /* The suffix: what follows "<name>/" (empty for "<name>" alone). */
+        size_t skip = path.len > pr->len ? pr->len + 1 : path.len;
+        if (gust_http_authorized(http, req, &policy->ingest_auth, pr->route, "gust-ingest")) {
+            gust_ingest_route(http, req, pr->route, h2o_iovec_init(path.base + skip, path.len - skip), pr->publish);
         }
     } else if (h2o_memis(path.base, path.len, H2O_STRLIT("/healthz"))) {
         handle_healthz(http, req);
@@ -702,7 +718,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
         .publish_timeout_ms = bc->publish_timeout_ms,
         .max_pending = bc->max_pending,
     };
-    if ((rc = gust_ingest_link_create(http->ctx.loop, &nc, &http->ingest_bus, err)) != 0) {
+    struct gust_loop loop = gust_loop_h2o(http->ctx.loop);
+    if ((rc = gust_ingest_link_create(&loop, &nc, &http->ingest_bus, err)) != 0) {
         close(fd);
         return rc; /* the loop and context are never torn down (see gust_http_close) */
     }

@@ -1,0 +1,3 @@
+/* A unit reaching into Lua: only host/flow may. */
+#include <string.h>
+  #  include <lauxlib.h>
