@@ -51,6 +51,7 @@ TARGETS = {
     "compare-rss": ("≤ 0.1 of Node-RED's peak RSS", lambda f: f["ratio"] <= 0.1),
     "topology": ("GET /topology p50 < 1 ms at 50 units", lambda f: f["units"] >= 50 and f["p50"] < 1),
     "otlp": ("ingest with otlp at sample 0.01 ≥ 0.9 of otlp off", lambda f: f["ratio"] >= 0.9),
+    "brokers": ("≥ 0.8 of the lower ceiling (the broker's own relay, the bus alone)", lambda f: f["ratio"] >= 0.8),
     "report": ("reported, no target", None),
     "ceiling": ("the ceiling: no target", None),
 }
@@ -425,6 +426,27 @@ def read_otlp(d):
         target("otlp", ratio=ratio(s001, off)))
 
 
+BROKER_PATHS = (("kafka", "Kafka (librdkafka's mock cluster): kafka_in → JetStream → kafka_out"),
+                ("redis", "Redis Streams: redis_in → JetStream → redis_out"),
+                ("amqp", "RabbitMQ: amqp_in → JetStream → amqp_out"))
+
+
+def read_brokers(d):
+    # Two ceilings from the same run: the broker's own relay and the bus alone on the same
+    # path; the ratio is to the lower of the two.
+    for key, label in BROKER_PATHS:
+        b = d.get(key)
+        if b is None:  # BROKERS= ran a subset
+            continue
+        g, broker, bus = b["rate_median"], get(b, "broker_ceiling", "rate_median"), get(b, "bus_ceiling", "rate_median")
+        lower = min(broker, bus)
+        row(d, label, "%s, every id once, gust %s µs CPU a message" % (rate(g), b.get("gust_cpu_us_per_msg_median")),
+            cmd(d, "bench/brokers.sh"), "%s %s; the bus alone %s" % (
+                get(b, "broker_ceiling", "tool").split(" (")[0], rate(broker), rate(bus)),
+            ratio(g, lower), target("brokers", ratio=ratio(g, lower)))
+        bars.append(("%s bridge" % key, g, lower))
+
+
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
 READERS = {
     "ingest": ("bench/ingest.sh", read_ingest),
@@ -448,6 +470,7 @@ READERS = {
     "soak": ("bench/soak.sh", read_soak),
     "topology": ("bench/topology.sh", read_topology),
     "otlp": ("bench/otlp.sh", read_otlp),
+    "brokers": ("bench/brokers.sh", read_brokers),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.
