@@ -54,6 +54,7 @@ TARGETS = {
     "otlp": ("ingest with otlp at sample 0.01 ≥ 0.9 of otlp off", lambda f: f["ratio"] >= 0.9),
     "sink-batch": ("batch_max 100 ≥ 5× batch_max 1", lambda f: f["ratio"] >= 5),
     "sink-rate": ("rate 10000000/s ≥ 0.95 of no rate", lambda f: f["ratio"] >= 0.95),
+    "brokers": ("≥ 0.8 of the lower ceiling (the broker's own relay, the bus alone)", lambda f: f["ratio"] >= 0.8),
     "report": ("reported, no target", None),
     "ceiling": ("the ceiling: no target", None),
 }
@@ -450,6 +451,27 @@ def read_sink_batch(d):
         ratio(on, off), target("sink-rate", ratio=ratio(on, off)))
 
 
+BROKER_PATHS = (("kafka", "Kafka (librdkafka's mock cluster): kafka_in → JetStream → kafka_out"),
+                ("redis", "Redis Streams: redis_in → JetStream → redis_out"),
+                ("amqp", "RabbitMQ: amqp_in → JetStream → amqp_out"))
+
+
+def read_brokers(d):
+    # Two ceilings from the same run: the broker's own relay and the bus alone on the same
+    # path; the ratio is to the lower of the two.
+    for key, label in BROKER_PATHS:
+        b = d.get(key)
+        if b is None:  # BROKERS= ran a subset
+            continue
+        g, broker, bus = b["rate_median"], get(b, "broker_ceiling", "rate_median"), get(b, "bus_ceiling", "rate_median")
+        lower = min(broker, bus)
+        row(d, label, "%s, every id once, gust %s µs CPU a message" % (rate(g), b.get("gust_cpu_us_per_msg_median")),
+            cmd(d, "bench/brokers.sh"), "%s %s; the bus alone %s" % (
+                get(b, "broker_ceiling", "tool").split(" (")[0], rate(broker), rate(bus)),
+            ratio(g, lower), target("brokers", ratio=ratio(g, lower)))
+        bars.append(("%s bridge" % key, g, lower))
+
+
 # Every results file a benchmark writes: name -> (the script that writes it, its reader).
 READERS = {
     "ingest": ("bench/ingest.sh", read_ingest),
@@ -475,6 +497,7 @@ READERS = {
     "otlp": ("bench/otlp.sh", read_otlp),
     "call": ("bench/call.sh", read_call),
     "sink-batch": ("bench/sink-batch.sh", read_sink_batch),
+    "brokers": ("bench/brokers.sh", read_brokers),
 }
 # Read when there, never noted as missing: a comparison of two builds, run when a change
 # needs it.

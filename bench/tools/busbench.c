@@ -22,6 +22,11 @@
  *                          publishes each to NAME.out and acks once all are stored; a sink
  *                          reads NAME.out and acks. Rate, and latency from publish to the
  *                          sink's read; both consumers must end with all acked once
+ *   bridge BATCH N NAME SIZE WINDOW
+ *                          the JetStream work of a broker bridge (bench/brokers.sh: a source
+ *                          plugin storing what it reads, a sink unit writing it out): path
+ *                          without the hop, the sink reading NAME.in as the publisher stores
+ *                          it with WINDOW PubAcks awaited at once
  *   reqrep N SIZE ASAP     N sequential requests to a responder in this process; latency
  *                          percentiles. ASAP 1: both connections write each message at once
  *                          (send_asap), 0: nats.c's default buffered writes
@@ -763,7 +768,7 @@ static void *path_sink(void *arg)
     return NULL;
 }
 
-static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window)
+static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window, int hop)
 {
     struct path pa = {.size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK};
     snprintf(pa.in, sizeof(pa.in), "%s.in", name);
@@ -779,26 +784,30 @@ static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t 
     natsStatus s = bus_connect(&nc, 0);
     if (s == NATS_OK) s = js_open(nc, &js);
     if (s == NATS_OK) s = stream_create(js, name);
-    if (s == NATS_OK) s = puller_open(&pa.hop, js, name, "hop", pa.in, batch);
-    if (s == NATS_OK) s = puller_open(&pa.sink, js, name, "sink", pa.out, batch);
+    if (s == NATS_OK && hop) s = puller_open(&pa.hop, js, name, "hop", pa.in, batch);
+    if (s == NATS_OK) s = puller_open(&pa.sink, js, name, "sink", hop ? pa.out : pa.in, batch);
     if (s != NATS_OK) {
         return fail("path: stream and consumers", s);
     }
-    pthread_t pub, hop, sink;
+    pthread_t pub, hop_thread, sink;
     pa.t0 = mono_ns();
     pthread_create(&sink, NULL, path_sink, &pa);
-    pthread_create(&hop, NULL, path_hop, &pa);
+    if (hop) {
+        pthread_create(&hop_thread, NULL, path_hop, &pa);
+    }
     pthread_create(&pub, NULL, path_publish, &pa);
     pthread_join(pub, NULL);
-    pthread_join(hop, NULL);
+    if (hop) {
+        pthread_join(hop_thread, NULL);
+    }
     pthread_join(sink, NULL);
     uint64_t delivered = atomic_load(&pa.delivered);
     char why_hop[256] = "", why_sink[256] = "";
     /* Consumer sequences count only their filter's messages: n each. */
-    int acked = pa.s == NATS_OK && consumer_acked(js, name, "hop", n, why_hop, sizeof(why_hop)) == 0 &&
+    int acked = pa.s == NATS_OK && (!hop || consumer_acked(js, name, "hop", n, why_hop, sizeof(why_hop)) == 0) &&
                 consumer_acked(js, name, "sink", n, why_sink, sizeof(why_sink)) == 0;
     int64_t stored = stream_msgs(js, name);
-    int ok = delivered == n && pa.duplicates == 0 && pa.bad == 0 && acked && stored == (int64_t)(2 * n);
+    int ok = delivered == n && pa.duplicates == 0 && pa.bad == 0 && acked && stored == (int64_t)((hop ? 2 : 1) * n);
     double secs = (double)(pa.last_ns - pa.t0) / 1e9;
     printf("{\"batch\":%d,\"size\":%d,\"messages\":%" PRIu64 ",\"rate_target\":%" PRIu64 ",\"window\":%d,\"delivered_unique\":%" PRIu64
            ",\"duplicates\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"all_acked\":%s,\"stream_msgs\":%" PRId64
@@ -808,10 +817,13 @@ static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t 
     print_percentiles(pa.latency_ns, delivered > 0 ? delivered : 1);
     printf(",\"ok\":%s}\n", ok ? "true" : "false");
     if (!ok) {
-        fprintf(stderr, "gust-bench-bus: path: %s, %" PRIu64 " of %" PRIu64 " delivered, stream holds %" PRId64
-                "; hop: %s; sink: %s\n", natsStatus_GetText(pa.s), delivered, n, stored, why_hop, why_sink);
+        fprintf(stderr, "gust-bench-bus: %s: %s, %" PRIu64 " of %" PRIu64 " delivered, stream holds %" PRId64
+                "; hop: %s; sink: %s\n", hop ? "path" : "bridge", natsStatus_GetText(pa.s), delivered, n, stored,
+                why_hop, why_sink);
     }
-    puller_close(&pa.hop);
+    if (hop) {
+        puller_close(&pa.hop);
+    }
     puller_close(&pa.sink);
     jsErrCode jerr = 0;
     js_DeleteStream(js, name, NULL, &jerr);
@@ -984,8 +996,8 @@ static int run_flood(int pubs, uint64_t n, int size)
 static int usage(void)
 {
     fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME | fetch BATCH N NAME [SIZE] |\n"
-                    "       relay BATCH N NAME [SIZE] | path BATCH N NAME SIZE RATE [WINDOW] | reqrep N SIZE ASAP |\n"
-                    "       flood PUBS N SIZE\n");
+                    "       relay BATCH N NAME [SIZE] | path BATCH N NAME SIZE RATE [WINDOW] |\n"
+                    "       bridge BATCH N NAME SIZE WINDOW | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
     return 2;
 }
 
@@ -1010,8 +1022,10 @@ int main(int argc, char **argv)
         rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r') : usage();
     } else if (strcmp(test, "path") == 0 && argc > 7) {
         int window = argc > 8 ? atoi(argv[8]) : 4096;
-        rc = window > 0 ? run_path((int)a, (uint64_t)b, argv[5], atoi(argv[6]), strtoull(argv[7], NULL, 10), window)
+        rc = window > 0 ? run_path((int)a, (uint64_t)b, argv[5], atoi(argv[6]), strtoull(argv[7], NULL, 10), window, 1)
                         : usage();
+    } else if (strcmp(test, "bridge") == 0 && argc > 7 && atoi(argv[7]) > 0) {
+        rc = run_path((int)a, (uint64_t)b, argv[5], atoi(argv[6]), 0, atoi(argv[7]), 0);
     } else if (strcmp(test, "reqrep") == 0 && argc > 5 && b >= 20) {
         rc = run_reqrep((uint64_t)a, (int)b, atoi(argv[5]));
     } else if (strcmp(test, "flood") == 0 && argc > 5) {

@@ -10,53 +10,12 @@ kcat (Debian's) produces and reads the topics."""
 import json
 import os
 import signal
-import subprocess
 import time
 
-from gustlib import BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, nats_publish, plugin_check, wait_for
+from gustlib import (BUILD, Checks, Gust, KafkaMock, NatsServer, TempDir, check_config_errors, nats_publish,
+                     plugin_check, wait_for)
 
-MOCK = os.path.join(BUILD, "tests", "gust-kafka-mock")
 PLUGINS = os.path.join(BUILD, "plugins")
-
-
-class KafkaMock:
-    """gust-kafka-mock: one broker on a loopback port, the given topics (name:partitions)."""
-
-    def __init__(self, tmp, *topics):
-        self.log = open(os.path.join(tmp.path, "kafka-mock.log"), "ab")
-        self.proc = subprocess.Popen([MOCK] + list(topics), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("bootstrap "), line
-        self.bootstrap = line.split()[1]
-
-    def cmd(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        answer = self.proc.stdout.readline().strip()
-        assert answer == "ok", (line, answer)
-
-    def produce(self, topic, msgs, headers=()):
-        """msgs: [(key, value)], value one line each."""
-        args = ["kcat", "-P", "-b", self.bootstrap, "-t", topic, "-K", "\\t"]
-        for h in headers:
-            args += ["-H", h]
-        data = "".join("%s\t%s\n" % (k, v) for k, v in msgs)
-        subprocess.run(args, input=data, text=True, check=True, timeout=60, capture_output=True)
-
-    def consume(self, topic, fmt="%s\\n"):
-        """Every message of topic now, formatted by kcat -f."""
-        p = subprocess.run(["kcat", "-C", "-b", self.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-f", fmt],
-                           capture_output=True, text=True, timeout=60)
-        return p.stdout
-
-    def ids(self, topic):
-        return [json.loads(line)["id"] for line in self.consume(topic).splitlines() if line.strip()]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
 
 
 CONF = """

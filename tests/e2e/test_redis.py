@@ -7,104 +7,10 @@ with Redis's error; bad settings are refused by gust -t with file:line."""
 import json
 import os
 import signal
-import socket
-import subprocess
 import time
 
-from gustlib import (BUILD, Checks, Gust, NatsServer, TempDir, check_config_errors, free_port, nats_publish,
-                     plugin_check, port_open, wait_for)
-
-
-class Redis:
-    """A real redis-server on a free loopback port, its dir in the temp dir, no saving
-    but on SHUTDOWN SAVE (so a restart keeps the streams)."""
-
-    def __init__(self, tmp):
-        self.port = free_port()
-        self.dir = os.path.join(tmp.path, "redis-%d" % self.port)
-        os.makedirs(self.dir)
-        self.log = open(os.path.join(self.dir, "log"), "ab")
-        self.proc = None
-        self.start()
-
-    @property
-    def url(self):
-        return "redis://127.0.0.1:%d" % self.port
-
-    def start(self):
-        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-                                      self.dir, "--save", "", "--appendonly", "no"], stdout=self.log,
-                                     stderr=self.log)
-        wait_for(lambda: port_open(self.port), 10, "redis-server on %d" % self.port)
-        wait_for(lambda: self.try_ping(), 10, "redis-server loaded")
-
-    def try_ping(self):
-        try:
-            return self.cmd("PING") == "PONG"
-        except (OSError, RuntimeError):
-            return False
-
-    def stop(self):
-        """SHUTDOWN SAVE: the streams are on disk for the next start."""
-        if self.proc and self.proc.poll() is None:
-            try:
-                self.cmd("SHUTDOWN", "SAVE")
-            except (OSError, RuntimeError):
-                pass
-            self.proc.wait(10)
-        self.proc = None
-
-    def cmd(self, *args):
-        return self.pipeline([args])[0]
-
-    def pipeline(self, cmds):
-        """Sends every command, then reads every reply (RESP2)."""
-        out = bytearray()
-        for args in cmds:
-            out += b"*%d\r\n" % len(args)
-            for a in args:
-                a = a if isinstance(a, bytes) else str(a).encode()
-                out += b"$%d\r\n%s\r\n" % (len(a), a)
-        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
-            s.sendall(out)
-            f = s.makefile("rb")
-            return [self._reply(f) for _ in cmds]
-
-    def _reply(self, f):
-        line = f.readline()
-        if not line:
-            raise OSError("connection closed")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            return RuntimeError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = f.read(n + 2)[:-2]
-            return data.decode(errors="replace")
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._reply(f) for _ in range(n)]
-        raise OSError("bad reply %r" % line)
-
-    def xadd_many(self, stream, start, n, field="data"):
-        cmds = [("XADD", stream, "*", field, json.dumps({"id": i, "v": i * 7})) for i in range(start, start + n)]
-        for i in range(0, len(cmds), 500):
-            for r in self.pipeline(cmds[i:i + 500]):
-                assert not isinstance(r, Exception), r
-
-    def ids(self, stream, field="data"):
-        """[id] of every entry's JSON in `field`."""
-        out = []
-        for _, fields in self.cmd("XRANGE", stream, "-", "+") or []:
-            kv = dict(zip(fields[0::2], fields[1::2]))
-            out.append(json.loads(kv[field])["id"])
-        return out
+from gustlib import (BUILD, Checks, Gust, NatsServer, Redis, TempDir, check_config_errors, nats_publish,
+                     plugin_check, wait_for)
 
 
 CONF = """
