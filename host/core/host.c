@@ -246,7 +246,8 @@ static void durable_opener_free(void *ud)
  * its durable consumer <kind>_<unit> (*feed left NULL: cc->opener opens it, retried
  * until the bus lets it). */
 static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, struct gust_consumer_conf *cc,
-                     const char *filter, struct gust_bus *bus, struct gust_feed **feed, struct gust_err *err)
+                     const char *filter, int order, struct gust_bus *bus, struct gust_feed **feed,
+                     struct gust_err *err)
 {
     const char *edge = edge_of(u);
     if (edge != NULL) {
@@ -283,8 +284,11 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
         .filter = o->filter,
         .batch = cc->batch,
         .ack_wait_ms = host->config->nats.ack_wait,
-        .max_ack_pending = cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
+        /* In stream order, one batch at a time: what the server hands out past the batch
+         * held only waits (and may be delivered again). */
+        .max_ack_pending = order == GUST_ORDER_STREAM ? cc->batch : cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
         .expires_ms = FEED_WAIT_MS,
+        .from_ack_floor = order != GUST_ORDER_NONE,
     };
     cc->opener = (struct gust_feed_opener){.open = durable_open, .free = durable_opener_free, .ud = o};
     *feed = NULL;
@@ -293,7 +297,8 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
 
 /* Creates the unit, lists it, opens its feed and starts it. h is owned from here on. */
 static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, const char *kind, const char *filter,
-                      const char *identity, struct gust_handler h, struct gust_bus *bus, struct gust_err *err)
+                      const char *identity, int order, struct gust_handler h, struct gust_bus *bus,
+                      struct gust_err *err)
 {
     char source[300];
     snprintf(source, sizeof(source), "%s%s", edge_of(u) != NULL ? "edge:" : "",
@@ -303,7 +308,7 @@ static int start_unit(struct gust_host *host, const struct gust_unit_conf *u, co
         cc.handler_timeout_ms = u->k.timeout;
     }
     struct gust_feed *feed = NULL;
-    int rc = open_feed(host, u, &cc, filter, bus, &feed, err);
+    int rc = open_feed(host, u, &cc, filter, order, bus, &feed, err);
     if (rc != 0) {
         h.destroy(h.impl);
         return rc;
@@ -348,7 +353,7 @@ static int start_flow(struct gust_host *host, const struct gust_unit_conf *u, st
         return rc;
     }
     const char *source = u->k.source != NULL ? u->k.source : script_source;
-    return start_unit(host, u, "flow", source, NULL, h, bus, err);
+    return start_unit(host, u, "flow", source, NULL, GUST_ORDER_NONE, h, bus, err);
 }
 
 static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, struct gust_bus *bus,
@@ -370,7 +375,12 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     } else {
         gust_cfg_destroy_wiped(with_secrets);
     }
-    struct gust_handler h = gust_sink_handler(inst, host->config->nats.ack_wait);
+    const struct gust_config *c = host->config;
+    struct gust_sink_opts so = {.ack_wait_ms = c->nats.ack_wait,
+                                .retry_delay_ms = c->nats.retry_delay,
+                                .retry_max_delay_ms = c->nats.retry_max_delay,
+                                .order = rc == 0 && t->ordered != NULL ? t->ordered(inst->ctx) : GUST_ORDER_NONE};
+    struct gust_handler h = gust_sink_handler(inst, &so);
     if (h.impl == NULL) {
         rc = rc != 0 ? rc : gust_err_set(err, GUST_ENOMEM, "out of memory");
         gust_instance_dispose(inst);
@@ -381,7 +391,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         h.destroy(h.impl);
         return rc;
     }
-    return start_unit(host, u, "sink", u->k.source, NULL, h, bus, err);
+    return start_unit(host, u, "sink", u->k.source, NULL, so.order, h, bus, err);
 }
 
 /* A detect unit: kept running from the generation before when it is the same unit
@@ -404,7 +414,7 @@ static int start_detect(struct gust_host *host, const struct gust_unit_conf *u, 
     char *filter = NULL;
     int rc = load_detect(host, u, bus, host->leases, &h, &filter, err);
     if (rc == 0) {
-        rc = start_unit(host, u, "detect", filter, identity, h, bus, err);
+        rc = start_unit(host, u, "detect", filter, identity, GUST_ORDER_NONE, h, bus, err);
         free(filter);
     }
     return rc;
@@ -502,7 +512,7 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
             rc = start_detect(host, u, bus, err);
         } else if (u->kind == GUST_UNIT_RELAY) {
             struct gust_handler h = gust_relay_handler(u->k.to);
-            rc = h.impl != NULL ? start_unit(host, u, "relay", u->k.source, NULL, h, bus, err)
+            rc = h.impl != NULL ? start_unit(host, u, "relay", u->k.source, NULL, GUST_ORDER_NONE, h, bus, err)
                                 : gust_err_set(err, GUST_ENOMEM, "out of memory");
         } else if (u->kind == GUST_UNIT_SINK) {
             rc = start_sink(host, u, bus, err);
