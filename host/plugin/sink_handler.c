@@ -1,3 +1,4 @@
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +9,17 @@
 
 #include "sink_handler.h"
 
+#include "../common/log.h"
 #include "../unit/plugin_counters.h"
 
 /* How often a held batch is marked in progress: well within ack_wait. */
 #define PROGRESS_PARTS 3
 /* A held batch looks at the unit's stop this often while it waits. */
 #define HOLD_SLICE_MS 50
+/* The stream sequences settled last, remembered to know a copy from a message the bus
+ * hands out late (its first delivery lost on the way, a reconnect): more than the
+ * consumer's max_ack_pending holds. */
+#define SETTLED_KEEP 8192
 
 struct sink {
     struct gust_instance *inst;
@@ -26,6 +32,8 @@ struct sink {
     size_t *held_at;
     uint8_t *copy;      /* per message of the batch: a copy of an earlier one of it */
     uint64_t done_seq;  /* the highest stream sequence settled */
+    uint64_t settled[SETTLED_KEEP]; /* the last ones settled, a ring */
+    size_t settled_at;
     atomic_size_t held; /* for /units */
 };
 
@@ -141,10 +149,23 @@ static void settle_copies(struct sink *s, struct gust_batch *b)
     }
 }
 
+static int settled_lately(const struct sink *s, uint64_t seq)
+{
+    for (size_t k = 0; k < SETTLED_KEEP; k++) {
+        if (s->settled[k] == seq) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* GUST_ORDER_STREAM: the batch is held until every message of it is settled (head-of-
  * line blocking), or the unit stops. The bus hands messages out in stream order, and
- * again only those it delivered before (after ack_wait, to the subscription that waits
- * meanwhile): one not above the highest taken is a copy. */
+ * again those it delivered before (after ack_wait, to the subscription that waited
+ * meanwhile): one not above the highest taken is a copy, acked unsent when it was
+ * settled lately, settled with its original when that is in the batch. One settled
+ * long ago or never is sent, late (its first delivery was lost on the way): out of
+ * order rather than lost. */
 static void run_in_order(struct sink *s, struct gust_batch *b)
 {
     size_t n = 0;
@@ -152,7 +173,10 @@ static void run_in_order(struct sink *s, struct gust_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         uint64_t seq = b->msgs[i].stream_seq;
         s->copy[i] = seq != 0 && seq > s->done_seq && seq <= top;
-        if (seq != 0 && seq <= top) {
+        if (seq != 0 && seq <= s->done_seq && !settled_lately(s, seq)) {
+            gust_warn("[%s] stream sequence %" PRIu64 " comes after %" PRIu64 " (its first delivery was lost): "
+                      "sent out of order", s->inst->name, seq, s->done_seq);
+        } else if (seq != 0 && seq <= top) {
             continue; /* settled already (acked now), or a copy of one of this batch */
         }
         top = seq > top ? seq : top;
@@ -173,8 +197,10 @@ static void run_in_order(struct sink *s, struct gust_batch *b)
             if (b->outcome[i] == GUST_OUTCOME_WAIT) {
                 s->held_at[left] = i;
                 s->held_msgs[left++] = s->held_msgs[k];
-            } else if (b->msgs[i].stream_seq > s->done_seq) {
-                s->done_seq = b->msgs[i].stream_seq;
+            } else {
+                uint64_t seq = b->msgs[i].stream_seq;
+                s->done_seq = seq > s->done_seq ? seq : s->done_seq;
+                s->settled[s->settled_at++ % SETTLED_KEEP] = seq;
             }
         }
         n = left;

@@ -147,16 +147,21 @@ int main(void)
           marked[3], marked[6], marked[1]);
 
     /* 4 again (the bus delivered it again while the batch was held): acked, not sent. */
-    const uint64_t again[] = {4, 7};
+    const uint64_t again[] = {4, 9};
     run(&h, &r, again, 2, &stopping);
-    CHECK(nsent == 6 && sent[5] == 7, "only 7 sent (%zu sent, last %llu)", nsent, (unsigned long long)sent[nsent - 1]);
+    CHECK(nsent == 6 && sent[5] == 9, "only 9 sent (%zu sent, last %llu)", nsent, (unsigned long long)sent[nsent - 1]);
     CHECK(r.outcome[0] == GUST_OUTCOME_OK && r.outcome[1] == GUST_OUTCOME_OK, "both settled");
+
+    /* 7 comes after 9 (never settled here: its first delivery lost): sent, not dropped. */
+    const uint64_t late[] = {7};
+    run(&h, &r, late, 1, &stopping);
+    CHECK(nsent == 7 && sent[6] == 7 && r.outcome[0] == GUST_OUTCOME_OK, "the late one sent (%zu sent)", nsent);
 
     /* 10 fails once; its copy (and 11's) in the same batch settle with it, unsent. */
     fails[10] = 1;
     const uint64_t copies[] = {10, 11, 10, 11};
     run(&h, &r, copies, 4, &stopping);
-    CHECK(nsent == 8 && sent[6] == 10 && sent[7] == 11, "10 and 11 sent once each (%zu sent)", nsent);
+    CHECK(nsent == 9 && sent[7] == 10 && sent[8] == 11, "10 and 11 sent once each (%zu sent)", nsent);
     CHECK(r.outcome[2] == GUST_OUTCOME_OK && r.outcome[3] == GUST_OUTCOME_OK, "the copies acked");
 
     /* Stopping: what failed is left to the bus (WAIT), after one try, copies too. */
