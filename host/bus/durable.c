@@ -34,7 +34,21 @@ static int ensure_consumer(const struct gust_durable_conf *conf, jsCtx *js, stru
     jsErrCode jerr = 0;
     jsConsumerInfo *ci = NULL;
     natsStatus s = js_GetConsumerInfo(&ci, js, conf->stream, conf->durable, NULL, &jerr);
-    if (s == NATS_OK) {
+    if (s == NATS_OK && conf->from_ack_floor && ci->NumAckPending > 0) {
+        /* Everything after the floor again, in stream order (an ordered sink acks its
+         * batches whole and in order: what lies past the floor was not all delivered). */
+        uint64_t floor = ci->AckFloor.Stream;
+        gust_info("[%s] %" PRId64 " message(s) delivered and not acked: reading again from stream sequence %" PRIu64
+                  " in order", conf->durable, (int64_t)ci->NumAckPending, floor + 1);
+        js_DeleteConsumer(js, conf->stream, conf->durable, NULL, &jerr);
+        jsConsumerInfo_Destroy(ci);
+        ci = NULL;
+        if (floor > 0) {
+            cc.DeliverPolicy = js_DeliverByStartSequence;
+            cc.OptStartSeq = floor + 1;
+        }
+        s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
+    } else if (s == NATS_OK) {
         const char *old = ci->Config->FilterSubject != NULL ? ci->Config->FilterSubject : "";
         if (strcmp(old, conf->filter) != 0) {
             /* nats-server 2.9 cannot change a durable's filter: a unit whose source
@@ -101,6 +115,15 @@ static void durable_settle(struct gust_feed *f, struct gust_in *m, int64_t delay
     natsConnection_PublishString(gust_bus__conn(d->bus), reply, body);
 }
 
+static void durable_progress(struct gust_feed *f, struct gust_in *m)
+{
+    struct durable *d = (struct durable *)f;
+    const char *reply = natsMsg_GetReply(m->ref);
+    if (reply != NULL && reply[0] != '\0') {
+        natsConnection_PublishString(gust_bus__conn(d->bus), reply, "+WPI");
+    }
+}
+
 static void release_msgs(struct gust_feed *f, struct gust_in *in, size_t n)
 {
     (void)f;
@@ -120,7 +143,8 @@ static void durable_close(struct gust_feed *f)
 }
 
 static const struct gust_feed_ops durable_ops = {
-    .next = durable_next, .settle = durable_settle, .release = release_msgs, .close = durable_close};
+    .next = durable_next, .settle = durable_settle, .release = release_msgs, .close = durable_close,
+    .progress = durable_progress};
 
 int gust_durable_feed_open(struct gust_bus *bus, const struct gust_durable_conf *conf, struct gust_feed **out,
                            struct gust_err *err)

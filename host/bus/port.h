@@ -62,6 +62,9 @@ struct gust_feed_ops {
     /* Wakes a thread waiting in next (a stop). May be NULL. */
     void (*wake)(struct gust_feed *f);
     void (*close)(struct gust_feed *f);
+    /* Still working on m (an ordered sink retrying it in place): its ack_wait starts
+     * again, so the bus does not deliver it again meanwhile. May be NULL. */
+    void (*progress)(struct gust_feed *f, struct gust_in *m);
 };
 
 struct gust_feed {

@@ -81,7 +81,12 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
     } else {
         gust_cfg_destroy_wiped(with_secrets);
     }
-    struct gust_handler h = gust_sink_handler(inst, host->config->nats.ack_wait);
+    const struct gust_config *c = host->config;
+    struct gust_sink_opts so = {.ack_wait_ms = c->nats.ack_wait,
+                                .retry_delay_ms = c->nats.retry_delay,
+                                .retry_max_delay_ms = c->nats.retry_max_delay,
+                                .order = rc == 0 && t->ordered != NULL ? t->ordered(inst->ctx) : GUST_ORDER_NONE};
+    struct gust_handler h = gust_sink_handler(inst, &so);
     if (h.impl == NULL) {
         rc = rc != 0 ? rc : gust_err_set(err, GUST_ENOMEM, "out of memory");
         gust_instance_dispose(inst);
@@ -92,7 +97,7 @@ static int start_sink(struct gust_host *host, const struct gust_unit_conf *u, st
         h.destroy(h.impl);
         return rc;
     }
-    struct gust_unit_start s = {.filter = u->k.source, .batch = u->k.batch};
+    struct gust_unit_start s = {.filter = u->k.source, .batch = u->k.batch, .order = so.order};
     return gust_unit_start(host, u, &s, h, bus, err);
 }
 

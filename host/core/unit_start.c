@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gust/plugin.h"
+
 #include "../bus/bus.h"
 #include "../bus/feeds.h"
 #include "../common/log.h"
@@ -101,8 +103,13 @@ static int open_feed(struct gust_host *host, const struct gust_unit_conf *u, str
         .filter = o->filter,
         .batch = cc->batch,
         .ack_wait_ms = host->config->nats.ack_wait,
-        .max_ack_pending = cc->batch * 8 > 1000 ? cc->batch * 8 : 1000,
+        /* In stream order, one batch at a time: what the server hands out past the batch
+         * held only waits (and may be delivered again). */
+        .max_ack_pending = s->order == GUST_ORDER_STREAM ? cc->batch
+                           : cc->batch * 8 > 1000        ? cc->batch * 8
+                                                         : 1000,
         .expires_ms = FEED_WAIT_MS,
+        .from_ack_floor = s->order != GUST_ORDER_NONE,
     };
     cc->opener = (struct gust_feed_opener){.open = durable_open, .free = durable_opener_free, .ud = o};
     *feed = NULL;

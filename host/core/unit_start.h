@@ -15,6 +15,8 @@ struct gust_unit_start {
     int64_t batch;        /* messages taken at once */
     int ordered;          /* read in stream order with no acks (detect), not a durable consumer */
     int64_t handler_timeout_ms; /* consumer.h; 0: never judged stuck */
+    int order; /* a sink's GUST_ORDER_* (gust/plugin.h): in order, its consumer hands out one
+                  batch at a time and starts over from its ack floor */
     /* Optional: called with the handler's impl once the unit is listed, before its
      * thread starts. */
     int (*listed)(void *impl, struct gust_err *err);

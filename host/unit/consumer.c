@@ -545,6 +545,20 @@ int gust_replies_push(struct gust_replies *r, size_t msg, int status, const char
     return 0;
 }
 
+/* gust_batch.progress: message i of the batch is still being worked on. */
+static void batch_progress(void *ud, size_t i)
+{
+    struct gust_consumer *c = ud;
+    c->feed->ops->progress(c->feed, &c->in[i]);
+}
+
+/* gust_batch.ack_now: message i of the batch went (an ordered sink holding the rest). */
+static void batch_ack_now(void *ud, size_t i)
+{
+    struct gust_consumer *c = ud;
+    c->feed->ops->settle(c->feed, &c->in[i], -1);
+}
+
 /* One batch of n messages in c->in. Returns 0 when it was all stored (ordered units
  * may go on), -1 when not (the unit is stopping with output that was not stored). */
 static int run_batch(struct gust_consumer *c, size_t n)
@@ -577,6 +591,9 @@ static int run_batch(struct gust_consumer *c, size_t n)
                      (int64_t)(t0 / 1000000u) + c->conf.handler_timeout_ms * (int64_t)n + GUST_STUCK_MARGIN_MS);
     }
     c->batch.stopping = c->conf.settle == GUST_SETTLE_ACK ? &c->stopping : NULL;
+    c->batch.progress = c->feed->ops->progress != NULL ? batch_progress : NULL;
+    c->batch.progress_ud = c;
+    c->batch.ack_now = c->conf.settle == GUST_SETTLE_ACK ? batch_ack_now : NULL;
     c->handler.run_batch(c->handler.impl, &c->batch);
     if (c->handler.commit != NULL) {
         c->handler.commit(c->handler.impl, &c->batch);

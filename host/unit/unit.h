@@ -70,6 +70,17 @@ struct gust_batch {
      * order); the core sends each once its message succeeded and its emits are
      * stored, just before the ack. */
     struct gust_replies replies;
+    /* Marks message i as still being worked on, so the bus does not deliver it again
+     * while the handler holds it (an ordered sink retrying in place). NULL when the feed
+     * cannot: call it as progress(progress_ud, i). */
+    void (*progress)(void *ud, size_t i);
+    void *progress_ud;
+    /* Acks message i now, before the rest of the batch is done (progress_ud too): for a
+     * message that succeeded without emits, whose outcome stays OK (the core's own ack
+     * at the end is then a repeat the bus ignores). An ordered sink holding the rest of
+     * its batch acks what went, so that a crash does not send it again. NULL when the
+     * feed does not ack. */
+    void (*ack_now)(void *ud, size_t i);
 };
 
 /* What a handler's between() asks of the core before the next batch. */

@@ -17,7 +17,9 @@
  * Templates in url (path and query), method and header values: http_out_tpl.c.
  * forward_headers (and the trace context): http_out_fwd.c. reply_to (the answer of a 2xx
  * published as an event before the ack): http_out_reply.c. Signed requests (sign: Standard
- * Webhooks, or an HMAC header): http_out_sign.c.
+ * Webhooks, or an HMAC header): http_out_sign.c. `ordered on` and `ordered_by` (stream
+ * order, or per key): http_out_client.c, http_out_order.c and the host's sink handler
+ * (host/plugin/sink_handler.c).
  *
  * The host owns retries and backoff; deliver sleeps only for a rate's token, and for the
  * outage pause (http_out_client.c): a far end found down (every answer of a call a
@@ -76,10 +78,13 @@ static int http_out_start(void *ctx, struct gust_err *err)
         h->client = NULL;
     }
     if (rc == 0) {
-        host->log(h->inst, GUST_LOG_INFO, "%s %s, connections %zu, pipeline %zu, max_inflight %zu%s%s%s",
+        host->log(h->inst, GUST_LOG_INFO, "%s %s, connections %zu, pipeline %zu, max_inflight %zu%s%s%s%s",
                   h->conf.k.method, h->conf.url, h->conf.connections, h->conf.pipeline, h->conf.max_inflight,
                   h->conf.batching ? ", batches of " : "", h->conf.batching ? h->conf.k.batch_format : "",
-                  h->conf.rate > 0 ? ", rate limited" : "");
+                  h->conf.rate > 0 ? ", rate limited" : "",
+                  h->conf.order == GUST_ORDER_STREAM ? ", in stream order (one request in flight)"
+                  : h->conf.order == GUST_ORDER_KEY  ? ", in order per ordered_by key"
+                                                     : "");
     }
     return rc;
 }
@@ -128,7 +133,17 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
     }
 }
 
-/* The outage pause: outage (1 while the far end is down), outages, probes. */
+/* ordered on: the host holds each batch until it went (gust/plugin.h); ordered_by: the
+ * client keeps order per key itself (http_out_client.c). */
+static int http_out_ordered(void *ctx)
+{
+    struct http_out *h = ctx;
+
+    return h->conf.order;
+}
+
+/* The outage pause: outage (1 while the far end is down), outages, probes; with
+ * ordered_by, keys_held and held (the messages they wait for). */
 static size_t http_out_counters(void *ctx, struct gust_plugin_counter *out, size_t max)
 {
     struct http_out *h = ctx;
@@ -170,6 +185,7 @@ static const struct gust_plugin_type types[] = {{
     .fetch_limits = http_out_fetch_limits,
     .counters = http_out_counters,
     .destroy = http_out_destroy,
+    .ordered = http_out_ordered,
     /* forward_headers, the trace context and reply_to's Gust-Request-Id read the
      * message's headers. The flag is the type's, not an instance's (the types table is
      * shared by every instance): every http_out pays the header parse, which the trace

@@ -64,6 +64,8 @@ struct http_out_keys {
     const char *sign_header;
     const char *sign_encoding;
     const char *sign_prefix;
+    int ordered;
+    const char *ordered_by;
 };
 
 extern const struct gust_schema_key http_out_schema[];
@@ -115,6 +117,11 @@ struct http_out_conf {
     int sign;
     int sign_base64;
     char secret_where[256];
+    /* Order (GUST_ORDER_*): `ordered on` is STREAM (every request is of the one key),
+     * ordered_by KEY (its template renders each message's key). Within a call, a
+     * request waits while one of its key is in flight, and fails (a RETRY, unsent) once
+     * one of its key failed; see http_out_client.c. */
+    int order;
 };
 
 /* The request header lines message m forwards ("Name: value\r\n" each, see conf->fwd),
@@ -159,11 +166,32 @@ struct http_out_tpl;
 int http_out_tpl_load(struct http_out_conf *conf, const struct gust_host_api *api, const struct gust_cfg *cfg,
                       struct gust_err *err);
 void http_out_tpl_free(struct http_out_tpl *t);
-/* Appends m's request head (up to "Content-Length: ") to out, then sets *key_off and
- * *key_len to m's rate key, appended after it (len 0: no rate_key). -1 with why (the
- * dead letter's reason) when a template cannot be rendered for m. */
+/* Appends m's request head (up to "Content-Length: ") to out (*head_len long, 0 when
+ * the head is not templated), then its rate key (*key_len, 0: no rate_key), then its
+ * order key (*ord_len, 0: no ordered_by). -1 with why (the dead letter's reason) when a
+ * template cannot be rendered for m. */
 int http_out_tpl_render(const struct http_out_conf *conf, const struct gust_msg *m, struct gust_buf *out,
-                        size_t *head_len, size_t *key_len, char *why, size_t whysz);
+                        size_t *head_len, size_t *key_len, size_t *ord_len, char *why, size_t whysz);
+
+/* ordered_by's memory across calls (http_out_order.c): per key, the stream sequences
+ * of the messages that went back to the bus (a RETRY) and have not gone since. */
+struct http_out_order;
+int http_out_order_create(struct http_out_order **out);
+void http_out_order_destroy(struct http_out_order *o);
+/* The first sequence below seq that key still holds, or 0 when none: then seq may go. */
+uint64_t http_out_order_before(struct http_out_order *o, const char *key, size_t len, uint64_t seq);
+/* Whether key holds a sequence between lo and hi (both excluded). */
+int http_out_order_between(struct http_out_order *o, const char *key, size_t len, uint64_t lo, uint64_t hi);
+/* Whether key holds any. */
+int http_out_order_holds(struct http_out_order *o, const char *key, size_t len);
+/* seq of key went back to the bus (seen at now, gust_clock_mono_ms); -1: out of memory. */
+int http_out_order_hold(struct http_out_order *o, const char *key, size_t len, uint64_t seq, int64_t now);
+/* seq of key went (delivered or rejected). */
+void http_out_order_done(struct http_out_order *o, const char *key, size_t len, uint64_t seq);
+/* Forgets what was not seen again for long (at most once a second). */
+void http_out_order_sweep(struct http_out_order *o, int64_t now);
+/* Keys holding messages, and how many they hold. Thread-safe. */
+void http_out_order_counts(const struct http_out_order *o, uint64_t *keys, uint64_t *events);
 
 /* Binds and checks the keys of cfg (borrowed), naming file:line of a bad value in err. */
 int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *api,

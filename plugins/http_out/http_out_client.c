@@ -61,7 +61,16 @@
  * rendered rate_key (the 10 000 keys used last): a request is written only with a token
  * of its bucket. A request whose bucket is empty lets one behind it with a token of
  * another key go first (the sink is unordered); when none has one, the call waits for
- * the nearest token. */
+ * the nearest token.
+ *
+ * In order (`ordered on`, or `ordered_by` per key): a request is written only when no
+ * request of its key is in flight and none of its key is before it in the queue, so a
+ * key has one request (or batch) in flight at a time; a message joins only the newest
+ * group of its key; a request going again (a lost connection, a refused batch's
+ * messages alone) goes to the head of the queue. Once a request of a key failed (a
+ * RETRY), the rest of that key in the call is a RETRY too, unsent, and the host holds
+ * the batch and calls again (ordered on), or the key's later messages keep going back to
+ * the bus until its failed ones went (ordered_by, http_out_order.c). */
 #define _GNU_SOURCE /* strerror_r returning char * */
 #include <errno.h>
 #include <poll.h>
@@ -102,6 +111,7 @@ struct grp {
     size_t bytes;      /* the body's length */
     size_t head_off, head_len; /* its head in the call's arena; head_len 0: conf->head */
     size_t key_off, key_len;   /* its rate key in the arena; key_len 0: the one bucket */
+    size_t ord_off, ord_len;   /* its order key in the arena (ordered_by); ordered on: "" */
     uint8_t resent;    /* already sent again after a lost connection */
     uint32_t answered_on; /* 1 + the connection its answer came on, or 0 */
 };
@@ -172,6 +182,14 @@ struct http_out_client {
     /* sign: the secret, and a request's body and signature lines as it is written. */
     struct http_out_signer *signer;
     struct gust_buf body, sig;
+    /* In order (conf->order): the groups that failed in this call, whose keys send
+     * nothing more in it (room for 4 per message: a group failed on a connection that
+     * then answered unasked is noted again); ordered_by's memory across calls. */
+    size_t *failed;
+    size_t nfailed;
+    struct http_out_order *order;
+    size_t *by_seq; /* in order: the call's messages by stream sequence (mcap of them) */
+    size_t *seen;   /* in order: one group of each key passed over in a pick (2 * mcap) */
 };
 
 static void result_set(struct gust_result *r, int status, const char *fmt, ...)
@@ -184,6 +202,37 @@ static void result_set(struct gust_result *r, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->error, sizeof(r->error), fmt, ap);
     va_end(ap);
+}
+
+/* Whether groups a and b have one order key (with ordered on, every group has ""). */
+static int same_key(const struct http_out_client *cl, size_t a, size_t b)
+{
+    const struct grp *x = &cl->grps[a], *y = &cl->grps[b];
+    return x->ord_len == y->ord_len &&
+           (x->ord_len == 0 || memcmp(cl->arena.data + x->ord_off, cl->arena.data + y->ord_off, x->ord_len) == 0);
+}
+
+/* In order: group g got its outcome. A failure stops its key for the rest of the call,
+ * and for ordered_by until its messages went (http_out_order.c). */
+static void order_note(struct http_out_client *cl, size_t g, int status)
+{
+    const struct grp *gr = &cl->grps[g];
+    if (status == GUST_RETRY) {
+        cl->failed[cl->nfailed++] = g;
+    }
+    if (cl->order == NULL) {
+        return;
+    }
+    int64_t now = gust_clock_mono_ms();
+    for (size_t m = gr->first; m != NONE; m = cl->nxt[m]) {
+        const char *key = cl->arena.data + gr->ord_off;
+        if (status != GUST_RETRY) {
+            http_out_order_done(cl->order, key, gr->ord_len, cl->msgs[m].stream_seq);
+        } else if (http_out_order_hold(cl->order, key, gr->ord_len, cl->msgs[m].stream_seq, now) != 0) {
+            /* Not remembered: a later message of its key could go first. Say so. */
+            snprintf(cl->results[m].error, sizeof(cl->results[m].error), "http_out: out of memory (order)");
+        }
+    }
 }
 
 /* Every message of group g gets the outcome. */
@@ -200,6 +249,9 @@ static void decide(struct http_out_client *cl, size_t g, int status, const char 
         result_set(&cl->results[m], status, "%s", why);
     }
     cl->undecided -= cl->grps[g].n;
+    if (cl->conf->order != GUST_ORDER_NONE) {
+        order_note(cl, g, status);
+    }
 }
 
 static void todo_push(struct http_out_client *cl, size_t g)
@@ -207,11 +259,34 @@ static void todo_push(struct http_out_client *cl, size_t g)
     cl->todo[(cl->thead + cl->tlen++) % cl->tcap] = g;
 }
 
+/* A request going again: in order, before the later ones of its key. */
+static void requeue(struct http_out_client *cl, size_t g)
+{
+    if (cl->conf->order == GUST_ORDER_NONE) {
+        todo_push(cl, g);
+        return;
+    }
+    cl->thead = (cl->thead + cl->tcap - 1) % cl->tcap;
+    cl->todo[cl->thead] = g;
+    cl->tlen++;
+}
+
+/* Takes the i-th queued group out, the others keeping their order. */
+static void todo_remove(struct http_out_client *cl, size_t i)
+{
+    for (size_t j = i; j > 0; j--) {
+        cl->todo[(cl->thead + j) % cl->tcap] = cl->todo[(cl->thead + j - 1) % cl->tcap];
+    }
+    cl->thead = (cl->thead + 1) % cl->tcap;
+    cl->tlen--;
+}
+
 /* A group of several refused: each of its messages goes again alone (the refusal may be
  * one message's), as a batch of one. */
 static void split(struct http_out_client *cl, size_t g)
 {
     struct grp whole = cl->grps[g];
+    size_t made = cl->ngrps;
     for (size_t m = whole.first, next; m != NONE; m = next) {
         next = cl->nxt[m];
         cl->nxt[m] = NONE;
@@ -222,7 +297,13 @@ static void split(struct http_out_client *cl, size_t g)
         cl->grps[one].bytes = cl->msgs[m].len + cl->conf->batch_overhead;
         cl->grps[one].resent = 0;
         cl->grps[one].answered_on = 0;
-        todo_push(cl, one);
+        if (cl->conf->order == GUST_ORDER_NONE) {
+            todo_push(cl, one);
+        }
+    }
+    /* In order: first in the queue, the first of them at its head. */
+    for (size_t one = cl->ngrps; cl->conf->order != GUST_ORDER_NONE && one-- > made;) {
+        requeue(cl, one);
     }
 }
 
@@ -344,7 +425,7 @@ static void conn_lost(struct http_out_client *cl, struct conn *c, const char *wh
             decide(cl, g, GUST_RETRY, why);
         } else {
             cl->grps[g].resent = 1;
-            todo_push(cl, g);
+            requeue(cl, g);
         }
     }
     conn_close(c);
@@ -360,7 +441,7 @@ static void conn_closing(struct http_out_client *cl, struct conn *c)
     while (c->qlen > 0) {
         size_t g = oldest(cl, c)->grp;
         pop(cl, c);
-        todo_push(cl, g);
+        requeue(cl, g);
     }
     conn_close(c);
 }
@@ -381,6 +462,9 @@ static void conn_desync(struct http_out_client *cl, struct conn *c)
                 result_set(&cl->results[m], GUST_RETRY, "%s", why);
             }
             cl->grps[g].answered_on = 0;
+            if (cl->conf->order != GUST_ORDER_NONE) {
+                order_note(cl, g, GUST_RETRY);
+            }
         }
     }
     conn_lost(cl, c, why, 1);
@@ -593,28 +677,110 @@ static int64_t take_token(struct http_out_client *cl, size_t g, int64_t now)
     return gust_bucket_take(&cl->bucket, 1, now);
 }
 
-/* The next group to write, taken off the queue: the oldest with a token of its bucket.
- * NONE when none has one (cl->rate_until says when the first may). */
-static size_t next_group(struct http_out_client *cl, int64_t now)
+/* In order: 0 when group g may be written now; 1 when it waits (one of its key is in
+ * flight, or before it in the queue: seen[0..nseen) holds a group of each key passed
+ * over); -1 when it goes back unsent (one of its key failed in this call, or an earlier
+ * message of its key is still on the bus), with why. */
+static int order_check(struct http_out_client *cl, size_t g, size_t nseen, char *why, size_t whysz)
+{
+    for (size_t j = 0; j < nseen; j++) {
+        if (same_key(cl, g, cl->seen[j])) {
+            return 1;
+        }
+    }
+    for (size_t c = 0; c < cl->conf->connections; c++) {
+        const struct conn *cn = &cl->conns[c];
+        for (size_t q = 0; q < cn->qlen; q++) {
+            if (same_key(cl, g, cn->q[(cn->qhead + q) % cl->conf->pipeline].grp)) {
+                return 1;
+            }
+        }
+    }
+    for (size_t f = 0; f < cl->nfailed; f++) {
+        if (same_key(cl, g, cl->failed[f])) {
+            snprintf(why, whysz, "held back (ordered): an earlier message%s failed", cl->order ? " of its key" : "");
+            return -1;
+        }
+    }
+    const struct grp *gr = &cl->grps[g];
+    uint64_t first = cl->order != NULL ? http_out_order_before(cl->order, cl->arena.data + gr->ord_off, gr->ord_len,
+                                                                 cl->msgs[gr->first].stream_seq)
+                                       : 0;
+    if (first != 0) {
+        snprintf(why, whysz, "held back (ordered_by): stream sequence %llu of its key goes first",
+                 (unsigned long long)first);
+        return -1;
+    }
+    return 0;
+}
+
+/* The next group to write, taken off the queue: the oldest with a token of its bucket
+ * (in order: the oldest of its key, none of which is in flight; with fresh, of a key
+ * holding nothing, *skipped set when one was passed over for that). NONE when none may
+ * go (cl->rate_until says when the first may have a token). */
+static size_t pick(struct http_out_client *cl, int64_t now, int fresh, int *skipped)
 {
     int64_t soonest = INT64_MAX;
-    /* With one bucket, the head waits for it as every other would. */
-    size_t look = cl->limiter != NULL ? cl->tlen : 1;
+    int ordered = cl->conf->order != GUST_ORDER_NONE;
+    /* With one bucket and one order, the head waits for it as every other would. */
+    size_t look = cl->limiter != NULL || cl->conf->order == GUST_ORDER_KEY ? SIZE_MAX : 1;
+    char why[sizeof(cl->results[0].error)];
+    size_t nseen = 0;
 
-    for (size_t i = 0; i < look; i++) {
+    for (size_t i = 0; i < cl->tlen && i < look;) {
         size_t at = (cl->thead + i) % cl->tcap, g = cl->todo[at];
+        int o = ordered ? order_check(cl, g, nseen, why, sizeof(why)) : 0;
+        if (o > 0) {
+            i++;
+            continue;
+        }
+        if (o == 0 && fresh &&
+            http_out_order_holds(cl->order, cl->arena.data + cl->grps[g].ord_off, cl->grps[g].ord_len)) {
+            *skipped = 1;
+            cl->seen[nseen++] = g;
+            i++;
+            continue;
+        }
+        if (o < 0) {
+            /* Unsent: it says nothing of the far end. */
+            size_t down = cl->down_call;
+            todo_remove(cl, i);
+            decide(cl, g, GUST_RETRY, why);
+            cl->down_call = down;
+            continue;
+        }
         int64_t wait = take_token(cl, g, now);
         if (wait == 0) {
-            /* Out of the ring: the head moves into its place. */
-            cl->todo[at] = cl->todo[cl->thead];
-            cl->thead = (cl->thead + 1) % cl->tcap;
-            cl->tlen--;
+            if (ordered) {
+                todo_remove(cl, i);
+            } else {
+                /* Out of the ring: the head moves into its place. */
+                cl->todo[at] = cl->todo[cl->thead];
+                cl->thead = (cl->thead + 1) % cl->tcap;
+                cl->tlen--;
+            }
             return g;
         }
         soonest = wait < soonest ? wait : soonest;
+        if (ordered) {
+            cl->seen[nseen++] = g; /* the later ones of its key wait behind it */
+        }
+        i++;
     }
-    cl->rate_until = now + soonest;
+    if (soonest != INT64_MAX) {
+        cl->rate_until = now + soonest;
+    }
     return NONE;
+}
+
+static size_t next_group(struct http_out_client *cl, int64_t now)
+{
+    /* ordered_by's probe is of a key that is not failing, when there is one: one key's
+     * failures (a call that held nothing else answered down only) must not keep the
+     * sink paused for the others. */
+    int fresh = cl->order != NULL && cl->probing && cl->sent_call == 0, skipped = 0;
+    size_t g = pick(cl, now, fresh, &skipped);
+    return g == NONE && skipped ? pick(cl, now, 0, &skipped) : g;
 }
 
 /* Whether the call sends no more: the far end answered it down only. */
@@ -840,6 +1006,19 @@ static int room_for(struct http_out_client *cl, size_t n)
     if (x) {
         cl->nxt = x;
     }
+    size_t *f = x ? realloc(cl->failed, 4 * n * sizeof(*f)) : NULL; /* a group may fail twice */
+    if (f) {
+        cl->failed = f;
+    }
+    size_t *q = f ? realloc(cl->by_seq, n * sizeof(*q)) : NULL;
+    if (q) {
+        cl->by_seq = q;
+    }
+    size_t *sn = q ? realloc(cl->seen, 2 * n * sizeof(*sn)) : NULL;
+    if (sn) {
+        cl->seen = sn;
+    }
+    x = sn ? x : NULL;
     struct ans *a = x && cl->conf->reply_to ? realloc(cl->ans, n * sizeof(*a)) : NULL;
     if (a) {
         cl->ans = a;
@@ -852,22 +1031,39 @@ static int room_for(struct http_out_client *cl, size_t n)
     return 0;
 }
 
-/* Whether message m (its head and rate key at arena offset off, hl and kl long) may
- * join group g. */
-static int fits(struct http_out_client *cl, const struct grp *g, size_t m, size_t off, size_t hl, size_t kl)
+/* Whether message m (its head, rate key and order key at arena offset off, hl, kl and
+ * ol long) may join group g. */
+static int fits(struct http_out_client *cl, const struct grp *g, size_t m, size_t off, size_t hl, size_t kl,
+                size_t ol)
 {
     const struct http_out_conf *conf = cl->conf;
     size_t add = cl->msgs[m].len + 1;
     if (g->n >= conf->batch_max || (conf->batch_bytes && g->bytes + add > conf->batch_bytes)) {
         return 0;
     }
-    return g->head_len == hl && g->key_len == kl &&
-           (hl + kl == 0 || memcmp(cl->arena.data + g->head_off, cl->arena.data + off, hl + kl) == 0);
+    return g->head_len == hl && g->key_len == kl && g->ord_len == ol &&
+           (hl + kl + ol == 0 || memcmp(cl->arena.data + g->head_off, cl->arena.data + off, hl + kl + ol) == 0);
+}
+
+/* In order, a message joins only the newest group of its key (joining an older one
+ * would send it before the messages between). */
+static int key_is(const struct http_out_client *cl, const struct grp *g, size_t off, size_t ol)
+{
+    return g->ord_len == ol && (ol == 0 || memcmp(cl->arena.data + g->ord_off, cl->arena.data + off, ol) == 0);
+}
+
+static int by_seq(const void *a, const void *b, void *ud)
+{
+    const struct gust_msg *msgs = ud;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t sx = msgs[x].stream_seq, sy = msgs[y].stream_seq;
+    return sx != sy ? (sx < sy ? -1 : 1) : (x < y ? -1 : x > y);
 }
 
 /* Makes the call's requests: each message's head and rate key rendered (a template that
  * cannot be rendered rejects the message), then groups of alike messages when batching
- * (order kept within a group), else one request each. */
+ * (order kept within a group), else one request each. In order, the messages are taken
+ * by stream sequence (the bus may give back ones that went back to it among new ones). */
 static void make_groups(struct http_out_client *cl, size_t n)
 {
     const struct http_out_conf *conf = cl->conf;
@@ -876,10 +1072,18 @@ static void make_groups(struct http_out_client *cl, size_t n)
 
     cl->ngrps = 0;
     cl->arena.len = 0;
-    for (size_t m = 0; m < n; m++) {
-        size_t off = cl->arena.len, hl = 0, kl = 0;
+    if (conf->order != GUST_ORDER_NONE) {
+        for (size_t m = 0; m < n; m++) {
+            cl->by_seq[m] = m;
+        }
+        qsort_r(cl->by_seq, n, sizeof(*cl->by_seq), by_seq, (void *)cl->msgs);
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t m = conf->order != GUST_ORDER_NONE ? cl->by_seq[k] : k;
+        size_t off = cl->arena.len, hl = 0, kl = 0, ol = 0;
         cl->nxt[m] = NONE;
-        if (conf->tpl != NULL && http_out_tpl_render(conf, &cl->msgs[m], &cl->arena, &hl, &kl, why, sizeof(why)) != 0) {
+        if (conf->tpl != NULL &&
+            http_out_tpl_render(conf, &cl->msgs[m], &cl->arena, &hl, &kl, &ol, why, sizeof(why)) != 0) {
             cl->arena.len = off;
             result_set(&cl->results[m], GUST_REJECTED, "%s", why);
             cl->undecided--;
@@ -887,8 +1091,18 @@ static void make_groups(struct http_out_client *cl, size_t n)
         }
         size_t found = NONE;
         for (size_t i = nopen; conf->batching && i-- > 0;) {
-            if (fits(cl, &cl->grps[open[i]], m, off, hl, kl)) {
+            const struct grp *g = &cl->grps[open[i]];
+            if (conf->order != GUST_ORDER_NONE && !key_is(cl, g, off + hl + kl, ol)) {
+                continue;
+            }
+            /* ordered_by: not across a message of its key still on the bus, which the
+             * group would go before. */
+            if (fits(cl, g, m, off, hl, kl, ol) &&
+                (cl->order == NULL || !http_out_order_between(cl->order, cl->arena.data + off + hl + kl, ol,
+                                                              cl->msgs[g->last_m].stream_seq, cl->msgs[m].stream_seq))) {
                 found = open[i];
+            }
+            if (found != NONE || conf->order != GUST_ORDER_NONE) {
                 break;
             }
         }
@@ -904,7 +1118,8 @@ static void make_groups(struct http_out_client *cl, size_t n)
         size_t gi = cl->ngrps++;
         cl->grps[gi] = (struct grp){.first = m, .last_m = m, .n = 1,
                                     .bytes = cl->msgs[m].len + (conf->batching ? conf->batch_overhead : 0),
-                                    .head_off = off, .head_len = hl, .key_off = off + hl, .key_len = kl};
+                                    .head_off = off, .head_len = hl, .key_off = off + hl, .key_len = kl,
+                                    .ord_off = off + hl + kl, .ord_len = ol};
         todo_push(cl, gi);
         if (conf->batching) {
             if (nopen == OPEN_GROUPS_MAX) {
@@ -942,6 +1157,10 @@ int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *m
         cl->conns[i].final_call = 0;
     }
     cl->up_call = cl->down_call = cl->sent_call = 0;
+    cl->nfailed = 0;
+    if (cl->order != NULL) {
+        http_out_order_sweep(cl->order, gust_clock_mono_ms());
+    }
     if (conf->reply_to != NULL) {
         memset(cl->ans, 0, n * sizeof(*cl->ans));
         cl->answers.len = 0;
@@ -1080,6 +1299,9 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
             goto fail;
         }
     }
+    if (conf->order == GUST_ORDER_KEY && http_out_order_create(&cl->order) != 0) {
+        goto fail;
+    }
     if ((conf->u.tls && (rc = gust_tls_create(&cl->tls, conf->tls_ca, NULL, NULL, err)) != 0) ||
         (rc = http_out_signer_create(&cl->signer, conf, err)) != 0) {
         http_out_client_destroy(cl);
@@ -1112,6 +1334,10 @@ void http_out_client_destroy(struct http_out_client *cl)
     free(cl->todo);
     free(cl->grps);
     free(cl->nxt);
+    free(cl->failed);
+    free(cl->by_seq);
+    free(cl->seen);
+    http_out_order_destroy(cl->order);
     gust_buf_free(&cl->arena);
     gust_buf_free(&cl->answers);
     free(cl->ans);
@@ -1139,10 +1365,18 @@ void http_out_client_set_ack_wait(struct http_out_client *cl, int64_t ack_wait_m
 
 size_t http_out_client_counters(struct http_out_client *cl, struct gust_plugin_counter *out, size_t max)
 {
+    uint64_t keys = 0, held = 0;
+    if (cl->order != NULL) {
+        http_out_order_counts(cl->order, &keys, &held);
+    }
     struct gust_plugin_counter c[] = {{"outage", atomic_load(&cl->n_paused)},
                                       {"outages", atomic_load(&cl->n_outages)},
-                                      {"probes", atomic_load(&cl->n_probes)}};
-    size_t n = sizeof(c) / sizeof(c[0]) < max ? sizeof(c) / sizeof(c[0]) : max;
+                                      {"probes", atomic_load(&cl->n_probes)},
+                                      /* ordered_by: keys waiting for a message that failed */
+                                      {"keys_held", keys},
+                                      {"held", held}};
+    size_t all = sizeof(c) / sizeof(c[0]) - (cl->order == NULL ? 2 : 0);
+    size_t n = all < max ? all : max;
     memcpy(out, c, n * sizeof(*c));
     return n;
 }

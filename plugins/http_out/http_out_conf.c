@@ -61,6 +61,13 @@ const struct gust_schema_key http_out_schema[] = {
         "subject the answer of each 2xx is published to, as an event, before the message is acked: the "
         "body when it is one JSON value, else {\"body_base64\": ...}; headers Gust-Status, Content-Type, "
         "Gust-Request-Id (the message's Nats-Msg-Id); not with batching"),
+    KEY(ordered, BOOL, "off", 0,
+        "deliver in stream order, also across an outage and a restart: one request (or batch) in flight; "
+        "one that fails is tried again in place while the ones behind it wait (head-of-line blocking: one "
+        "round trip per request); a rejected message (4xx) is dead-lettered at once and the rest goes on"),
+    KEY(ordered_by, STR, NULL, 0,
+        "a template (\"{payload.account}\"): stream order per rendered key, in parallel across keys; a "
+        "key's next message waits while one of its key is in flight or failing; not with ordered on"),
     KEY(forward_headers, LIST, NULL, 0,
         "message headers sent on as request headers (case-insensitive names, never Nats-*; a value "
         "with a line break is not sent); traceparent and tracestate always are"),
@@ -317,6 +324,12 @@ int http_out_conf_load(struct http_out_conf *conf, const struct gust_host_api *a
     if ((rc = load_batch_rate(conf, api, cfg, err)) != 0) {
         goto fail;
     }
+    if (k->ordered && k->ordered_by != NULL) {
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: ordered_by: orders per key, ordered on orders everything: give "
+                          "one of them", api->cfg_where(cfg, "ordered_by"));
+        goto fail;
+    }
+    conf->order = k->ordered ? GUST_ORDER_STREAM : k->ordered_by != NULL ? GUST_ORDER_KEY : GUST_ORDER_NONE;
     if ((rc = http_out_tpl_load(conf, api, cfg, err)) != 0) {
         goto fail;
     }

@@ -1,5 +1,5 @@
-/* http_out's templates: the url's path and query, the method, header values and
- * rate_key may hold placeholders of the SDK's one template engine (gust/sdk.h:
+/* http_out's templates: the url's path and query, the method, header values,
+ * rate_key and ordered_by may hold placeholders of the SDK's one template engine (gust/sdk.h:
  * {payload.a.b}, {subject}, {subject.N}, {env.X}, {payload.x:-default}), rendered per
  * message. Values go into the url percent-encoded, and into a header only without a line
  * break; a message whose template cannot be rendered (a missing field) is rejected with
@@ -22,6 +22,7 @@ struct http_out_tpl {
     struct gust_tpl *method; /* NULL: fixed */
     struct gust_tpl **hdr;   /* per header, NULL: fixed (in conf->head) */
     struct gust_tpl *key;    /* rate_key, NULL: none */
+    struct gust_tpl *order;  /* ordered_by, NULL: none */
     int head;                /* a part of the head is templated */
     int own_host;            /* a Host header of the user's */
 };
@@ -39,6 +40,7 @@ void http_out_tpl_free(struct http_out_tpl *t)
     }
     free(t->hdr);
     gust_tpl_free(t->key);
+    gust_tpl_free(t->order);
     free(t);
 }
 
@@ -75,7 +77,13 @@ int http_out_tpl_load(struct http_out_conf *conf, const struct gust_host_api *ap
     }
     if ((rc = compile(t->target_spec, &t->target, api, cfg, "url", err)) != 0 ||
         (rc = compile(conf->k.method, &t->method, api, cfg, "method", err)) != 0 ||
-        (conf->k.rate_key && (rc = compile(conf->k.rate_key, &t->key, api, cfg, "rate_key", err)) != 0)) {
+        (conf->k.rate_key && (rc = compile(conf->k.rate_key, &t->key, api, cfg, "rate_key", err)) != 0) ||
+        (conf->k.ordered_by && (rc = compile(conf->k.ordered_by, &t->order, api, cfg, "ordered_by", err)) != 0)) {
+        goto fail;
+    }
+    if (conf->k.ordered_by && !t->order) {
+        rc = gust_err_set(err, GUST_ECONFIG, "%s: ordered_by: \"%s\" has no placeholder: it would be one key "
+                          "(use ordered on for one order)", api->cfg_where(cfg, "ordered_by"), conf->k.ordered_by);
         goto fail;
     }
     if (conf->k.rate_key && !t->key) {
@@ -91,7 +99,7 @@ int http_out_tpl_load(struct http_out_conf *conf, const struct gust_host_api *ap
         t->head |= t->hdr[i] != NULL;
         t->own_host |= strcasecmp(conf->hdr_name[i], "Host") == 0;
     }
-    if (!t->head && !t->key) {
+    if (!t->head && !t->key && !t->order) {
         http_out_tpl_free(t);
         return 0;
     }
@@ -131,12 +139,12 @@ static int put(struct gust_buf *out, const char *s, size_t len, char *why, size_
 #define PUTS(s) put(out, s, strlen(s), why, whysz)
 
 int http_out_tpl_render(const struct http_out_conf *conf, const struct gust_msg *m, struct gust_buf *out,
-                        size_t *head_len, size_t *key_len, char *why, size_t whysz)
+                        size_t *head_len, size_t *key_len, size_t *ord_len, char *why, size_t whysz)
 {
     const struct http_out_tpl *t = conf->tpl;
     size_t start = out->len;
 
-    *head_len = *key_len = 0;
+    *head_len = *key_len = *ord_len = 0;
     if (t->head) {
         if (t->method) {
             size_t at = out->len;
@@ -200,6 +208,13 @@ int http_out_tpl_render(const struct http_out_conf *conf, const struct gust_msg 
             return -1;
         }
         *key_len = out->len - at;
+    }
+    if (t->order) {
+        size_t at = out->len;
+        if (render(out, t->order, m, 0, "ordered_by", why, whysz) != 0) {
+            return -1;
+        }
+        *ord_len = out->len - at;
     }
     return 0;
 }

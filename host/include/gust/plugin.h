@@ -37,7 +37,7 @@
 #include "gust/schema.h"
 
 #define GUST_ABI_MAJOR 1
-#define GUST_ABI_MINOR 6
+#define GUST_ABI_MINOR 7
 #define GUST_PLUGIN_ENTRY gust_plugin_entry
 #define GUST_PLUGIN_ENTRY_NAME "gust_plugin_entry"
 
@@ -78,6 +78,21 @@ struct gust_fetch_limits {
     int64_t linger_ms;
 };
 
+/* ABI 1.7: what a sink's `ordered` callback answers.
+ *   GUST_ORDER_STREAM  every message reaches the far end in stream order: the host hands
+ *                      deliver() one batch at a time and, while messages of it come back
+ *                      GUST_RETRY, calls deliver() again with those (still in order), at
+ *                      its retry delays, keeping them in progress on the bus, before it
+ *                      takes the next batch; deliver() sends nothing after a message that
+ *                      failed (the rest of the call is GUST_RETRY, unsent).
+ *   GUST_ORDER_KEY     the plugin keeps order per key itself (a RETRY of one key holds
+ *                      that key's later messages, RETRY too, until it went); the host
+ *                      settles as for an unordered sink.
+ * Either way a GUST_REJECTED message is dead-lettered at once (retrying it later would
+ * send it after the ones behind it), and a restart reads the consumer again from its
+ * first unacknowledged message (the host recreates it there when it had any). */
+enum gust_order { GUST_ORDER_NONE = 0, GUST_ORDER_STREAM = 1, GUST_ORDER_KEY = 2 };
+
 struct gust_plugin_type {
     const char *name;                     /* what `use <name>;` names */
     int kind;                             /* enum gust_plugin_kind */
@@ -105,6 +120,10 @@ struct gust_plugin_type {
     /* ABI 1.5. Sinks: nonzero when deliver() reads msgs[].headers. The host parses a
      * message's NATS headers only for such a type (it costs a parse per message). */
     int wants_headers;
+    /* ABI 1.7. Optional (sinks). Called once after start: how the instance wants its
+     * messages settled, GUST_ORDER_*. NULL, or GUST_ORDER_NONE: in any order, in
+     * parallel (the default). */
+    int (*ordered)(void *ctx);
     /* New fields go here, at the end (the host reads types type_size bytes apart). */
 };
 
