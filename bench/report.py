@@ -444,7 +444,10 @@ def read_call(d):
 def read_sink_batch(d):
     b1, b100, off, on = (get(d, k, "rate") for k in ("batch_1", "batch_100", "rate_off", "rate_on"))
     c = cmd(d, "bench/sink-batch.sh")
-    row(d, "http_out batching: batch_max 100 against batch_max 1", rate(b100), c, "batch_max 1 %s" % rate(b1),
+    svc = d.get("batch_far_end_service_us")
+    far = "a far end spending %g ms a request" % (svc / 1000) if svc else "a far end answering at once"
+    row(d, "http_out batching, %s: batch_max 100 against batch_max 1" % far, rate(b100), c,
+        "batch_max 1 %s" % rate(b1),
         ratio(b100, b1), target("sink-batch", ratio=ratio(b100, b1)))
     bars.append(("http_out batch_max 100", b100, b1))
     row(d, "http_out rate limiter at a limit never reached (rate 10000000/s)", rate(on), c, "no rate %s" % rate(off),

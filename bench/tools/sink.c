@@ -1,6 +1,6 @@
 /* gust-bench-sink: the counting HTTP/1.1 server at the end of the benchmarks' pipelines.
  *
- *   gust-bench-sink [--listen ADDR] [--port N] [--id-field NAME] [--expect N]
+ *   gust-bench-sink [--listen ADDR] [--port N] [--id-field NAME] [--expect N] [--service-us US]
  *
  * Prints "port N" as its first line (port 0, the default, picks a free one). Answers every
  * POST with 200 and an empty body; from each body it takes "t" (epoch ms, with a fraction)
@@ -9,7 +9,13 @@
  * --expect unique ids prints them on stdout and exits 0.
  *
  * One thread, epoll, nonblocking sockets, keep-alive and pipelining: it must stay far from
- * being the bottleneck of what it measures. */
+ * being the bottleneck of what it measures.
+ *
+ * --service-us US stands in for a real API, which spends time on each request: a
+ * connection's requests are served one after the other, each answered US microseconds
+ * after the one before it was (or after it arrived, when the connection was idle), as an
+ * HTTP/1.1 server answers what is pipelined to it, in order. Without it every answer goes
+ * out at once. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +47,12 @@ struct conn {
     size_t in_len, in_cap;
     char *out;
     size_t out_off, out_len, out_cap;
+    /* --service-us: answers written to out but not yet due: each ends at end[i] in out and
+     * may go at due[i] (CLOCK_MONOTONIC us); ready is where out may be sent up to. */
+    size_t *end;
+    int64_t *due;
+    size_t nheld, held_cap, ready;
+    int64_t last_due;
 };
 
 struct sink {
@@ -51,6 +63,7 @@ struct sink {
     unsigned long long expect;
     struct sink_stats *stats;
     struct conn *conns;
+    int64_t service_us; /* 0: answer at once */
 };
 
 /* Tags for the two fds that are not connections, told apart by their epoll data pointer. */
@@ -79,6 +92,13 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void out_append(struct conn *c, const char *data, size_t len)
 {
     if (c->out_len + len > c->out_cap) {
@@ -100,6 +120,42 @@ static void respond(struct conn *c, const char *status, const char *type, const 
     out_append(c, body, body_len);
 }
 
+/* With a service time, holds what respond() just wrote until its turn comes; without
+ * one, it may go at once. */
+static void answer_done(const struct sink *s, struct conn *c)
+{
+    if (s->service_us == 0) {
+        c->ready = c->out_len;
+        return;
+    }
+    if (c->nheld == c->held_cap) {
+        c->held_cap = c->held_cap ? c->held_cap * 2 : 64;
+        c->end = xrealloc(c->end, c->held_cap * sizeof(*c->end));
+        c->due = xrealloc(c->due, c->held_cap * sizeof(*c->due));
+    }
+    int64_t now = mono_us();
+    c->last_due = (c->last_due > now ? c->last_due : now) + s->service_us;
+    c->end[c->nheld] = c->out_len;
+    c->due[c->nheld] = c->last_due;
+    c->nheld++;
+}
+
+/* Moves c->ready past the held answers that are due; returns the next one's due time
+ * (0: none held). */
+static int64_t release_due(struct conn *c, int64_t now)
+{
+    size_t i = 0;
+    while (i < c->nheld && c->due[i] <= now) {
+        c->ready = c->end[i++];
+    }
+    if (i > 0) {
+        memmove(c->end, c->end + i, (c->nheld - i) * sizeof(*c->end));
+        memmove(c->due, c->due + i, (c->nheld - i) * sizeof(*c->due));
+        c->nheld -= i;
+    }
+    return c->nheld ? c->due[0] : 0;
+}
+
 static void conn_close(struct sink *s, struct conn *c)
 {
     if (c->prev) {
@@ -114,6 +170,8 @@ static void conn_close(struct sink *s, struct conn *c)
     close(c->fd);
     free(c->in);
     free(c->out);
+    free(c->end);
+    free(c->due);
     free(c);
 }
 
@@ -213,6 +271,7 @@ static long handle_request(struct sink *s, struct conn *c, const char *in, size_
         /* The clients it serves send Content-Length; anything else is refused, not guessed. */
         c->closing = 1;
         respond(c, "411 Length Required", NULL, "", 0);
+        answer_done(s, c);
         return (long)len;
     }
     if (len < head_len + clen) {
@@ -227,14 +286,18 @@ static long handle_request(struct sink *s, struct conn *c, const char *in, size_
     } else {
         respond(c, "405 Method Not Allowed", NULL, "", 0);
     }
+    answer_done(s, c);
     return (long)(head_len + clen);
 }
 
 /* Writes what is pending; returns -1 when the connection is gone or done. */
 static int flush_out(struct sink *s, struct conn *c)
 {
-    while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+    if (c->nheld > 0) {
+        release_due(c, mono_us());
+    }
+    while (c->out_off < c->ready) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->ready - c->out_off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN) {
                 break;
@@ -244,12 +307,21 @@ static int flush_out(struct sink *s, struct conn *c)
         c->out_off += (size_t)n;
     }
     if (c->out_off == c->out_len) {
-        c->out_off = c->out_len = 0;
+        c->out_off = c->out_len = c->ready = 0;
         if (c->closing) {
             return -1;
         }
+    } else if (c->out_off > 65536) {
+        /* Answers held for their turn keep out from emptying: drop what went. */
+        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+        for (size_t i = 0; i < c->nheld; i++) {
+            c->end[i] -= c->out_off;
+        }
+        c->out_len -= c->out_off;
+        c->ready -= c->out_off;
+        c->out_off = 0;
     }
-    int want = c->out_len > 0;
+    int want = c->out_off < c->ready;
     if (want != c->want_write) {
         struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c};
         epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev);
@@ -358,8 +430,29 @@ static int open_signals(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: gust-bench-sink [--listen ADDR] [--port N] [--id-field NAME] "
-                    "[--expect N]\n");
+                    "[--expect N] [--service-us US]\n");
     exit(2);
+}
+
+/* With answers held for their turn: sends the ones now due and returns how long to wait
+ * for the next (ms, rounded up; -1: none held). */
+static int release_held(struct sink *s)
+{
+    int64_t now = mono_us(), next = 0;
+    for (struct conn *c = s->conns, *after; c; c = after) {
+        after = c->next;
+        if (c->nheld == 0) {
+            continue;
+        }
+        if (c->due[0] <= now && flush_out(s, c) != 0) {
+            conn_close(s, c);
+            continue;
+        }
+        if (c->nheld > 0 && (next == 0 || c->due[0] < next)) {
+            next = c->due[0];
+        }
+    }
+    return next == 0 ? -1 : (int)((next - now + 999) / 1000);
 }
 
 static void run(struct sink *s)
@@ -367,7 +460,7 @@ static void run(struct sink *s)
     struct epoll_event evs[256];
 
     for (;;) {
-        int n = epoll_wait(s->ep, evs, 256, -1);
+        int n = epoll_wait(s->ep, evs, 256, s->service_us ? release_held(s) : -1);
         if (n < 0 && errno != EINTR) {
             die("epoll_wait");
         }
@@ -413,6 +506,8 @@ int main(int argc, char **argv)
             s.id_field = argv[++i];
         } else if (strcmp(argv[i], "--expect") == 0) {
             s.expect = strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--service-us") == 0) {
+            s.service_us = strtoll(argv[++i], NULL, 10);
         } else {
             usage();
         }
