@@ -15,8 +15,8 @@ import socket
 import struct
 
 from fake_mqtt import CONNACK, CONNECT, DISCONNECT, PUBACK, SUBACK, SUBSCRIBE, FakeBroker, packet
-from gustlib import BUILD, Checks, Gust, Mosquitto, NatsServer, TempDir, check_config_errors, js_api, kill_all, wait_for
-from test_traces import Recorder  # a far end keeping each request's headers
+from gustlib import (BUILD, Checks, FarEnd, Gust, Mosquitto, NatsServer, TempDir, check_config_errors, js_api,
+                     kill_all, wait_for)
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 PARENT = "b7ad6b7169203331"
@@ -118,7 +118,7 @@ def main():
     tmp = TempDir()
     nats = NatsServer(tmp)
     broker = Mosquitto(tmp)
-    far = Recorder()
+    far = FarEnd()
     state = {}
 
     def fake(c):
@@ -170,8 +170,9 @@ def main():
                 "the event keeps traceparent and tracestate: %r" % hdrs)
         t.check("X-Device: d-7" in hdrs and "X-Other" not in hdrs, "only the listed user property: %r" % hdrs)
         wait_for(lambda: far.requests(), 15, "http_out's request")
-        req_headers, body = far.requests()[0]
-        tp = req_headers.get("traceparent", "")
+        req = far.requests()[0]
+        body = req.body
+        tp = req.headers.get("traceparent", "")
         t.check(tp.startswith("00-%s-" % TRACE) and PARENT not in tp,
                 "http_out sends a child traceparent of the publisher's trace: %r" % tp)
         t.eq(json.loads(body), {"n": 7, "device": "d-7", "other": "none"}, "the flow read the kept header")
