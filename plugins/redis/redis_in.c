@@ -25,6 +25,7 @@
  * in a cluster the source runs everywhere (`competing on`), no lease needed. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,10 +62,14 @@ const struct gust_schema_key redis_in_schema[] = {
     GUST_KEY_END,
 };
 
+/* Not an outcome the host gives (0, 1 or a GUST_E*: GUST_EAGAIN is one, for a publish
+ * the lost bus connection took with it). */
+#define SLOT_OUT INT_MIN
+
 /* One entry of the window, from its read until its XACK. */
 struct slot {
     char id[48];
-    /* GUST_EAGAIN while its publish is out; then 0 or GUST_PUBLISH_DUPLICATE (1): stored
+    /* SLOT_OUT while its publish is out; then 0 or GUST_PUBLISH_DUPLICATE (1): stored
      * (or not to be published: rejected, trimmed), else failed. Written by a bus thread. */
     atomic_int status;
     int used; /* the thread's own */
@@ -284,8 +289,8 @@ static int settle(struct redis_in *in)
     in->ack_argv[2] = in->k.group;
     for (size_t i = 0; i < in->nslots; i++) {
         struct slot *s = &in->slots[i];
-        int st = s->used ? atomic_load(&s->status) : GUST_EAGAIN;
-        if (st == GUST_EAGAIN) {
+        int st = s->used ? atomic_load(&s->status) : SLOT_OUT;
+        if (st == SLOT_OUT) {
             continue;
         }
         if (st == 0 || st == 1) {
@@ -349,7 +354,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             take_slot(in, id, 0);
             continue;
         }
-        struct slot *s = take_slot(in, id, GUST_EAGAIN);
+        struct slot *s = take_slot(in, id, SLOT_OUT);
         struct redis_entry ent = {
             .id = s->id, .names = names, .values = values, .name_lens = nlens, .value_lens = vlens};
         size_t nf = f->elements / 2;
@@ -386,8 +391,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
                                        .nheaders = 2};
         rc = gust_publisher_send_msg(in->pub, &m, INT64_MAX, on_stored, s);
         if (rc != 0) {
-            /* Never handed over (done is not called): failed, GUST_EAGAIN being "out". */
-            atomic_store(&s->status, rc == GUST_EAGAIN ? GUST_ETIMEOUT : rc);
+            atomic_store(&s->status, rc); /* never handed over: done is not called */
         }
     }
     return (int)n;
