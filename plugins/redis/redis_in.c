@@ -20,9 +20,10 @@
  * A publish that fails leaves its entry pending; the source pauses and re-reads its
  * pending entries. A re-read from id 0 (after a failure or a reconnect) starts with the
  * window empty, every outcome back and the stored entries acked, so that it does not
- * publish again what is still in flight. The group is created when missing (XGROUP CREATE ... MKSTREAM from the
- * first entry, or `$` with `start latest`). Every process reads its share of the group:
- * in a cluster the source runs everywhere (`competing on`), no lease needed. */
+ * publish again what is still in flight.
+ * The group is created when missing (XGROUP CREATE ... MKSTREAM from the first entry, or
+ * `$` with `start latest`). Every process reads its share of the group: in a cluster the
+ * source runs everywhere (`competing on`), no lease needed. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -605,8 +606,7 @@ static void *in_thread(void *arg)
 int redis_in_start(void *ctx, struct gust_err *err)
 {
     struct redis_in *in = ctx;
-    struct gust_publisher_conf pc = {
-        .api = redis_host, .inst = in->inst, .max_inflight = in->nslots};
+    struct gust_publisher_conf pc = {.api = redis_host, .inst = in->inst, .max_inflight = in->nslots};
 
     if (!GUST_API_HAS(redis_host, publish_msg)) {
         return gust_err_set(err, GUST_EINVAL,
