@@ -206,7 +206,7 @@ class Kafka:
 
 class RedisStreams:
     """A real redis-server. Arrival: the target's entry ids (the server's clock at XADD)."""
-    name, window, plugin = "redis", 256, "redis"  # redis_in's batch
+    name, window, plugin = "redis", 1024, "redis"  # redis_in's max_inflight
     tool = "gust-bench-redis-relay (XREADGROUP, pipelined XADD, XACK)"
 
     def __init__(self, tmp):

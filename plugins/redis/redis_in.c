@@ -3,25 +3,35 @@
  *
  *   source rin { use redis_in; url redis://127.0.0.1:6379; stream s_in; group gust; subject ev.redis; }
  *
- * One thread per instance, one blocking connection, batch by batch:
- *   1. read up to `batch` entries: first our own pending entries (XREADGROUP from id 0,
- *      what a previous run of this consumer read and never acked), then new ones (`>`,
- *      blocking 500 ms at most so a stop is noticed), and every claim_idle/2 the entries
- *      other consumers left pending longer than claim_idle (XAUTOCLAIM: a dead process's);
- *   2. publish each with Nats-Msg-Id "<stream>:<entry id>" (and headers Redis-Stream and
- *      Redis-Entry-Id): an entry stored and not yet acked when gust died is read again,
- *      and JetStream stores it once;
- *   3. wait for every PubAck of the batch, then XACK the stored ones in one command.
+ * One thread per instance, one blocking connection, a window of at most max_inflight
+ * entries published and not yet acked (one slot each), round after round:
+ *   1. XACK, in one command, the entries whose PubAck came back since the last round
+ *      (XACK is per entry, not cumulative: no order to keep, unlike a Kafka offset);
+ *   2. read up to `batch` entries, no more than the free slots: first our own pending
+ *      entries (XREADGROUP from id 0, what a previous run of this consumer read and never
+ *      acked), then new ones (`>`, blocking 500 ms at most so a stop is noticed), and
+ *      every claim_idle/2 the entries other consumers left pending longer than claim_idle
+ *      (XAUTOCLAIM: a dead process's);
+ *   3. publish each with Nats-Msg-Id "<stream>:<entry id>" (and headers Redis-Stream and
+ *      Redis-Entry-Id) and go on reading without waiting for the PubAcks: waiting for a
+ *      whole batch's PubAcks before the next read left Redis and the bus idle in turn
+ *      (bench/NOTES.md, "Broker bridges"). An entry stored and not yet acked when gust
+ *      died is read again, and JetStream stores it once.
  * A publish that fails leaves its entry pending; the source pauses and re-reads its
- * pending entries. The group is created when missing (XGROUP CREATE ... MKSTREAM from the
- * first entry, or `$` with `start latest`). Every process reads its share of the group:
- * in a cluster the source runs everywhere (`competing on`), no lease needed. */
+ * pending entries. A re-read from id 0 (after a failure or a reconnect) starts with the
+ * window empty, every outcome back and the stored entries acked, so that it does not
+ * publish again what is still in flight.
+ * The group is created when missing (XGROUP CREATE ... MKSTREAM from the first entry, or
+ * `$` with `start latest`). Every process reads its share of the group: in a cluster the
+ * source runs everywhere (`competing on`), no lease needed. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gust/source.h"
@@ -30,7 +40,7 @@
 struct redis_in_keys {
     struct redis_keys common;
     const char *stream, *group, *consumer, *subject, *start, *non_json;
-    int64_t claim_idle, batch;
+    int64_t claim_idle, batch, max_inflight;
 };
 
 #define KEY(f, T, def, flags, help) GUST_KEY(struct redis_in_keys, f, T, def, flags, help)
@@ -47,14 +57,24 @@ const struct gust_schema_key redis_in_schema[] = {
                   "({\"payload_base64\",\"stream\",\"id\"}) or pass (unchanged)"),
     GUST_KEY_RANGE(struct redis_in_keys, claim_idle, DURATION, "30s", 0, 1000, 86400000,
                    "entries another consumer left pending this long are claimed (XAUTOCLAIM)"),
-    GUST_KEY_RANGE(struct redis_in_keys, batch, INT, "256", 0, 1, 10000, "entries read and acked at once"),
+    GUST_KEY_RANGE(struct redis_in_keys, batch, INT, "256", 0, 1, 10000, "entries read at once, at most"),
+    GUST_KEY_RANGE(struct redis_in_keys, max_inflight, INT, "1024", 0, 1, 100000,
+                   "entries published and not yet acked, at most (reading waits past it)"),
     GUST_KEY_END,
 };
 
+/* Not an outcome the host gives (0, 1 or a GUST_E*: GUST_EAGAIN is one, for a publish
+ * the lost bus connection took with it). */
+#define SLOT_OUT INT_MIN
+
+/* One entry of the window, from its read until its XACK. */
 struct slot {
     char id[48];
-    atomic_int status; /* the publish outcome: 0 or GUST_PUBLISH_DUPLICATE (1): stored */
-    int sent;
+    /* SLOT_OUT while its publish is out; then 0 or GUST_PUBLISH_DUPLICATE (1): stored
+     * (or not to be published: rejected, trimmed), else failed. Written by a bus thread. */
+    atomic_int status;
+    int used; /* the thread's own */
+    struct redis_in *owner;
 };
 
 struct redis_in {
@@ -78,7 +98,14 @@ struct redis_in {
     char claim_cursor[48];
     int64_t next_claim, pause_until;
     struct slot *slots;
+    size_t nslots;
+    size_t *free_ix; /* a stack of the unused slots */
+    size_t nfree;
     const char **ack_argv;
+    /* on_stored signals each outcome, for a thread waiting on a full window. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int outcomes;
     struct gust_buf json;
     char msg_id[300];
     atomic_uint_fast64_t read, acked, rejected, claimed, failed;
@@ -96,6 +123,8 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     }
     in->inst = inst;
     in->cfg = cfg;
+    pthread_mutex_init(&in->lock, NULL);
+    pthread_cond_init(&in->cond, NULL);
     if ((rc = gust_sdk_bind(h, cfg, redis_in_schema, &in->k, err)) != 0 ||
         (rc = redis_conf_load(&in->conf, &in->k.common, cfg, err)) != 0) {
         redis_in_destroy(in);
@@ -130,25 +159,57 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     in->non_json = strcmp(in->k.non_json, "wrap") == 0   ? REDIS_NJ_WRAP
                    : strcmp(in->k.non_json, "pass") == 0 ? REDIS_NJ_PASS
                                                          : REDIS_NJ_REJECT;
-    size_t n = (size_t)in->k.batch;
+    size_t n = (size_t)in->k.max_inflight;
+    in->nslots = n;
     in->slots = calloc(n, sizeof(*in->slots));
+    in->free_ix = calloc(n, sizeof(*in->free_ix));
     in->ack_argv = calloc(n + 3, sizeof(*in->ack_argv));
-    if (!in->slots || !in->ack_argv) {
+    if (!in->slots || !in->free_ix || !in->ack_argv) {
         redis_in_destroy(in);
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < n; i++) {
+        in->free_ix[i] = n - 1 - i;
+        in->slots[i].owner = in;
+    }
+    in->nfree = n;
     redis_conn_init(&in->conn, inst, &in->conf);
     *ctx = in;
     return 0;
 }
 
-/* A bus thread: only records the outcome (the batch waits for all of them). */
+/* A bus thread: records the outcome (settle() acts on it) and wakes the thread if it
+ * waits for room in the window. */
 static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 {
     struct slot *s = ud;
+    struct redis_in *in = s->owner;
     (void)seq;
     (void)error;
     atomic_store(&s->status, status);
+    pthread_mutex_lock(&in->lock);
+    in->outcomes++;
+    pthread_cond_signal(&in->cond);
+    pthread_mutex_unlock(&in->lock);
+}
+
+/* Waits up to ms for `need` outcomes since the last wait. */
+static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&in->lock);
+    while (in->outcomes < need && !atomic_load(&in->stopping) &&
+           pthread_cond_timedwait(&in->cond, &in->lock, &until) == 0) {
+    }
+    in->outcomes = 0;
+    pthread_mutex_unlock(&in->lock);
 }
 
 static redisReply *command(struct redis_in *in, int argc, const char **argv)
@@ -206,34 +267,95 @@ static void note_rejected(struct redis_in *in, const char *id)
     }
 }
 
-/* Publishes the entries of one reply's list (each [id, [field, value, ...]]), waits for
- * their PubAcks and XACKs what was stored. Returns how many entries there were, or -1
- * when the connection went. */
-static int handle_entries(struct redis_in *in, const redisReply *list, char *last_id, size_t last_sz)
+/* Takes a free slot for entry id, with its outcome already known (status) or due. */
+static struct slot *take_slot(struct redis_in *in, const char *id, int status)
 {
-    size_t n = list->elements < (size_t)in->k.batch ? list->elements : (size_t)in->k.batch;
+    struct slot *s = &in->slots[in->free_ix[--in->nfree]];
+    snprintf(s->id, sizeof(s->id), "%s", id);
+    atomic_store(&s->status, status);
+    s->used = 1;
+    return s;
+}
+
+/* XACKs, in one command, every entry of the window whose outcome says stored and frees
+ * the slots whose outcome is back; a failed publish leaves its entry pending, to be read
+ * again from id 0 after a pause. Returns -1 when the connection went (what was not acked
+ * is read again after the reconnect, and stored once thanks to the msg id). */
+static int settle(struct redis_in *in)
+{
     size_t nack = 0, failed = 0;
-    const char *names[64], *values[64];
-    size_t nlens[64], vlens[64];
 
     in->ack_argv[0] = "XACK";
     in->ack_argv[1] = in->k.stream;
     in->ack_argv[2] = in->k.group;
+    for (size_t i = 0; i < in->nslots; i++) {
+        struct slot *s = &in->slots[i];
+        int st = s->used ? atomic_load(&s->status) : SLOT_OUT;
+        if (st == SLOT_OUT) {
+            continue;
+        }
+        if (st == 0 || st == 1) {
+            in->ack_argv[3 + nack++] = s->id; /* the slot is not reused before the XACK below */
+        } else {
+            failed++;
+        }
+        s->used = 0;
+        in->free_ix[in->nfree++] = i;
+    }
+    if (failed > 0) {
+        atomic_fetch_add(&in->failed, failed);
+        in->pending_pass = 1;
+        snprintf(in->pending_cursor, sizeof(in->pending_cursor), "0");
+        in->pause_until = gust_clock_mono_ms() + 1000;
+    }
+    if (nack == 0 || !in->conn.ctx) {
+        return in->conn.ctx ? 0 : -1;
+    }
+    redisReply *r = command(in, (int)(3 + nack), in->ack_argv);
+    if (!r) {
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        refused(in, "XACK", r);
+        return -1;
+    }
+    freeReplyObject(r);
+    atomic_fetch_add(&in->acked, nack);
+    return 0;
+}
+
+/* Waits for every outcome of the window (the host answers each publish within
+ * publish_timeout, so this ends), then settles. */
+static int drain(struct redis_in *in)
+{
+    while (in->nfree < in->nslots && gust_publisher_wait(in->pub, 1000) > 0) {
+    }
+    return settle(in);
+}
+
+/* Publishes the entries of one reply's list (each [id, [field, value, ...]]), each in a
+ * slot of the window, without waiting for their PubAcks. Returns how many entries there
+ * were (the caller asked for no more than the free slots). */
+static int handle_entries(struct redis_in *in, const redisReply *list, char *last_id, size_t last_sz)
+{
+    size_t n = list->elements < in->nfree ? list->elements : in->nfree;
+    const char *names[64], *values[64];
+    size_t nlens[64], vlens[64];
+
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = list->element[i];
-        struct slot *s = &in->slots[i];
-        s->sent = 0;
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->type != REDIS_REPLY_STRING) {
             continue;
         }
-        snprintf(s->id, sizeof(s->id), "%s", e->element[0]->str);
-        snprintf(last_id, last_sz, "%s", s->id);
+        const char *id = e->element[0]->str;
+        snprintf(last_id, last_sz, "%s", id);
         const redisReply *f = e->element[1];
         if (f->type != REDIS_REPLY_ARRAY) {
-            /* A pending entry trimmed away meanwhile: nothing left to publish. */
-            in->ack_argv[3 + nack++] = s->id;
+            /* A pending entry trimmed away meanwhile: nothing left to publish, only to ack. */
+            take_slot(in, id, 0);
             continue;
         }
+        struct slot *s = take_slot(in, id, SLOT_OUT);
         struct redis_entry ent = {
             .id = s->id, .names = names, .values = values, .name_lens = nlens, .value_lens = vlens};
         size_t nf = f->elements / 2;
@@ -252,15 +374,14 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
         int rc = redis_entry_json(&ent, in->k.common.field, in->k.stream, in->non_json, &in->json);
         if (rc == 1) {
             note_rejected(in, s->id);
-            in->ack_argv[3 + nack++] = s->id;
+            atomic_store(&s->status, 0); /* acked without a publish */
             continue;
         }
         if (rc != 0) {
-            failed++;
+            atomic_store(&s->status, rc);
             continue;
         }
         snprintf(in->msg_id, sizeof(in->msg_id), "%s:%s", in->k.stream, s->id);
-        atomic_store(&s->status, GUST_EAGAIN);
         /* Where it came from, for flows (meta.headers) and for reading it back in Redis. */
         const struct gust_header hdr[] = {{"Redis-Stream", in->k.stream}, {"Redis-Entry-Id", s->id}};
         const struct gust_pub_msg m = {.subject = in->k.subject,
@@ -270,45 +391,9 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
                                        .headers = hdr,
                                        .nheaders = 2};
         rc = gust_publisher_send_msg(in->pub, &m, INT64_MAX, on_stored, s);
-        if (rc == 0) {
-            s->sent = 1;
-        } else {
-            failed++;
+        if (rc != 0) {
+            atomic_store(&s->status, rc); /* never handed over: done is not called */
         }
-    }
-    /* The barrier: every outcome back before any XACK (the host answers each publish
-     * within publish_timeout, so this ends). */
-    while (gust_publisher_wait(in->pub, 1000) > 0) {
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!in->slots[i].sent) {
-            continue;
-        }
-        int st = atomic_load(&in->slots[i].status);
-        if (st == 0 || st == 1) {
-            in->ack_argv[3 + nack++] = in->slots[i].id;
-        } else {
-            failed++;
-        }
-    }
-    if (failed > 0) {
-        atomic_fetch_add(&in->failed, failed);
-        /* They stay pending in our list: read them again after a pause. */
-        in->pending_pass = 1;
-        snprintf(in->pending_cursor, sizeof(in->pending_cursor), "0");
-        in->pause_until = gust_clock_mono_ms() + 1000;
-    }
-    if (nack > 0) {
-        redisReply *r = command(in, (int)(3 + nack), in->ack_argv);
-        if (!r) {
-            return -1; /* not acked: read again, stored once thanks to the msg id */
-        }
-        if (r->type == REDIS_REPLY_ERROR) {
-            refused(in, "XACK", r);
-            return -1;
-        }
-        freeReplyObject(r);
-        atomic_fetch_add(&in->acked, nack);
     }
     return (int)n;
 }
@@ -376,8 +461,25 @@ static void forget_dead_consumers(struct redis_in *in)
 static void read_round(struct redis_in *in)
 {
     char count[24], idle[24], last[48] = "";
-    snprintf(count, sizeof(count), "%" PRId64, in->k.batch);
     int64_t now = gust_clock_mono_ms();
+
+    if (settle(in) != 0 || now < in->pause_until) {
+        return;
+    }
+    if (in->pending_pass && strcmp(in->pending_cursor, "0") == 0 && in->nfree < in->nslots) {
+        /* A re-read of our pending list would return what is still in flight too. */
+        if (drain(in) != 0 || now < in->pause_until) {
+            return;
+        }
+    }
+    /* The window is full: wait for room for a whole batch, so that a slow bus does not
+     * turn the reads and XACKs into one entry each. */
+    size_t room = (size_t)in->k.batch < in->nslots ? (size_t)in->k.batch : in->nslots;
+    if (in->nfree < room) {
+        wait_outcomes(in, (int)(room - in->nfree), 100);
+        return;
+    }
+    snprintf(count, sizeof(count), "%zu", room);
 
     if (!in->pending_pass && now >= in->next_claim) {
         snprintf(idle, sizeof(idle), "%" PRId64, in->k.claim_idle);
@@ -424,7 +526,8 @@ static void read_round(struct redis_in *in)
         return;
     }
     /* Our pending list (from pending_cursor, no BLOCK: it answers at once), or new
-     * entries, blocking 500 ms at most so a stop is noticed. */
+     * entries, blocking 500 ms at most so a stop is noticed; not blocking while entries
+     * are in flight, so that their XACK does not wait for the next entry. */
     const char *argv[11];
     int argc = 0;
     argv[argc++] = "XREADGROUP";
@@ -433,7 +536,8 @@ static void read_round(struct redis_in *in)
     argv[argc++] = in->consumer;
     argv[argc++] = "COUNT";
     argv[argc++] = count;
-    if (!in->pending_pass) {
+    int inflight = in->nfree < in->nslots;
+    if (!in->pending_pass && !inflight) {
         argv[argc++] = "BLOCK";
         argv[argc++] = "500";
     }
@@ -454,6 +558,9 @@ static void read_round(struct redis_in *in)
     const redisReply *list = read_entries(r);
     int pending = in->pending_pass;
     int got = list ? handle_entries(in, list, last, sizeof(last)) : 0;
+    if (!pending && got == 0 && inflight) {
+        drain(in); /* nothing new: the stream is idle, ack what is in flight */
+    }
     if (pending && in->pending_pass && got >= 0) {
         if (got == 0) {
             in->pending_pass = 0; /* our pending list is read: on to new entries */
@@ -490,14 +597,16 @@ static void *in_thread(void *arg)
             snprintf(in->pending_cursor, sizeof(in->pending_cursor), "0");
         }
     }
+    if (in->conn.ctx) {
+        drain(in); /* ack what the bus stored, so that the next run need not read it again */
+    }
     return NULL;
 }
 
 int redis_in_start(void *ctx, struct gust_err *err)
 {
     struct redis_in *in = ctx;
-    struct gust_publisher_conf pc = {
-        .api = redis_host, .inst = in->inst, .max_inflight = (size_t)in->k.batch};
+    struct gust_publisher_conf pc = {.api = redis_host, .inst = in->inst, .max_inflight = in->nslots};
 
     if (!GUST_API_HAS(redis_host, publish_msg)) {
         return gust_err_set(err, GUST_EINVAL,
@@ -559,6 +668,9 @@ void redis_in_destroy(void *ctx)
     redis_conf_free(&in->conf);
     gust_buf_free(&in->json);
     free(in->slots);
+    free(in->free_ix);
     free(in->ack_argv);
+    pthread_cond_destroy(&in->cond);
+    pthread_mutex_destroy(&in->lock);
     free(in);
 }

@@ -2,8 +2,9 @@
 a stream go redis_in -> JetStream -> redis_out across a kill -9 of gust (every id comes
 out, JetStream holds each once: XACK after the PubAck, Nats-Msg-Id from the entry id,
 the dead consumer's pending entries claimed back); redis-server down 10 s mid-run loses
-nothing and dead-letters nothing; a command Redis refuses (WRONGTYPE) is dead-lettered
-with Redis's error; bad settings are refused by gust -t with file:line."""
+nothing and dead-letters nothing; nats-server killed under redis_in's window of publishes
+in flight loses nothing and stores nothing twice; a command Redis refuses (WRONGTYPE) is
+dead-lettered with Redis's error; bad settings are refused by gust -t with file:line."""
 import json
 import os
 import signal
@@ -139,6 +140,48 @@ def test_redis_down(t, tmp, nats, redis):
             print(g.log()[-3000:])
 
 
+def test_bus_down(t, tmp, nats, redis):
+    """nats-server killed while redis_in has a window of publishes in flight, back 3 s
+    later: the publishes that failed leave their entries pending, read again once the
+    window has drained; every entry ends stored once and acked, none acked unstored."""
+    n = 3000
+    redis.xadd_many("b_in", 0, n)
+    # Small reads and a small window: the run lasts long enough for the kill to land in it.
+    c = ("plugin_dir %s;\nplugin redis;\nhttp { listen 127.0.0.1:@PORT@; }\nnats { url %s; }\n"
+         "source rin_b { use redis_in; url %s; stream b_in; group gust; subject ev.bus; batch 8; "
+         "max_inflight 32; competing on; }\n" % (os.path.join(BUILD, "plugins"), nats.url, redis.url))
+    g = Gust(tmp, c)
+    try:
+        def group():
+            grp = redis.cmd("XINFO", "GROUPS", "b_in")[0]
+            return dict(zip(grp[0::2], grp[1::2]))
+
+        def counters():
+            units = json.loads(g.request("GET", "/units")[1])
+            return next(x for x in units["sources"] if x["name"] == "rin_b")["plugin"]
+        last = redis.cmd("XREVRANGE", "b_in", "+", "-", "COUNT", "1")[0][0]
+        wait_for(lambda: counters()["read"] >= 300, 30, "the source to be flowing")
+        nats.kill()
+        at_kill = counters()
+        time.sleep(3)
+        nats.start()
+        t0 = time.monotonic()
+        wait_for(lambda: group()["last-delivered-id"] == last and group()["pending"] == 0, 60, "every entry acked")
+        print("bus down: killed at %d read, %d acked; all acked %.1f s after the restart"
+              % (at_kill["read"], at_kill["acked"], time.monotonic() - t0), flush=True)
+        t.check(at_kill["read"] < n, "the kill landed mid-run")
+        js = [p["id"] for p in nats.payloads("ev.bus")]
+        t.eq(len(js), n, "bus down: JetStream holds each id once (%d duplicates)" % (len(js) - len(set(js))))
+        t.eq(sorted(set(js)), list(range(n)), "bus down: every id stored")
+        end = counters()
+        t.check(end["acked"] >= n and end["publish_failed"] >= 1,
+                "/units: rin_b acked each entry, after publishes the lost connection failed: %r" % end)
+    finally:
+        g.stop()
+        if t.failed:
+            print(g.log()[-3000:])
+
+
 def test_refused(t, tmp, nats, redis):
     """A key that is not a stream: XADD gets WRONGTYPE, the message is dead-lettered with it."""
     redis.cmd("SET", "w_out", "a string")
@@ -259,6 +302,7 @@ def main():
         test_config_errors(t, tmp, nats)
         test_kill9(t, tmp, nats, redis)
         test_redis_down(t, tmp, nats, redis)
+        test_bus_down(t, tmp, nats, redis)
         test_refused(t, tmp, nats, redis)
         test_payload_and_auth(t, tmp, nats, redis)
     finally:
