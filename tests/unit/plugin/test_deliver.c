@@ -1,7 +1,7 @@
 /* gust_instance_deliver with a plugin built with other element sizes than the host's:
  * its deliver() reads msgs[] and writes results[] with its own strides, as a plugin of
  * another minor would, and sees every field it knows at the right place. The bus and
- * the edge path are stubbed: api.c only needs their names here. */
+ * the edge path are stubbed (no_bus.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,27 +10,6 @@
 #include "../../../host/bus/port.h"
 #include "../../../host/plugin/instance.h"
 #include "../../../host/plugin/loader.h"
-
-int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
-{
-    (void)bus, (void)subject, (void)data, (void)len, (void)fn, (void)ud, (void)inflight;
-    return GUST_EINVAL;
-}
-
-int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_publish_done_fn fn, void *ud,
-                         atomic_int *inflight)
-{
-    (void)bus, (void)p, (void)fn, (void)ud, (void)inflight;
-    return GUST_EINVAL;
-}
-
-int gust_edge_set_publish(struct gust_edge_set *set, const char *subject, const void *data, size_t len,
-                          gust_publish_done_fn done, void *ud)
-{
-    (void)set, (void)subject, (void)data, (void)len, (void)done, (void)ud;
-    return GUST_EINVAL;
-}
 
 /* The plugin's own layouts: a message with one more field at its end (a newer header),
  * and a result with a shorter error text (an older one). */

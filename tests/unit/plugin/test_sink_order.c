@@ -3,7 +3,7 @@
  * they are marked in progress while they wait; a rejection is dead-lettered at once; a
  * message seen again after it was settled is not sent again; a stop leaves the rest to
  * the bus. The plugin is a fake keeping the contract of gust/plugin.h (nothing is sent
- * after a message that failed). The bus and the edge path are stubbed. */
+ * after a message that failed). The bus and the edge path are stubbed (no_bus.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,27 +13,6 @@
 #include "../../../host/plugin/instance.h"
 #include "../../../host/plugin/loader.h"
 #include "../../../host/plugin/sink_handler.h"
-
-int gust_bus_publish(struct gust_bus *bus, const char *subject, const void *data, size_t len,
-                     gust_publish_done_fn fn, void *ud, atomic_int *inflight)
-{
-    (void)bus, (void)subject, (void)data, (void)len, (void)fn, (void)ud, (void)inflight;
-    return GUST_EINVAL;
-}
-
-int gust_bus_publish_msg(struct gust_bus *bus, const struct gust_pub *p, gust_publish_done_fn fn, void *ud,
-                         atomic_int *inflight)
-{
-    (void)bus, (void)p, (void)fn, (void)ud, (void)inflight;
-    return GUST_EINVAL;
-}
-
-int gust_edge_set_publish(struct gust_edge_set *set, const char *subject, const void *data, size_t len,
-                          gust_publish_done_fn done, void *ud)
-{
-    (void)set, (void)subject, (void)data, (void)len, (void)done, (void)ud;
-    return GUST_EINVAL;
-}
 
 #define SEQS 16
 
