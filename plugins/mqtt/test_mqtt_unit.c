@@ -113,7 +113,9 @@ static size_t publish5(unsigned char *pkt, const unsigned char *props, size_t pl
     pkt[1] = (unsigned char)rem; /* the tests keep it under 128 */
     memcpy(pkt + 2, "\x00\x01t\x00\x09", 5);
     pkt[7] = (unsigned char)plen;
-    memcpy(pkt + 8, props, plen);
+    if (plen > 0) {
+        memcpy(pkt + 8, props, plen);
+    }
     memcpy(pkt + 8 + plen, "{}", 2);
     return 2 + rem;
 }
