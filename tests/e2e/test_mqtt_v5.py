@@ -14,7 +14,7 @@ import os
 import socket
 import struct
 
-from fake_mqtt import CONNACK, CONNECT, DISCONNECT, PUBACK, SUBACK, SUBSCRIBE, FakeBroker, packet
+from fake_mqtt import CONNACK, CONNECT, DISCONNECT, PUBACK, SUBACK, SUBSCRIBE, FakeBroker, packet, remaining
 from gustlib import (BUILD, Checks, FarEnd, Gust, Mosquitto, NatsServer, TempDir, check_config_errors, js_api,
                      kill_all, wait_for)
 
@@ -54,18 +54,9 @@ def user_prop(name, value):
     return b"\x26" + utf8(name) + utf8(value)
 
 
-def varint(n):
-    out = b""
-    while True:
-        d, n = n % 128, n // 128
-        out += bytes([d | (0x80 if n else 0)])
-        if not n:
-            return out
-
-
 def publish5(topic, payload, pid, props):
     """A QoS 1 PUBLISH of MQTT 5.0."""
-    return packet(3, utf8(topic) + struct.pack("!H", pid) + varint(len(props)) + props + payload, 2)
+    return packet(3, utf8(topic) + struct.pack("!H", pid) + remaining(len(props)) + props + payload, 2)
 
 
 def read_packet(sock):
@@ -92,7 +83,7 @@ def v5_publish(port, topic, payload, props):
     """A real MQTT 5.0 client: CONNECT, one QoS 1 PUBLISH with user properties, its PUBACK."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        body = utf8("MQTT") + bytes([5, 0x02]) + struct.pack("!H", 30) + varint(0) + utf8("test-v5-pub")
+        body = utf8("MQTT") + bytes([5, 0x02]) + struct.pack("!H", 30) + remaining(0) + utf8("test-v5-pub")
         s.sendall(packet(CONNECT, body))
         t, b = read_packet(s)
         assert t == CONNACK and b[1] == 0, (t, b)
