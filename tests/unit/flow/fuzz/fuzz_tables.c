@@ -23,6 +23,24 @@ static void check_rows(const struct gust_table *tb)
     }
 }
 
+/* Whether some object in the tree names a member twice. */
+static int has_repeated_name(const struct gust_jnode *n)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        if (n->type == GUST_J_OBJECT) {
+            for (size_t j = i + 1; j < n->n; j++) {
+                if (n->key_lens[i] == n->key_lens[j] && memcmp(n->keys[i], n->keys[j], n->key_lens[i]) == 0) {
+                    return 1;
+                }
+            }
+        }
+        if ((n->type == GUST_J_OBJECT || n->type == GUST_J_ARRAY) && has_repeated_name(n->items[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void round_trip(const char *text, size_t len)
 {
     struct gust_jnode *a = NULL, *b = NULL;
@@ -35,10 +53,9 @@ static void round_trip(const char *text, size_t len)
     assert(gust_jtree_write(a, &out) == 0);
     assert(gust_jtree_parse(out.data, out.len, &b, why, sizeof(why), &at) == 0);
     char path[256] = "";
-    /* Objects with a repeated member name are unequal by definition; skip those. */
-    if (!gust_jtree_equal(a, b, path, sizeof(path))) {
-        assert(strstr(text, "\"") != NULL);
-    }
+    /* Objects with a repeated member name are unequal by definition; nothing else may
+     * differ. (text is not NUL-terminated: look at the tree, not the bytes.) */
+    assert(gust_jtree_equal(a, b, path, sizeof(path)) || has_repeated_name(a));
     gust_buf_free(&out);
     gust_jtree_free(a);
     gust_jtree_free(b);
