@@ -142,7 +142,8 @@ static void wait_unless_stopped(const atomic_int *stop, int64_t ms)
  * TLS or a configuration the server refuses (GUST_ECONFIG), or a stop asked for
  * (GUST_EAGAIN). */
 static int start_bus(const struct gust_config *c, struct gust_bus_conf *bc, const atomic_int *stop,
-                     struct gust_bus **bus, struct gust_leases **leases, struct gust_err *err)
+                     struct gust_bus **bus, struct gust_leases **leases, struct gust_nodes **nodes,
+                     struct gust_err *err)
 {
     const struct gust_nats_keys *nk = &c->nats;
     bc->cancel = stop;
@@ -159,14 +160,12 @@ static int start_bus(const struct gust_config *c, struct gust_bus_conf *bc, cons
                 .holder = c->top.node_name,
             };
             rc = gust_leases_create(&lc, *bus, leases, err);
-            units.leases = *leases;
             if (rc == 0 && c->top.cluster) {
                 struct gust_nodes_conf nc = {
                     .bucket = lc.bucket, .ttl_ms = lc.ttl_ms, .replicas = lc.replicas, .self = gust_leases_self(*leases)};
-                rc = gust_nodes_create(&nc, *bus, &units.nodes, err);
+                rc = gust_nodes_create(&nc, *bus, nodes, err);
             }
             if (rc != 0) {
-                units.leases = NULL;
                 gust_leases_destroy(*leases);
                 *leases = NULL;
                 gust_bus_destroy(*bus);
@@ -293,16 +292,19 @@ static int run(const char *config_path)
     struct gust_bus_conf bc = gust_config_bus_conf(c);
     struct gust_bus *bus = NULL;
     struct gust_leases *leases = NULL;
+    struct gust_nodes *nodes = NULL;
     struct gust_listen_conf listen;
     rc = check_connections(c, &bc.link, &listen, &err);
     if (rc == 0) {
-        rc = start_bus(c, &bc, &sc.stop, &bus, &leases, &err);
+        rc = start_bus(c, &bc, &sc.stop, &bus, &leases, &nodes, &err);
     }
     if (rc == 0) {
         struct gust_http_conf hc = {
             .listen = listen,
             .base_path = c->http.base_path,
             .units = &units,
+            .leases = leases,
+            .nodes = nodes,
             .request_reload = gust_reloader_request,
             .reload_ud = &reloader,
             .check_reload = gust_reloader_check,
@@ -316,7 +318,7 @@ static int run(const char *config_path)
     }
     if (rc == 0) {
         units.bus = bus;
-        rc = gust_host_start(host, bus, &units, leases, &err);
+        rc = gust_host_start(host, bus, &units, leases, nodes, &err);
     }
     if (rc == 0) {
         /* Only now are the readers known: until then nothing is removed. */
@@ -350,9 +352,8 @@ static int run(const char *config_path)
             gust_host_release(host);
             free(host);
         }
-        units.leases = NULL;
         gust_leases_destroy(leases);
-        gust_nodes_destroy(units.nodes);
+        gust_nodes_destroy(nodes);
         gust_bus_destroy(bus);
         gust_plugins_shutdown();
         gust_secrets_shutdown();
@@ -373,10 +374,8 @@ static int run(const char *config_path)
     /* Stop producing first, then let what is in flight reach the bus. */
     gust_sd_notify("STOPPING=1");
     gust_reloader_stop(&reloader);
-    units.leases = NULL;
     gust_leases_destroy(leases); /* gives the leases back: a peer takes over at once */
-    gust_nodes_destroy(units.nodes);
-    units.nodes = NULL;
+    gust_nodes_destroy(nodes);
     gust_bus_drain(bus, 300);
     gust_bus_set_readers(bus, NULL, NULL);
     units.bus = NULL;

@@ -82,11 +82,12 @@ static int remember(struct gust_host *host, const struct gust_unit_conf *u, void
 }
 
 int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_units *units,
-                    struct gust_leases *leases, struct gust_err *err)
+                    struct gust_leases *leases, struct gust_nodes *nodes, struct gust_err *err)
 {
     struct gust_config *c = host->config;
     host->units = units;
     host->leases = leases;
+    host->nodes = nodes;
     gust_unit_secrets_configure(c);
     /* The kinds that feed edges last: the queues they feed exist by then. */
     for (int late = 0; late <= 1; late++) {
@@ -109,10 +110,10 @@ int gust_host_start(struct gust_host *host, struct gust_bus *bus, struct gust_un
     if (leases != NULL) { /* NULL: a generation with no singletons (tests) */
         gust_leases_prune(leases);
     }
-    if (units->nodes != NULL) {
+    if (nodes != NULL) {
         char digest[GUST_DIGEST_LEN + 1];
         gust_config_digest(c, digest);
-        gust_nodes_advertise(units->nodes, digest);
+        gust_nodes_advertise(nodes, digest);
     }
     return 0;
 }

@@ -114,7 +114,7 @@ static void reload_once(struct gust_reloader *r)
      * (a detect unit that changed checkpoints at its stop; the new one reads on from
      * there). */
     gust_host_stop(r->current);
-    rc = gust_host_start(next, r->bus, r->units, r->current->leases, &err);
+    rc = gust_host_start(next, r->bus, r->units, r->current->leases, r->current->nodes, &err);
     if (rc != 0) {
         if (r->apply.discard != NULL) {
             r->apply.discard(r->apply.ud, pending);
@@ -124,7 +124,7 @@ static void reload_once(struct gust_reloader *r)
         gust_host_release(next);
         free(next);
         struct gust_err again = {{0}};
-        if (gust_host_start(r->current, r->bus, r->units, r->current->leases, &again) != 0) {
+        if (gust_host_start(r->current, r->bus, r->units, r->current->leases, r->current->nodes, &again) != 0) {
             gust_error("reload: the previous configuration does not start again either: %s", again.msg);
         }
         return;
@@ -176,6 +176,7 @@ int gust_reloader_start(struct gust_reloader *r, const char *config_path, struct
     r->bus = bus;
     r->units = units;
     r->current = current;
+    r->nodes = current->nodes;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
     if (pthread_create(&r->thread, NULL, reload_thread, r) != 0) {
@@ -196,7 +197,7 @@ void gust_reloader_request(void *reloader)
 int gust_reloader_check(void *reloader, int force, char *why, size_t size)
 {
     struct gust_reloader *r = reloader;
-    return gust_guard_reload(r->units->nodes, r->config_path, force, why, size);
+    return gust_guard_reload(r->nodes, r->config_path, force, why, size);
 }
 
 void gust_reloader_stop(struct gust_reloader *r)

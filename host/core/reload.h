@@ -26,6 +26,7 @@ struct gust_reloader {
     struct gust_bus *bus;     /* borrowed */
     struct gust_units *units; /* borrowed: the process's registry */
     struct gust_host *current;
+    struct gust_nodes *nodes; /* borrowed: current's node directory (read by the admin worker) */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;

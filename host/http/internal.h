@@ -87,6 +87,8 @@ struct gust_http {
     size_t admin_inflight;
     size_t connections; /* open client connections, lingering ones included */
     struct gust_units *units;
+    struct gust_leases *leases; /* NULL: none */
+    struct gust_nodes *nodes;   /* NULL without `cluster on;` */
     void (*request_reload)(void *ud);
     void *reload_ud;
     int (*check_reload)(void *ud, int force, char *why, size_t size);
@@ -244,6 +246,9 @@ void gust_replay_free(void *arg);
 
 /* server.c: GET /units's answer into out. */
 void gust_units_json(struct gust_http *http, struct gust_buf *out);
+/* The "cluster" member's value of /units and /topology: the leases and the node
+ * directory, or null when the process has no leases. */
+void gust_http_render_cluster(const struct gust_http *http, struct gust_buf *out);
 /* server.c: POST /reload's job (job->q.force: without the check). */
 void gust_reload_run(struct gust_admin_job *job);
 

@@ -185,18 +185,28 @@ static void handle_secrets(h2o_req_t *req)
     gust_buf_free(&out);
 }
 
+void gust_http_render_cluster(const struct gust_http *http, struct gust_buf *out)
+{
+    if (http->leases == NULL) {
+        gust_buf_append(out, "null", 4);
+        return;
+    }
+    gust_buf_append(out, "{", 1);
+    gust_leases_render_fields(http->leases, out);
+    if (http->nodes != NULL) {
+        gust_buf_append(out, ",\"nodes\":", 9);
+        gust_nodes_render_json(http->nodes, out);
+    }
+    gust_buf_append(out, "}", 1);
+}
+
 void gust_units_json(struct gust_http *http, struct gust_buf *out)
 {
     gust_buf_append(out, "{", 1);
     gust_units_render_fields(http->units, out);
-    if (http->units->leases != NULL) {
-        gust_buf_append(out, ",\"cluster\":{", 12);
-        gust_leases_render_fields(http->units->leases, out);
-        if (http->units->nodes != NULL) {
-            gust_buf_append(out, ",\"nodes\":", 9);
-            gust_nodes_render_json(http->units->nodes, out);
-        }
-        gust_buf_append(out, "}", 1);
+    if (http->leases != NULL) {
+        gust_buf_append(out, ",\"cluster\":", 11);
+        gust_http_render_cluster(http, out);
     }
     gust_buf_append(out, "}\n", 2);
 }
@@ -644,6 +654,8 @@ int gust_http_create(const struct gust_http_conf *conf, struct gust_bus *bus, st
     }
     http->bus = bus;
     http->units = conf->units;
+    http->leases = conf->leases;
+    http->nodes = conf->nodes;
     http->request_reload = conf->request_reload;
     http->reload_ud = conf->reload_ud;
     http->check_reload = conf->check_reload;

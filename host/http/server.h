@@ -11,6 +11,8 @@
 struct gust_bus;
 struct gust_cfg;
 struct gust_units;
+struct gust_leases;
+struct gust_nodes;
 struct gust_http;
 struct gust_webhook_conf;
 
@@ -58,6 +60,10 @@ struct gust_http_conf {
     struct gust_listen_conf listen; /* checked by gust_listen_conf_load */
     const char *base_path; /* "/" or "/gust" */
     struct gust_units *units; /* borrowed: shown by /units and /metrics */
+    /* Borrowed, shown as the "cluster" of /units and /topology: the leases (NULL: none)
+     * and the node directory (NULL without `cluster on;`). */
+    struct gust_leases *leases;
+    struct gust_nodes *nodes;
     /* POST /reload: asks the host for a reload. Thread-safe, returns at once (the
      * reload runs on the host's own thread). */
     void (*request_reload)(void *ud);

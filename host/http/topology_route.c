@@ -15,8 +15,6 @@
 
 #include "../bus/bus.h"
 #include "../bus/ingest_link.h"
-#include "../cluster/lease.h"
-#include "../cluster/nodes.h"
 #include "../common/log.h"
 #include "../unit/topology.h"
 #include "../unit/units.h"
@@ -84,17 +82,8 @@ static void render_gauges(struct gust_http *http, struct gust_buf *out)
         gust_ingest_link_connected(http->ingest_bus) ? "true" : "false", gust_metrics_rss_bytes());
     gust_topology_render_flow_memory(http->units, out);
     gust_buf_append(out, "}", 1);
-    if (http->units->leases != NULL) {
-        gust_buf_append(out, ",\"cluster\":{", 12);
-        gust_leases_render_fields(http->units->leases, out);
-        if (http->units->nodes != NULL) {
-            gust_buf_append(out, ",\"nodes\":", 9);
-            gust_nodes_render_json(http->units->nodes, out);
-        }
-        gust_buf_append(out, "}", 1);
-    } else {
-        gust_buf_append(out, ",\"cluster\":null", 15);
-    }
+    gust_buf_append(out, ",\"cluster\":", 11);
+    gust_http_render_cluster(http, out);
     gust_buf_append(out, "}", 1);
 }
 

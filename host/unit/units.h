@@ -17,9 +17,6 @@
 struct gust_bus;
 struct gust_tally;
 
-struct gust_leases;
-struct gust_nodes;
-
 /* A running plugin source instance, for /units' "sources" and /metrics. */
 struct gust_units_source {
     char name[128];
@@ -40,8 +37,6 @@ struct gust_units {
     uint64_t generation;
     uint64_t reloads;
     char last_reload_error[512];
-    struct gust_leases *leases; /* borrowed (may be NULL): the process's leases */
-    struct gust_nodes *nodes;   /* borrowed: the node directory with `cluster on;`, else NULL */
     struct gust_bus *bus;       /* borrowed (may be NULL): for the units' backlog */
     struct gust_units_source *sources; /* running sources with counters */
     size_t nsources, sources_cap;

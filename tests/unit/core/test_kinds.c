@@ -163,7 +163,7 @@ static void test_start_stop(void)
     CHECK(rc == 0, "%s", err.msg);
     struct gust_units units;
     gust_units_init(&units);
-    rc = rc != 0 ? rc : gust_host_start(&host, NULL, &units, NULL, &err);
+    rc = rc != 0 ? rc : gust_host_start(&host, NULL, &units, NULL, NULL, &err);
     CHECK(rc == 0, "%s", err.msg);
     CHECK(starts == 2 && host.nstarted == 2);
     CHECK(host.nstarted == 2 && ((struct stamp *)host.started[1].state)->every == 250);
