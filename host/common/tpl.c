@@ -8,8 +8,8 @@
  *   {env.X}           the environment variable X, read once when compiled
  *   {secret:PATH#KEY} the secret's value in the host's store (host/secret/), copied at
  *                     each render so that a rotated value is in force at once; found
- *                     in the process by name (gust_secret_value), so a plugin needs
- *                     nothing but this file. No default: an unresolved secret fails.
+ *                     in the process by name (secret_ref.h), so a plugin needs
+ *                     nothing but the SDK. No default: an unresolved secret fails.
  *   {NAME:-default}   any of them (but a secret) with a default, used when the value is missing (or
  *                     null); without one, a missing value fails the message
  * Everything else is literal text. A template is compiled once at load into parts, and
@@ -18,13 +18,12 @@
 #define _GNU_SOURCE /* strndup */
 #include <stdio.h>
 #include <ctype.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gust/msg.h"
 #include "gust/sdk.h"
+#include "secret_ref.h"
 
 enum { PART_TEXT, PART_SUBJECT, PART_SUBJECT_N, PART_FIELD, PART_SECRET };
 
@@ -296,29 +295,11 @@ static int token_of(const char *subject, size_t n, const char **tok, size_t *tle
     return 0;
 }
 
-/* The host's gust_secret_value (host/secret/secret.h), looked up once; NULL in a process
- * without a secret store (a test, a tool). */
-typedef int (*secret_fn)(const char *ref, size_t reflen, char *out, size_t outsz, size_t *len, char *why,
-                         size_t whysz);
-static secret_fn secret_lookup_fn;
-static pthread_once_t secret_once = PTHREAD_ONCE_INIT;
-
-static void secret_lookup(void)
-{
-    void *sym = dlsym(RTLD_DEFAULT, "gust_secret_value");
-    memcpy(&secret_lookup_fn, &sym, sizeof(sym)); /* a data pointer to a function pointer */
-}
-
 /* Copies {secret:…}'s value into out: its length, or -1 with why, -2 when out is small. */
 static long secret_value(const struct part *p, char *out, size_t outsz, char *why, size_t whysz)
 {
-    pthread_once(&secret_once, secret_lookup);
-    if (!secret_lookup_fn) {
-        snprintf(why, whysz, "{%.*s}: no secret store in this process", (int)p->len, p->text);
-        return -1;
-    }
     size_t n = 0;
-    int rc = secret_lookup_fn(p->text + 7, p->len - 7, out, outsz, &n, why, whysz);
+    int rc = gust_secret_ref_value(p->text + 7, p->len - 7, out, outsz, &n, why, whysz);
     return rc != 0 ? rc : (long)n;
 }
 

@@ -1,18 +1,15 @@
 /* secret("PATH#KEY"): a value from the host's secret store (host/secret/), for a flow
  * that calls an API itself or signs what it emits. Resolved while the script loads
  * (top level, or a module it requires), as a configuration is: in on_event it raises.
- * The store is found by name in the process (gust_secret_value, exported by gust), so
- * the runtime links nothing of the host; without one (a test runner) it raises. An
+ * The store is found by name in the process (host/common/secret_ref.h), so the runtime
+ * links nothing of the host; without one (a test runner) it raises. An
  * unresolved secret fails the load, naming the reference, never a value: the host then
  * keeps that unit from starting. */
-#include <dlfcn.h>
 #include <lauxlib.h>
 #include <string.h>
 
+#include "../common/secret_ref.h"
 #include "flow_int.h"
-
-typedef int (*secret_fn)(const char *ref, size_t reflen, char *out, size_t outsz, size_t *len, char *why,
-                         size_t whysz);
 
 static int l_secret(lua_State *L)
 {
@@ -22,15 +19,9 @@ static int l_secret(lua_State *L)
     if (f->loaded) {
         return luaL_error(L, "secret(\"%s\"): only while the script loads (keep the value in a local)", ref);
     }
-    void *sym = dlsym(RTLD_DEFAULT, "gust_secret_value");
-    secret_fn fn;
-    memcpy(&fn, &sym, sizeof(fn));
-    if (fn == NULL) {
-        return luaL_error(L, "{secret:%s}: no secret store in this process", ref);
-    }
     char val[8192], why[400];
     size_t n = 0;
-    int rc = fn(ref, rlen, val, sizeof(val), &n, why, sizeof(why));
+    int rc = gust_secret_ref_value(ref, rlen, val, sizeof(val), &n, why, sizeof(why));
     if (rc == -2) {
         return luaL_error(L, "{secret:%s}: longer than %d bytes", ref, (int)sizeof(val) - 1);
     }

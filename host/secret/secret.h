@@ -2,7 +2,7 @@
  *
  * One store per process (env, file or Vault KV v2), holding the value of every reference
  * the configuration names, behind one lock. Values are read at the moment they are used:
- * a sink template's {secret:…} part copies the value when it renders (tpl.c finds
+ * a sink template's {secret:…} part copies the value when it renders (secret_ref.c finds
  * gust_secret_value by name in the process, so plugins need nothing more than the SDK),
  * and a flow's secret("PATH#KEY") when its script loads. A refresh (every `refresh`, and
  * at each reload) fetches every reference again and zeroes the values it replaces, so a
@@ -62,7 +62,7 @@ void gust_secrets_render(struct gust_buf *out);
 /* The value of ref (reflen bytes) copied into out (NUL-terminated) with its length in
  * *len: 0, -1 when it is not resolved (why says so, naming the reference), -2 when out is
  * too small. Exported from the executable for the SDK's templates and the flows
- * (GUST_SECRET_LOOKUP_SYMBOL); a reference not known yet is fetched first. */
+ * (host/common/secret_ref.c); a reference not known yet is fetched first. */
 int gust_secret_value(const char *ref, size_t reflen, char *out, size_t outsz, size_t *len, char *why,
                       size_t whysz);
 
