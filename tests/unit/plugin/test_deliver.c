@@ -10,6 +10,7 @@
 #include "../../../host/bus/port.h"
 #include "../../../host/plugin/instance.h"
 #include "../../../host/plugin/loader.h"
+#include "no_bus.h"
 
 /* The plugin's own layouts: a message with one more field at its end (a newer header),
  * and a result with a shorter error text (an older one). */
@@ -44,23 +45,11 @@ static int wide_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct
     return 0;
 }
 
-static int noop_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
-{
-    (void)inst, (void)cfg, (void)err;
-    *ctx = NULL;
-    return 0;
-}
-
-static void noop_destroy(void *ctx)
-{
-    (void)ctx;
-}
-
 int main(void)
 {
     struct gust_ptype pt = {
-        .t = {.name = "wide", .kind = GUST_PLUGIN_SINK, .create = noop_create, .deliver = wide_deliver,
-              .destroy = noop_destroy},
+        .t = {.name = "wide", .kind = GUST_PLUGIN_SINK, .create = test_sink_create, .deliver = wide_deliver,
+              .destroy = test_sink_destroy},
         .msg_size = sizeof(struct wide_msg),
         .result_size = sizeof(struct short_result),
     };

@@ -12,6 +12,7 @@
 #include "../../../host/bus/port.h"
 #include "../../../host/plugin/instance.h"
 #include "../../../host/plugin/loader.h"
+#include "no_bus.h"
 #include "../../../host/plugin/sink_handler.h"
 
 #define SEQS 16
@@ -38,18 +39,6 @@ static int fake_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct
         }
     }
     return 0;
-}
-
-static int noop_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
-{
-    (void)inst, (void)cfg, (void)err;
-    *ctx = NULL;
-    return 0;
-}
-
-static void noop_destroy(void *ctx)
-{
-    (void)ctx;
 }
 
 static size_t marked[SEQS];
@@ -93,8 +82,8 @@ static void run(struct gust_handler *h, struct run *r, const uint64_t *seqs, siz
 int main(void)
 {
     struct gust_ptype pt = {
-        .t = {.name = "fake", .kind = GUST_PLUGIN_SINK, .create = noop_create, .deliver = fake_deliver,
-              .destroy = noop_destroy},
+        .t = {.name = "fake", .kind = GUST_PLUGIN_SINK, .create = test_sink_create, .deliver = fake_deliver,
+              .destroy = test_sink_destroy},
         .msg_size = sizeof(struct gust_msg),
         .result_size = sizeof(struct gust_result),
     };
