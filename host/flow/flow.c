@@ -504,6 +504,13 @@ static void rebuild(struct gust_flow *f)
     }
 }
 
+void gust_flow_collect(struct gust_flow *f)
+{
+    if (f->L != NULL) {
+        lua_gc(f->L, LUA_GCCOLLECT, 0);
+    }
+}
+
 size_t gust_flow_heap_bytes(const struct gust_flow *f)
 {
     return f->alloc.used;

@@ -225,6 +225,9 @@ uint64_t gust_flow_state_skipped(const struct gust_flow *f);
  * memory_max (each then rebuilt the Lua state: the script's top level ran again;
  * durable state is in the store and stays). On the flow's thread. */
 size_t gust_flow_heap_bytes(const struct gust_flow *f);
+/* A full garbage collection: what a burst of events left in the Lua heap goes back to
+ * the allocator (the flow's unit calls it once it is quiet). On the flow's thread. */
+void gust_flow_collect(struct gust_flow *f);
 uint64_t gust_flow_memory_failures(const struct gust_flow *f);
 
 /* Closes the Lua state and frees the flow. NULL is a no-op. */

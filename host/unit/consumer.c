@@ -699,6 +699,24 @@ static void open_backoff(struct gust_consumer *c, int64_t ms)
     }
 }
 
+/* The unit went quiet after work: what its batches grew to (the emits, the publish
+ * tickets, the dead-letter envelopes) goes back to the allocator, and its handler may
+ * do the same. Fifty idle flows otherwise keep the peak of their last burst for good;
+ * the next batch grows them again, once per burst. */
+static void give_back(struct gust_consumer *c)
+{
+    gust_emits_free(&c->batch.emits);
+    gust_buf_free(&c->envelopes);
+    free(c->tickets);
+    free(c->envelope_at);
+    c->tickets = NULL;
+    c->envelope_at = NULL;
+    c->ntickets_cap = 0;
+    if (c->handler.quiet != NULL) {
+        c->handler.quiet(c->handler.impl);
+    }
+}
+
 /* Opens the unit's feed through its opener until it opens (1) or the unit is asked to
  * stop (0). */
 static int open_feed(struct gust_consumer *c)
@@ -759,6 +777,7 @@ static void *unit_thread(void *arg)
         }
     }
     size_t drained = 0;     /* messages taken since the stop was asked for */
+    int worked = 0;         /* a batch ran since the unit was last quiet */
     int64_t failed_at = 0;  /* the last read that failed (CLOCK_MONOTONIC ms) */
     while (opened) {
         int stopping = atomic_load(&c->stopping);
@@ -807,6 +826,10 @@ static void *unit_thread(void *arg)
             if (stopping) {
                 break;
             }
+            if (worked) {
+                give_back(c);
+                worked = 0;
+            }
             continue;
         }
         drained += stopping ? (size_t)n : 0;
@@ -815,6 +838,7 @@ static void *unit_thread(void *arg)
             continue;
         }
         int rc = run_batch(c, (size_t)n);
+        worked = 1;
         c->feed->ops->release(c->feed, c->in, (size_t)n);
         if (rc != 0) {
             clean = 0;

@@ -138,6 +138,13 @@ static void flow_commit(void *impl, struct gust_batch *b)
     u->skipped = skipped;
 }
 
+static void flow_quiet(void *impl)
+{
+    struct flow_unit *u = impl;
+    gust_flow_collect(u->flow);
+    atomic_store(&u->heap_bytes, gust_flow_heap_bytes(u->flow));
+}
+
 static void flow_render_json(void *impl, struct gust_buf *out)
 {
     struct flow_unit *u = impl;
@@ -228,6 +235,7 @@ int gust_flow_handler_create(const char *unit, const struct gust_flow_opts *opts
                                  .answers_calls = 1,                            /* reply() */
                                  .run_batch = flow_run_batch,
                                  .commit = u->state != NULL ? flow_commit : NULL,
+                                 .quiet = flow_quiet,
                                  .render_json = flow_render_json,
                                  .destroy = flow_destroy};
     return 0;

@@ -114,6 +114,9 @@ struct gust_handler {
     void (*fetch_limits)(void *impl, size_t *max, int64_t *linger_ms);
     /* Optional. Between batches, before taking the next one, on the unit's thread. */
     int (*between)(void *impl, uint64_t *seq);
+    /* Optional. The unit's reads came back empty after work: it is quiet, a moment to
+     * give back what a burst grew (a flow's Lua garbage). On the unit's thread. */
+    void (*quiet)(void *impl);
     /* Optional. Every publish of the batch is stored (the barrier passed). */
     void (*stored)(void *impl, const struct gust_batch *b);
     /* Optional. The unit's thread has stopped between batches: clean is 0 when what

@@ -4,7 +4,8 @@ on each event, with memory_max 64m, beside a working flow: gust's RSS stays unde
 time (its Lua state rebuilt) and is dead-lettered after max_deliver, and /units and
 /metrics count those failures and show the heap. Durable state (state.*) survives the
 rebuilds. collectgarbage("stop") does not stop the collector: a flow that tries, then
-makes 100+ MB of garbage under memory_max 64m, never goes over it."""
+makes 100+ MB of garbage under memory_max 64m, never goes over it. A flow that has gone
+quiet has its heap collected."""
 import json
 import os
 import re
@@ -45,7 +46,11 @@ return {
 GOOD = """
 return {
   source = "ev.good",
-  on_event = function(ev) emit("ev.good.out", { id = ev.id }) end,
+  on_event = function(ev)
+    local t = {}  -- about 200 KB of garbage an event
+    for i = 1, 2000 do t[i] = { i, tostring(i) } end
+    emit("ev.good.out", { id = ev.id, n = #t })
+  end,
 }
 """
 CONF = """
@@ -113,6 +118,13 @@ def main():
             time.sleep(0.1)
         t.check(wait_for(lambda: len(nats.payloads("ev.good.out")) >= 30, 20, "the good flow's 30 events"),
                 "the working flow handled its events beside the hog")
+        # Quiet again (its reads come back empty), the unit collects what its events left.
+        try:
+            wait_for(lambda: unit(g, "good")["heap_bytes"] < 150 << 10, 10, "the good flow's heap collected")
+        except AssertionError:
+            pass
+        t.check(unit(g, "good")["heap_bytes"] < 150 << 10,
+                "a quiet flow's heap is collected: %r bytes" % unit(g, "good")["heap_bytes"])
         wait_for(lambda: unit(g, "hog")["dead_letters"] >= 1, 90, "the hog's event dead-lettered")
         u = unit(g, "hog")
         t.eq(u["dead_letters"], 1, "dead letters of the hog")
