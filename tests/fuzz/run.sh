@@ -17,7 +17,7 @@ mkdir -p "$work/corpus"
 
 h=$root/host
 flow=$(ls "$h"/flow/*.c | grep -v test_flow_main.c) # the flow runtime: every file but the CLI's main
-common="$h/common/err.c $h/common/buf.c $h/common/json_out.c $h/common/json_text.c $h/common/time.c"
+common="$h/common/err.c $h/common/buf.c $h/common/json_out.c $h/common/json_text.c $h/common/time.c $h/common/secret_ref.c"
 inc="-I$h/include -I$here"
 libs=""
 seed() { printf "$2" >"$work/corpus/$1"; }
