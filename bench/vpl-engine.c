@@ -9,6 +9,12 @@
  *   nopart    the same program with its .partition_by line deleted, at small LAGs only:
  *             every ProcessCreate is offered to every open run, so the cost per event
  *             grows with LAG and the whole run is quadratic in it.
+ *   join      bench/vpl_join.vpl, join(Order, Payment).on(...).window(1s): per step j an
+ *             Order (id o<j>) and the Payment of order j - 10, 10 ms of event time
+ *             apart, so the window holds about a hundred events of each source; every
+ *             tenth payment is short and .where() drops its pair.
+ *   fn        bench/vpl_fn.vpl: the orders shape with varying totals, each given a band by
+ *             a `fn` block (the tool computes the band to check every alert).
  *
  * Every measurement runs in a forked child (a clean heap, so the RSS delta is its own),
  * REPS times; medians are reported. Before any timing, a checked pass of each
@@ -18,6 +24,7 @@
  *
  * Options (defaults in brackets):
  *   --rules DIR            directory of bench_orders.vpl and bench_sequence.vpl [source rules/]
+ *   --programs DIR         directory of vpl_join.vpl and vpl_fn.vpl [source bench/]
  *   --reps R               timed runs per measurement [3]
  *   --orders N             orders events, 0 skips [200000]
  *   --pairs P              pairs per sequence run, at least 3*LAG are used [200000]
@@ -27,7 +34,9 @@
  *                          host has two runs open and exactly LAG+1 runs stay open
  *   --nopart-lags L,..     [1,100,1000]; "none" skips
  *   --nopart-pairs P       [50000]
- *   --only orders|sequence|nopart   one part only (repeatable)
+ *   --join N               join steps (an order and a payment each), 0 skips [200000]
+ *   --fn N                 fn orders, 0 skips [200000]
+ *   --only orders|sequence|nopart|join|fn   one part only (repeatable)
  *   --dump-events FILE     write the sequence events (first LAG, --pairs, --hosts) as JSON
  *                          lines and exit: bench/detect.sh publishes exactly these
  *   --snapshot             checkpoints instead of rates (section "snapshot"): for each LAG,
@@ -168,21 +177,75 @@ static void ev_free(struct events *e)
 
 static const char *const countries[] = {"France", "Germany", "Italy", "Spain"};
 
-/* The bench/WORKLOAD.md orders event; t has a microsecond fraction. */
-static void gen_orders(struct events *e, long n)
+/* The fn program's total of order i: 0.50 .. 799.50, so that every band occurs. */
+static long fn_total(long i)
+{
+    return (i * 37) % 800;
+}
+
+/* What bench/vpl_fn.vpl's band() gives order i. */
+static const char *fn_band(long i)
+{
+    double total = (double)fn_total(i) + 0.5;
+    const char *country = countries[i % 4];
+    int eu = strcmp(country, "France") == 0 || strcmp(country, "Germany") == 0 || strcmp(country, "Italy") == 0;
+    if (total >= 500.0)
+        return eu ? "eu-high" : "high";
+    if (total >= 100.0)
+        return eu && total * 0.2 >= 50.0 ? "eu-mid" : "mid";
+    return "low";
+}
+
+/* The bench/WORKLOAD.md orders event; t has a microsecond fraction. With vary, the
+ * total of order i is fn_total(i) + 0.50 instead of 347.00. */
+static void gen_orders(struct events *e, long n, int vary)
 {
     ev_init(e, (size_t)n);
-    char buf[1024];
+    char buf[1024], total[32];
     for (long i = 0; i < n; i++) {
         long id = 1001 + i;
+        if (vary)
+            snprintf(total, sizeof(total), "%ld.50", fn_total(i));
+        else
+            snprintf(total, sizeof(total), "347.00");
         int len = snprintf(buf, sizeof(buf),
-                           "{\"id\":\"SO#%ld\",\"email\":\"Jane.Doe@ACME.com\",\"total_price\":\"347.00\","
+                           "{\"id\":\"SO#%ld\",\"email\":\"Jane.Doe@ACME.com\",\"total_price\":\"%s\","
                            "\"t\":%" PRId64 ".%03ld,\"shipping_address\":{\"country\":\"%s\"},\"line_items\":["
                            "{\"sku\":\"A-12\",\"quantity\":\"2\",\"unit_price_cents\":9900},"
                            "{\"sku\":\"B-07\",\"quantity\":\"1\",\"unit_price_cents\":14900},"
                            "{\"sku\":\"C-33\",\"quantity\":\"4\",\"unit_price_cents\":450}]}",
-                           id, INT64_C(1764400000000) + i, i % 1000, countries[i % 4]);
+                           id, total, INT64_C(1764400000000) + i, i % 1000, countries[i % 4]);
         ev_add(e, buf, len, 0);
+    }
+}
+
+#define JOIN_LAG 10      /* steps between an order and its payment */
+#define JOIN_STEP_MS 10  /* event time of a step */
+
+/* bench/vpl_join.vpl's events: step j publishes Order j (j < n) and then the Payment of
+ * order j - JOIN_LAG, both at T0 + j * JOIN_STEP_MS. Order i's total is i % 500 + 0.25;
+ * its payment pays that, or one less when i % 10 == 9. */
+static void gen_join(struct events *e, long n)
+{
+    ev_init(e, (size_t)n * 2);
+    char buf[512];
+    for (long j = 0; j < n + JOIN_LAG; j++) {
+        int64_t t = T0 + (int64_t)j * JOIN_STEP_MS;
+        if (j < n) {
+            int len = snprintf(buf, sizeof(buf),
+                               "{\"event_type\":\"Order\",\"ts\":%" PRId64 ",\"id\":\"o%ld\",\"total\":%ld.25,"
+                               "\"customer\":\"c%ld\"}",
+                               t, j, j % 500, j % 500);
+            ev_add(e, buf, len, 0);
+        }
+        if (j >= JOIN_LAG) {
+            long i = j - JOIN_LAG;
+            int len = snprintf(buf, sizeof(buf),
+                               "{\"event_type\":\"Payment\",\"ts\":%" PRId64 ",\"order_id\":\"o%ld\",\"amount\":%ld.25,"
+                               "\"method\":\"card\"}",
+                               t, i, i % 500 - (i % 10 == 9));
+            ev_add(e, buf, len, 1);
+        }
     }
 }
 
@@ -219,13 +282,15 @@ static void gen_sequence(struct events *e, long pairs, long lag, long hosts)
 
 /* ---- one measured run ------------------------------------------------------------------ */
 
-enum workload { W_ORDERS, W_SEQUENCE };
+enum workload { W_ORDERS, W_SEQUENCE, W_JOIN, W_FN };
 
 struct check {
     enum workload w;
     long want;      /* expected alerts */
     long lag;
-    uint8_t *seen;  /* by id: orders order_ref - 1001, sequence the pair of DestinationIp */
+    long nids;      /* ids are 0 .. nids - 1 */
+    uint8_t *seen;  /* by id: orders and fn order_ref - 1001, sequence the pair of
+                       DestinationIp, join the order of order_id */
     uint8_t *seenp; /* sequence: by the ProcessCreate's pair */
     long alerts, bad, dup, exact, proc_unique;
     int sample_ok;
@@ -261,6 +326,23 @@ static void on_alert_check(void *ud, const char *stream, const char *topic, cons
             c->sample_ok = strcmp(stream, "Out") == 0 &&
                            strstr(json, "\"order_ref\":\"1001\",\"customer_email\":\"jane.doe@acme.com\","
                                         "\"total_eur\":347.0,\"country\":\"FR\",\"t\":1764400000000.0") != NULL;
+    } else if (c->w == W_FN) {
+        id = num_after(json, len, "\"order_ref\":\"") - 1001;
+        char want[64];
+        snprintf(want, sizeof(want), "\"band\":\"%s\",", id >= 0 ? fn_band(id) : "?");
+        if (id >= 0 && memmem(json, len, want, strlen(want)) == NULL)
+            id = -1; /* the wrong band */
+        if (c->alerts == 1)
+            c->sample_ok = strcmp(stream, "Out") == 0 &&
+                           strstr(json, "\"order_ref\":\"1001\",\"band\":\"low\",\"t\":1764400000000.0}") != NULL;
+    } else if (c->w == W_JOIN) {
+        id = num_after(json, len, "\"order_id\":\"o");
+        if (id % 10 == 9)
+            id = -1; /* a short payment: .where() drops it */
+        if (c->alerts == 1)
+            c->sample_ok = strcmp(stream, "Paid") == 0 &&
+                           strstr(json, "\"order_id\":\"o0\",\"customer\":\"c0\",\"paid\":0.25,"
+                                        "\"method\":\"card\"}") != NULL;
     } else {
         const char *ip = memmem(json, len, "\"target_ip\":\"10.", 16);
         long a = -1, b = -1, d = -1;
@@ -285,7 +367,7 @@ static void on_alert_check(void *ud, const char *stream, const char *topic, cons
             c->sample_ok = strcmp(stream, "LateralMovement") == 0 && strstr(json, want) != NULL;
         }
     }
-    if (id < 0 || id >= c->want)
+    if (id < 0 || id >= c->nids)
         c->bad++;
     else if (c->seen[id])
         c->dup++;
@@ -352,7 +434,7 @@ static double cpu_s(void)
 /* Compiles src, feeds ev, fills r. `peak_at`: the event index after which the RSS is read
  * (the sequence's peak of open runs, just before the first ProcessCreate). */
 static void run_once(const char *src, size_t srclen, const struct events *ev, enum workload w,
-                     long want, long lag, size_t peak_at, int checked, struct result *r)
+                     long want, long nids, long lag, size_t peak_at, int checked, struct result *r)
 {
     memset(r, 0, sizeof(*r));
     struct vpl_program *prog = NULL;
@@ -365,15 +447,15 @@ static void run_once(const char *src, size_t srclen, const struct events *ev, en
         snprintf(r->err, sizeof(r->err), "compile: %.200s", err.msg);
         return;
     }
-    struct check c = {.w = w, .want = want, .lag = lag};
+    struct check c = {.w = w, .want = want, .lag = lag, .nids = nids};
     if (checked) {
-        c.seen = calloc((size_t)want + 1, 1);
-        c.seenp = calloc((size_t)want + 1, 1);
+        c.seen = calloc((size_t)nids + 1, 1);
+        c.seenp = calloc((size_t)nids + 1, 1);
         if (c.seen == NULL || c.seenp == NULL)
             die("out of memory");
     }
     vpl_alert_fn cb = checked ? on_alert_check : on_alert_count;
-    const char *dtype = w == W_ORDERS ? "Order" : NULL;
+    const char *dtype = w == W_ORDERS || w == W_FN ? "Order" : NULL;
     struct vpl_stats st;
     double open_sum = 0;
     long open_n = 0;
@@ -455,7 +537,7 @@ static void run_once(const char *src, size_t srclen, const struct events *ev, en
 
 /* run_once in a forked child: a fresh heap for every measurement. */
 static void run_forked(const char *src, size_t srclen, const struct events *ev, enum workload w,
-                       long want, long lag, size_t peak_at, int checked, struct result *r)
+                       long want, long nids, long lag, size_t peak_at, int checked, struct result *r)
 {
     int fd[2];
     fflush(stdout);
@@ -467,7 +549,7 @@ static void run_forked(const char *src, size_t srclen, const struct events *ev, 
         die("fork: %s", strerror(errno));
     if (pid == 0) {
         close(fd[0]);
-        run_once(src, srclen, ev, w, want, lag, peak_at, checked, r);
+        run_once(src, srclen, ev, w, want, nids, lag, peak_at, checked, r);
         ssize_t n = write(fd[1], r, sizeof(*r));
         _exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
     }
@@ -498,7 +580,7 @@ struct config {
     size_t srclen;
     struct events ev;
     enum workload w;
-    long want, lag;
+    long want, nids, lag;
     size_t peak_at;
     struct result chk; /* the checked pass */
     struct result res[MAX_REPS];
@@ -531,7 +613,7 @@ static void add_sequence(const char *section, const char *src, size_t len, const
     for (int k = 0; k < nlags; k++) {
         struct config *c = add_config(section, src, len, W_SEQUENCE);
         c->lag = lags[k];
-        c->want = pairs_arg > 3 * c->lag ? pairs_arg : 3 * c->lag;
+        c->want = c->nids = pairs_arg > 3 * c->lag ? pairs_arg : 3 * c->lag;
         long h = distinct && c->lag + 1 > hosts ? c->lag + 1 : hosts;
         gen_sequence(&c->ev, c->want, c->lag, h);
         /* The peak: every NetworkConnect of steps 0..lag published, no ProcessCreate yet. */
@@ -681,10 +763,10 @@ static const char *const section_hosts_note[] = {
 
 int main(int argc, char **argv)
 {
-    const char *rules = BENCH_SOURCE_DIR "/rules";
+    const char *rules = BENCH_SOURCE_DIR "/rules", *programs = BENCH_SOURCE_DIR "/bench";
     const char *dump = NULL;
-    int reps = 3, distinct = 0, only = 0; /* bits: 1 orders, 2 sequence, 4 nopart */
-    long norders = 200000, pairs = 200000, nopart_pairs = 50000, hosts = 500;
+    int reps = 3, distinct = 0, only = 0; /* bits: 1 orders, 2 sequence, 4 nopart, 8 join, 16 fn */
+    long norders = 200000, pairs = 200000, nopart_pairs = 50000, hosts = 500, njoin = 200000, nfn = 200000;
     long lags[MAX_LAGS] = {1, 100, 1000, 10000, 30000, 100000}, nplags[MAX_LAGS] = {1, 100, 1000};
     int nlags = 6, nnp = 3;
     for (int i = 1; i < argc; i++) {
@@ -692,6 +774,12 @@ int main(int argc, char **argv)
 #define ARG(name) (strcmp(a, name) == 0 && (v != NULL || (die("%s needs a value", name), 0)) && ++i)
         if (ARG("--rules"))
             rules = v;
+        else if (ARG("--programs"))
+            programs = v;
+        else if (ARG("--join"))
+            njoin = atol(v);
+        else if (ARG("--fn"))
+            nfn = atol(v);
         else if (ARG("--reps"))
             reps = atoi(v);
         else if (ARG("--orders"))
@@ -712,7 +800,9 @@ int main(int argc, char **argv)
             only |= strcmp(v, "orders") == 0     ? 1
                     : strcmp(v, "sequence") == 0 ? 2
                     : strcmp(v, "nopart") == 0   ? 4
-                                                 : (die("--only orders|sequence|nopart"), 0);
+                    : strcmp(v, "join") == 0     ? 8
+                    : strcmp(v, "fn") == 0       ? 16
+                                                 : (die("--only orders|sequence|nopart|join|fn"), 0);
         else if (strcmp(a, "--distinct") == 0)
             distinct = 1;
         else if (strcmp(a, "--snapshot") == 0)
@@ -724,7 +814,7 @@ int main(int argc, char **argv)
     if (reps < 1 || reps > MAX_REPS || pairs < 1 || hosts < 1 || nopart_pairs < 1)
         die("bad --reps, --pairs, --nopart-pairs or --hosts");
     if (only == 0)
-        only = snapshot_mode ? 2 : 7;
+        only = snapshot_mode ? 2 : 31;
     /* Fixed mmap threshold: the large event buffers stay out of the heap the engine uses,
      * so a child's RSS delta is the engine's. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
@@ -751,12 +841,28 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/bench_sequence.vpl", rules);
     char *seq_src = only & 6 ? read_file(path, &slen) : NULL;
     char *nopart_src = (only & 4) && nnp > 0 ? without_partition(seq_src, slen, &nlen) : NULL;
+    size_t jlen = 0, flen = 0;
+    snprintf(path, sizeof(path), "%s/vpl_join.vpl", programs);
+    char *join_src = (only & 8) && njoin > 0 ? read_file(path, &jlen) : NULL;
+    snprintf(path, sizeof(path), "%s/vpl_fn.vpl", programs);
+    char *fn_src = (only & 16) && nfn > 0 ? read_file(path, &flen) : NULL;
 
     /* Every event set is generated before anything is timed. */
     if (orders_src != NULL) {
         struct config *c = add_config("orders", orders_src, olen, W_ORDERS);
-        c->want = norders;
-        gen_orders(&c->ev, norders);
+        c->want = c->nids = norders;
+        gen_orders(&c->ev, norders, 0);
+    }
+    if (join_src != NULL) {
+        struct config *c = add_config("join", join_src, jlen, W_JOIN);
+        c->want = njoin - njoin / 10; /* every tenth payment is short */
+        c->nids = njoin;
+        gen_join(&c->ev, njoin);
+    }
+    if (fn_src != NULL) {
+        struct config *c = add_config("fn", fn_src, flen, W_FN);
+        c->want = c->nids = nfn;
+        gen_orders(&c->ev, nfn, 1);
     }
     if (only & 2) {
         add_sequence("sequence", seq_src, slen, lags, nlags, pairs, hosts, 0);
@@ -775,7 +881,7 @@ int main(int argc, char **argv)
     int fails = 0;
     for (int k = 0; k < ncfg; k++) {
         struct config *c = &cfgs[k];
-        run_forked(c->src, c->srclen, &c->ev, c->w, c->want, c->lag, c->peak_at, 1, &c->chk);
+        run_forked(c->src, c->srclen, &c->ev, c->w, c->want, c->nids, c->lag, c->peak_at, 1, &c->chk);
         c->ok = c->chk.ok;
         if (!c->ok) {
             fails++;
@@ -788,7 +894,7 @@ int main(int argc, char **argv)
             if (!c->ok)
                 continue;
             struct result *r = &c->res[c->nres];
-            run_forked(c->src, c->srclen, &c->ev, c->w, c->want, c->lag, c->peak_at, 0, r);
+            run_forked(c->src, c->srclen, &c->ev, c->w, c->want, c->nids, c->lag, c->peak_at, 0, r);
             if (!r->ok) {
                 c->ok = 0;
                 c->chk = *r;
@@ -807,8 +913,8 @@ int main(int argc, char **argv)
     const char *open_section = NULL;
     for (int k = 0; k < ncfg; k++) {
         const struct config *c = &cfgs[k];
-        if (c->w == W_ORDERS) {
-            printf(",\n \"orders\":");
+        if (c->w != W_SEQUENCE) {
+            printf(",\n \"%s\":", c->section);
             print_config(c, 1);
             continue;
         }
@@ -838,5 +944,7 @@ int main(int argc, char **argv)
     free(orders_src);
     free(seq_src);
     free(nopart_src);
+    free(join_src);
+    free(fn_src);
     return fails ? 1 : 0;
 }

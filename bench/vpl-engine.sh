@@ -2,7 +2,9 @@
 # vpl-engine.sh [ARGS...]: the VPL engine alone, in memory (bench/vpl-engine.c): the
 # orders program, the sequence program against the number of runs open at once (LAG 1 ..
 # 100000; with the bench/WORKLOAD.md generator and, with --distinct, with a host per open
-# run), and the sequence without .partition_by at LAG 1, 100, 1000. Builds nothing; prints
+# run), the sequence without .partition_by at LAG 1, 100, 1000, a windowed join
+# (bench/vpl_join.vpl) and a program calling a fn block (bench/vpl_fn.vpl), each
+# checked against the alerts its generator implies first. Builds nothing; prints
 # the JSON of build/bench/gust-bench-vpl and writes it to bench/results/vpl-engine.json
 # when its checks pass (with extra arguments that narrow the run, set RESULT= or
 # RESULT=file so that a partial run does not replace the full one). Extra arguments go to

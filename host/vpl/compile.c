@@ -5,6 +5,7 @@
 #include "builtins.h"
 #include "check.h"
 #include "fold.h"
+#include "keep.h"
 #include "lexer.h"
 #include "parser.h"
 #include "program.h"
@@ -1254,7 +1255,7 @@ int vpl_program_compile(const char *src, size_t len, const char *filename, struc
     if (rc == 0) {
         rc = compile(&c);
     }
-    if (rc == 0 && (rc = fold_program(p)) != 0) {
+    if (rc == 0 && ((rc = fold_program(p)) != 0 || (rc = keep_program(p)) != 0)) {
         vpl_err_at(err, rc, 0, 0, "out of memory");
     }
     compiler_fini(&c);

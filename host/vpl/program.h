@@ -44,6 +44,7 @@ struct pstep {
     uint8_t kleene;    /* `-> all X`: one or more */
     struct neg *negs;  /* `-> NOT X` written just before this step */
     uint32_t nnegs;
+    const struct fieldset *keep; /* what its captures keep (keep.h); NULL: every field */
 };
 
 struct pattern {

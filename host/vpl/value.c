@@ -113,14 +113,29 @@ void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n)
     ev->nf = n;
 }
 
+static int kept(const struct fieldset *keep, uint32_t sym)
+{
+    for (uint32_t i = 0; i < keep->n; i++) {
+        if (keep->sym[i] == sym) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* One block: header, values, keys, then the values' arrays and maps, then their bytes. */
-struct vpl_event *event_freeze(const struct vpl_event *ev)
+struct vpl_event *event_freeze(const struct vpl_event *ev, const struct fieldset *keep)
 {
     struct deep d = {0};
+    const uint32_t *keys = event_keys(ev);
+    uint32_t nf = 0;
     for (uint32_t i = 0; i < ev->nf; i++) {
-        deep_size(&ev->vals[i], &d);
+        if (keep == NULL || kept(keep, keys[i])) {
+            deep_size(&ev->vals[i], &d);
+            nf++;
+        }
     }
-    size_t head = event_head_size(ev->nf);
+    size_t head = event_head_size(nf);
     size_t boxes_at = d.boxes ? ALIGN8(head) : head;
     size_t size = boxes_at + d.boxes + d.bytes;
     char *blk = malloc(size);
@@ -129,15 +144,16 @@ struct vpl_event *event_freeze(const struct vpl_event *ev)
     }
     struct vpl_event *out = (struct vpl_event *)blk;
     out->refs = 1;
-    out->nf = ev->nf;
+    out->nf = nf;
     out->time = ev->time;
     out->size = size; /* shares its place with `frozen`, which a frozen event never reads */
     struct cursor cur = {.box = blk + boxes_at, .byte = blk + boxes_at + d.boxes};
-    const uint32_t *keys = event_keys(ev);
-    uint32_t *k = event_keys_room(out, ev->nf);
-    for (uint32_t i = 0; i < ev->nf; i++) {
-        k[i] = keys[i];
-        out->vals[i] = deep_copy(&ev->vals[i], &cur);
+    uint32_t *k = event_keys_room(out, nf);
+    for (uint32_t i = 0, j = 0; i < ev->nf; i++) {
+        if (keep == NULL || kept(keep, keys[i])) {
+            k[j] = keys[i];
+            out->vals[j++] = deep_copy(&ev->vals[i], &cur);
+        }
     }
     return out;
 }

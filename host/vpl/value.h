@@ -128,8 +128,15 @@ static inline uint32_t *event_keys_room(struct vpl_event *ev, uint32_t room)
 /* Makes the first n of `room` fields the event's (n <= room). */
 void event_seal(struct vpl_event *ev, uint32_t room, uint32_t n);
 
-/* A frozen copy of ev (refs = 1), or NULL on OOM. */
-struct vpl_event *event_freeze(const struct vpl_event *ev);
+/* Field symbols, in no particular order. */
+struct fieldset {
+    uint32_t n;
+    uint32_t sym[];
+};
+
+/* A frozen copy of ev (refs = 1) with the fields whose symbols are in keep, every
+ * field when keep is NULL; NULL on OOM. */
+struct vpl_event *event_freeze(const struct vpl_event *ev, const struct fieldset *keep);
 
 /* A deep copy of v whose storage is in arena (program constants). */
 int value_copy(struct arena *a, const struct vval *v, struct vval *out);

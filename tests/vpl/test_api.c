@@ -184,6 +184,61 @@ static void test_limits_and_memory(void)
     vpl_program_destroy(p);
 }
 
+/* A run keeps only the fields its later steps and emit read through its alias
+ * (host/vpl/keep.c): the 200-byte "pad", which another stream reads (so the decoder
+ * keeps it), is not in the runs of the first program. In the second, two sequences
+ * and a window hold the same events, each with what it reads of them. */
+static void test_capture_fields(void)
+{
+    const char *pair = "stream Pair = A as a -> B where id == a.id as b\n"
+                       "    .within(1h).partition_by(host)\n"
+                       "    .emit(id: a.id, n: a.n)\n";
+    char src[1024];
+    for (int round = 0; round < 2; round++) {
+        snprintf(src, sizeof(src), "stream Pad = A.where(pad == \"x\").emit(pad: pad)\n%s%s", pair,
+                 round == 0 ? ""
+                            : "stream Other = A as a -> C as c\n"
+                              "    .within(1h).partition_by(host)\n"
+                              "    .emit(pad_len: len(a.pad), host: a.host)\n"
+                              "stream Last = A.window(2).aggregate(pad: last(pad), n: last(n)).emit(pad: pad, n: n)\n");
+        struct vpl_program *p = compile(src);
+        if (p == NULL)
+            return;
+        struct vpl_engine *e = NULL;
+        CHECK(vpl_engine_create(p, NULL, &e, NULL) == 0);
+        struct sink s = {0};
+        char buf[512];
+        for (int i = 0; i < 100; i++) {
+            snprintf(buf, sizeof(buf),
+                     "{\"event_type\":\"A\",\"ts\":%d,\"host\":\"h%d\",\"id\":%d,\"n\":%d,\"pad\":\"%0200d\"}", i,
+                     i, i, i * 2, i);
+            CHECK(feed(e, buf, NULL, &s) == 0);
+        }
+        struct vpl_stats st;
+        vpl_engine_stats(e, &st);
+        if (round == 0) {
+            /* A run (64 bytes), its capture of id and n (24 + 2 x 20), its partition
+             * (27): with every field the capture alone would be 307 bytes. */
+            CHECK(st.open_runs == 100 && s.n == 0);
+            printf("capture fields: %llu bytes per open run\n", (unsigned long long)(st.state_bytes / 100));
+            CHECK(st.state_bytes / 100 < 200);
+        } else {
+            CHECK(st.open_runs == 200 && s.n == 50 && strcmp(s.stream, "Last") == 0);
+        }
+        CHECK(feed(e, "{\"event_type\":\"B\",\"ts\":200,\"host\":\"h7\",\"id\":7}", NULL, &s) == 0);
+        CHECK(strcmp(s.stream, "Pair") == 0 && strcmp(strip_ts(s.last), "{\"event_type\":\"Pair\",\"id\":7,\"n\":14}") == 0);
+        if (round == 1) {
+            CHECK(feed(e, "{\"event_type\":\"C\",\"ts\":201,\"host\":\"h9\"}", NULL, &s) == 0);
+            CHECK(s.n == 52 &&
+                  strcmp(strip_ts(s.last), "{\"event_type\":\"Other\",\"pad_len\":200,\"host\":\"h9\"}") == 0);
+        }
+        if (check_failures)
+            fprintf(stderr, "round %d: got %s\n", round, s.last);
+        vpl_engine_destroy(e);
+        vpl_program_destroy(p);
+    }
+}
+
 static void test_errors(void)
 {
     struct vpl_program *p = NULL;
@@ -372,6 +427,7 @@ int main(void)
     test_bindings_and_outputs();
     test_values_out();
     test_limits_and_memory();
+    test_capture_fields();
     test_errors();
     test_timers();
     return check_result("vpl api");

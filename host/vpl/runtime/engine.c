@@ -98,7 +98,7 @@ void vpl_engine_destroy(struct vpl_engine *e)
         }
     }
     for (uint32_t i = 0; i < e->nheld; i++) {
-        rt_drop(e, e->held[i]);
+        rt_drop(e, e->held[i].ev);
     }
     free(e->held);
     free(e->pend);
@@ -234,7 +234,7 @@ static int held_room(struct vpl_engine *e)
         return 0;
     }
     uint32_t cap = e->capheld ? e->capheld * 2 : 16;
-    struct vpl_event **v = realloc(e->held, cap * sizeof(*v));
+    struct held *v = realloc(e->held, cap * sizeof(*v));
     if (v == NULL) {
         e->oom = 1;
         return -1;
@@ -244,27 +244,40 @@ static int held_room(struct vpl_engine *e)
     return 0;
 }
 
-struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev)
+/* A frozen copy of transient ev made this input that has every field of keep. */
+static struct vpl_event *held_copy(const struct vpl_engine *e, const struct vpl_event *ev,
+                                   const struct fieldset *keep)
+{
+    for (uint32_t i = e->nheld; i-- > 0;) {
+        const struct held *h = &e->held[i];
+        if (h->src == ev && (h->keep == NULL || h->keep == keep)) {
+            return h->ev;
+        }
+    }
+    return NULL;
+}
+
+struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev, const struct fieldset *keep)
 {
     if (ev->refs > 0) {
         ev->refs++;
         return ev;
     }
-    if (ev->frozen == NULL) {
+    struct vpl_event *f = ev->frozen != NULL ? held_copy(e, ev, keep) : NULL;
+    if (f == NULL) {
         if (held_room(e) != 0) {
             return NULL;
         }
-        struct vpl_event *f = event_freeze(ev);
-        if (f == NULL) {
+        if ((f = event_freeze(ev, keep)) == NULL) {
             e->oom = 1;
             return NULL;
         }
         e->st.state_bytes += f->size;
         ev->frozen = f;
-        e->held[e->nheld++] = f; /* the transient event's own reference */
+        e->held[e->nheld++] = (struct held){f, ev, keep}; /* the transient event's own reference */
     }
-    ev->frozen->refs++;
-    return ev->frozen;
+    f->refs++;
+    return f;
 }
 
 void rt_drop(struct vpl_engine *e, struct vpl_event *ev)
@@ -278,7 +291,7 @@ void rt_drop(struct vpl_engine *e, struct vpl_event *ev)
          * to keep it, it leaks rather than be read after free. */
         if (held_room(e) == 0) {
             ev->refs = 1;
-            e->held[e->nheld++] = ev;
+            e->held[e->nheld++] = (struct held){ev, NULL, NULL};
         }
         return;
     }
@@ -644,7 +657,7 @@ static void route_input(struct vpl_engine *e, uint32_t type, struct vpl_event *e
 int rt_end_feed(struct vpl_engine *e)
 {
     for (uint32_t i = 0; i < e->nheld; i++) {
-        rt_drop(e, e->held[i]);
+        rt_drop(e, e->held[i].ev);
     }
     e->nheld = 0;
     arena_reset(&e->scratch);

@@ -29,6 +29,15 @@ struct qitem {
     struct vpl_event *ev; /* a reference of its own when ev is held (refs > 0) */
 };
 
+/* A reference the current input holds until it ends: a frozen copy of a transient
+ * event (src, made with keep), or an event a queued derived event may still read
+ * (src NULL). */
+struct held {
+    struct vpl_event *ev;
+    const struct vpl_event *src;
+    const struct fieldset *keep;
+};
+
 /* State of one stream: partitions of runs or windows, and their deadlines. */
 struct sstate {
     struct hmap parts; /* windows' partitions */
@@ -52,7 +61,7 @@ struct vpl_engine {
     int64_t *clock;       /* per routing type: event-time clock */
     struct sstate *ss;    /* per stream */
     int64_t *timer_next;  /* per stream: a timer's next firing time; INT64_MIN: not started */
-    struct vpl_event **held; /* frozen copies owned by transient events until the input ends */
+    struct held *held;    /* references the current input holds */
     uint32_t nheld, capheld;
     struct pend *pend;
     uint32_t npend, cappend;
@@ -71,9 +80,11 @@ struct vpl_engine {
 
 /* ---- engine.c ---- */
 
-/* Takes a reference to ev for state that outlives the input (freezing a transient
- * event once). NULL on OOM (e->oom set). */
-struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev);
+/* Takes a reference to ev for state that outlives the input. A transient event is
+ * frozen with the fields of keep (NULL: all of them), once for every holder that
+ * asks for the same set or a subset of what an earlier copy has. NULL on OOM (e->oom
+ * set). */
+struct vpl_event *rt_hold(struct vpl_engine *e, struct vpl_event *ev, const struct fieldset *keep);
 void rt_drop(struct vpl_engine *e, struct vpl_event *ev);
 
 /* Accounted heap memory for runs, partitions and window buffers. */

@@ -115,12 +115,15 @@ static void part_free(struct vpl_engine *e, uint32_t si, struct spart *p)
     rt_free(e, p, part_size(e->prog->streams[si].pat, p));
 }
 
-/* Drops what a run holds and frees it. */
+/* Drops what a run holds and frees it. A capture that is a transient event (refs 0:
+ * the last step's, borrowed by a run that completes, see offer) is the input's. */
 static void run_release(struct vpl_engine *e, const struct pattern *pat, struct run *r)
 {
     for (uint32_t k = 0; k < pat->nsteps; k++) {
         if (!pat->steps[k].kleene) {
-            rt_drop(e, r->cap[k].ev);
+            if (r->cap[k].ev != NULL && r->cap[k].ev->refs > 0) {
+                rt_drop(e, r->cap[k].ev);
+            }
         } else if (r->cap[k].clo != NULL) {
             for (uint32_t i = 0; i < r->cap[k].clo->n; i++) {
                 rt_drop(e, r->cap[k].clo->ev[i]);
@@ -216,7 +219,7 @@ static int pred_ok(const struct expr *pred, const struct ectx *c)
 }
 
 /* Adds ev to the closure of Kleene slot k. */
-static int grow(struct vpl_engine *e, struct run *r, uint32_t k, struct vpl_event *ev)
+static int grow(struct vpl_engine *e, const struct pattern *pat, struct run *r, uint32_t k, struct vpl_event *ev)
 {
     struct closure *clo = r->cap[k].clo;
     if (clo != NULL && clo->n >= KLEENE_MAX) {
@@ -236,7 +239,7 @@ static int grow(struct vpl_engine *e, struct run *r, uint32_t k, struct vpl_even
         clo->cap = cap;
         r->cap[k].clo = clo;
     }
-    struct vpl_event *held = rt_hold(e, ev);
+    struct vpl_event *held = rt_hold(e, ev, pat->steps[k].keep);
     if (held == NULL) {
         return -1;
     }
@@ -291,7 +294,7 @@ static int relevant(const struct pattern *pat, uint32_t k, uint32_t type)
 }
 
 /* A run matched its last step: queue its match(es) and take it out of its list. */
-static void complete(struct vpl_engine *e, const struct pattern *pat, struct run *r,
+static void complete(struct vpl_engine *e, uint32_t si, const struct pattern *pat, struct run *r,
                      const struct vpl_event *ev)
 {
     unlink_run(r);
@@ -301,8 +304,8 @@ static void complete(struct vpl_engine *e, const struct pattern *pat, struct run
         for (uint32_t v = 1; v <= n; v++) {
             rt_pend(e, r, ev, pat->each_slot, v, v == n);
         }
-    } else {
-        rt_pend(e, r, ev, -1, 0, 1);
+    } else if (rt_pend(e, r, ev, -1, 0, 1) != 0) {
+        run_free(e, si, r); /* out of memory: it may borrow the input's event, so not kept */
     }
 }
 
@@ -326,7 +329,7 @@ static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k, s
         /* A closure that ends the pattern grows until an event of its type breaks it. */
         const struct pstep *ks = &pat->steps[k - 1];
         if (ks->type == type && pred_ok(ks->pred, &c)) {
-            if (grow(e, r, k - 1, ev) != 0) {
+            if (grow(e, pat, r, k - 1, ev) != 0) {
                 return 0;
             }
             if (!pat->longest) {
@@ -349,7 +352,7 @@ static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k, s
     }
     if (st->type == type && pred_ok(st->pred, &c)) {
         if (st->kleene) {
-            if (grow(e, r, k, ev) != 0) {
+            if (grow(e, pat, r, k, ev) != 0) {
                 return 0;
             }
             unlink_run(r);
@@ -359,20 +362,25 @@ static int offer(struct vpl_engine *e, uint32_t si, struct run *r, uint32_t k, s
             }
             return 1;
         }
-        if ((r->cap[k].ev = rt_hold(e, ev)) == NULL) {
+        int last = k + 1 == pat->nsteps && pat->nabsent == 0;
+        if (last && pat->each_slot < 0 && ev->refs == 0) {
+            /* The run completes now and is freed when this input's matches are emitted
+             * (flush, before the input ends): the event needs no frozen copy. */
+            r->cap[k].ev = ev;
+        } else if ((r->cap[k].ev = rt_hold(e, ev, st->keep)) == NULL) {
             return 0;
         }
         unlink_run(r);
-        if (k + 1 < pat->nsteps || pat->nabsent > 0) {
+        if (!last) {
             link_run(r->part, r, k + 1);
         } else {
-            complete(e, pat, r, ev);
+            complete(e, si, pat, r, ev);
         }
         return 1;
     }
     if (k >= 1 && pat->steps[k - 1].kleene && pat->steps[k - 1].type == type &&
         pred_ok(pat->steps[k - 1].pred, &c)) {
-        return grow(e, r, k - 1, ev) == 0;
+        return grow(e, pat, r, k - 1, ev) == 0;
     }
     if (pat->strict && reads_type(pat, type)) {
         run_free(e, si, r);
@@ -392,7 +400,7 @@ static void open_run(struct vpl_engine *e, uint32_t si, struct spart *p, struct 
         return;
     }
     memset(r, 0, run_size(pat));
-    if ((r->cap[0].ev = rt_hold(e, ev)) == NULL) {
+    if ((r->cap[0].ev = rt_hold(e, ev, pat->steps[0].keep)) == NULL) {
         rt_free(e, r, run_size(pat));
         return;
     }

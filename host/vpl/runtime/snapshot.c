@@ -511,7 +511,7 @@ static int get_events(struct vpl_engine *e, struct snap_r *r)
         }
         event_seal(ev, (uint32_t)nf, (uint32_t)nf);
         ev->time = time;
-        struct vpl_event *f = event_freeze(ev);
+        struct vpl_event *f = event_freeze(ev, NULL);
         if (f == NULL) {
             rc = VPL_ENOMEM;
             break;

@@ -162,7 +162,7 @@ static int add_side(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev,
         w->side = sd;
         w->scap = w->cap;
     }
-    struct vpl_event *h = rt_hold(e, ev);
+    struct vpl_event *h = rt_hold(e, ev, NULL);
     if (h == NULL) {
         return -1;
     }
