@@ -25,6 +25,15 @@ natsStatus gust_nats_publish(natsConnection *nc, const char *subject, const char
     if (msg_id == NULL && nheaders == 0) {
         return natsConnection_PublishRequest(nc, subject, reply, data, (int)len);
     }
+    /* The one copy of the payload this side of the socket buffer, which nats.c 3.4.1
+     * cannot skip when a message has headers (a consumer core's emit always has its
+     * Nats-Msg-Id): natsMsg_Create copies data into the message it allocates, and no
+     * public call makes a natsMsg over the caller's memory. natsMsg_init does, for the
+     * library's own stack messages, but it is not declared and needs sizeof(natsMsg),
+     * which is private and changed between releases. The message lives only for this
+     * call (PublishMsg writes it into the connection's buffer, the reconnect buffer
+     * included): what it was made from, an emit in its unit's arena, may change as soon
+     * as this returns, and the PubAck is matched by the reply subject, not by it. */
     natsMsg *m = NULL;
     natsStatus s = natsMsg_Create(&m, subject, reply, data, (int)len);
     if (s == NATS_OK && msg_id != NULL) {

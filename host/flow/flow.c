@@ -158,10 +158,10 @@ static int l_emit(lua_State *L)
         return luaL_error(L, "emit: invalid subject '%s': %s", subject, why);
     }
     size_t nheaders = gust_flow_emit_options(L, 3, &f->headers);
-    f->enc.buf.len = 0;
-    gust_json_encode(L, 2, &f->enc);
-    if (gust_emits_push_with_headers(f->out, subject, f->enc.buf.data, f->enc.buf.len,
-                                     (const struct gust_header *)(void *)f->headers.data, nheaders) != 0) {
+    /* Straight into the arena the bus publishes from; an error out of the encoder
+     * leaves the emit open, and the arena drops it (gust_flow_run aborts it). */
+    gust_json_encode_into(L, 2, &f->enc, gust_emits_begin(f->out));
+    if (gust_emits_end(f->out, subject, (const struct gust_header *)(void *)f->headers.data, nheaders) != 0) {
         return luaL_error(L, "emit: not enough memory");
     }
     return 0;
@@ -576,6 +576,8 @@ int gust_flow_run(struct gust_flow *f, const char *json, size_t len, const struc
     status = lua_pcall(L, nargs, 0, 1);
     f->out = NULL;
     f->in_call = 0;
+    /* An emit the script caught failing (pcall) left its bytes open in the arena. */
+    gust_emits_abort(out);
     if (status != 0) {
         const char *msg = lua_tostring(L, -1);
         int timed_out = f->timed_out || f->alloc.late != late;

@@ -94,6 +94,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/emits.h" /* struct gust_emits: where emit() writes */
 #include "gust/err.h"
 #include "gust/plugin.h" /* struct gust_header, enum gust_log_level */
 #include "state.h"
@@ -104,35 +105,6 @@
 /* The most one call may build: a string of string.rep, table.concat or gsub, a JSON
  * text (emit, json.encode); memory_max when that is smaller. */
 #define GUST_FLOW_BUILD_MAX ((size_t)256 << 20)
-
-/* One message produced by emit(). Every string is NUL-terminated and owned by the
- * struct gust_emits holding it: the caller reads them and never frees them. */
-struct gust_emit {
-    char *subject;
-    char *payload; /* JSON text of `len` bytes */
-    size_t len;
-    struct gust_header *headers; /* nheaders, sorted by name; NULL when none */
-    size_t nheaders;
-};
-
-/* The emits of one or more events, in emit order. Owned by the caller, who zero-fills
- * it before first use and reuses it between calls. */
-struct gust_emits {
-    struct gust_emit *v;
-    size_t n, cap;
-};
-
-/* Appends a copy of `subject` (NUL-terminated), of `len` bytes of `payload` and of the
- * headers[0..nheaders) (NULL when 0), all borrowed. Returns 0 or GUST_ENOMEM, leaving
- * `e` unchanged on failure. gust_emits_push is the same without headers, for units
- * that emit without a script (a relay). */
-int gust_emits_push_with_headers(struct gust_emits *e, const char *subject, const char *payload, size_t len,
-                                 const struct gust_header *headers, size_t nheaders);
-int gust_emits_push(struct gust_emits *e, const char *subject, const char *payload, size_t len);
-/* Frees every emit's strings and sets n to 0, keeping the array for reuse. */
-void gust_emits_clear(struct gust_emits *e);
-/* Frees everything; `e` is zero-filled afterwards, ready for reuse. */
-void gust_emits_free(struct gust_emits *e);
 
 struct gust_tables;
 

@@ -78,6 +78,9 @@ struct gust_json_enc {
 /* Appends the JSON text of the value at `idx` to enc->buf. Raises a Lua error when the
  * value cannot be encoded (the buffer then holds a partial text). */
 void gust_json_encode(lua_State *L, int idx, struct gust_json_enc *enc);
+/* The same into `out` (emit() writes into the emits arena): enc->max bounds the text
+ * this call appends, not what out held before. */
+void gust_json_encode_into(lua_State *L, int idx, struct gust_json_enc *enc, struct gust_buf *out);
 
 /* Writes the JSON text of a finite double into out (at least 32 bytes) and returns
  * its length; returns 0 for NaN and infinities, which JSON cannot hold. */
@@ -206,9 +209,6 @@ struct gust_flow {
     struct gust_buf reply;    /* ... and this JSON text */
     struct gust_flow_state state;
 };
-
-/* Frees the emits beyond the first n. */
-void gust_emits_truncate(struct gust_emits *e, size_t n);
 
 /* Pushes the closures' common upvalues the decoders want: the three tag metatables
  * (at mt_base..mt_base+2 on the stack) and the flow, then the C closure. */

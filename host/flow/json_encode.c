@@ -15,6 +15,7 @@ struct enc {
     lua_State *L;
     const struct gust_json_tags *tags;
     struct gust_buf *b;
+    size_t start; /* b->len before this text: max bounds what comes after */
     locale_t c_locale;
     const struct gust_json_enc *cfg;
     unsigned tables; /* encoded so far, for the deadline's checks */
@@ -26,7 +27,7 @@ struct enc {
 
 static void grow(struct enc *e, size_t need)
 {
-    if (e->cfg->max > 0 && e->b->len + need > e->cfg->max) {
+    if (e->cfg->max > 0 && e->b->len - e->start + need > e->cfg->max) {
         luaL_error(e->L, "the JSON text would be over %lu bytes", (unsigned long)e->cfg->max);
     }
     if (gust_buf_reserve(e->b, need) != 0) {
@@ -410,11 +411,17 @@ static void encode_value(struct enc *e, int idx, int depth)
     luaL_error(L, "cannot encode a %s value", luaL_typename(L, idx));
 }
 
-void gust_json_encode(lua_State *L, int idx, struct gust_json_enc *enc)
+void gust_json_encode_into(lua_State *L, int idx, struct gust_json_enc *enc, struct gust_buf *out)
 {
-    struct enc e = {.L = L, .tags = &enc->tags, .b = &enc->buf, .c_locale = enc->c_locale, .cfg = enc};
+    struct enc e = {
+        .L = L, .tags = &enc->tags, .b = out, .start = out->len, .c_locale = enc->c_locale, .cfg = enc};
     if (idx < 0) {
         idx = lua_gettop(L) + idx + 1;
     }
     encode_value(&e, idx, 0);
+}
+
+void gust_json_encode(lua_State *L, int idx, struct gust_json_enc *enc)
+{
+    gust_json_encode_into(L, idx, enc, &enc->buf);
 }

@@ -11,6 +11,7 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "../common/mem.h"
+#include "../flow/flow.h"
 #include "../flow/jtree.h"
 #include "../flow/keyidx.h"
 

@@ -38,11 +38,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../flow/flow.h"
 #include "gust/err.h"
 #include "unit.h"
 
 struct gust_bus;
+struct gust_flow;        /* flow/flow.h: only flow_state.c and the flow handler run one */
+struct gust_state_store; /* flow/state.h */
 
 struct gust_kv_state_conf {
     struct gust_bus *bus;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../bus/port.h"
-#include "../flow/flow.h"
+#include "../common/emits.h"
 #include "../trace/trace.h"
 #include "unit.h"
 

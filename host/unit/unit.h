@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "../common/buf.h"
-#include "../flow/flow.h" /* struct gust_emits */
-#include "gust/plugin.h"  /* struct gust_msg */
+#include "../common/emits.h"
+#include "gust/plugin.h" /* struct gust_msg */
 
 /* What became of one message of a batch. */
 enum gust_outcome {

@@ -16,7 +16,8 @@ mkdir -p "$work/corpus"
 [ -n "${3:-}" ] || trap 'rm -rf "$work"' EXIT
 
 h=$root/host
-flow=$(ls "$h"/flow/*.c | grep -v test_flow_main.c) # the flow runtime: every file but the CLI's main
+# the flow runtime: every file but the CLI's main, and the emits arena it writes into
+flow="$(ls "$h"/flow/*.c | grep -v test_flow_main.c) $h/common/emits.c"
 common="$h/common/err.c $h/common/buf.c $h/common/json_out.c $h/common/json_text.c $h/common/time.c $h/common/secret_ref.c"
 inc="-I$h/include -I$here"
 libs=""

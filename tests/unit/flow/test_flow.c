@@ -298,10 +298,39 @@ static void test_memory_max(void)
     CHECK_CONTAINS(err.msg, "over memory_max (1 bytes)");
 }
 
+/* emit() encodes into the emits arena in place: an encode that fails half-way, after
+ * growing the arena, and that the script catches (last, too) leaves the earlier emits
+ * readable where the arena now is, and nothing of its own. */
+static void test_emit_caught_failure(void)
+{
+    struct gust_flow *f;
+    struct gust_err err;
+    struct gust_emits out = {0};
+    const char *script = "return { on_event = function(ev)\n"
+                         "  emit('ev.first', { n = ev.n })\n"
+                         "  local ok, why = pcall(emit, 'ev.broken', array({ string.rep('x', 300000), print }))\n"
+                         "  emit('ev.last', { ok = ok, why = why })\n"
+                         "  pcall(emit, 'ev.broken', array({ string.rep('y', 600000), print }))\n"
+                         "end }";
+    CHECK(flow_from_text(script, 0, &f, &err) == 0);
+    CHECK(run(f, "{\"n\": 7}", &out, &err) == 0);
+    CHECK(out.n == 2);
+    if (out.n == 2) {
+        CHECK_STR(out.v[0].subject, "ev.first");
+        CHECK_STR(out.v[0].payload, "{\"n\":7}");
+        CHECK_STR(out.v[1].subject, "ev.last");
+        CHECK_CONTAINS(out.v[1].payload, "cannot encode a function value");
+        CHECK(out.bytes.len < 1000, "the broken emit's %zu bytes stayed", out.bytes.len);
+    }
+    gust_emits_free(&out);
+    gust_flow_destroy(f);
+}
+
 int main(void)
 {
     test_create_errors();
     test_run_and_emits();
+    test_emit_caught_failure();
     test_decoder_reuse();
     test_error_objects();
     test_timeout();

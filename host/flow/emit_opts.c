@@ -1,5 +1,4 @@
-/* The emits of a batch (struct gust_emits) and the checks of emit()'s options. */
-#include <stdalign.h>
+/* The checks of emit()'s options (its headers). */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -7,78 +6,6 @@
 #include <lauxlib.h>
 
 #include "flow_int.h"
-
-/* An emit's strings share one allocation, freed through the payload pointer: the
- * payload, the subject, then (aligned) the header array and the header strings. */
-int gust_emits_push_with_headers(struct gust_emits *out, const char *subject, const char *payload, size_t len,
-                                 const struct gust_header *headers, size_t nheaders)
-{
-    size_t slen = strlen(subject);
-    if (out->n == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 8;
-        struct gust_emit *v = realloc(out->v, cap * sizeof(*v));
-        if (v == NULL) {
-            return GUST_ENOMEM;
-        }
-        out->v = v;
-        out->cap = cap;
-    }
-    size_t size = len + 1 + slen + 1, array_at = 0, strings = 0;
-    if (nheaders > 0) {
-        size_t align = alignof(struct gust_header);
-        array_at = (size + align - 1) / align * align;
-        size = array_at + nheaders * sizeof(struct gust_header);
-        for (size_t i = 0; i < nheaders; i++) {
-            strings += strlen(headers[i].name) + 1 + strlen(headers[i].value) + 1;
-        }
-    }
-    char *block = malloc(size + strings);
-    if (block == NULL) {
-        return GUST_ENOMEM;
-    }
-    memcpy(block, payload, len);
-    block[len] = '\0';
-    memcpy(block + len + 1, subject, slen);
-    block[len + 1 + slen] = '\0';
-    struct gust_header *h = NULL;
-    if (nheaders > 0) {
-        h = (struct gust_header *)(void *)(block + array_at);
-        char *w = block + size;
-        for (size_t i = 0; i < nheaders; i++) {
-            size_t nl = strlen(headers[i].name) + 1, vl = strlen(headers[i].value) + 1;
-            h[i].name = memcpy(w, headers[i].name, nl);
-            h[i].value = memcpy(w + nl, headers[i].value, vl);
-            w += nl + vl;
-        }
-    }
-    out->v[out->n++] = (struct gust_emit){
-        .subject = block + len + 1, .payload = block, .len = len, .headers = h, .nheaders = nheaders};
-    return 0;
-}
-
-int gust_emits_push(struct gust_emits *out, const char *subject, const char *payload, size_t len)
-{
-    return gust_emits_push_with_headers(out, subject, payload, len, NULL, 0);
-}
-
-void gust_emits_truncate(struct gust_emits *e, size_t n)
-{
-    while (e->n > n) {
-        free(e->v[--e->n].payload);
-    }
-}
-
-void gust_emits_clear(struct gust_emits *e)
-{
-    gust_emits_truncate(e, 0);
-}
-
-void gust_emits_free(struct gust_emits *e)
-{
-    gust_emits_truncate(e, 0);
-    free(e->v);
-    *e = (struct gust_emits){0};
-}
 
 /* NATS headers travel as "Name: value" lines: a name is printable ASCII without ':'
  * or spaces. Names starting with "Nats-" steer JetStream (Nats-Msg-Id, Nats-Expected-*,
