@@ -95,6 +95,7 @@ static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int 
                                       .stream_seq = m->seq, .attempt = m->attempt};
         in[k].tick = NULL;
         in[k].traceparent = in[k].tracestate = NULL;
+        in[k].pending = 0;
         in[k].reply_to = (with & GUST_FEED_REPLY_TO) && m->reply_to[0] != '\0' ? m->reply_to : NULL;
         in[k++].ref = m;
     }
