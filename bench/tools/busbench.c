@@ -1012,8 +1012,9 @@ static int run_flood(int pubs, uint64_t n, int size)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME [WINDOW [IDS]] | fetch BATCH N NAME [SIZE] |\n"
-                    "       relay BATCH N NAME [SIZE] | path BATCH N NAME SIZE RATE [WINDOW] |\n"
+    fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME [WINDOW [IDS]] |\n"
+                    "       fetch BATCH N NAME [SIZE] | relay BATCH N NAME [SIZE] |\n"
+                    "       path BATCH N NAME SIZE RATE [WINDOW] |\n"
                     "       bridge BATCH N NAME SIZE WINDOW | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
     return 2;
 }

@@ -20,7 +20,8 @@ extern void natsMsg_free(void *msg) __attribute__((weak));
  * detect unit storing 100 000 alerts with their ids spends more there than anywhere
  * else of its own. */
 extern natsStatus natsMsg_create(natsMsg **msg, const char *subject, int subj_len, const char *reply,
-                                 int reply_len, const char *buf, int buf_len, int hdr_len) __attribute__((weak));
+                                 int reply_len, const char *buf, int buf_len, int hdr_len)
+    __attribute__((weak));
 
 void gust_nats_msg_free(natsMsg *m)
 {
@@ -50,9 +51,9 @@ static void put_header(char *buf, size_t *at, const char *name, const char *valu
 
 /* The message with its headers written here: one allocation. NATS_ERR when it cannot
  * be built this way (the caller builds it with nats.c's header calls). */
-static natsStatus publish_encoded(natsConnection *nc, const char *subject, const char *reply, const void *data,
-                                  size_t len, const char *msg_id, const struct gust_header *headers,
-                                  size_t nheaders)
+static natsStatus publish_encoded(natsConnection *nc, const char *subject, const char *reply,
+                                  const void *data, size_t len, const char *msg_id,
+                                  const struct gust_header *headers, size_t nheaders)
 {
     size_t hdr = sizeof(HDR_LINE) - 1 + 2, written = 0;
     if (msg_id != NULL) {
@@ -95,8 +96,8 @@ static natsStatus publish_encoded(natsConnection *nc, const char *subject, const
         memcpy(buf + at, data, len);
     }
     natsMsg *m = NULL;
-    natsStatus s = natsMsg_create(&m, subject, (int)strlen(subject), reply, reply != NULL ? (int)strlen(reply) : 0, buf,
-                                  (int)(at + len), (int)at);
+    natsStatus s = natsMsg_create(&m, subject, (int)strlen(subject), reply,
+                                  reply != NULL ? (int)strlen(reply) : 0, buf, (int)(at + len), (int)at);
     if (buf != stack) {
         free(buf);
     }

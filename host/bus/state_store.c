@@ -229,7 +229,8 @@ int gust_state_get(struct gust_bus *bus, const char *name, char *info, size_t in
      * copied again at each doubling. A head claiming more than its chunks can hold is
      * refused before anything is allocated for it. */
     if (want > chunks->u.array.len * (size_t)CHUNK_MAX) {
-        snprintf(why, why_size, "the head of %s claims %zu bytes in %zu chunks", name, want, chunks->u.array.len);
+        snprintf(why, why_size, "the head of %s claims %zu bytes in %zu chunks", name, want,
+                 chunks->u.array.len);
         rc = GUST_EINVAL;
     } else if (gust_buf_reserve(&blob, want) != 0) {
         snprintf(why, why_size, "out of memory for %zu bytes", want);

@@ -792,7 +792,8 @@ static void *unit_thread(void *arg)
         int with = (c->handler.wants_headers ? GUST_FEED_HEADERS : 0) |
                    (c->handler.answers_calls ? GUST_FEED_REPLY_TO : 0) | GUST_FEED_TRACE;
         size_t take = max;
-        if (c->conf.settle == GUST_SETTLE_ORDERED && c->behind > max && grow(c, max * CATCH_UP_BATCHES) == 0) {
+        if (c->conf.settle == GUST_SETTLE_ORDERED && c->behind > max &&
+            grow(c, max * CATCH_UP_BATCHES) == 0) {
             take = max * CATCH_UP_BATCHES;
         }
         int n = c->feed->ops->next(c->feed, c->in, take, with, why, sizeof(why));

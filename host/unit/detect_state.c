@@ -295,10 +295,9 @@ static void checkpoint_due(struct detect *d, int64_t now)
 {
     for (uint32_t k = 0; k < d->nslices; k++) {
         struct slice *s = &d->slices[k];
-        if (s->eng != NULL &&
-            (s->fed >= d->checkpoint_events ||
-             (d->checkpoint_interval_ms > 0 && !d->catching_up && s->fed > 0 &&
-              now - s->checkpoint_at >= d->checkpoint_interval_ms))) {
+        if (s->eng != NULL && (s->fed >= d->checkpoint_events ||
+                               (d->checkpoint_interval_ms > 0 && !d->catching_up && s->fed > 0 &&
+                                now - s->checkpoint_at >= d->checkpoint_interval_ms))) {
             checkpoint(d, s);
         }
     }
