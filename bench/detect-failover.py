@@ -10,7 +10,10 @@ every check passed (bench/provenance.py).
    restores the checkpoint and replays the R events: the time from its start to its
    position reaching the last event (its cold start included), its restore time as
    /units says, and the replay rate. Checked: the alerts stored are exactly what
-   `gust vpl-run` prints for the events stored, in stream order, each once.
+   `gust vpl-run` prints for the events stored, in stream order, each once. Beside a
+   replay that stores alerts, the bus's own floor in the same run, on the same server:
+   `gust-bench-bus jspub` storing as many messages of the alerts' mean size, each with a
+   Nats-Msg-Id as the alerts have, from one connection with WINDOW PubAcks awaited.
 2. Failover gap. Three gust processes run the unit (one holds it, under its lease), a
    publisher stores pairs at a steady rate (LAG 100), a subscriber times every alert.
    The holder is killed with -9: the gap in alerts lasts until its lease expires
@@ -146,6 +149,18 @@ def oracle_check(url, rules):
     return sum(got.values()), sum(want.values()), got == want
 
 
+def bus_floor(url, alerts, size, window):
+    """The bus alone storing `alerts` messages of `size` bytes with PubAcks, from one
+    connection with `window` PubAcks awaited at once, each with its own Nats-Msg-Id."""
+    out = subprocess.run([os.path.join(TOOLS, "gust-bench-bus"), url, "jspub", str(size), str(alerts), "FLOOR",
+                          str(window), "1"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    if not r["ok"]:
+        raise AssertionError("the bus floor did not store every message: %s" % out)
+    return {"messages": r["messages"], "size": r["size"], "window": r["window"], "ms": round(r["seconds"] * 1000),
+            "rate": r["rate"]}
+
+
 def detect(g):
     return next(u for u in json.loads(g.request("GET", "/units")[1])["units"] if u["name"] == "seq")["detect"]
 
@@ -159,7 +174,7 @@ detect seq { rules %(rules)s; checkpoint_interval %(interval)s; checkpoint_event
 """
 
 
-def restore_replay(lag, replay):
+def restore_replay(lag, replay, window):
     tmp = TempDir()
     nats = NatsServer(tmp)
     rules = program(tmp)
@@ -191,13 +206,18 @@ def restore_replay(lag, replay):
         time.sleep(0.5)
         got, want, ok = oracle_check(nats.url, rules)
         g.stop()
-        return {"open_runs": at_peak["open_runs"], "checkpoint_bytes": at_peak["checkpoint"]["bytes"],
-                "checkpoint_write_ms": at_peak["checkpoint"]["write_ms"],
-                "bytes_per_open_run": round(at_peak["checkpoint"]["bytes"] / max(1, at_peak["open_runs"]), 1),
-                "replayed_events": len(more), "restore_ms": d["restore_ms"],
-                "start_to_caught_up_ms": round(total * 1000),
-                "replay_rate": round(len(more) / max(1e-9, total - d["restore_ms"] / 1000)) if more else None,
-                "alerts": got, "alerts_expected": want, "ok": ok}
+        row = {"open_runs": at_peak["open_runs"], "checkpoint_bytes": at_peak["checkpoint"]["bytes"],
+               "checkpoint_write_ms": at_peak["checkpoint"]["write_ms"],
+               "bytes_per_open_run": round(at_peak["checkpoint"]["bytes"] / max(1, at_peak["open_runs"]), 1),
+               "replayed_events": len(more), "restore_ms": d["restore_ms"],
+               "start_to_caught_up_ms": round(total * 1000),
+               "replay_rate": round(len(more) / max(1e-9, total - d["restore_ms"] / 1000)) if more else None,
+               "alerts": got, "alerts_expected": want, "ok": ok}
+        if got > 0:
+            sizes = [len(data) for _, s, data in read_stream(nats.url) if s == "ev.seq.alerts"]
+            row["bus_floor"] = bus_floor(nats.url, got, round(sum(sizes) / len(sizes)), window)
+            row["over_floor"] = round(total * 1000 / max(1, row["bus_floor"]["ms"]), 2)
+        return row
     finally:
         nats.stop()
         tmp.cleanup()
@@ -288,10 +308,12 @@ def main():
     ap.add_argument("--ttl", type=int, default=6, help="lease_ttl of the failover part, seconds")
     ap.add_argument("--rate", type=int, default=2000, help="events/s of the failover part")
     ap.add_argument("--replays", default="0,20000,100000")
+    ap.add_argument("--floor-window", type=int, default=4096,
+                    help="PubAcks awaited at once by the bus floor beside each replay")
     a = ap.parse_args()
     started = provenance.start()
     out = {"scenario": "detect-failover", "lag": a.lag,
-           "restore_replay": [restore_replay(a.lag, int(r)) for r in a.replays.split(",")],
+           "restore_replay": [restore_replay(a.lag, int(r), a.floor_window) for r in a.replays.split(",")],
            "failover": failover(a.ttl, a.rate)}
     out["ok"] = all(r["ok"] for r in out["restore_replay"]) and out["failover"]["ok"]
     provenance.emit("detect-failover", out, BUILD, started, ok=out["ok"])

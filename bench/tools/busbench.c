@@ -5,8 +5,12 @@
  *
  *   core SIZE N            one publisher, one subscriber (each its own connection), core
  *                          NATS; the subscriber counts every message
- *   jspub SIZE N NAME      JetStream async publish into a fresh file stream NAME; waits
- *                          for every PubAck
+ *   jspub SIZE N NAME [WINDOW [IDS]]
+ *                          JetStream async publish into a fresh file stream NAME with
+ *                          WINDOW PubAcks awaited at once (default 4096); waits for every
+ *                          PubAck. IDS 1: each message carries a distinct Nats-Msg-Id, as
+ *                          a detect unit's alerts do (the server then checks each against
+ *                          its duplicate window)
  *   fetch BATCH N NAME [SIZE]
  *                          stores N messages of SIZE bytes (default 400), then a durable
  *                          pull consumer fetches them in batches and acks each; the
@@ -316,17 +320,24 @@ static int64_t stream_msgs(jsCtx *js, const char *name)
     return n;
 }
 
-/* Publishes n messages numbered first.. to subject; waits for every PubAck. */
-static natsStatus publish_all(jsCtx *js, const char *subject, int size, uint64_t n)
+/* Publishes n messages numbered 1.. to subject, each with a Nats-Msg-Id when ids;
+ * waits for every PubAck. */
+static natsStatus publish_all_ids(jsCtx *js, const char *subject, int size, uint64_t n, int ids)
 {
     char *buf = payload_new(size);
     if (buf == NULL) {
         return NATS_NO_MEMORY;
     }
     natsStatus s = NATS_OK;
+    char id[64];
+    jsPubOptions idopts;
+    jsPubOptions_Init(&idopts);
+    idopts.MsgId = id;
     for (uint64_t i = 1; i <= n && s == NATS_OK; i++) {
         number(buf, i);
-        s = js_PublishAsync(js, subject, buf, size, NULL);
+        /* Shaped like an alert's: <unit>:<digest>:<slice>:<input seq>:<index>. */
+        snprintf(id, sizeof(id), "seq:0123456789ab:0:%" PRIu64 ":%" PRIu64, i / 8, i % 8);
+        s = js_PublishAsync(js, subject, buf, size, ids ? &idopts : NULL);
     }
     if (s == NATS_OK) {
         jsPubOptions po;
@@ -338,28 +349,34 @@ static natsStatus publish_all(jsCtx *js, const char *subject, int size, uint64_t
     return s != NATS_OK ? s : atomic_load(&refused) > 0 ? NATS_ERR : NATS_OK;
 }
 
+static natsStatus publish_all(jsCtx *js, const char *subject, int size, uint64_t n)
+{
+    return publish_all_ids(js, subject, size, n, 0);
+}
+
 /* ---- jspub ---- */
 
-static int run_jspub(int size, uint64_t n, const char *name)
+static int run_jspub(int size, uint64_t n, const char *name, int64_t window, int ids)
 {
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
     char subject[128];
     snprintf(subject, sizeof(subject), "%s.x", name);
     natsStatus s = bus_connect(&nc, 0);
-    if (s == NATS_OK) s = js_open(nc, &js);
+    if (s == NATS_OK) s = js_open_window(nc, &js, window);
     if (s == NATS_OK) s = stream_create(js, name);
     if (s != NATS_OK) {
         return fail("jspub: stream", s);
     }
     uint64_t t0 = mono_ns();
-    s = publish_all(js, subject, size, n);
+    s = publish_all_ids(js, subject, size, n, ids);
     double secs = (double)(mono_ns() - t0) / 1e9;
     int64_t stored = stream_msgs(js, name);
     int ok = s == NATS_OK && stored == (int64_t)n;
-    printf("{\"size\":%d,\"messages\":%" PRIu64 ",\"stored\":%" PRId64 ",\"refused\":%ld,\"seconds\":%.3f,"
-           "\"rate\":%.0f,\"ok\":%s}\n",
-           size, n, stored, atomic_load(&refused), secs, (double)n / secs, ok ? "true" : "false");
+    printf("{\"size\":%d,\"messages\":%" PRIu64 ",\"window\":%" PRId64 ",\"ids\":%s,\"stored\":%" PRId64
+           ",\"refused\":%ld,\"seconds\":%.3f,\"rate\":%.0f,\"ok\":%s}\n",
+           size, n, window, ids ? "true" : "false", stored, atomic_load(&refused), secs, (double)n / secs,
+           ok ? "true" : "false");
     jsErrCode jerr = 0;
     js_DeleteStream(js, name, NULL, &jerr);
     jsCtx_Destroy(js);
@@ -995,8 +1012,9 @@ static int run_flood(int pubs, uint64_t n, int size)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME | fetch BATCH N NAME [SIZE] |\n"
-                    "       relay BATCH N NAME [SIZE] | path BATCH N NAME SIZE RATE [WINDOW] |\n"
+    fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME [WINDOW [IDS]] |\n"
+                    "       fetch BATCH N NAME [SIZE] | relay BATCH N NAME [SIZE] |\n"
+                    "       path BATCH N NAME SIZE RATE [WINDOW] |\n"
                     "       bridge BATCH N NAME SIZE WINDOW | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
     return 2;
 }
@@ -1016,7 +1034,8 @@ int main(int argc, char **argv)
     if (strcmp(test, "core") == 0 && a >= 20) {
         rc = run_core((int)a, (uint64_t)b);
     } else if (strcmp(test, "jspub") == 0 && argc > 5 && a >= 20) {
-        rc = run_jspub((int)a, (uint64_t)b, argv[5]);
+        int64_t window = argc > 6 ? atoll(argv[6]) : 4096;
+        rc = window > 0 ? run_jspub((int)a, (uint64_t)b, argv[5], window, argc > 7 && atoi(argv[7]) != 0) : usage();
     } else if ((strcmp(test, "fetch") == 0 || strcmp(test, "relay") == 0) && argc > 5) {
         int size = argc > 6 ? atoi(argv[6]) : 400;
         rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r') : usage();

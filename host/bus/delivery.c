@@ -11,13 +11,14 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
     int with_headers = (with & GUST_FEED_HEADERS) != 0;
     natsMsg *m = room->msgs[slot];
     jsMsgMetaData *meta = NULL;
-    uint64_t attempt = 1, seq = 0, cseq = 0;
+    uint64_t attempt = 1, seq = 0, cseq = 0, pending = 0;
     int64_t ts = 0;
     if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
         attempt = meta->NumDelivered;
         seq = meta->Sequence.Stream;
         cseq = meta->Sequence.Consumer;
         ts = meta->Timestamp;
+        pending = meta->NumPending;
         jsMsgMetaData_Destroy(meta);
     }
     in->msg = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
@@ -28,6 +29,7 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
     in->reply_to = NULL;
     in->traceparent = NULL;
     in->tracestate = NULL;
+    in->pending = pending;
     /* A detect unit's stored ticks: {"@tick": ms} and {"@timer": ms} (detect_tick.c). */
     static const char tick_prefix[] = "{\"@ti";
     if (in->msg.len > sizeof(tick_prefix) - 1 && memcmp(in->msg.data, tick_prefix, sizeof(tick_prefix) - 1) == 0) {

@@ -8,6 +8,7 @@
 #include "bus_int.h"
 #include "delivery.h"
 #include "feeds.h"
+#include "nats_msg.h"
 #include "pull.h"
 
 struct durable {
@@ -128,7 +129,7 @@ static void release_msgs(struct gust_feed *f, struct gust_in *in, size_t n)
 {
     (void)f;
     for (size_t i = 0; i < n; i++) {
-        natsMsg_Destroy(in[i].ref);
+        gust_nats_msg_free(in[i].ref);
         in[i].ref = NULL;
     }
 }

@@ -17,6 +17,7 @@
 #include "bus_int.h"
 #include "delivery.h"
 #include "feeds.h"
+#include "nats_msg.h"
 #include "pull.h"
 
 /* How long the server keeps a consumer nobody pulls from (a process that died). */
@@ -149,7 +150,7 @@ static void ordered_release(struct gust_feed *f, struct gust_in *in, size_t n)
 {
     (void)f;
     for (size_t i = 0; i < n; i++) {
-        natsMsg_Destroy(in[i].ref);
+        gust_nats_msg_free(in[i].ref);
         in[i].ref = NULL;
     }
 }

@@ -29,6 +29,9 @@ struct gust_in {
      * was asked for it and the message has one; else NULL. */
     const char *traceparent;
     const char *tracestate;
+    /* How many messages of the feed came after this one when it was delivered, as the
+     * server counts them (0: none, or a feed that cannot say). */
+    uint64_t pending;
 };
 
 /* The header that marks a detect unit's idle tick ({"@tick": ms}) on its input subject. */

@@ -225,6 +225,17 @@ int gust_state_get(struct gust_bus *bus, const char *name, char *info, size_t in
     size_t want = (size_t)YAJL_GET_INTEGER(bytes);
     struct gust_buf blob = {0};
     rc = 0;
+    /* Room for the whole blob at once: grown chunk by chunk, a 7 MB checkpoint was
+     * copied again at each doubling. A head claiming more than its chunks can hold is
+     * refused before anything is allocated for it. */
+    if (want > chunks->u.array.len * (size_t)CHUNK_MAX) {
+        snprintf(why, why_size, "the head of %s claims %zu bytes in %zu chunks", name, want,
+                 chunks->u.array.len);
+        rc = GUST_EINVAL;
+    } else if (gust_buf_reserve(&blob, want) != 0) {
+        snprintf(why, why_size, "out of memory for %zu bytes", want);
+        rc = GUST_ENOMEM;
+    }
     for (size_t i = 0; i < chunks->u.array.len && rc == 0; i++) {
         yajl_val s = chunks->u.array.values[i];
         rc = YAJL_IS_INTEGER(s) && YAJL_GET_INTEGER(s) > 0

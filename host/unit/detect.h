@@ -90,6 +90,9 @@ struct detect {
     struct slice *slices;
     int seek;            /* a slice was taken over: read again from the lowest position */
     uint64_t replay_until; /* inputs up to this one were stored before the take-over */
+    /* From a take-over until the read reaches the end of what was stored, or the
+     * position passes replay_until: no checkpoint on time meanwhile (detect_state.c). */
+    int catching_up;
 
     /* per batch */
     struct gust_batch *batch;

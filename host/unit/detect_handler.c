@@ -115,11 +115,43 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
     d->batch = NULL;
 }
 
+/* v in decimal at out, then sep; returns the end. */
+static char *put_u64(char *out, uint64_t v, char sep)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0) {
+        *out++ = tmp[--n];
+    }
+    *out = sep;
+    return out + (sep != '\0');
+}
+
+/* <unit>:<digest>:<slice>:<input seq>:<index>, written by hand: one an alert, and
+ * snprintf's parsing of the format was a tenth of the unit's own time storing them. */
 static void detect_emit_id(void *impl, const struct gust_batch *b, size_t i, size_t e, char *out)
 {
     struct detect *d = impl;
-    snprintf(out, GUST_MSG_ID_MAX, "%s:%s:%" PRIu32 ":%" PRIu64 ":%" PRIu32, d->unit, d->digest, d->emit_slice[e],
-             b->msgs[i].stream_seq, d->emit_index[e]);
+    size_t unit = strlen(d->unit), digest = strlen(d->digest);
+    if (unit + digest + 2 + 3 * 20 + 3 > GUST_MSG_ID_MAX) {
+        snprintf(out, GUST_MSG_ID_MAX, "%s:%s:%" PRIu32 ":%" PRIu64 ":%" PRIu32, d->unit, d->digest,
+                 d->emit_slice[e], b->msgs[i].stream_seq, d->emit_index[e]);
+        return;
+    }
+    char *w = out;
+    memcpy(w, d->unit, unit);
+    w += unit;
+    *w++ = ':';
+    memcpy(w, d->digest, digest);
+    w += digest;
+    *w++ = ':';
+    w = put_u64(w, d->emit_slice[e], ':');
+    w = put_u64(w, b->msgs[i].stream_seq, ':');
+    put_u64(w, d->emit_index[e], '\0');
 }
 
 static void detect_render_json(void *impl, struct gust_buf *out)

@@ -81,6 +81,9 @@ struct gust_batch {
      * its batch acks what went, so that a crash does not send it again. NULL when the
      * feed does not ack. */
     void (*ack_now)(void *ud, size_t i);
+    /* How many messages of the feed came after the batch's last one when it was read
+     * (0: none, or a feed that cannot say): a unit far behind reads larger batches. */
+    uint64_t pending;
 };
 
 /* What a handler's between() asks of the core before the next batch. */

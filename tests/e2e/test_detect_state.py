@@ -9,7 +9,9 @@
   - nats-server killed while the unit waits on a pull: its consumer is forgotten, silently;
   - gust frozen (SIGSTOP) for longer than ack_wait: no input is fed twice;
   - a corrupted and a truncated checkpoint: refused, the unit starts empty after the
-    checkpoint's position, and what that costs is shown."""
+    checkpoint's position, and what that costs is shown;
+  - a restart behind a backlog: no checkpoint on time while it catches up, one as soon
+    as it has."""
 import json
 import os
 import random
@@ -69,6 +71,31 @@ def kill9(t):
     takeovers = [l for l in g.log().splitlines() if "taken over" in l]
     t.check(sum("taken over: restored" in l for l in takeovers) >= 3,
             "restarts restored the unit from its checkpoints: %s" % takeovers)
+    g.stop()
+    nats.stop()
+    tmp.cleanup()
+
+
+def catch_up(t):
+    """Restarted behind 15 000 events, the unit checkpoints (every 200 ms) only once it
+    has caught up: its first checkpoint after the restart is at the last input."""
+    tmp = TempDir()
+    nats, conf, g = setup(tmp)
+    evs = events(17000, seed=13)
+    nats_publish(nats.port, evs[:2000])
+    wait_applied([g], "o", last_input_seq(nats))
+    wait_for(lambda: detect_of(g, "o")["checkpoint"]["seq"] >= last_input_seq(nats), 30, "a checkpoint")
+    g.proc.kill()
+    g.proc.wait()
+    nats_publish(nats.port, evs[2000:])
+    last = last_input_seq(nats)
+    g = Gust(tmp, conf, port=g.port)
+    wait_applied([g], "o", last)
+    wait_for(lambda: detect_of(g, "o")["checkpoint"]["count"] >= 1, 30, "a checkpoint after the restart")
+    time.sleep(0.5)
+    cp = detect_of(g, "o")["checkpoint"]
+    t.eq((cp["count"], cp["seq"]), (1, last), "checkpoints after the restart (count, seq)")
+    check_oracle(t, nats, "restart behind a backlog", len(evs))
     g.stop()
     nats.stop()
     tmp.cleanup()
@@ -251,7 +278,8 @@ def corrupted(t, how):
 def main():
     t = Checks()
     which = os.environ.get("DETECT_STATE_ONLY")
-    for name, fn in [("kill9", kill9), ("reload", reload_unchanged_then_changed), ("nats", nats_restart),
+    for name, fn in [("kill9", kill9), ("catch_up", catch_up), ("reload", reload_unchanged_then_changed),
+                     ("nats", nats_restart),
                      ("nats_killed", nats_killed),
                      ("frozen", frozen), ("flipped", lambda t: corrupted(t, "flipped")),
                      ("truncated", lambda t: corrupted(t, "truncated"))]:

@@ -72,6 +72,8 @@ struct ffeed {
     pthread_mutex_t lock;
     size_t batches;
     int (*on_next)(struct ffeed *f); /* test hook, before a batch is handed out */
+    int says_pending;                /* each delivery says how many are left after it */
+    size_t sizes[MAXMSG];            /* the messages handed out by each batch */
 };
 
 static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int with, char *why,
@@ -83,7 +85,10 @@ static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int 
         f->on_next(f);
     }
     pthread_mutex_lock(&f->lock);
-    size_t k = 0;
+    size_t k = 0, left = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        left += f->m[i].pending;
+    }
     for (size_t i = 0; i < f->n && k < max; i++) {
         struct fmsg *m = &f->m[i];
         if (!m->pending) {
@@ -95,11 +100,12 @@ static int ffeed_next(struct gust_feed *gf, struct gust_in *in, size_t max, int 
                                       .stream_seq = m->seq, .attempt = m->attempt};
         in[k].tick = NULL;
         in[k].traceparent = in[k].tracestate = NULL;
+        in[k].pending = f->says_pending ? left - (k + 1) : 0;
         in[k].reply_to = (with & GUST_FEED_REPLY_TO) && m->reply_to[0] != '\0' ? m->reply_to : NULL;
         in[k++].ref = m;
     }
     if (k > 0) {
-        f->batches++;
+        f->sizes[f->batches++ % MAXMSG] = k;
     }
     pthread_mutex_unlock(&f->lock);
     if (k == 0) {
@@ -594,6 +600,34 @@ static void test_stuck_handler(void)
     gust_consumer_destroy(c);
 }
 
+/* An ordered unit more than a batch behind reads four batches at once, and its batch
+ * again once it is within one; a durable unit (acks) always reads its batch. */
+static size_t batches_read(int settle, int says_pending, size_t *sizes)
+{
+    struct ffeed feed;
+    struct foutlet out;
+    struct script s = {.emits = 1};
+    ffeed_init(&feed, 40);
+    feed.says_pending = says_pending;
+    fout_init(&out);
+    struct gust_consumer *c = start(&feed, &out, &s, settle, 4);
+    wait_until(all_settled, &feed);
+    gust_consumer_destroy(c);
+    CHECK(all_settled(&feed));
+    CHECK(out.nstored == 40);
+    memcpy(sizes, feed.sizes, sizeof(feed.sizes));
+    return feed.batches;
+}
+
+static void test_catch_up_batches(void)
+{
+    size_t sizes[MAXMSG];
+    CHECK(batches_read(GUST_SETTLE_ORDERED, 1, sizes) == 4);
+    CHECK(sizes[0] == 4 && sizes[1] == 16 && sizes[2] == 16 && sizes[3] == 4);
+    CHECK(batches_read(GUST_SETTLE_ORDERED, 0, sizes) == 10); /* a feed that cannot say */
+    CHECK(batches_read(GUST_SETTLE_ACK, 1, sizes) == 10);
+}
+
 int main(void)
 {
     test_barrier_and_ids();
@@ -604,5 +638,6 @@ int main(void)
     test_stop_between_batches();
     test_feed_opened_later();
     test_stuck_handler();
+    test_catch_up_batches();
     return check_result("consumer core");
 }
