@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gust/err.h"
+#include "nats_msg.h"
 #include "reply.h"
 
 uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with)
@@ -71,6 +72,15 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
         }
     }
     return cseq;
+}
+
+void gust_delivery_release(struct gust_feed *f, struct gust_in *in, size_t n)
+{
+    (void)f;
+    for (size_t i = 0; i < n; i++) {
+        gust_nats_msg_free(in[i].ref); /* natsMsg_Destroy would wake nats.c's collector thread */
+        in[i].ref = NULL;
+    }
 }
 
 int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with)

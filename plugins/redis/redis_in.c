@@ -102,10 +102,17 @@ struct redis_in {
     size_t *free_ix; /* a stack of the unused slots */
     size_t nfree;
     const char **ack_argv;
-    /* on_stored signals each outcome, for a thread waiting on a full window. */
+    /* XACKs written to the connection's buffer whose replies are not read yet: they go
+     * out in the same write as the next command (command()), and how many entries
+     * they ack. */
+    size_t ack_cmds, ack_ids;
+    /* Outcomes counted as they come (on_stored), for a thread waiting on a full window:
+     * it is woken only once the count reaches wake_at (UINT64_MAX: nobody waits), not
+     * for each one. settled_at: the count when settle() last looked. */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int outcomes;
+    atomic_uint_fast64_t outcomes, wake_at;
+    uint64_t settled_at;
     struct gust_buf json;
     char msg_id[300];
     atomic_uint_fast64_t read, acked, rejected, claimed, failed;
@@ -125,6 +132,7 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     in->cfg = cfg;
     pthread_mutex_init(&in->lock, NULL);
     pthread_cond_init(&in->cond, NULL);
+    atomic_store(&in->wake_at, UINT64_MAX);
     if ((rc = gust_sdk_bind(h, cfg, redis_in_schema, &in->k, err)) != 0 ||
         (rc = redis_conf_load(&in->conf, &in->k.common, cfg, err)) != 0) {
         redis_in_destroy(in);
@@ -179,7 +187,8 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
 }
 
 /* A bus thread: records the outcome (settle() acts on it) and wakes the thread if it
- * waits for room in the window. */
+ * waits for room in the window and this is the outcome it waits for: a wake-up per
+ * outcome was a futex call and a context switch per entry. */
 static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 {
     struct slot *s = ud;
@@ -187,16 +196,19 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     (void)seq;
     (void)error;
     atomic_store(&s->status, status);
-    pthread_mutex_lock(&in->lock);
-    in->outcomes++;
-    pthread_cond_signal(&in->cond);
-    pthread_mutex_unlock(&in->lock);
+    if (atomic_fetch_add(&in->outcomes, 1) + 1 == atomic_load(&in->wake_at)) {
+        /* Under the lock: the thread is then either waiting or past its check. */
+        pthread_mutex_lock(&in->lock);
+        pthread_cond_signal(&in->cond);
+        pthread_mutex_unlock(&in->lock);
+    }
 }
 
-/* Waits up to ms for `need` outcomes since the last wait. */
-static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
+/* Waits up to ms until `need` outcomes came after settle() last looked. */
+static void wait_outcomes(struct redis_in *in, size_t need, int64_t ms)
 {
     struct timespec until;
+    uint64_t target = in->settled_at + need;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += ms / 1000;
     until.tv_nsec += (ms % 1000) * 1000000;
@@ -205,22 +217,21 @@ static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
         until.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&in->lock);
-    while (in->outcomes < need && !atomic_load(&in->stopping) &&
+    atomic_store(&in->wake_at, target);
+    while (atomic_load(&in->outcomes) < target && !atomic_load(&in->stopping) &&
            pthread_cond_timedwait(&in->cond, &in->lock, &until) == 0) {
     }
-    in->outcomes = 0;
+    atomic_store(&in->wake_at, UINT64_MAX);
     pthread_mutex_unlock(&in->lock);
 }
 
-static redisReply *command(struct redis_in *in, int argc, const char **argv)
+/* The connection is gone with whatever was written on it: XACKs not answered leave
+ * their entries pending, read again after the reconnect (and stored once). */
+static void dropped(struct redis_in *in, const char *why)
 {
-    redisReply *r = redisCommandArgv(in->conn.ctx, argc, argv, NULL);
-    if (!r) {
-        char why[200];
-        snprintf(why, sizeof(why), "%s: %s", argv[0], ((redisContext *)in->conn.ctx)->errstr);
-        redis_conn_drop(&in->conn, why);
-    }
-    return r;
+    in->ack_cmds = 0;
+    in->ack_ids = 0;
+    redis_conn_drop(&in->conn, why);
 }
 
 /* An error reply: logged once per reason through the connection, which backs off. */
@@ -229,7 +240,55 @@ static void refused(struct redis_in *in, const char *cmd, redisReply *r)
     char why[300];
     snprintf(why, sizeof(why), "%s refused: %s", cmd, r->str);
     freeReplyObject(r);
-    redis_conn_drop(&in->conn, why);
+    dropped(in, why);
+}
+
+/* Reads the replies of the XACKs written before (sending them first if they still wait
+ * in the buffer). 0, or -1 when the connection went. */
+static int ack_replies(struct redis_in *in)
+{
+    redisContext *ctx = in->conn.ctx;
+    while (in->ack_cmds > 0) {
+        redisReply *r = NULL;
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r) {
+            char why[200];
+            snprintf(why, sizeof(why), "XACK: %s", ctx->errstr[0] ? ctx->errstr : "no reply");
+            dropped(in, why);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            refused(in, "XACK", r);
+            return -1;
+        }
+        freeReplyObject(r);
+        in->ack_cmds--;
+    }
+    atomic_fetch_add(&in->acked, in->ack_ids);
+    in->ack_ids = 0;
+    return 0;
+}
+
+/* One command and its reply (NULL when the connection went). The XACKs settle() left in
+ * the buffer leave in the same write: a round trip less per read. */
+static redisReply *command(struct redis_in *in, int argc, const char **argv)
+{
+    redisContext *ctx = in->conn.ctx;
+    redisReply *r = NULL;
+    char why[200];
+    if (redisAppendCommandArgv(ctx, argc, argv, NULL) != REDIS_OK) {
+        snprintf(why, sizeof(why), "%s: %s", argv[0], ctx->errstr);
+        dropped(in, why);
+        return NULL;
+    }
+    if (ack_replies(in) != 0) {
+        return NULL;
+    }
+    if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r) {
+        snprintf(why, sizeof(why), "%s: %s", argv[0], ctx->errstr[0] ? ctx->errstr : "no reply");
+        dropped(in, why);
+        return NULL;
+    }
+    return r;
 }
 
 static int ensure_group(struct redis_in *in)
@@ -279,12 +338,15 @@ static struct slot *take_slot(struct redis_in *in, const char *id, int status)
 
 /* XACKs, in one command, every entry of the window whose outcome says stored and frees
  * the slots whose outcome is back; a failed publish leaves its entry pending, to be read
- * again from id 0 after a pause. Returns -1 when the connection went (what was not acked
- * is read again after the reconnect, and stored once thanks to the msg id). */
-static int settle(struct redis_in *in)
+ * again from id 0 after a pause. The XACK is only written to the connection's buffer:
+ * it leaves with the next command, or now with `now`. Returns -1 when the connection
+ * went (what was not acked is read again after the reconnect, and stored once thanks to
+ * the msg id). */
+static int settle(struct redis_in *in, int now)
 {
     size_t nack = 0, failed = 0;
 
+    in->settled_at = atomic_load(&in->outcomes);
     in->ack_argv[0] = "XACK";
     in->ack_argv[1] = in->k.stream;
     in->ack_argv[2] = in->k.group;
@@ -295,7 +357,7 @@ static int settle(struct redis_in *in)
             continue;
         }
         if (st == 0 || st == 1) {
-            in->ack_argv[3 + nack++] = s->id; /* the slot is not reused before the XACK below */
+            in->ack_argv[3 + nack++] = s->id; /* the slot is not reused before the XACK is written */
         } else {
             failed++;
         }
@@ -308,20 +370,21 @@ static int settle(struct redis_in *in)
         snprintf(in->pending_cursor, sizeof(in->pending_cursor), "0");
         in->pause_until = gust_clock_mono_ms() + 1000;
     }
-    if (nack == 0 || !in->conn.ctx) {
-        return in->conn.ctx ? 0 : -1;
-    }
-    redisReply *r = command(in, (int)(3 + nack), in->ack_argv);
-    if (!r) {
+    if (!in->conn.ctx) {
         return -1;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        refused(in, "XACK", r);
-        return -1;
+    if (nack > 0) {
+        redisContext *ctx = in->conn.ctx;
+        if (redisAppendCommandArgv(ctx, (int)(3 + nack), in->ack_argv, NULL) != REDIS_OK) {
+            char why[200];
+            snprintf(why, sizeof(why), "XACK: %s", ctx->errstr);
+            dropped(in, why);
+            return -1;
+        }
+        in->ack_cmds++;
+        in->ack_ids += nack;
     }
-    freeReplyObject(r);
-    atomic_fetch_add(&in->acked, nack);
-    return 0;
+    return now ? ack_replies(in) : 0;
 }
 
 /* Waits for every outcome of the window (the host answers each publish within
@@ -330,7 +393,7 @@ static int drain(struct redis_in *in)
 {
     while (in->nfree < in->nslots && gust_publisher_wait(in->pub, 1000) > 0) {
     }
-    return settle(in);
+    return settle(in, 1);
 }
 
 /* Publishes the entries of one reply's list (each [id, [field, value, ...]]), each in a
@@ -463,7 +526,11 @@ static void read_round(struct redis_in *in)
     char count[24], idle[24], last[48] = "";
     int64_t now = gust_clock_mono_ms();
 
-    if (settle(in) != 0 || now < in->pause_until) {
+    if (settle(in, 0) != 0) {
+        return;
+    }
+    if (now < in->pause_until) {
+        ack_replies(in);
         return;
     }
     if (in->pending_pass && strcmp(in->pending_cursor, "0") == 0 && in->nfree < in->nslots) {
@@ -476,7 +543,9 @@ static void read_round(struct redis_in *in)
      * turn the reads and XACKs into one entry each. */
     size_t room = (size_t)in->k.batch < in->nslots ? (size_t)in->k.batch : in->nslots;
     if (in->nfree < room) {
-        wait_outcomes(in, (int)(room - in->nfree), 100);
+        if (ack_replies(in) == 0) { /* not left waiting in the buffer meanwhile */
+            wait_outcomes(in, room - in->nfree, 100);
+        }
         return;
     }
     snprintf(count, sizeof(count), "%zu", room);
@@ -591,6 +660,9 @@ static void *in_thread(void *arg)
             continue;
         }
         read_round(in);
+        if (in->conn.ctx && in->ack_cmds > 0) {
+            ack_replies(in); /* every round ends with its XACKs answered */
+        }
         if (!in->conn.ctx) {
             /* Reconnected later: our pending list first (what was read and not acked). */
             in->pending_pass = 1;
