@@ -1,5 +1,9 @@
 #include "nats_msg.h"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* natsMsg_Destroy hands every message to nats.c's garbage-collector thread, which
  * frees it there: a wake-up of that thread per loop turn and, worse, free() of the
  * caller's allocations from another thread, contending for malloc's arena lock (two
@@ -17,6 +21,115 @@ void gust_nats_msg_free(natsMsg *m)
     }
 }
 
+/* The constructor nats.c uses for a message read off the wire, exported by 3.x (3.0 to
+ * 3.7 have this signature) and not declared: given the header block as the wire carries
+ * it, a publish sends that block as it is. natsMsgHeader_Set/Add instead build a hash
+ * map per message (its buckets, each key, each value allocated, then walked to encode
+ * it and freed): most of a source's cost per message on the publish path. */
+extern natsStatus natsMsg_create(natsMsg **msg, const char *subject, int subject_len, const char *reply,
+                                 int reply_len, const char *buf, int buf_len, int hdr_len) __attribute__((weak));
+
+#define HEADER_LINE "NATS/1.0\r\n"
+#define MSG_ID_KEY "Nats-Msg-Id"
+
+static size_t header_len(const char *key, const char *value)
+{
+    return strlen(key) + 2 + strlen(value) + 2;
+}
+
+/* "key: value\r\n", a CR or LF in the value turned into a space (as nats.c encodes it). */
+static char *put_header(char *p, const char *key, const char *value)
+{
+    size_t kl = strlen(key);
+    memcpy(p, key, kl);
+    p += kl;
+    *p++ = ':';
+    *p++ = ' ';
+    for (const char *v = value; *v != '\0'; v++) {
+        *p++ = *v == '\r' || *v == '\n' ? ' ' : *v;
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* The message with its header block written here, in one allocation. */
+static natsStatus build_encoded(natsMsg **out, const char *subject, const char *reply, const void *data,
+                                size_t len, const char *msg_id, const struct gust_header *headers,
+                                size_t nheaders)
+{
+    size_t hl = sizeof(HEADER_LINE) - 1 + 2;
+    if (msg_id != NULL) {
+        hl += header_len(MSG_ID_KEY, msg_id);
+    }
+    for (size_t i = 0; i < nheaders; i++) {
+        if (headers[i].name[0] == '\0') {
+            return NATS_INVALID_ARG; /* as natsMsgHeader_Add says of it */
+        }
+        if (headers[i].value[0] != '\0') {
+            hl += header_len(headers[i].name, headers[i].value);
+        }
+    }
+    if (hl + len > INT_MAX) {
+        return NATS_MAX_PAYLOAD;
+    }
+    char stack[2048];
+    char *buf = hl + len <= sizeof(stack) ? stack : malloc(hl + len);
+    if (buf == NULL) {
+        return NATS_NO_MEMORY;
+    }
+    char *p = buf;
+    memcpy(p, HEADER_LINE, sizeof(HEADER_LINE) - 1);
+    p += sizeof(HEADER_LINE) - 1;
+    if (msg_id != NULL) {
+        p = put_header(p, MSG_ID_KEY, msg_id);
+    }
+    for (size_t i = 0; i < nheaders; i++) {
+        if (headers[i].value[0] != '\0') {
+            p = put_header(p, headers[i].name, headers[i].value);
+        }
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    if (len > 0) {
+        memcpy(p, data, len);
+    }
+    natsStatus s = natsMsg_create(out, subject, (int)strlen(subject), reply, reply != NULL ? (int)strlen(reply) : 0,
+                                  buf, (int)(hl + len), (int)hl);
+    if (buf != stack) {
+        free(buf);
+    }
+    return s;
+}
+
+natsStatus gust_nats_msg_build(natsMsg **out, const char *subject, const char *reply, const void *data, size_t len,
+                               const char *msg_id, const struct gust_header *headers, size_t nheaders)
+{
+    *out = NULL;
+    if (subject == NULL || subject[0] == '\0' || (reply != NULL && reply[0] == '\0')) {
+        return NATS_INVALID_ARG; /* as natsMsg_Create says of them */
+    }
+    if (natsMsg_create != NULL) {
+        return build_encoded(out, subject, reply, data, len, msg_id, headers, nheaders);
+    }
+    natsMsg *m = NULL;
+    natsStatus s = natsMsg_Create(&m, subject, reply, data, (int)len);
+    if (s == NATS_OK && msg_id != NULL) {
+        s = natsMsgHeader_Set(m, MSG_ID_KEY, msg_id);
+    }
+    for (size_t i = 0; s == NATS_OK && i < nheaders; i++) {
+        if (headers[i].value[0] != '\0') {
+            s = natsMsgHeader_Add(m, headers[i].name, headers[i].value);
+        }
+    }
+    if (s != NATS_OK) {
+        gust_nats_msg_free(m);
+        return s;
+    }
+    *out = m;
+    return NATS_OK;
+}
+
 natsStatus gust_nats_publish(natsConnection *nc, const char *subject, const char *reply, const void *data,
                              size_t len, const char *msg_id, const struct gust_header *headers,
                              size_t nheaders)
@@ -26,19 +139,9 @@ natsStatus gust_nats_publish(natsConnection *nc, const char *subject, const char
         return natsConnection_PublishRequest(nc, subject, reply, data, (int)len);
     }
     natsMsg *m = NULL;
-    natsStatus s = natsMsg_Create(&m, subject, reply, data, (int)len);
-    if (s == NATS_OK && msg_id != NULL) {
-        s = natsMsgHeader_Set(m, "Nats-Msg-Id", msg_id);
-    }
-    for (size_t i = 0; s == NATS_OK && i < nheaders; i++) {
-        if (headers[i].value[0] != '\0') {
-            s = natsMsgHeader_Add(m, headers[i].name, headers[i].value);
-        }
-    }
+    natsStatus s = gust_nats_msg_build(&m, subject, reply, data, len, msg_id, headers, nheaders);
     if (s == NATS_OK) {
         s = natsConnection_PublishMsg(nc, m);
-    }
-    if (m != NULL) {
         gust_nats_msg_free(m);
     }
     return s;
