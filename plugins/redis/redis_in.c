@@ -114,7 +114,8 @@ struct redis_in {
     atomic_uint_fast64_t outcomes, wake_at;
     uint64_t settled_at;
     struct gust_buf json;
-    char msg_id[300];
+    char msg_id[300]; /* "<stream>:", then each entry's id (stream: 200 bytes at most) */
+    size_t msg_id_at;
     atomic_uint_fast64_t read, acked, rejected, claimed, failed;
 };
 
@@ -164,6 +165,7 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
         hostname[sizeof(hostname) - 1] = '\0';
         snprintf(in->consumer, sizeof(in->consumer), "%s:%ld", hostname, (long)getpid());
     }
+    in->msg_id_at = (size_t)snprintf(in->msg_id, sizeof(in->msg_id), "%s:", in->k.stream);
     in->non_json = strcmp(in->k.non_json, "wrap") == 0   ? REDIS_NJ_WRAP
                    : strcmp(in->k.non_json, "pass") == 0 ? REDIS_NJ_PASS
                                                          : REDIS_NJ_REJECT;
@@ -326,11 +328,20 @@ static void note_rejected(struct redis_in *in, const char *id)
     }
 }
 
+/* An entry id into a buffer of size (ids are short: "<ms>-<seq>", at most 41 bytes). */
+static void copy_id(char *out, size_t size, const char *id)
+{
+    size_t n = strlen(id);
+    n = n < size ? n : size - 1;
+    memcpy(out, id, n);
+    out[n] = '\0';
+}
+
 /* Takes a free slot for entry id, with its outcome already known (status) or due. */
 static struct slot *take_slot(struct redis_in *in, const char *id, int status)
 {
     struct slot *s = &in->slots[in->free_ix[--in->nfree]];
-    snprintf(s->id, sizeof(s->id), "%s", id);
+    copy_id(s->id, sizeof(s->id), id);
     atomic_store(&s->status, status);
     s->used = 1;
     return s;
@@ -411,7 +422,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             continue;
         }
         const char *id = e->element[0]->str;
-        snprintf(last_id, last_sz, "%s", id);
+        copy_id(last_id, last_sz, id);
         const redisReply *f = e->element[1];
         if (f->type != REDIS_REPLY_ARRAY) {
             /* A pending entry trimmed away meanwhile: nothing left to publish, only to ack. */
@@ -444,7 +455,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             atomic_store(&s->status, rc);
             continue;
         }
-        snprintf(in->msg_id, sizeof(in->msg_id), "%s:%s", in->k.stream, s->id);
+        memcpy(in->msg_id + in->msg_id_at, s->id, strlen(s->id) + 1); /* "<stream>:<entry id>" */
         /* Where it came from, for flows (meta.headers) and for reading it back in Redis. */
         const struct gust_header hdr[] = {{"Redis-Stream", in->k.stream}, {"Redis-Entry-Id", s->id}};
         const struct gust_pub_msg m = {.subject = in->k.subject,
