@@ -87,7 +87,7 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
         }
     }
     gust_pending_complete(&bus->pending, id, status, ack.seq, why);
-    gust_nats_msg_free(msg); /* one a publish: not through nats.c's collector thread */
+    gust_nats_msg_free(msg); /* natsMsg_Destroy would wake nats.c's collector thread per PubAck */
 }
 
 static void on_disconnected(natsConnection *nc, void *closure)

@@ -3,24 +3,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ack_subject.h"
 #include "gust/err.h"
+#include "nats_msg.h"
 #include "reply.h"
 
 uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with)
 {
     int with_headers = (with & GUST_FEED_HEADERS) != 0;
     natsMsg *m = room->msgs[slot];
-    jsMsgMetaData *meta = NULL;
-    uint64_t attempt = 1, seq = 0, cseq = 0, pending = 0;
-    int64_t ts = 0;
-    if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-        attempt = meta->NumDelivered;
-        seq = meta->Sequence.Stream;
-        cseq = meta->Sequence.Consumer;
-        ts = meta->Timestamp;
-        pending = meta->NumPending;
-        jsMsgMetaData_Destroy(meta);
-    }
+    struct gust_ack_meta meta = {.delivered = 1};
+    gust_ack_subject_parse(natsMsg_GetReply(m), &meta); /* none: a first delivery, no sequence */
+    uint64_t attempt = meta.delivered, seq = meta.stream_seq, cseq = meta.consumer_seq, pending = meta.pending;
+    int64_t ts = meta.stored_ns;
     in->msg = (struct gust_msg){.subject = natsMsg_GetSubject(m), .data = natsMsg_GetData(m),
                                 .len = (size_t)natsMsg_GetDataLength(m), .stream_seq = seq,
                                 .attempt = (uint32_t)attempt, .stored_ns = ts};
@@ -73,6 +68,15 @@ uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, si
         }
     }
     return cseq;
+}
+
+void gust_delivery_release(struct gust_feed *f, struct gust_in *in, size_t n)
+{
+    (void)f;
+    for (size_t i = 0; i < n; i++) {
+        gust_nats_msg_free(in[i].ref); /* natsMsg_Destroy would wake nats.c's collector thread */
+        in[i].ref = NULL;
+    }
 }
 
 int gust_batch_room_reserve(struct gust_batch_room *room, size_t max, int with)

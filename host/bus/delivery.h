@@ -31,4 +31,7 @@ void gust_batch_room_free(struct gust_batch_room *room);
  * metadata). */
 uint64_t gust_delivery_fill(struct gust_in *in, struct gust_batch_room *room, size_t slot, int with);
 
+/* A feed's release (gust_feed_ops): frees the n messages at once, on this thread. */
+void gust_delivery_release(struct gust_feed *f, struct gust_in *in, size_t n);
+
 #endif

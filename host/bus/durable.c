@@ -125,15 +125,6 @@ static void durable_progress(struct gust_feed *f, struct gust_in *m)
     }
 }
 
-static void release_msgs(struct gust_feed *f, struct gust_in *in, size_t n)
-{
-    (void)f;
-    for (size_t i = 0; i < n; i++) {
-        gust_nats_msg_free(in[i].ref);
-        in[i].ref = NULL;
-    }
-}
-
 static void durable_close(struct gust_feed *f)
 {
     struct durable *d = (struct durable *)f;
@@ -144,7 +135,7 @@ static void durable_close(struct gust_feed *f)
 }
 
 static const struct gust_feed_ops durable_ops = {
-    .next = durable_next, .settle = durable_settle, .release = release_msgs, .close = durable_close,
+    .next = durable_next, .settle = durable_settle, .release = gust_delivery_release, .close = durable_close,
     .progress = durable_progress};
 
 int gust_durable_feed_open(struct gust_bus *bus, const struct gust_durable_conf *conf, struct gust_feed **out,

@@ -16,6 +16,13 @@ natsStatus gust_nats_publish(natsConnection *nc, const char *subject, const char
                              size_t len, const char *msg_id, const struct gust_header *headers,
                              size_t nheaders);
 
+/* The message gust_nats_publish sends, into *out (freed with gust_nats_msg_free): its
+ * headers written as the wire carries them when this nats.c allows (nats_msg.c), else
+ * through nats.c's header map. NATS_OK, or NATS_INVALID_ARG (an empty subject, reply or
+ * header name), NATS_MAX_PAYLOAD, NATS_NO_MEMORY. */
+natsStatus gust_nats_msg_build(natsMsg **out, const char *subject, const char *reply, const void *data, size_t len,
+                               const char *msg_id, const struct gust_header *headers, size_t nheaders);
+
 /* Frees a message at once, on this thread (see nats_msg.c). */
 void gust_nats_msg_free(natsMsg *m);
 

@@ -112,7 +112,7 @@ static int ordered_next(struct gust_feed *f, struct gust_in *in, size_t max, int
     for (int i = 0; i < n; i++) {
         natsMsg *m = o->room.msgs[i];
         if (gap) {
-            natsMsg_Destroy(m);
+            gust_nats_msg_free(m);
             continue;
         }
         uint64_t cseq = gust_delivery_fill(&in[kept], &o->room, (size_t)i, with_headers);
@@ -125,7 +125,7 @@ static int ordered_next(struct gust_feed *f, struct gust_in *in, size_t max, int
                           ", wanted %" PRIu64 "): reading again from %" PRIu64,
                           o->filter, cseq, o->last_cseq, seq, o->next_seq, o->next_seq);
             }
-            natsMsg_Destroy(m);
+            gust_nats_msg_free(m);
             gap = 1;
             continue;
         }
@@ -146,15 +146,6 @@ static void ordered_settle(struct gust_feed *f, struct gust_in *m, int64_t delay
     (void)f, (void)m, (void)delay_ms; /* nothing to acknowledge */
 }
 
-static void ordered_release(struct gust_feed *f, struct gust_in *in, size_t n)
-{
-    (void)f;
-    for (size_t i = 0; i < n; i++) {
-        gust_nats_msg_free(in[i].ref);
-        in[i].ref = NULL;
-    }
-}
-
 static void ordered_seek(struct gust_feed *f, uint64_t seq)
 {
     struct ordered *o = (struct ordered *)f;
@@ -172,7 +163,7 @@ static void ordered_close(struct gust_feed *f)
 
 static const struct gust_feed_ops ordered_ops = {.next = ordered_next,
                                                  .settle = ordered_settle,
-                                                 .release = ordered_release,
+                                                 .release = gust_delivery_release,
                                                  .seek = ordered_seek,
                                                  .close = ordered_close};
 

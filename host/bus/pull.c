@@ -7,6 +7,7 @@
 
 #include "../common/log.h"
 #include "bus.h"
+#include "nats_msg.h"
 #include "gust/sdk.h"
 
 /* How long past its expiry a request may still answer (its 408, or a last message)
@@ -157,11 +158,11 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t ling
             continue;
         }
         if (status == 100) {
-            natsMsg_Destroy(m);
+            gust_nats_msg_free(m);
             continue;
         }
         p->owed -= unfulfilled(m, p->owed);
-        natsMsg_Destroy(m);
+        gust_nats_msg_free(m);
         if (n > 0 || status == 404 || status == 408) {
             break;
         }

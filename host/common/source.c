@@ -158,15 +158,19 @@ int gust_publisher_send_msg(struct gust_publisher *p, const struct gust_pub_msg 
                             gust_publish_done_fn done, void *ud)
 {
     int64_t pause = 5;
-    int once = give_up_ms <= gust_clock_mono_ms(); /* one try, no wait */
+    /* One try, no wait. A source that never gives up (INT64_MAX) reads no clock until it
+     * has to wait: two clock reads a message were a visible part of a source's cost. */
+    int forever = give_up_ms == INT64_MAX;
+    int once = !forever && give_up_ms <= gust_clock_mono_ms();
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!atomic_load(&p->stopping) && p->conf.max_inflight > 0 &&
-               p->outstanding >= p->conf.max_inflight && gust_clock_mono_ms() < give_up_ms) {
+               p->outstanding >= p->conf.max_inflight && (forever || gust_clock_mono_ms() < give_up_ms)) {
             wait_locked(p, gust_clock_mono_ms() + 100 < give_up_ms ? gust_clock_mono_ms() + 100 : give_up_ms);
         }
         int full = p->conf.max_inflight > 0 && p->outstanding >= p->conf.max_inflight;
-        if (atomic_load(&p->stopping) || (!once && gust_clock_mono_ms() >= give_up_ms) || (once && full)) {
+        if (atomic_load(&p->stopping) || (!once && !forever && gust_clock_mono_ms() >= give_up_ms) ||
+            (once && full)) {
             pthread_mutex_unlock(&p->lock);
             note_failure(p, atomic_load(&p->stopping)
                                 ? "stopped while the bus was busy"

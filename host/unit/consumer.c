@@ -246,6 +246,15 @@ static void publish(struct gust_consumer *c, struct ticket *t)
 
 static void barrier(struct gust_consumer *c)
 {
+    pthread_mutex_lock(&c->lock);
+    int none = c->awaiting == 0;
+    pthread_mutex_unlock(&c->lock);
+    /* Every PubAck is back (a sink publishes nothing): no flush, which is a round trip
+     * to the server (PING, PONG) that the batch's acks would wait behind. They leave
+     * with the library's flusher, within a millisecond. */
+    if (none) {
+        return;
+    }
     c->outlet->ops->flush(c->outlet);
     pthread_mutex_lock(&c->lock);
     while (c->awaiting > 0) {

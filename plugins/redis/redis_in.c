@@ -102,12 +102,20 @@ struct redis_in {
     size_t *free_ix; /* a stack of the unused slots */
     size_t nfree;
     const char **ack_argv;
-    /* on_stored signals each outcome, for a thread waiting on a full window. */
+    /* XACKs written to the connection's buffer whose replies are not read yet: they go
+     * out in the same write as the next command (command()), and how many entries
+     * they ack. */
+    size_t ack_cmds, ack_ids;
+    /* Outcomes counted as they come (on_stored), for a thread waiting on a full window:
+     * it is woken only once the count reaches wake_at (UINT64_MAX: nobody waits), not
+     * for each one. settled_at: the count when settle() last looked. */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int outcomes;
+    atomic_uint_fast64_t outcomes, wake_at;
+    uint64_t settled_at;
     struct gust_buf json;
-    char msg_id[300];
+    char msg_id[300]; /* "<stream>:", then each entry's id (stream: 200 bytes at most) */
+    size_t msg_id_at;
     atomic_uint_fast64_t read, acked, rejected, claimed, failed;
 };
 
@@ -125,6 +133,7 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     in->cfg = cfg;
     pthread_mutex_init(&in->lock, NULL);
     pthread_cond_init(&in->cond, NULL);
+    atomic_store(&in->wake_at, UINT64_MAX);
     if ((rc = gust_sdk_bind(h, cfg, redis_in_schema, &in->k, err)) != 0 ||
         (rc = redis_conf_load(&in->conf, &in->k.common, cfg, err)) != 0) {
         redis_in_destroy(in);
@@ -156,6 +165,7 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
         hostname[sizeof(hostname) - 1] = '\0';
         snprintf(in->consumer, sizeof(in->consumer), "%s:%ld", hostname, (long)getpid());
     }
+    in->msg_id_at = (size_t)snprintf(in->msg_id, sizeof(in->msg_id), "%s:", in->k.stream);
     in->non_json = strcmp(in->k.non_json, "wrap") == 0   ? REDIS_NJ_WRAP
                    : strcmp(in->k.non_json, "pass") == 0 ? REDIS_NJ_PASS
                                                          : REDIS_NJ_REJECT;
@@ -179,7 +189,8 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
 }
 
 /* A bus thread: records the outcome (settle() acts on it) and wakes the thread if it
- * waits for room in the window. */
+ * waits for room in the window and this is the outcome it waits for: a wake-up per
+ * outcome was a futex call and a context switch per entry. */
 static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 {
     struct slot *s = ud;
@@ -187,16 +198,19 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
     (void)seq;
     (void)error;
     atomic_store(&s->status, status);
-    pthread_mutex_lock(&in->lock);
-    in->outcomes++;
-    pthread_cond_signal(&in->cond);
-    pthread_mutex_unlock(&in->lock);
+    if (atomic_fetch_add(&in->outcomes, 1) + 1 == atomic_load(&in->wake_at)) {
+        /* Under the lock: the thread is then either waiting or past its check. */
+        pthread_mutex_lock(&in->lock);
+        pthread_cond_signal(&in->cond);
+        pthread_mutex_unlock(&in->lock);
+    }
 }
 
-/* Waits up to ms for `need` outcomes since the last wait. */
-static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
+/* Waits up to ms until `need` outcomes came after settle() last looked. */
+static void wait_outcomes(struct redis_in *in, size_t need, int64_t ms)
 {
     struct timespec until;
+    uint64_t target = in->settled_at + need;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += ms / 1000;
     until.tv_nsec += (ms % 1000) * 1000000;
@@ -205,22 +219,21 @@ static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
         until.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&in->lock);
-    while (in->outcomes < need && !atomic_load(&in->stopping) &&
+    atomic_store(&in->wake_at, target);
+    while (atomic_load(&in->outcomes) < target && !atomic_load(&in->stopping) &&
            pthread_cond_timedwait(&in->cond, &in->lock, &until) == 0) {
     }
-    in->outcomes = 0;
+    atomic_store(&in->wake_at, UINT64_MAX);
     pthread_mutex_unlock(&in->lock);
 }
 
-static redisReply *command(struct redis_in *in, int argc, const char **argv)
+/* The connection is gone with whatever was written on it: XACKs not answered leave
+ * their entries pending, read again after the reconnect (and stored once). */
+static void dropped(struct redis_in *in, const char *why)
 {
-    redisReply *r = redisCommandArgv(in->conn.ctx, argc, argv, NULL);
-    if (!r) {
-        char why[200];
-        snprintf(why, sizeof(why), "%s: %s", argv[0], ((redisContext *)in->conn.ctx)->errstr);
-        redis_conn_drop(&in->conn, why);
-    }
-    return r;
+    in->ack_cmds = 0;
+    in->ack_ids = 0;
+    redis_conn_drop(&in->conn, why);
 }
 
 /* An error reply: logged once per reason through the connection, which backs off. */
@@ -229,7 +242,55 @@ static void refused(struct redis_in *in, const char *cmd, redisReply *r)
     char why[300];
     snprintf(why, sizeof(why), "%s refused: %s", cmd, r->str);
     freeReplyObject(r);
-    redis_conn_drop(&in->conn, why);
+    dropped(in, why);
+}
+
+/* Reads the replies of the XACKs written before (sending them first if they still wait
+ * in the buffer). 0, or -1 when the connection went. */
+static int ack_replies(struct redis_in *in)
+{
+    redisContext *ctx = in->conn.ctx;
+    while (in->ack_cmds > 0) {
+        redisReply *r = NULL;
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r) {
+            char why[200];
+            snprintf(why, sizeof(why), "XACK: %s", ctx->errstr[0] ? ctx->errstr : "no reply");
+            dropped(in, why);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            refused(in, "XACK", r);
+            return -1;
+        }
+        freeReplyObject(r);
+        in->ack_cmds--;
+    }
+    atomic_fetch_add(&in->acked, in->ack_ids);
+    in->ack_ids = 0;
+    return 0;
+}
+
+/* One command and its reply (NULL when the connection went). The XACKs settle() left in
+ * the buffer leave in the same write: a round trip less per read. */
+static redisReply *command(struct redis_in *in, int argc, const char **argv)
+{
+    redisContext *ctx = in->conn.ctx;
+    redisReply *r = NULL;
+    char why[200];
+    if (redisAppendCommandArgv(ctx, argc, argv, NULL) != REDIS_OK) {
+        snprintf(why, sizeof(why), "%s: %s", argv[0], ctx->errstr);
+        dropped(in, why);
+        return NULL;
+    }
+    if (ack_replies(in) != 0) {
+        return NULL;
+    }
+    if (redisGetReply(ctx, (void **)&r) != REDIS_OK || !r) {
+        snprintf(why, sizeof(why), "%s: %s", argv[0], ctx->errstr[0] ? ctx->errstr : "no reply");
+        dropped(in, why);
+        return NULL;
+    }
+    return r;
 }
 
 static int ensure_group(struct redis_in *in)
@@ -267,11 +328,20 @@ static void note_rejected(struct redis_in *in, const char *id)
     }
 }
 
+/* An entry id into a buffer of size (ids are short: "<ms>-<seq>", at most 41 bytes). */
+static void copy_id(char *out, size_t size, const char *id)
+{
+    size_t n = strlen(id);
+    n = n < size ? n : size - 1;
+    memcpy(out, id, n);
+    out[n] = '\0';
+}
+
 /* Takes a free slot for entry id, with its outcome already known (status) or due. */
 static struct slot *take_slot(struct redis_in *in, const char *id, int status)
 {
     struct slot *s = &in->slots[in->free_ix[--in->nfree]];
-    snprintf(s->id, sizeof(s->id), "%s", id);
+    copy_id(s->id, sizeof(s->id), id);
     atomic_store(&s->status, status);
     s->used = 1;
     return s;
@@ -279,12 +349,15 @@ static struct slot *take_slot(struct redis_in *in, const char *id, int status)
 
 /* XACKs, in one command, every entry of the window whose outcome says stored and frees
  * the slots whose outcome is back; a failed publish leaves its entry pending, to be read
- * again from id 0 after a pause. Returns -1 when the connection went (what was not acked
- * is read again after the reconnect, and stored once thanks to the msg id). */
-static int settle(struct redis_in *in)
+ * again from id 0 after a pause. The XACK is only written to the connection's buffer:
+ * it leaves with the next command, or now with `now`. Returns -1 when the connection
+ * went (what was not acked is read again after the reconnect, and stored once thanks to
+ * the msg id). */
+static int settle(struct redis_in *in, int now)
 {
     size_t nack = 0, failed = 0;
 
+    in->settled_at = atomic_load(&in->outcomes);
     in->ack_argv[0] = "XACK";
     in->ack_argv[1] = in->k.stream;
     in->ack_argv[2] = in->k.group;
@@ -295,7 +368,7 @@ static int settle(struct redis_in *in)
             continue;
         }
         if (st == 0 || st == 1) {
-            in->ack_argv[3 + nack++] = s->id; /* the slot is not reused before the XACK below */
+            in->ack_argv[3 + nack++] = s->id; /* the slot is not reused before the XACK is written */
         } else {
             failed++;
         }
@@ -308,20 +381,21 @@ static int settle(struct redis_in *in)
         snprintf(in->pending_cursor, sizeof(in->pending_cursor), "0");
         in->pause_until = gust_clock_mono_ms() + 1000;
     }
-    if (nack == 0 || !in->conn.ctx) {
-        return in->conn.ctx ? 0 : -1;
-    }
-    redisReply *r = command(in, (int)(3 + nack), in->ack_argv);
-    if (!r) {
+    if (!in->conn.ctx) {
         return -1;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        refused(in, "XACK", r);
-        return -1;
+    if (nack > 0) {
+        redisContext *ctx = in->conn.ctx;
+        if (redisAppendCommandArgv(ctx, (int)(3 + nack), in->ack_argv, NULL) != REDIS_OK) {
+            char why[200];
+            snprintf(why, sizeof(why), "XACK: %s", ctx->errstr);
+            dropped(in, why);
+            return -1;
+        }
+        in->ack_cmds++;
+        in->ack_ids += nack;
     }
-    freeReplyObject(r);
-    atomic_fetch_add(&in->acked, nack);
-    return 0;
+    return now ? ack_replies(in) : 0;
 }
 
 /* Waits for every outcome of the window (the host answers each publish within
@@ -330,7 +404,7 @@ static int drain(struct redis_in *in)
 {
     while (in->nfree < in->nslots && gust_publisher_wait(in->pub, 1000) > 0) {
     }
-    return settle(in);
+    return settle(in, 1);
 }
 
 /* Publishes the entries of one reply's list (each [id, [field, value, ...]]), each in a
@@ -348,7 +422,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             continue;
         }
         const char *id = e->element[0]->str;
-        snprintf(last_id, last_sz, "%s", id);
+        copy_id(last_id, last_sz, id);
         const redisReply *f = e->element[1];
         if (f->type != REDIS_REPLY_ARRAY) {
             /* A pending entry trimmed away meanwhile: nothing left to publish, only to ack. */
@@ -381,7 +455,7 @@ static int handle_entries(struct redis_in *in, const redisReply *list, char *las
             atomic_store(&s->status, rc);
             continue;
         }
-        snprintf(in->msg_id, sizeof(in->msg_id), "%s:%s", in->k.stream, s->id);
+        memcpy(in->msg_id + in->msg_id_at, s->id, strlen(s->id) + 1); /* "<stream>:<entry id>" */
         /* Where it came from, for flows (meta.headers) and for reading it back in Redis. */
         const struct gust_header hdr[] = {{"Redis-Stream", in->k.stream}, {"Redis-Entry-Id", s->id}};
         const struct gust_pub_msg m = {.subject = in->k.subject,
@@ -463,7 +537,11 @@ static void read_round(struct redis_in *in)
     char count[24], idle[24], last[48] = "";
     int64_t now = gust_clock_mono_ms();
 
-    if (settle(in) != 0 || now < in->pause_until) {
+    if (settle(in, 0) != 0) {
+        return;
+    }
+    if (now < in->pause_until) {
+        ack_replies(in);
         return;
     }
     if (in->pending_pass && strcmp(in->pending_cursor, "0") == 0 && in->nfree < in->nslots) {
@@ -476,7 +554,9 @@ static void read_round(struct redis_in *in)
      * turn the reads and XACKs into one entry each. */
     size_t room = (size_t)in->k.batch < in->nslots ? (size_t)in->k.batch : in->nslots;
     if (in->nfree < room) {
-        wait_outcomes(in, (int)(room - in->nfree), 100);
+        if (ack_replies(in) == 0) { /* not left waiting in the buffer meanwhile */
+            wait_outcomes(in, room - in->nfree, 100);
+        }
         return;
     }
     snprintf(count, sizeof(count), "%zu", room);
@@ -591,6 +671,9 @@ static void *in_thread(void *arg)
             continue;
         }
         read_round(in);
+        if (in->conn.ctx && in->ack_cmds > 0) {
+            ack_replies(in); /* every round ends with its XACKs answered */
+        }
         if (!in->conn.ctx) {
             /* Reconnected later: our pending list first (what was read and not acked). */
             in->pending_pass = 1;
