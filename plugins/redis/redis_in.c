@@ -36,7 +36,6 @@
 
 #include "gust/source.h"
 #include "redis.h"
-#include "gust/wait.h"
 
 struct redis_in_keys {
     struct redis_keys common;
@@ -125,7 +124,7 @@ int redis_in_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     in->inst = inst;
     in->cfg = cfg;
     pthread_mutex_init(&in->lock, NULL);
-    gust_cond_init(&in->cond);
+    pthread_cond_init(&in->cond, NULL);
     if ((rc = gust_sdk_bind(h, cfg, redis_in_schema, &in->k, err)) != 0 ||
         (rc = redis_conf_load(&in->conf, &in->k.common, cfg, err)) != 0) {
         redis_in_destroy(in);
@@ -197,10 +196,17 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 /* Waits up to ms for `need` outcomes since the last wait. */
 static void wait_outcomes(struct redis_in *in, int need, int64_t ms)
 {
-    int64_t until = gust_clock_mono_ms() + ms;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
     pthread_mutex_lock(&in->lock);
     while (in->outcomes < need && !atomic_load(&in->stopping) &&
-           gust_cond_wait_until(&in->cond, &in->lock, until) == 0) {
+           pthread_cond_timedwait(&in->cond, &in->lock, &until) == 0) {
     }
     in->outcomes = 0;
     pthread_mutex_unlock(&in->lock);
