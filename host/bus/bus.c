@@ -19,7 +19,6 @@
 #include "reply.h"
 #include "retention.h"
 #include "streams.h"
-#include "gust/wait.h"
 
 /* A connection and the subscription its PubAcks come back on. */
 struct link {
@@ -197,10 +196,16 @@ static void *housekeeping(void *arg)
             }
             next_check = gust_clock_mono_ms() + (ok ? 1000 : 250);
         }
-        int64_t until = gust_clock_mono_ms() + 50;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&bus->lock);
         if (!bus->stopping) {
-            int rc = gust_cond_wait_until(&bus->wake, &bus->lock, until);
+            int rc = pthread_cond_timedwait(&bus->wake, &bus->lock, &until);
             if (rc == 0) {
                 next_check = 0; /* woken by a reconnect: check at once */
             }
@@ -375,7 +380,7 @@ int gust_bus_create(const struct gust_bus_conf *conf, struct gust_bus **out, str
     }
     bus->outlet.ops = &outlet_ops;
     pthread_mutex_init(&bus->lock, NULL);
-    gust_cond_init(&bus->wake);
+    pthread_cond_init(&bus->wake, NULL);
     int rc = GUST_ENOMEM;
     if (gust_pending_init(&bus->pending, conf->max_pending) != 0) {
         gust_err_set(err, rc, "out of memory");
@@ -444,9 +449,11 @@ void gust_bus_destroy(struct gust_bus *bus)
     }
     /* Connection callbacks run on a library thread and hold `bus`: wait for the last of
      * them (closed comes after disconnected) before freeing it. */
-    int64_t until = gust_clock_mono_ms() + 2000;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
     pthread_mutex_lock(&bus->lock);
-    while (bus->closed < links && gust_cond_wait_until(&bus->wake, &bus->lock, until) == 0) {
+    while (bus->closed < links && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
     }
     pthread_mutex_unlock(&bus->lock);
     natsConnection_Destroy(bus->main.nc);

@@ -10,7 +10,6 @@
 #include "../common/buf.h"
 #include "../common/log.h"
 #include "bus_int.h"
-#include "gust/wait.h"
 
 #define PASS_MS 250
 #define FULL_HOLD_MS 2000 /* a refusal says "full" for this long */
@@ -298,10 +297,16 @@ static void *run(void *arg)
         if (gust_bus_healthy(r->bus)) {
             pass(r);
         }
-        int64_t until = gust_clock_mono_ms() + PASS_MS;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += PASS_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&r->lock);
         if (!r->stopping) {
-            gust_cond_wait_until(&r->wake, &r->lock, until);
+            pthread_cond_timedwait(&r->wake, &r->lock, &until);
         }
     }
     pthread_mutex_unlock(&r->lock);
@@ -316,7 +321,7 @@ int gust_retention_start(struct gust_bus *bus, struct gust_retention **out, stru
     }
     r->bus = bus;
     pthread_mutex_init(&r->lock, NULL);
-    gust_cond_init(&r->wake);
+    pthread_cond_init(&r->wake, NULL);
     if (pthread_create(&r->thread, NULL, run, r) != 0) {
         pthread_cond_destroy(&r->wake);
         pthread_mutex_destroy(&r->lock);

@@ -22,7 +22,9 @@ static void make_self(void)
     unsigned char bytes[GUST_INSTANCE_LEN / 2];
     if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
         /* no entropy at all: time and pid still differ between two processes */
-        uint64_t seed = (uint64_t)gust_clock_wall_ns() ^ ((uint64_t)getpid() << 40);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
         for (size_t i = 0; i < sizeof(bytes); i++) {
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
             bytes[i] = (unsigned char)(seed >> 56);
@@ -131,3 +133,19 @@ void gust_key_safe(char *s)
     }
 }
 
+int64_t gust_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void gust_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cond, lock, &until);
+}

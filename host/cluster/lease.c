@@ -12,7 +12,6 @@
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "bucket.h"
-#include "gust/wait.h"
 
 /* Leases spread over the processes attached to them (task.group). Each such process
  * keeps an entry want.<group>.<self> in the bucket, renewed like a lease and deleted when
@@ -146,7 +145,7 @@ static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t n
 static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
 {
     struct gust_buf value = {0};
-    int64_t expires = gust_clock_wall_ms() + l->conf.ttl_ms;
+    int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
     uint64_t rev = 0, seen_rev = 0;
     char why[256], current[GUST_ENTRY_MAX];
     struct gust_entry seen;
@@ -165,10 +164,10 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
     /* Someone else's and still valid: wait, even when it bears our node_name (a twin),
      * unless its writer is gone for sure (this process's predecessor killed -9, on this
      * machine); else its entry runs out after the TTL. */
-    if (!is_self(&seen) && seen.expires_ms > gust_clock_wall_ms() && !gust_entry_gone(&seen)) {
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms() && !gust_entry_gone(&seen)) {
         goto done;
     }
-    if (!is_self(&seen) && seen.expires_ms > gust_clock_wall_ms()) {
+    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms()) {
         gust_info("lease %s: its holder %s (pid %ld) is gone: taken over before its TTL", e->key, seen.holder,
                   seen.pid);
     }
@@ -275,7 +274,7 @@ static void count_member(void *ud, const char *key)
  * the bucket open. */
 static void count_members(struct gust_leases *l, struct group *g)
 {
-    int64_t wall = gust_clock_wall_ms();
+    int64_t wall = gust_wall_ms();
     if (g->members != 0 && wall < g->count_at_wall) {
         return;
     }
@@ -368,7 +367,7 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
     }
     if (e->held && now >= e->renew_at) {
         struct gust_buf value = {0};
-        int64_t expires = gust_clock_wall_ms() + l->conf.ttl_ms;
+        int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
         uint64_t rev = 0;
         char why[256] = "out of memory";
         if (format_value(&value, l, 1, expires) == 0 &&
@@ -429,7 +428,7 @@ static void *lease_thread(void *arg)
         int64_t tick = l->conf.poll_ms < l->conf.ttl_ms / 6 ? l->conf.poll_ms : l->conf.ttl_ms / 6;
         pthread_mutex_lock(&l->lock);
         if (!l->stopping) {
-            gust_cond_wait_until(&l->wake, &l->lock, gust_clock_mono_ms() + (tick / 2 > 20 ? tick / 2 : 20));
+            gust_wait_ms(&l->wake, &l->lock, tick / 2 > 20 ? tick / 2 : 20);
         }
         pthread_mutex_unlock(&l->lock);
     }
@@ -457,7 +456,7 @@ int gust_leases_create(const struct gust_lease_conf *conf, struct gust_bus *bus,
     l->conf.bucket = l->bucket;
     pthread_mutex_init(&l->run_lock, NULL);
     pthread_mutex_init(&l->lock, NULL);
-    gust_cond_init(&l->wake);
+    pthread_cond_init(&l->wake, NULL);
     *out = l;
     return 0;
 }
@@ -677,7 +676,7 @@ void gust_leases_render_fields(struct gust_leases *l, struct gust_buf *out)
     gust_buf_append(out, "\"self\":", 7);
     gust_json_append_string(out, l->self, strlen(l->self));
     gust_buf_append(out, ",\"leases\":[", 11);
-    int64_t now = gust_clock_wall_ms();
+    int64_t now = gust_wall_ms();
     int first = 1;
     for (size_t i = 0; i < l->n; i++) {
         const struct lease *e = l->v[i];

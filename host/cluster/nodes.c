@@ -11,7 +11,6 @@
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "bucket.h"
-#include "gust/wait.h"
 
 #define KEY_PREFIX "node."
 
@@ -58,7 +57,7 @@ static void write_entry(struct gust_nodes *n)
         struct gust_entry e = *gust_self_entry();
         snprintf(e.holder, sizeof(e.holder), "%s", n->self);
         snprintf(e.config, sizeof(e.config), "%s", config);
-        e.expires_ms = gust_clock_wall_ms() + n->conf.ttl_ms;
+        e.expires_ms = gust_wall_ms() + n->conf.ttl_ms;
         struct gust_buf value = {0};
         uint64_t rev = 0;
         snprintf(why, sizeof(why), "out of memory");
@@ -109,7 +108,7 @@ static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count
 {
     *count = 0;
     char why[256];
-    struct peer_scan ps = {n, out, count, gust_clock_wall_ms()};
+    struct peer_scan ps = {n, out, count, gust_wall_ms()};
     int rc = open_bucket(n, why, sizeof(why));
     if (rc == 0) {
         rc = gust_kv_keys(n->kv, read_peer, &ps, why, sizeof(why));
@@ -141,7 +140,7 @@ static void *nodes_thread(void *arg)
     struct gust_nodes *n = arg;
     pthread_mutex_lock(&n->lock);
     while (!n->stopping) {
-        gust_cond_wait_until(&n->wake, &n->lock, gust_clock_mono_ms() + n->conf.ttl_ms / 3);
+        gust_wait_ms(&n->wake, &n->lock, n->conf.ttl_ms / 3);
         if (n->stopping) {
             break;
         }
@@ -178,7 +177,7 @@ int gust_nodes_create(const struct gust_nodes_conf *conf, struct gust_bus *bus, 
     snprintf(n->key + used, sizeof(n->key) - used, ".%s", gust_self_entry()->instance);
     pthread_mutex_init(&n->run_lock, NULL);
     pthread_mutex_init(&n->lock, NULL);
-    gust_cond_init(&n->wake);
+    pthread_cond_init(&n->wake, NULL);
     *out = n;
     return 0;
 }

@@ -9,7 +9,6 @@
 
 #include "gust/sdk.h"
 #include "gust/source.h"
-#include "gust/wait.h"
 
 /* A send with the caller's own outcome callback (gust_publisher_send_cb). */
 struct tracked {
@@ -33,11 +32,21 @@ struct gust_publisher {
     struct tracked *spares;
 };
 
-/* A lock and its condition, whose timed waits run on CLOCK_MONOTONIC (gust_cond_wait_until). */
+static void deadline_ts(int64_t at_ms, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(at_ms / 1000);
+    ts->tv_nsec = (long)(at_ms % 1000) * 1000000L;
+}
+
+/* A lock and its condition, whose timed waits run on CLOCK_MONOTONIC (deadline_ts). */
 static void lock_init(pthread_mutex_t *lock, pthread_cond_t *cond)
 {
+    pthread_condattr_t ca;
     pthread_mutex_init(lock, NULL);
-    gust_cond_init(cond);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 int gust_publisher_create(struct gust_publisher **out, const struct gust_publisher_conf *conf,
@@ -114,7 +123,9 @@ static void on_done_tracked(void *ud, int status, uint64_t seq, const char *erro
 /* Under the lock: waits for an outcome or stop until at_ms; 1 when at_ms passed. */
 static int wait_locked(struct gust_publisher *p, int64_t at_ms)
 {
-    return gust_cond_wait_until(&p->cond, &p->lock, at_ms) == ETIMEDOUT;
+    struct timespec ts;
+    deadline_ts(at_ms, &ts);
+    return pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT;
 }
 
 int gust_publisher_send(struct gust_publisher *p, const char *subject, const void *data, size_t len,
@@ -296,9 +307,11 @@ int gust_source_stopping(const struct gust_source_runner *r)
 /* Waits until the monotonic time `until` (ms) or stop; nonzero when stopping. */
 static int wait_until(struct gust_source_runner *r, int64_t until)
 {
+    struct timespec ts;
+    deadline_ts(until, &ts);
     pthread_mutex_lock(&r->lock);
     while (!atomic_load(&r->stopping) && gust_clock_mono_ms() < until) {
-        if (gust_cond_wait_until(&r->cond, &r->lock, until) == ETIMEDOUT) {
+        if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT) {
             break;
         }
     }

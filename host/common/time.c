@@ -1,11 +1,8 @@
-/* The clocks, timed waits on the monotonic one, and the one RFC 3339 writer of the host
- * and the plugins. */
-#include <pthread.h>
+/* Clocks and the one RFC 3339 writer of the host and the plugins. */
 #include <stdio.h>
 #include <time.h>
 
 #include "gust/sdk.h"
-#include "gust/wait.h"
 
 int64_t gust_clock_wall_ms(void)
 {
@@ -26,32 +23,6 @@ uint64_t gust_clock_mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int64_t gust_clock_wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int gust_cond_init(pthread_cond_t *cond)
-{
-    pthread_condattr_t ca;
-    int rc = pthread_condattr_init(&ca);
-    if (rc != 0) {
-        return rc;
-    }
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rc = rc != 0 ? rc : pthread_cond_init(cond, &ca);
-    pthread_condattr_destroy(&ca);
-    return rc;
-}
-
-int gust_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t at_ms)
-{
-    struct timespec ts = {.tv_sec = (time_t)(at_ms / 1000), .tv_nsec = (long)(at_ms % 1000) * 1000000L};
-    return pthread_cond_timedwait(cond, lock, &ts);
 }
 
 /* Days since 1970-01-01 to a civil date (proleptic Gregorian), after Howard Hinnant's

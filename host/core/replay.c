@@ -486,6 +486,8 @@ int gust_replay_parse_since(const char *s, int64_t *ms)
     if (gust_parse_duration(s, &ago) != 0 || ago < 0) {
         return -1;
     }
-    *ms = gust_clock_wall_ms() - ago;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    *ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ago;
     return 0;
 }

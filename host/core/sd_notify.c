@@ -9,8 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gust/sdk.h"
-
 void gust_sd_notify(const char *state)
 {
     const char *path = getenv("NOTIFY_SOCKET");
@@ -37,9 +35,10 @@ void gust_sd_notify(const char *state)
 
 void gust_sd_notify_reloading(void)
 {
-    /* systemd wants CLOCK_MONOTONIC in µs: gust_clock_mono_ns's clock. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     char msg[96];
     snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
-             (unsigned long long)(gust_clock_mono_ns() / 1000u));
+             (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL);
     gust_sd_notify(msg);
 }

@@ -95,12 +95,17 @@ static void run_unordered(struct sink *s, struct gust_batch *b)
     }
 }
 
+static int64_t mono_ms(void)
+{
+    return (int64_t)(gust_clock_mono_ns() / 1000000u);
+}
+
 /* Waits ms before the held messages are tried again (less when the unit stops), marking
  * them in progress every third of ack_wait so that the bus keeps them here. */
 static void hold_wait(struct sink *s, struct gust_batch *b, size_t n, int64_t ms)
 {
-    int64_t end = gust_clock_mono_ms() + ms, marked = 0, every = s->o.ack_wait_ms / PROGRESS_PARTS;
-    for (int64_t now = gust_clock_mono_ms(); now < end; now = gust_clock_mono_ms()) {
+    int64_t end = mono_ms() + ms, marked = 0, every = s->o.ack_wait_ms / PROGRESS_PARTS;
+    for (int64_t now = mono_ms(); now < end; now = mono_ms()) {
         if (b->stopping != NULL && atomic_load(b->stopping)) {
             return;
         }

@@ -13,7 +13,6 @@
 #include "../common/log.h"
 #include "secret.h"
 #include "secret_int.h"
-#include "gust/wait.h"
 
 struct entry {
     char *ref;
@@ -44,15 +43,9 @@ static struct {
     int64_t refresh_ms;
     pthread_t thread;
     int started, stopping;
-} S = {.lock = PTHREAD_MUTEX_INITIALIZER, .fetch_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* S.wake waits on the monotonic clock (gust_cond_init): made once, before its first use. */
-static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
-
-static void wake_init(void)
-{
-    gust_cond_init(&S.wake);
-}
+} S = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .fetch_lock = PTHREAD_MUTEX_INITIALIZER,
+       .wake = PTHREAD_COND_INITIALIZER};
 
 static void entry_wipe(struct entry *e)
 {
@@ -223,8 +216,16 @@ static void *refresh_thread(void *arg)
     (void)arg;
     pthread_mutex_lock(&S.lock);
     while (!S.stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
         int64_t ms = S.refresh_ms > 0 ? S.refresh_ms : 300000;
-        if (gust_cond_wait_until(&S.wake, &S.lock, gust_clock_mono_ms() + ms) == 0 || S.stopping) {
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&S.wake, &S.lock, &ts) == 0 || S.stopping) {
             continue; /* woken: the period changed, or a stop */
         }
         pthread_mutex_unlock(&S.lock);
@@ -242,7 +243,6 @@ size_t gust_secrets_configure(const struct gust_secrets_keys *k, const char *con
 {
     char why[300];
     struct secret_store next;
-    pthread_once(&wake_once, wake_init);
     store_build(k, &next, why, sizeof(why));
     pthread_mutex_lock(&S.fetch_lock);
     pthread_mutex_lock(&S.lock);
@@ -297,7 +297,6 @@ int gust_secrets_resolved(const char *ref, char *why, size_t whysz)
 
 void gust_secrets_shutdown(void)
 {
-    pthread_once(&wake_once, wake_init);
     pthread_mutex_lock(&S.lock);
     int started = S.started;
     S.stopping = 1;

@@ -13,7 +13,6 @@
 
 #include "../common/log.h"
 #include "trace_int.h"
-#include "gust/wait.h"
 
 #define QUEUE_MAX 4096 /* spans; about 2 MB once the ring has gone round */
 #define BATCH_MAX 512
@@ -33,16 +32,7 @@ static struct {
     struct gust_span_rec *ring; /* QUEUE_MAX */
     size_t head, len;
     atomic_uint_fast64_t exported, dropped, failed_posts;
-} ex = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* ex.wake waits on the monotonic clock (gust_cond_init): made once, before the first start,
- * and never destroyed, since an export may still signal it while a stop runs. */
-static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
-
-static void wake_init(void)
-{
-    gust_cond_init(&ex.wake);
-}
+} ex = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 int gust_trace_exporting(void)
 {
@@ -137,7 +127,12 @@ static void *run(void *arg)
     pthread_mutex_lock(&ex.lock);
     for (;;) {
         if (ex.len < BATCH_MAX && !ex.stopping) {
-            gust_cond_wait_until(&ex.wake, &ex.lock, gust_clock_mono_ms() + FLUSH_MS);
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += FLUSH_MS * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&ex.wake, &ex.lock, &ts);
         }
         size_t n = batch != NULL ? take_locked(batch) : 0;
         int stop = ex.stopping && ex.len == 0;
@@ -179,7 +174,6 @@ int gust_trace_start(const struct gust_trace_conf *conf, struct gust_err *err)
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }
     ex.sample = conf->sample;
-    pthread_once(&wake_once, wake_init);
     copy(ex.service, sizeof(ex.service), conf->service_name != NULL ? conf->service_name : "gust");
     if (pthread_create(&ex.thread, NULL, run, NULL) != 0) {
         free(ex.ring);

@@ -45,7 +45,7 @@ int gust_otlp_target_parse(const char *url, struct gust_otlp_target *out, char *
 
 static int wait_fd(struct gust_sock *s, short events, int64_t deadline_ms)
 {
-    int64_t left = deadline_ms - gust_clock_mono_ms();
+    int64_t left = deadline_ms - (int64_t)(gust_clock_mono_ns() / 1000000u);
     if (left <= 0) {
         return -1;
     }
@@ -56,7 +56,7 @@ static int wait_fd(struct gust_sock *s, short events, int64_t deadline_ms)
 int gust_otlp_post(const struct gust_otlp_target *t, const char *body, size_t len, int64_t timeout_ms, char *why,
                    size_t whysz)
 {
-    int64_t deadline = gust_clock_mono_ms() + timeout_ms;
+    int64_t deadline = (int64_t)(gust_clock_mono_ns() / 1000000u) + timeout_ms;
     struct gust_err err = {{0}};
     struct gust_sock *s = NULL;
     struct gust_sock_peer peer = {.host = t->host, .port = t->port, .role = "collector"};

@@ -95,9 +95,10 @@ static uint64_t next_random(void)
 {
     if (rng[0] == 0 && rng[1] == 0) {
         if (getrandom(rng, sizeof(rng), 0) != (ssize_t)sizeof(rng)) {
-            uint64_t ns = gust_clock_mono_ns();
-            rng[0] = ns * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&ns;
-            rng[1] = ns / 1000000000u ^ 0xda942042e4dd58b5ull;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            rng[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&ts;
+            rng[1] = (uint64_t)ts.tv_sec ^ 0xda942042e4dd58b5ull;
         }
         rng[0] |= 1;
     }

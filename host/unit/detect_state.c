@@ -22,6 +22,13 @@
 
 #define FORMAT 1
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Lease tasks: the lease thread says whether this process holds a slice; the unit
  * thread acts on it between batches. */
 static int slice_wanted(void *ud, struct gust_err *err)
@@ -244,8 +251,7 @@ static void checkpoint(struct detect *d, struct slice *s)
         snprintf(info, sizeof(info),
                  "{\"format\":%d,\"unit\":\"%s\",\"slice\":%" PRIu32 ",\"slices\":%" PRIu32
                  ",\"digest\":\"%s\",\"position\":%" PRIu64 ",\"taken_ms\":%" PRId64 "}",
-                 FORMAT, d->unit, s->index, d->nslices, vpl_program_digest(d->prog), s->pos,
-                 gust_clock_wall_ms());
+                 FORMAT, d->unit, s->index, d->nslices, vpl_program_digest(d->prog), s->pos, wall_ms());
         rc = gust_state_put(d->bus, s->store_name, info, data, len, NULL, why, sizeof(why));
     }
     free(data);

@@ -12,6 +12,13 @@
 
 #define IN_SLOT (GUST_DELIVERY_HEADERS_MAX + 2)
 
+static int64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int is_trace_header(const char *name)
 {
     return strcasecmp(name, GUST_TRACEPARENT) == 0 || strcasecmp(name, GUST_TRACESTATE) == 0;
@@ -40,7 +47,7 @@ int gust_trace_hops_begin(struct gust_trace_hops *h, const struct gust_in *in, s
         }
         h->cap = n;
     }
-    h->start_ns = gust_clock_wall_ns();
+    h->start_ns = wall_ns();
     for (size_t i = 0; i < n; i++) {
         struct gust_trace_hop *hop = &h->v[i];
         struct gust_trace_ctx parent;
@@ -130,7 +137,7 @@ void gust_trace_hops_end(struct gust_trace_hops *h, const char *kind, const char
     }
     char name[160];
     snprintf(name, sizeof(name), "%s %s", kind, unit);
-    int64_t end = gust_clock_wall_ns();
+    int64_t end = wall_ns();
     for (size_t i = 0; i < n; i++) {
         const struct gust_trace_hop *hop = &h->v[i];
         if (!hop->on) {

@@ -136,7 +136,6 @@ static int cmd_run(int argc, char **argv)
         if (blank(line, (size_t)n)) {
             continue;
         }
-        /* Not gust_clock_wall_ms: the engine builds alone, on libc only. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;

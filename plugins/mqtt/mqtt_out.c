@@ -25,7 +25,6 @@
 #include <time.h>
 
 #include "mqtt_out.h"
-#include "gust/wait.h"
 
 #define MIN_KEEPALIVE_S 5 /* mosquitto_connect refuses less (MOSQ_ERR_INVAL) */
 
@@ -88,6 +87,7 @@ static int load(struct mqtt_out *o, const struct gust_cfg *cfg, struct gust_err 
 int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void **ctx, struct gust_err *err)
 {
     struct mqtt_out *o = calloc(1, sizeof(*o));
+    pthread_condattr_t ca;
     int rc;
 
     if (!o) {
@@ -96,7 +96,10 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     o->inst = inst;
     o->cfg = cfg;
     pthread_mutex_init(&o->lock, NULL);
-    gust_cond_init(&o->cond); /* timed waits on gust_clock_mono_ms's clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gust_clock_mono_ms's clock */
+    pthread_cond_init(&o->cond, &ca);
+    pthread_condattr_destroy(&ca);
     if ((rc = gust_sdk_bind(mqtt_host, cfg, mqtt_out_schema, &o->k, err)) != 0 ||
         (rc = mqtt_conf_load(&o->conf, &o->k.common, cfg, mqtt_host->instance_name(inst), o->client_id,
                              sizeof(o->client_id), err)) != 0 ||

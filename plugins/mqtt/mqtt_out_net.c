@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "mqtt_out.h"
-#include "gust/wait.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
@@ -30,7 +29,8 @@ static _Thread_local const struct mqtt_out *net_thread_of;
 /* Until at_ms (gust_clock_mono_ms), or a broadcast; 0, or ETIMEDOUT. Under lock. */
 int out_wait_until(struct mqtt_out *o, int64_t at_ms)
 {
-    return gust_cond_wait_until(&o->cond, &o->lock, at_ms);
+    struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000};
+    return pthread_cond_timedwait(&o->cond, &o->lock, &ts);
 }
 
 /* libmosquitto looks at errno after its callbacks return: they leave it as they found it. */

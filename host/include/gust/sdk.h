@@ -5,8 +5,7 @@
  *                  sink templates, HMAC signatures, clocks and
  *                  RFC 3339 time, HTTP header lines, binding an instance's config
  *   gust/source.h  the source runner: a schedule thread and publishing with back-pressure
- *   gust/sock.h    a TCP client connection, optionally TLS
- *   gust/wait.h    timed waits on the monotonic clock (apart: it needs pthread.h) */
+ *   gust/sock.h    a TCP client connection, optionally TLS */
 #ifndef GUST_SDK_H
 #define GUST_SDK_H
 
@@ -132,14 +131,11 @@ void gust_tpl_free(struct gust_tpl *t);
 
 /* --- time --- */
 
-/* The clocks of the host and the plugins: nothing else reads one. ms since the epoch
- * (CLOCK_REALTIME), and CLOCK_MONOTONIC ms (for deadlines). */
+/* ms since the epoch (CLOCK_REALTIME), and CLOCK_MONOTONIC ms (for deadlines). */
 int64_t gust_clock_wall_ms(void);
 int64_t gust_clock_mono_ms(void);
-/* CLOCK_MONOTONIC ns, for durations measured finely (flow timeouts, latencies), and ns
- * since the epoch (span times). */
+/* CLOCK_MONOTONIC ns, for durations measured finely (flow timeouts, latencies). */
 uint64_t gust_clock_mono_ns(void);
-int64_t gust_clock_wall_ns(void);
 
 /* "2026-11-29T23:49:03.123Z": UTC, milliseconds. */
 #define GUST_RFC3339_SIZE 32
