@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../../../host/cluster/bucket.h"
-#include "../conf/check.h"
+#include "../../check.h"
 
 static void round_trip(const char *label, const struct gust_entry *in)
 {
@@ -18,11 +18,11 @@ static void round_trip(const char *label, const struct gust_entry *in)
     CHECK(gust_buf_append(&b, "", 1) == 0);
     struct gust_entry out;
     gust_entry_read(b.data, &out);
-    CHECK_STR(label, out.holder, in->holder);
-    CHECK_STR(label, out.instance, in->instance);
-    CHECK_STR(label, out.host, in->host);
-    CHECK_STR(label, out.space, in->space);
-    CHECK_STR(label, out.config, in->config);
+    CHECK_STR(out.holder, in->holder, "%s", label);
+    CHECK_STR(out.instance, in->instance, "%s", label);
+    CHECK_STR(out.host, in->host, "%s", label);
+    CHECK_STR(out.space, in->space, "%s", label);
+    CHECK_STR(out.config, in->config, "%s", label);
     CHECK(out.pid == in->pid);
     CHECK(out.expires_ms == in->expires_ms);
     gust_buf_free(&b);
@@ -45,7 +45,7 @@ int main(void)
     /* the old format, and what is not an entry */
     struct gust_entry old;
     gust_entry_read("{\"holder\":\"node-a\",\"expires_ms\":42}", &old);
-    CHECK_STR("old format", old.holder, "node-a");
+    CHECK_STR(old.holder, "node-a", "old format");
     CHECK(old.expires_ms == 42 && old.instance[0] == '\0');
     const char *junk[] = {"", "{", "[1]", "{\"holder\":7,\"expires_ms\":\"9\"}", "\"x\"", NULL};
     for (int i = 0; junk[i] != NULL; i++) {

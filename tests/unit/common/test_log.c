@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include "../../../host/common/log.h"
-#include "../conf/check.h"
+#include "../../check.h"
 
 static void escape_case(const char *label, const char *in, const char *want)
 {
     char out[256];
     size_t n = gust_log_escape(in, out, sizeof(out));
-    CHECK_STR(label, out, want);
+    CHECK_STR(out, want, "%s", label);
     CHECK(n == strlen(out));
 }
 

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "conf.h"
 
 #ifndef GUST_CONF_TEST_DATA
@@ -23,9 +23,9 @@ static void check_node(const char *label, const struct gust_conf_node *n, const 
         size_t used = strlen(joined);
         snprintf(joined + used, sizeof(joined) - used, "%s%s", i ? "|" : "", n->args[i]);
     }
-    CHECK_STR(label, n->name, name);
-    CHECK_STR(label, joined, args);
-    CHECK_INT(label, n->line, line);
+    CHECK_STR(n->name, name, "%s", label);
+    CHECK_STR(joined, args, "%s", label);
+    CHECK_INT(n->line, line, "%s", label);
 }
 
 static void test_good_file(void)
@@ -34,14 +34,14 @@ static void test_good_file(void)
     struct gust_err err = {""};
     int rc = gust_conf_parse_file(DATA "/good.conf", &c, &err);
 
-    CHECK_INT(err.msg, rc, 0);
+    CHECK_INT(rc, 0, "%s", err.msg);
     if (rc != 0) {
         return;
     }
     const struct gust_conf_node *top = c->root.children;
-    CHECK_INT("top-level count", (int64_t)c->root.nchildren, 11);
-    CHECK_STR("root file", c->root.file, DATA "/good.conf");
-    CHECK_STR("dir", c->dir, DATA);
+    CHECK_INT(c->root.nchildren, 11, "top-level count");
+    CHECK_STR(c->root.file, DATA "/good.conf", "root file");
+    CHECK_STR(c->dir, DATA, "dir");
     if (c->root.nchildren != 11) {
         gust_conf_destroy(c);
         return;
@@ -52,7 +52,7 @@ static void test_good_file(void)
     const struct gust_conf_node *http = &top[1];
     check_node("http", http, "http", "", 3);
     CHECK(http->is_block);
-    CHECK_INT("http children", (int64_t)http->nchildren, 8);
+    CHECK_INT(http->nchildren, 8, "http children");
     if (http->nchildren == 8) {
         const struct gust_conf_node *h = http->children;
         check_node("listen", &h[0], "listen", "127.0.0.1:8787", 4);
@@ -63,7 +63,7 @@ static void test_good_file(void)
         check_node("env in double quotes", &h[5], "env_quoted", "10.1.2.3 and $ alone", 9);
         check_node("lone dollars", &h[6], "dollar", "$5|a$b|${X}", 10);
         check_node("empty strings", &h[7], "empty", "|", 11);
-        CHECK_INT("empty strings count", (int64_t)h[7].nargs, 2);
+        CHECK_INT(h[7].nargs, 2, "empty strings count");
     }
     check_node("# inside a word", &top[2], "topic", "sensors/#", 13);
 
@@ -77,19 +77,19 @@ static void test_good_file(void)
 
     /* Included statements keep their own file:line. */
     check_node("include", &top[4], "from_one", "1", 1);
-    CHECK_STR("include file", top[4].file, DATA "/inc/one.conf");
+    CHECK_STR(top[4].file, DATA "/inc/one.conf", "include file");
     check_node("glob a", &top[5], "glob_a", "1", 1);
-    CHECK_STR("glob a file", top[5].file, DATA "/inc/glob/a.conf");
+    CHECK_STR(top[5].file, DATA "/inc/glob/a.conf", "glob a file");
     check_node("glob b", &top[6], "glob_b", "2", 2);
     check_node("relative to includer", &top[7], "from_one", "1", 1);
-    CHECK_STR("relative to includer file", top[7].file, DATA "/inc/glob/../one.conf");
+    CHECK_STR(top[7].file, DATA "/inc/glob/../one.conf", "relative to includer file");
 
     /* inc/nothing/ matches nothing, which is fine; include works inside blocks. */
     check_node("include in a block", &top[8], "block_inc", "", 18);
     CHECK(top[8].nchildren == 1 && strcmp(top[8].children[0].name, "from_one") == 0);
     check_node("backslash kept", &top[9], "regex", "^a\\d+$", 19);
     check_node("statement across lines", &top[10], "multi", "line|statement", 20);
-    CHECK_STR("back in good.conf", top[10].file, DATA "/good.conf");
+    CHECK_STR(top[10].file, DATA "/good.conf", "back in good.conf");
     gust_conf_destroy(c);
 }
 
@@ -104,12 +104,12 @@ static void test_string_includes_from_cwd(void)
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
     CHECK(chdir(DATA) == 0);
     int rc = gust_conf_parse_string(text, strlen(text), "<test>", &c, &err);
-    CHECK_INT(err.msg, rc, 0);
+    CHECK_INT(rc, 0, "%s", err.msg);
     if (rc == 0) {
-        CHECK_INT("one statement", (int64_t)c->root.nchildren, 1);
-        CHECK_STR("its file", c->root.children[0].file, "inc/one.conf");
-        CHECK_STR("root file", c->root.file, "<test>");
-        CHECK_INT("root line", c->root.line, 0);
+        CHECK_INT(c->root.nchildren, 1, "one statement");
+        CHECK_STR(c->root.children[0].file, "inc/one.conf", "its file");
+        CHECK_STR(c->root.file, "<test>", "root file");
+        CHECK_INT(c->root.line, 0, "root line");
     }
     gust_conf_destroy(c);
     CHECK(chdir(cwd) == 0);
@@ -165,8 +165,8 @@ static void test_bad_inputs(void)
         struct gust_err err = {""};
         const char *text = bad_cases[i].text;
         int rc = gust_conf_parse_string(text, strlen(text), "t.conf", &c, &err);
-        CHECK_INT(text, rc, GUST_ECONFIG);
-        CHECK_STR(text, err.msg, bad_cases[i].msg);
+        CHECK_INT(rc, GUST_ECONFIG, "%s", text);
+        CHECK_STR(err.msg, bad_cases[i].msg, "%s", text);
         CHECK(c == NULL);
     }
 }
@@ -183,22 +183,21 @@ static void test_limits(void)
     memset(buf + n, 'x', GUST_CONF_MAX_LINE);
     n += GUST_CONF_MAX_LINE;
     buf[n++] = ';';
-    CHECK_INT("long line", gust_conf_parse_string(buf, n, "t.conf", &c, &err), GUST_ECONFIG);
-    CHECK_STR("long line", err.msg, "t.conf:2: line longer than 8192 bytes");
+    CHECK_INT(gust_conf_parse_string(buf, n, "t.conf", &c, &err), GUST_ECONFIG, "long line");
+    CHECK_STR(err.msg, "t.conf:2: line longer than 8192 bytes", "long line");
 
     /* Exactly the limit is fine. */
     memset(buf, 'x', GUST_CONF_MAX_LINE - 1);
     buf[GUST_CONF_MAX_LINE - 1] = ';';
-    CHECK_INT("line at the limit", gust_conf_parse_string(buf, GUST_CONF_MAX_LINE, "t", &c, &err),
-              0);
+    CHECK_INT(gust_conf_parse_string(buf, GUST_CONF_MAX_LINE, "t", &c, &err), 0, "line at the limit");
     gust_conf_destroy(c);
 
-    CHECK_INT("NUL byte", gust_conf_parse_string("a;\nb\0c;", 7, "t.conf", &c, &err), GUST_ECONFIG);
-    CHECK_STR("NUL byte", err.msg, "t.conf:2: NUL byte in file");
+    CHECK_INT(gust_conf_parse_string("a;\nb\0c;", 7, "t.conf", &c, &err), GUST_ECONFIG, "NUL byte");
+    CHECK_STR(err.msg, "t.conf:2: NUL byte in file", "NUL byte");
 
     /* Text need not be NUL-terminated: only len bytes are read. */
-    CHECK_INT("length bounded", gust_conf_parse_string("a;b c", 2, "t", &c, &err), 0);
-    CHECK_INT("length bounded count", c ? (int64_t)c->root.nchildren : -1, 1);
+    CHECK_INT(gust_conf_parse_string("a;b c", 2, "t", &c, &err), 0, "length bounded");
+    CHECK_INT(c ? (int64_t)c->root.nchildren : -1, 1, "length bounded count");
     gust_conf_destroy(c);
 
     n = 0;
@@ -209,14 +208,14 @@ static void test_limits(void)
     for (int i = 0; i < GUST_CONF_MAX_DEPTH; i++) {
         buf[n++] = '}';
     }
-    CHECK_INT("depth at the limit", gust_conf_parse_string(buf, n, "t", &c, &err), 0);
+    CHECK_INT(gust_conf_parse_string(buf, n, "t", &c, &err), 0, "depth at the limit");
     gust_conf_destroy(c);
     n = open_only + (size_t)snprintf(buf + open_only, sizeof(buf) - open_only, "deep { }");
-    CHECK_INT("too deep", gust_conf_parse_string(buf, n, "t.conf", &c, &err), GUST_ECONFIG);
-    CHECK_STR("too deep", err.msg, "t.conf:33: blocks nested too deeply (max 32)");
+    CHECK_INT(gust_conf_parse_string(buf, n, "t.conf", &c, &err), GUST_ECONFIG, "too deep");
+    CHECK_STR(err.msg, "t.conf:33: blocks nested too deeply (max 32)", "too deep");
 
-    CHECK_INT("empty input", gust_conf_parse_string("", 0, "t", &c, &err), 0);
-    CHECK_INT("empty input count", c ? (int64_t)c->root.nchildren : -1, 0);
+    CHECK_INT(gust_conf_parse_string("", 0, "t", &c, &err), 0, "empty input");
+    CHECK_INT(c ? (int64_t)c->root.nchildren : -1, 0, "empty input count");
     gust_conf_destroy(c);
     gust_conf_destroy(NULL);
 }
@@ -241,10 +240,10 @@ static void test_include_depth(void)
     }
     /* d0 includes d1 ... d16 includes d17: 16 nested includes are allowed, the 17th not. */
     snprintf(path, sizeof(path), "%s/d0.conf", dir);
-    CHECK_INT("include depth", gust_conf_parse_file(path, &c, &err), GUST_ECONFIG);
+    CHECK_INT(gust_conf_parse_file(path, &c, &err), GUST_ECONFIG, "include depth");
     char want[PATH_MAX + 64];
     snprintf(want, sizeof(want), "%s/d16.conf:2: includes nested too deeply (max 16)", dir);
-    CHECK_STR("include depth", err.msg, want);
+    CHECK_STR(err.msg, want, "include depth");
 
     for (int i = 0; i <= GUST_CONF_MAX_INCLUDE_DEPTH + 1; i++) {
         snprintf(path, sizeof(path), "%s/d%d.conf", dir, i);
@@ -257,8 +256,8 @@ static void test_missing_file(void)
 {
     struct gust_conf *c = (struct gust_conf *)1;
     struct gust_err err = {""};
-    CHECK_INT("missing", gust_conf_parse_file(DATA "/missing.conf", &c, &err), GUST_ECONFIG);
-    CHECK_STR("missing", err.msg, DATA "/missing.conf: cannot read: No such file or directory");
+    CHECK_INT(gust_conf_parse_file(DATA "/missing.conf", &c, &err), GUST_ECONFIG, "missing");
+    CHECK_STR(err.msg, DATA "/missing.conf: cannot read: No such file or directory", "missing");
     CHECK(c == NULL);
 }
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "conf.h"
 #include "conf_schema.h"
 
@@ -78,50 +78,50 @@ static void test_values(void)
     struct gust_err err = {""};
     int rc = check_text(text, schema, &conf, &cfg, &err);
 
-    CHECK_INT(err.msg, rc, 0);
-    CHECK_STR("str", gust_cfg_str(cfg, "name"), "orders");
-    CHECK_INT("int", gust_cfg_int(cfg, "count"), -42);
-    CHECK_STR("int text", gust_cfg_str(cfg, "count"), "-42");
-    CHECK_INT("bool", gust_cfg_int(cfg, "enabled"), 1);
-    CHECK_INT("size", gust_cfg_int(cfg, "max_body"), 65536);
-    CHECK_STR("size text", gust_cfg_str(cfg, "max_body"), "64k");
-    CHECK_INT("duration", gust_cfg_int(cfg, "timeout"), 250);
-    CHECK_STR("path relative to the file", gust_cfg_str(cfg, "script"), "conf/scripts/orders.lua");
-    CHECK_STR("subject", gust_cfg_str(cfg, "subject"), "ev.orders.out");
-    CHECK_STR("filter", gust_cfg_str(cfg, "source"), "ev.*.in");
-    CHECK_INT("list accumulates, default replaced", (int64_t)gust_cfg_count(cfg, "urls"), 3);
-    CHECK_STR("list item 0", gust_cfg_item(cfg, "urls", 0), "x");
-    CHECK_STR("list item 2", gust_cfg_item(cfg, "urls", 2), "z");
-    CHECK_STR("list item out of range", gust_cfg_item(cfg, "urls", 3), NULL);
-    CHECK_STR("list str is the first item", gust_cfg_str(cfg, "urls"), "x");
-    CHECK_STR("addr", gust_cfg_str(cfg, "listen"), "[::1]:9000");
-    CHECK_INT("single-valued count", (int64_t)gust_cfg_count(cfg, "name"), 1);
-    CHECK_STR("single-valued item", gust_cfg_item(cfg, "name", 0), "orders");
-    CHECK_STR("where of a key", gust_cfg_where(cfg, "count"), "conf/t.conf:3");
-    CHECK_STR("where of a repeated list", gust_cfg_where(cfg, "urls"), "conf/t.conf:10");
-    CHECK_STR("where of a defaulted key", gust_cfg_where(cfg, "token"), "conf/t.conf:1");
-    CHECK_STR("default still there", gust_cfg_str(cfg, "token"), "s3cret");
-    CHECK_STR("unknown key reads NULL", gust_cfg_str(cfg, "nope"), NULL);
-    CHECK_INT("unknown key reads 0", gust_cfg_int(cfg, "nope"), 0);
-    CHECK_INT("unknown key counts 0", (int64_t)gust_cfg_count(cfg, "nope"), 0);
-    CHECK_STR("unknown key where is the block", gust_cfg_where(cfg, "nope"), "conf/t.conf:1");
+    CHECK_INT(rc, 0, "%s", err.msg);
+    CHECK_STR(gust_cfg_str(cfg, "name"), "orders", "str");
+    CHECK_INT(gust_cfg_int(cfg, "count"), -42, "int");
+    CHECK_STR(gust_cfg_str(cfg, "count"), "-42", "int text");
+    CHECK_INT(gust_cfg_int(cfg, "enabled"), 1, "bool");
+    CHECK_INT(gust_cfg_int(cfg, "max_body"), 65536, "size");
+    CHECK_STR(gust_cfg_str(cfg, "max_body"), "64k", "size text");
+    CHECK_INT(gust_cfg_int(cfg, "timeout"), 250, "duration");
+    CHECK_STR(gust_cfg_str(cfg, "script"), "conf/scripts/orders.lua", "path relative to the file");
+    CHECK_STR(gust_cfg_str(cfg, "subject"), "ev.orders.out", "subject");
+    CHECK_STR(gust_cfg_str(cfg, "source"), "ev.*.in", "filter");
+    CHECK_INT(gust_cfg_count(cfg, "urls"), 3, "list accumulates, default replaced");
+    CHECK_STR(gust_cfg_item(cfg, "urls", 0), "x", "list item 0");
+    CHECK_STR(gust_cfg_item(cfg, "urls", 2), "z", "list item 2");
+    CHECK_STR(gust_cfg_item(cfg, "urls", 3), NULL, "list item out of range");
+    CHECK_STR(gust_cfg_str(cfg, "urls"), "x", "list str is the first item");
+    CHECK_STR(gust_cfg_str(cfg, "listen"), "[::1]:9000", "addr");
+    CHECK_INT(gust_cfg_count(cfg, "name"), 1, "single-valued count");
+    CHECK_STR(gust_cfg_item(cfg, "name", 0), "orders", "single-valued item");
+    CHECK_STR(gust_cfg_where(cfg, "count"), "conf/t.conf:3", "where of a key");
+    CHECK_STR(gust_cfg_where(cfg, "urls"), "conf/t.conf:10", "where of a repeated list");
+    CHECK_STR(gust_cfg_where(cfg, "token"), "conf/t.conf:1", "where of a defaulted key");
+    CHECK_STR(gust_cfg_str(cfg, "token"), "s3cret", "default still there");
+    CHECK_STR(gust_cfg_str(cfg, "nope"), NULL, "unknown key reads NULL");
+    CHECK_INT(gust_cfg_int(cfg, "nope"), 0, "unknown key reads 0");
+    CHECK_INT(gust_cfg_count(cfg, "nope"), 0, "unknown key counts 0");
+    CHECK_STR(gust_cfg_where(cfg, "nope"), "conf/t.conf:1", "unknown key where is the block");
 
     /* The same values bound into the struct, field by field. */
     struct keys k;
     memset(&k, 0xAB, sizeof(k));
-    CHECK_INT(err.msg, gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0);
-    CHECK_STR("bound str", k.name, "orders");
-    CHECK_INT("bound int", k.count, -42);
-    CHECK_INT("bound bool", k.enabled, 1);
-    CHECK_INT("bound size", k.max_body, 65536);
-    CHECK_INT("bound duration", k.timeout, 250);
-    CHECK_STR("bound path", k.script, "conf/scripts/orders.lua");
-    CHECK_STR("bound subject", k.subject, "ev.orders.out");
-    CHECK_STR("bound filter", k.source, "ev.*.in");
-    CHECK_INT("bound list", (int64_t)k.urls.n, 3);
-    CHECK_STR("bound list item", k.urls.items[2], "z");
-    CHECK_STR("bound addr", k.listen, "[::1]:9000");
-    CHECK_STR("bound default", k.token, "s3cret");
+    CHECK_INT(gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0, "%s", err.msg);
+    CHECK_STR(k.name, "orders", "bound str");
+    CHECK_INT(k.count, -42, "bound int");
+    CHECK_INT(k.enabled, 1, "bound bool");
+    CHECK_INT(k.max_body, 65536, "bound size");
+    CHECK_INT(k.timeout, 250, "bound duration");
+    CHECK_STR(k.script, "conf/scripts/orders.lua", "bound path");
+    CHECK_STR(k.subject, "ev.orders.out", "bound subject");
+    CHECK_STR(k.source, "ev.*.in", "bound filter");
+    CHECK_INT(k.urls.n, 3, "bound list");
+    CHECK_STR(k.urls.items[2], "z", "bound list item");
+    CHECK_STR(k.listen, "[::1]:9000", "bound addr");
+    CHECK_STR(k.token, "s3cret", "bound default");
     gust_cfg_destroy(cfg);
 }
 
@@ -143,15 +143,15 @@ static void test_bind(void)
     struct gust_err err = {""};
     struct keys k = {0};
 
-    CHECK_INT(err.msg, check_text("flow orders { name a; }", schema, &conf, &cfg, &err), 0);
-    CHECK_INT("wrong schema", gust_cfg_bind(cfg, other, sizeof(other[0]), &k, &err), GUST_EINVAL);
-    CHECK_STR("wrong schema", err.msg, "binding key 'not_in_cfg': not in the checked configuration");
+    CHECK_INT(check_text("flow orders { name a; }", schema, &conf, &cfg, &err), 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_bind(cfg, other, sizeof(other[0]), &k, &err), GUST_EINVAL, "wrong schema");
+    CHECK_STR(err.msg, "binding key 'not_in_cfg': not in the checked configuration", "wrong schema");
     k.name = "untouched";
-    CHECK_INT("unbound", gust_cfg_bind(cfg, unbound, sizeof(unbound[0]), &k, &err), 0);
-    CHECK_STR("unbound keys are not written", k.name, "untouched");
-    CHECK_INT("bind", gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0);
-    CHECK_STR("absent without default", k.script, NULL);
-    CHECK_INT("absent list", (int64_t)k.urls.n, 2); /* the default's two items */
+    CHECK_INT(gust_cfg_bind(cfg, unbound, sizeof(unbound[0]), &k, &err), 0, "unbound");
+    CHECK_STR(k.name, "untouched", "unbound keys are not written");
+    CHECK_INT(gust_cfg_bind(cfg, schema, sizeof(schema[0]), &k, &err), 0, "bind");
+    CHECK_STR(k.script, NULL, "absent without default");
+    CHECK_INT(k.urls.n, 2, "absent list"); /* the default's two items */
     gust_cfg_destroy(cfg);
 }
 
@@ -169,15 +169,15 @@ static void test_prefix(void)
     struct gust_err err = {""};
     struct keys k = {0};
 
-    CHECK_INT(err.msg, check_text("flow orders { lib.linger.ms 20; name a; lib.acks all; }", prefixed, &conf, &cfg, &err),
-              0);
-    CHECK_INT("bind", gust_cfg_bind(cfg, prefixed, sizeof(prefixed[0]), &k, &err), 0);
-    CHECK_INT("pairs", (int64_t)k.urls.n, 4);
+    CHECK_INT(check_text("flow orders { lib.linger.ms 20; name a; lib.acks all; }", prefixed, &conf, &cfg, &err),
+              0, "%s", err.msg);
+    CHECK_INT(gust_cfg_bind(cfg, prefixed, sizeof(prefixed[0]), &k, &err), 0, "bind");
+    CHECK_INT(k.urls.n, 4, "pairs");
     if (k.urls.n == 4) {
-        CHECK_STR("first name", k.urls.items[0], "linger.ms");
-        CHECK_STR("first value", k.urls.items[1], "20");
-        CHECK_STR("second name", k.urls.items[2], "acks");
-        CHECK_STR("second value", k.urls.items[3], "all");
+        CHECK_STR(k.urls.items[0], "linger.ms", "first name");
+        CHECK_STR(k.urls.items[1], "20", "first value");
+        CHECK_STR(k.urls.items[2], "acks", "second name");
+        CHECK_STR(k.urls.items[3], "all", "second value");
     }
     gust_cfg_destroy(cfg);
     static const char *const bad[][2] = {
@@ -187,8 +187,8 @@ static void test_prefix(void)
         {"flow orders {\n libx.a 20;\n}", "conf/t.conf:2: unknown key 'libx.a' in flow 'orders'"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        CHECK_INT(bad[i][0], check_text(bad[i][0], prefixed, &conf, &cfg, &err), GUST_ECONFIG);
-        CHECK_CONTAINS(bad[i][0], err.msg, bad[i][1]);
+        CHECK_INT(check_text(bad[i][0], prefixed, &conf, &cfg, &err), GUST_ECONFIG, "%s", bad[i][0]);
+        CHECK_CONTAINS(err.msg, bad[i][1], "%s", bad[i][0]);
     }
 }
 
@@ -199,14 +199,15 @@ static void test_same(void)
     struct gust_cfg *a, *b, *c;
     struct gust_err err = {""};
 
-    CHECK_INT(err.msg, check_text("f { name x; urls p q; }", schema, &conf, &a, &err), 0);
-    CHECK_INT(err.msg, check_text("f { name x; urls p;\n urls q; count 3; }", schema, &conf, &b, &err), 0);
-    CHECK_INT(err.msg, check_text("f { name y; urls q p; }", schema, &conf, &c, &err), 0);
-    CHECK_INT("same list, written twice", gust_cfg_same(a, b, "urls"), 1);
-    CHECK_INT("a default and the same value written", gust_cfg_same(a, b, "count"), 1);
-    CHECK_INT("changed str", !gust_cfg_same(a, c, "name"), 1);
-    CHECK_INT("reordered list", !gust_cfg_same(a, c, "urls"), 1);
-    CHECK_INT("both defaulted", gust_cfg_same(a, c, "timeout"), 1);
+    CHECK_INT(check_text("f { name x; urls p q; }", schema, &conf, &a, &err), 0, "%s", err.msg);
+    CHECK_INT(check_text("f { name x; urls p;\n urls q; count 3; }", schema, &conf, &b, &err), 0, "%s",
+              err.msg);
+    CHECK_INT(check_text("f { name y; urls q p; }", schema, &conf, &c, &err), 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_same(a, b, "urls"), 1, "same list, written twice");
+    CHECK_INT(gust_cfg_same(a, b, "count"), 1, "a default and the same value written");
+    CHECK_INT(!gust_cfg_same(a, c, "name"), 1, "changed str");
+    CHECK_INT(!gust_cfg_same(a, c, "urls"), 1, "reordered list");
+    CHECK_INT(gust_cfg_same(a, c, "timeout"), 1, "both defaulted");
     gust_cfg_destroy(a);
     gust_cfg_destroy(b);
     gust_cfg_destroy(c);
@@ -220,17 +221,17 @@ static void test_defaults(void)
     struct gust_err err = {""};
     int rc = check_text(text, schema, &conf, &cfg, &err);
 
-    CHECK_INT(err.msg, rc, 0);
-    CHECK_INT("int default", gust_cfg_int(cfg, "count"), 3);
-    CHECK_INT("bool default", gust_cfg_int(cfg, "enabled"), 0);
-    CHECK_INT("size default", gust_cfg_int(cfg, "max_body"), 1 << 20);
-    CHECK_INT("duration default", gust_cfg_int(cfg, "timeout"), 5000);
-    CHECK_STR("absolute path kept", gust_cfg_str(cfg, "script"), "/abs/x.lua");
-    CHECK_STR("no default", gust_cfg_str(cfg, "subject"), NULL);
-    CHECK_INT("no default count", (int64_t)gust_cfg_count(cfg, "subject"), 0);
-    CHECK_INT("list default split", (int64_t)gust_cfg_count(cfg, "urls"), 2);
-    CHECK_STR("list default item", gust_cfg_item(cfg, "urls", 1), "nats://b:4222");
-    CHECK_STR("filter default", gust_cfg_str(cfg, "source"), "ev.>");
+    CHECK_INT(rc, 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_int(cfg, "count"), 3, "int default");
+    CHECK_INT(gust_cfg_int(cfg, "enabled"), 0, "bool default");
+    CHECK_INT(gust_cfg_int(cfg, "max_body"), 1 << 20, "size default");
+    CHECK_INT(gust_cfg_int(cfg, "timeout"), 5000, "duration default");
+    CHECK_STR(gust_cfg_str(cfg, "script"), "/abs/x.lua", "absolute path kept");
+    CHECK_STR(gust_cfg_str(cfg, "subject"), NULL, "no default");
+    CHECK_INT(gust_cfg_count(cfg, "subject"), 0, "no default count");
+    CHECK_INT(gust_cfg_count(cfg, "urls"), 2, "list default split");
+    CHECK_STR(gust_cfg_item(cfg, "urls", 1), "nats://b:4222", "list default item");
+    CHECK_STR(gust_cfg_str(cfg, "source"), "ev.>", "filter default");
     gust_cfg_destroy(cfg);
     gust_cfg_destroy(NULL);
 }
@@ -287,8 +288,8 @@ static void test_bad_values(void)
         struct gust_cfg *cfg = (struct gust_cfg *)1;
         struct gust_err err = {""};
         snprintf(text, sizeof(text), "flow orders {\n    name n;\n    %s\n}\n", bad_cases[i].line);
-        CHECK_INT(bad_cases[i].line, check_text(text, schema, &conf, &cfg, &err), GUST_ECONFIG);
-        CHECK_STR(bad_cases[i].line, err.msg, bad_cases[i].msg);
+        CHECK_INT(check_text(text, schema, &conf, &cfg, &err), GUST_ECONFIG, "%s", bad_cases[i].line);
+        CHECK_STR(err.msg, bad_cases[i].msg, "%s", bad_cases[i].line);
         CHECK(cfg == NULL);
     }
 }
@@ -299,9 +300,9 @@ static void test_missing_required(void)
     struct gust_cfg *cfg;
     struct gust_err err = {""};
 
-    CHECK_INT("missing", check_text("\nflow orders {\n count 1;\n}", schema, &conf, &cfg, &err),
-              GUST_ECONFIG);
-    CHECK_STR("missing", err.msg, "conf/t.conf:2: missing required key 'name' in flow 'orders'");
+    CHECK_INT(check_text("\nflow orders {\n count 1;\n}", schema, &conf, &cfg, &err), GUST_ECONFIG,
+              "missing");
+    CHECK_STR(err.msg, "conf/t.conf:2: missing required key 'name' in flow 'orders'", "missing");
 }
 
 /* A default its own type rejects is a bug in the table, reported even when the user sets
@@ -320,11 +321,11 @@ static void test_bad_default(void)
     struct gust_cfg *cfg;
     struct gust_err err = {""};
 
-    CHECK_INT("bad default", check_text("b { max_body 1m; }", bad, &conf, &cfg, &err), GUST_EINVAL);
-    CHECK_STR("bad default", err.msg,
-              "schema of flow 'orders': default '12q' of key 'max_body' is not a valid size");
-    CHECK_INT("bad type", check_text("b { }", bad_type, &conf, &cfg, &err), GUST_EINVAL);
-    CHECK_STR("bad type", err.msg, "schema of flow 'orders': key 'x' has unknown type 99");
+    CHECK_INT(check_text("b { max_body 1m; }", bad, &conf, &cfg, &err), GUST_EINVAL, "bad default");
+    CHECK_STR(err.msg, "schema of flow 'orders': default '12q' of key 'max_body' is not a valid size",
+              "bad default");
+    CHECK_INT(check_text("b { }", bad_type, &conf, &cfg, &err), GUST_EINVAL, "bad type");
+    CHECK_STR(err.msg, "schema of flow 'orders': key 'x' has unknown type 99", "bad type");
 }
 
 /* The top level is checked through the root; its blocks belong to the caller. */
@@ -340,21 +341,19 @@ static void test_top_level(void)
     struct gust_cfg *cfg = NULL;
     struct gust_err err = {""};
 
-    CHECK_INT(err.msg, gust_conf_parse_string(text, strlen(text), "etc/host.conf", &conf, &err), 0);
+    CHECK_INT(gust_conf_parse_string(text, strlen(text), "etc/host.conf", &conf, &err), 0, "%s", err.msg);
     if (conf == NULL) {
         return;
     }
-    CHECK_INT("top missing", gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err),
-              GUST_ECONFIG);
-    CHECK_STR("top missing", err.msg,
-              "etc/host.conf: missing required key 'state_dir' in host.conf");
+    CHECK_INT(gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err), GUST_ECONFIG, "top missing");
+    CHECK_STR(err.msg, "etc/host.conf: missing required key 'state_dir' in host.conf", "top missing");
     gust_conf_destroy(conf);
 
     static const char good[] = "state_dir var;\nhttp { }\n";
-    CHECK_INT(err.msg, gust_conf_parse_string(good, strlen(good), "etc/host.conf", &conf, &err), 0);
-    CHECK_INT(err.msg, gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err), 0);
-    CHECK_STR("top path", gust_cfg_str(cfg, "state_dir"), "etc/var");
-    CHECK_STR("top where", gust_cfg_where(cfg, "state_dir"), "etc/host.conf:1");
+    CHECK_INT(gust_conf_parse_string(good, strlen(good), "etc/host.conf", &conf, &err), 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_check(&conf->root, "host.conf", top, blocks, &cfg, &err), 0, "%s", err.msg);
+    CHECK_STR(gust_cfg_str(cfg, "state_dir"), "etc/var", "top path");
+    CHECK_STR(gust_cfg_where(cfg, "state_dir"), "etc/host.conf:1", "top where");
     gust_cfg_destroy(cfg);
     gust_conf_destroy(conf);
 }
@@ -402,12 +401,12 @@ static void test_bounds(void)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), "flow orders {\n\n    %s\n}\n", bad[i].line);
-        CHECK_INT(bad[i].line, check_text(text, bounded_schema, &conf, &cfg, &err), GUST_ECONFIG);
-        CHECK_STR(bad[i].line, err.msg, bad[i].msg);
+        CHECK_INT(check_text(text, bounded_schema, &conf, &cfg, &err), GUST_ECONFIG, "%s", bad[i].line);
+        CHECK_STR(err.msg, bad[i].msg, "%s", bad[i].line);
     }
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         snprintf(text, sizeof(text), "flow orders {\n    %s\n}\n", good[i]);
-        CHECK_INT(good[i], check_text(text, bounded_schema, &conf, &cfg, &err), 0);
+        CHECK_INT(check_text(text, bounded_schema, &conf, &cfg, &err), 0, "%s", good[i]);
         gust_cfg_destroy(cfg);
     }
 
@@ -415,9 +414,10 @@ static void test_bounds(void)
         GUST_KEY_RANGE(struct bounded, slices, INT, "0", 0, 1, 1024, "slices"),
         GUST_KEY_END,
     };
-    CHECK_INT("default out of bounds", check_text("b { slices 2; }", bad_default, &conf, &cfg, &err), GUST_EINVAL);
-    CHECK_STR("default out of bounds", err.msg,
-              "schema of flow 'orders': default '0' of key 'slices' is not a valid integer");
+    CHECK_INT(check_text("b { slices 2; }", bad_default, &conf, &cfg, &err), GUST_EINVAL,
+              "default out of bounds");
+    CHECK_STR(err.msg, "schema of flow 'orders': default '0' of key 'slices' is not a valid integer",
+              "default out of bounds");
 
     char *buf = NULL;
     size_t len = 0;
@@ -428,10 +428,10 @@ static void test_bounds(void)
     }
     gust_schema_print_help(f, "b:", bounded_schema);
     fclose(f);
-    CHECK_CONTAINS("help range", buf, "slices (within 1..1024)");
-    CHECK_CONTAINS("help at least", buf, "wait (at least 10ms)");
-    CHECK_CONTAINS("help zero off", buf, "cache (0 (off) or within 64k..1g)");
-    CHECK_CONTAINS("help choices", buf, "how lines look (one of text|json)");
+    CHECK_CONTAINS(buf, "slices (within 1..1024)", "help range");
+    CHECK_CONTAINS(buf, "wait (at least 10ms)", "help at least");
+    CHECK_CONTAINS(buf, "cache (0 (off) or within 64k..1g)", "help zero off");
+    CHECK_CONTAINS(buf, "how lines look (one of text|json)", "help choices");
     free(buf);
 }
 
@@ -447,11 +447,11 @@ static void test_help(void)
     }
     gust_schema_print_help(f, "flow:", schema);
     fclose(f);
-    CHECK_CONTAINS("title", buf, "flow:\n  KEY ");
-    CHECK_CONTAINS("size row", buf, "  max_body  size      1m ");
-    CHECK_CONTAINS("flags", buf, "required ");
-    CHECK_CONTAINS("help text", buf, "largest body");
-    CHECK_CONTAINS("secret default hidden", buf, "(hidden)");
+    CHECK_CONTAINS(buf, "flow:\n  KEY ", "title");
+    CHECK_CONTAINS(buf, "  max_body  size      1m ", "size row");
+    CHECK_CONTAINS(buf, "required ", "flags");
+    CHECK_CONTAINS(buf, "largest body", "help text");
+    CHECK_CONTAINS(buf, "(hidden)", "secret default hidden");
     CHECK(strstr(buf, "s3cret") == NULL);
     free(buf);
 }

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "gust/err.h"
 #include "subject.h"
 #include "value.h"
@@ -56,15 +56,15 @@ static void test_subjects(void)
         const struct subject_case *c = &subject_cases[i];
         char label[64];
         snprintf(label, sizeof(label), "subject '%s'", c->s);
-        CHECK_INT(label, gust_subject_valid(c->s, strlen(c->s), 0), c->plain);
+        CHECK_INT(gust_subject_valid(c->s, strlen(c->s), 0), c->plain, "%s", label);
         snprintf(label, sizeof(label), "filter '%s'", c->s);
-        CHECK_INT(label, gust_subject_valid(c->s, strlen(c->s), 1), c->wildcard);
+        CHECK_INT(gust_subject_valid(c->s, strlen(c->s), 1), c->wildcard, "%s", label);
     }
     /* Only len bytes count: the ingest path passes slices of a URL. */
-    CHECK_INT("slice", gust_subject_valid("ev.orders/x", 9, 0), 1);
-    CHECK_INT("slice ending in a dot", gust_subject_valid("ev.orders", 3, 0), 0);
-    CHECK_INT("slice with '*' after it", gust_subject_valid("a.*b", 3, 1), 1);
-    CHECK_INT("NULL", gust_subject_valid(NULL, 0, 1), 0);
+    CHECK_INT(gust_subject_valid("ev.orders/x", 9, 0), 1, "slice");
+    CHECK_INT(gust_subject_valid("ev.orders", 3, 0), 0, "slice ending in a dot");
+    CHECK_INT(gust_subject_valid("a.*b", 3, 1), 1, "slice with '*' after it");
+    CHECK_INT(gust_subject_valid(NULL, 0, 1), 0, "NULL");
 }
 
 struct num_case {
@@ -81,8 +81,8 @@ static void run_num(const char *what, int (*parse)(const char *, int64_t *),
         int64_t v = -12345;
         int rc = parse(cases[i].s, &v);
         snprintf(label, sizeof(label), "%s '%s'", what, cases[i].s);
-        CHECK_INT(label, rc, cases[i].ok ? 0 : GUST_EINVAL);
-        CHECK_INT(label, v, cases[i].ok ? cases[i].want : -12345); /* untouched on failure */
+        CHECK_INT(rc, cases[i].ok ? 0 : GUST_EINVAL, "%s", label);
+        CHECK_INT(v, cases[i].ok ? cases[i].want : -12345, "%s", label); /* untouched on failure */
     }
 }
 
@@ -178,8 +178,8 @@ static void test_addr(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int port = -1;
         int rc = gust_parse_addr(cases[i].s, &port);
-        CHECK_INT(cases[i].s, rc, cases[i].port ? 0 : GUST_EINVAL);
-        CHECK_INT(cases[i].s, port, cases[i].port ? cases[i].port : -1);
+        CHECK_INT(rc, cases[i].port ? 0 : GUST_EINVAL, "%s", cases[i].s);
+        CHECK_INT(port, cases[i].port ? cases[i].port : -1, "%s", cases[i].s);
     }
 }
 

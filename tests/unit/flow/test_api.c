@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 
 #include "../../../host/common/json_out.h"
-#include "check.h"
+#include "../../check.h"
 #include "flow_int.h"
 #include "scripts.h"
 

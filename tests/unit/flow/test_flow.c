@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "scripts.h"
 
 static double now_ms(void)

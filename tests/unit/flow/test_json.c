@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "flow_int.h"
 #include "scripts.h"
 

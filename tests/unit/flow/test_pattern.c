@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "check.h"
+#include "../../check.h"
 #include "pattern_diff.h"
 
 struct pcase {

@@ -2,7 +2,7 @@
  * key, reads see the batch's writes, a failed message's writes undone, which messages
  * touched each key, expiry by the message's time), the script-facing checks, and the
  * in-memory store's compare-and-set commit. */
-#include "check.h"
+#include "../../check.h"
 #include "scripts.h"
 
 /* The in-memory store behind a counter of reads and a switch that makes it fail. */

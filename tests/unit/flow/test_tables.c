@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "../../../host/common/buf.h"
-#include "check.h"
+#include "../../check.h"
 #include "scripts.h"
 #include "tables.h"
 

@@ -3,7 +3,7 @@
  * flow_state.c is included to reach its statics. */
 #include "../../../host/unit/flow_state.c"
 
-#include "../flow/check.h"
+#include "../../check.h"
 
 static void test_keys(void)
 {

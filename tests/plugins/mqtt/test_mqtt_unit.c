@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tests/check.h"
+#include "../../check.h"
 
 #include "mqtt.h"
 #include "mqtt_wire.h"

@@ -4,19 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../check.h"
 #include "kafka.h"
 
 const struct gust_host_api *kafka_host;
-
-static int failures;
-
-#define CHECK(cond)                                                                                      \
-    do {                                                                                                 \
-        if (!(cond)) {                                                                                   \
-            fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);                             \
-            failures++;                                                                                  \
-        }                                                                                                \
-    } while (0)
 
 static int64_t committed(struct kafka_track *t, const char *topic, int32_t part)
 {
@@ -130,10 +121,5 @@ int main(void)
 {
     test_track();
     test_payload();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("kafka unit: ok\n");
-    return 0;
+    return check_result("kafka unit");
 }
