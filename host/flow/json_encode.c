@@ -50,20 +50,6 @@ static inline void put(struct enc *e, const char *s, size_t n)
     e->b->len += n;
 }
 
-static size_t fmt_uint(uint64_t v, char *out)
-{
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
-    return n;
-}
-
 /* Shortest fixed-point text for a non-integral double: the smallest k such that
  * m = round(|x| * 10^k) gives m / 10^k == |x|. IEEE division is correctly rounded,
  * as is strtod, so that text reads back as exactly x. Below 2^51 for |x| * 10^k the
@@ -85,7 +71,7 @@ static size_t fmt_fixed(double x, char *out)
             continue;
         }
         char digits[24];
-        size_t nd = fmt_uint((uint64_t)m, digits);
+        size_t nd = gust_u64_dec((uint64_t)m, digits);
         size_t n = 0;
         if (x < 0) {
             out[n++] = '-';
@@ -125,9 +111,9 @@ size_t gust_json_fmt_number(double x, char *out, locale_t c_locale)
         if ((double)v == x) {
             if (v < 0 || (v == 0 && signbit(x))) { /* -0 is a value of its own */
                 out[0] = '-';
-                return 1 + fmt_uint((uint64_t)0 - (uint64_t)v, out + 1);
+                return 1 + gust_u64_dec((uint64_t)0 - (uint64_t)v, out + 1);
             }
-            return fmt_uint((uint64_t)v, out);
+            return gust_u64_dec((uint64_t)v, out);
         }
         size_t n = fmt_fixed(x, out);
         if (n > 0) {

@@ -115,22 +115,6 @@ static void detect_run_batch(void *impl, struct gust_batch *b)
     d->batch = NULL;
 }
 
-/* v in decimal at out, then sep; returns the end. */
-static char *put_u64(char *out, uint64_t v, char sep)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0) {
-        *out++ = tmp[--n];
-    }
-    *out = sep;
-    return out + (sep != '\0');
-}
-
 /* <unit>:<digest>:<slice>:<input seq>:<index>, written by hand: one an alert, and
  * snprintf's parsing of the format was a tenth of the unit's own time storing them. */
 static void detect_emit_id(void *impl, const struct gust_batch *b, size_t i, size_t e, char *out)
@@ -149,9 +133,12 @@ static void detect_emit_id(void *impl, const struct gust_batch *b, size_t i, siz
     memcpy(w, d->digest, digest);
     w += digest;
     *w++ = ':';
-    w = put_u64(w, d->emit_slice[e], ':');
-    w = put_u64(w, b->msgs[i].stream_seq, ':');
-    put_u64(w, d->emit_index[e], '\0');
+    w += gust_u64_dec(d->emit_slice[e], w);
+    *w++ = ':';
+    w += gust_u64_dec(b->msgs[i].stream_seq, w);
+    *w++ = ':';
+    w += gust_u64_dec(d->emit_index[e], w);
+    *w = '\0';
 }
 
 static void detect_render_json(void *impl, struct gust_buf *out)

@@ -48,19 +48,14 @@ struct redis_out {
  * hand: snprintf was a visible part of a batch's cost). */
 static int put_bulk(struct gust_buf *b, const char *s, size_t len)
 {
-    char digits[24];
-    size_t nd = 0;
-    size_t v = len;
-    do {
-        digits[sizeof(digits) - 1 - nd++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v > 0);
+    char digits[20];
+    size_t nd = gust_u64_dec(len, digits);
     if (gust_buf_reserve(b, 1 + nd + 2 + len + 2) != 0) {
         return GUST_ENOMEM;
     }
     char *p = b->data + b->len;
     *p++ = '$';
-    memcpy(p, digits + sizeof(digits) - nd, nd);
+    memcpy(p, digits, nd);
     p += nd;
     memcpy(p, "\r\n", 2);
     memcpy(p + 2, s, len);

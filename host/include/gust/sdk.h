@@ -31,6 +31,22 @@ int gust_buf_append(struct gust_buf *b, const void *data, size_t len);
 int gust_buf_printf(struct gust_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gust_buf_free(struct gust_buf *b);
 
+/* v in decimal at out (room for 20 bytes; no NUL): the count of digits. For the paths
+ * that write a number per message, where snprintf's parsing of its format shows. */
+static inline size_t gust_u64_dec(uint64_t v, char *out)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = tmp[n - 1 - i];
+    }
+    return n;
+}
+
 /* --- files --- */
 
 /* Appends the contents of path to out. Returns 0, GUST_EIO (errno says why) or
