@@ -197,12 +197,7 @@ static void *housekeeping(void *arg)
             next_check = gust_clock_mono_ms() + (ok ? 1000 : 250);
         }
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        gust_clock_deadline(50, &until);
         pthread_mutex_lock(&bus->lock);
         if (!bus->stopping) {
             int rc = pthread_cond_timedwait(&bus->wake, &bus->lock, &until);
@@ -450,8 +445,7 @@ void gust_bus_destroy(struct gust_bus *bus)
     /* Connection callbacks run on a library thread and hold `bus`: wait for the last of
      * them (closed comes after disconnected) before freeing it. */
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 2;
+    gust_clock_deadline(2000, &until);
     pthread_mutex_lock(&bus->lock);
     while (bus->closed < links && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
     }

@@ -298,12 +298,7 @@ static void *run(void *arg)
             pass(r);
         }
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += PASS_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        gust_clock_deadline(PASS_MS, &until);
         pthread_mutex_lock(&r->lock);
         if (!r->stopping) {
             pthread_cond_timedwait(&r->wake, &r->lock, &until);

@@ -133,19 +133,9 @@ void gust_key_safe(char *s)
     }
 }
 
-int64_t gust_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gust_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    gust_clock_deadline(ms, &until);
     pthread_cond_timedwait(cond, lock, &until);
 }

@@ -50,9 +50,6 @@ int gust_entry_write(const struct gust_entry *e, struct gust_buf *out);
  * '=' becomes '_' (the default name host:pid has a ':'; a configured node_name is
  * checked at config time to need no change). */
 void gust_key_safe(char *s);
-/* Unix time in ms: entries expire by it, so that peers on other machines agree (their
- * clocks kept in sync). */
-int64_t gust_wall_ms(void);
 /* pthread_cond_timedwait for ms at most; lock held. */
 void gust_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t ms);
 

@@ -145,7 +145,7 @@ static void took(struct gust_leases *l, struct lease *e, uint64_t rev, int64_t n
 static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
 {
     struct gust_buf value = {0};
-    int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
+    int64_t expires = gust_clock_wall_ms() + l->conf.ttl_ms;
     uint64_t rev = 0, seen_rev = 0;
     char why[256], current[GUST_ENTRY_MAX];
     struct gust_entry seen;
@@ -164,10 +164,10 @@ static void try_acquire(struct gust_leases *l, struct lease *e, int64_t now)
     /* Someone else's and still valid: wait, even when it bears our node_name (a twin),
      * unless its writer is gone for sure (this process's predecessor killed -9, on this
      * machine); else its entry runs out after the TTL. */
-    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms() && !gust_entry_gone(&seen)) {
+    if (!is_self(&seen) && seen.expires_ms > gust_clock_wall_ms() && !gust_entry_gone(&seen)) {
         goto done;
     }
-    if (!is_self(&seen) && seen.expires_ms > gust_wall_ms()) {
+    if (!is_self(&seen) && seen.expires_ms > gust_clock_wall_ms()) {
         gust_info("lease %s: its holder %s (pid %ld) is gone: taken over before its TTL", e->key, seen.holder,
                   seen.pid);
     }
@@ -274,7 +274,7 @@ static void count_member(void *ud, const char *key)
  * the bucket open. */
 static void count_members(struct gust_leases *l, struct group *g)
 {
-    int64_t wall = gust_wall_ms();
+    int64_t wall = gust_clock_wall_ms();
     if (g->members != 0 && wall < g->count_at_wall) {
         return;
     }
@@ -367,7 +367,7 @@ static int step(struct gust_leases *l, struct lease *e, struct gust_err *err)
     }
     if (e->held && now >= e->renew_at) {
         struct gust_buf value = {0};
-        int64_t expires = gust_wall_ms() + l->conf.ttl_ms;
+        int64_t expires = gust_clock_wall_ms() + l->conf.ttl_ms;
         uint64_t rev = 0;
         char why[256] = "out of memory";
         if (format_value(&value, l, 1, expires) == 0 &&
@@ -676,7 +676,7 @@ void gust_leases_render_fields(struct gust_leases *l, struct gust_buf *out)
     gust_buf_append(out, "\"self\":", 7);
     gust_json_append_string(out, l->self, strlen(l->self));
     gust_buf_append(out, ",\"leases\":[", 11);
-    int64_t now = gust_wall_ms();
+    int64_t now = gust_clock_wall_ms();
     int first = 1;
     for (size_t i = 0; i < l->n; i++) {
         const struct lease *e = l->v[i];

@@ -57,7 +57,7 @@ static void write_entry(struct gust_nodes *n)
         struct gust_entry e = *gust_self_entry();
         snprintf(e.holder, sizeof(e.holder), "%s", n->self);
         snprintf(e.config, sizeof(e.config), "%s", config);
-        e.expires_ms = gust_wall_ms() + n->conf.ttl_ms;
+        e.expires_ms = gust_clock_wall_ms() + n->conf.ttl_ms;
         struct gust_buf value = {0};
         uint64_t rev = 0;
         snprintf(why, sizeof(why), "out of memory");
@@ -108,7 +108,7 @@ static int read_peers(struct gust_nodes *n, struct gust_node *out, size_t *count
 {
     *count = 0;
     char why[256];
-    struct peer_scan ps = {n, out, count, gust_wall_ms()};
+    struct peer_scan ps = {n, out, count, gust_clock_wall_ms()};
     int rc = open_bucket(n, why, sizeof(why));
     if (rc == 0) {
         rc = gust_kv_keys(n->kv, read_peer, &ps, why, sizeof(why));

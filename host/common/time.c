@@ -18,6 +18,24 @@ int64_t gust_clock_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t gust_clock_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gust_clock_deadline(int64_t ms, struct timespec *at)
+{
+    clock_gettime(CLOCK_REALTIME, at);
+    at->tv_sec += (time_t)(ms / 1000);
+    at->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (at->tv_nsec >= 1000000000L) {
+        at->tv_sec++;
+        at->tv_nsec -= 1000000000L;
+    }
+}
+
 uint64_t gust_clock_mono_ns(void)
 {
     struct timespec ts;

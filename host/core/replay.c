@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../bus/feeds.h"
 #include "../bus/stream_count.h"
@@ -486,8 +485,6 @@ int gust_replay_parse_since(const char *s, int64_t *ms)
     if (gust_parse_duration(s, &ago) != 0 || ago < 0) {
         return -1;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    *ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ago;
+    *ms = gust_clock_wall_ms() - ago;
     return 0;
 }

@@ -6,8 +6,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "gust/sdk.h"
 
 void gust_sd_notify(const char *state)
 {
@@ -35,10 +36,7 @@ void gust_sd_notify(const char *state)
 
 void gust_sd_notify_reloading(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     char msg[96];
-    snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
-             (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL);
+    snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(gust_clock_mono_ns() / 1000u));
     gust_sd_notify(msg);
 }

@@ -2,14 +2,8 @@
 
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "gust/sdk.h"
 
 /* The single value of header name, or NULL (absent, or given twice: W3C says to
  * ignore a traceparent given twice). */
@@ -36,7 +30,7 @@ void gust_ingest_trace_begin(h2o_req_t *req, struct gust_pub_msg *m, struct gust
         return;
     }
     t->on = 1;
-    t->start_ns = wall_ns();
+    t->start_ns = gust_clock_wall_ns();
     /* The caller's headers (a webhook's kept ones) without any trace header of theirs,
      * then ours. */
     const h2o_iovec_t *ts = tp != NULL ? one_header(req, H2O_STRLIT(GUST_TRACESTATE)) : NULL;
@@ -68,7 +62,7 @@ void gust_ingest_trace_end(const struct gust_ingest_trace *t, const char *name, 
     struct gust_span s = {.ctx = t->ctx,
                           .kind = GUST_SPAN_SERVER,
                           .start_ns = t->start_ns,
-                          .end_ns = wall_ns(),
+                          .end_ns = gust_clock_wall_ns(),
                           .name = name,
                           .subject = subject,
                           .stream_seq = seq,

@@ -217,14 +217,7 @@ static void *refresh_thread(void *arg)
     pthread_mutex_lock(&S.lock);
     while (!S.stopping) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ms = S.refresh_ms > 0 ? S.refresh_ms : 300000;
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        gust_clock_deadline(S.refresh_ms > 0 ? S.refresh_ms : 300000, &ts);
         if (pthread_cond_timedwait(&S.wake, &S.lock, &ts) == 0 || S.stopping) {
             continue; /* woken: the period changed, or a stop */
         }

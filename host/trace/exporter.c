@@ -128,10 +128,7 @@ static void *run(void *arg)
     for (;;) {
         if (ex.len < BATCH_MAX && !ex.stopping) {
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += FLUSH_MS * 1000000L;
-            ts.tv_sec += ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
+            gust_clock_deadline(FLUSH_MS, &ts);
             pthread_cond_timedwait(&ex.wake, &ex.lock, &ts);
         }
         size_t n = batch != NULL ? take_locked(batch) : 0;

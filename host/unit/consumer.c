@@ -103,24 +103,12 @@ static void pause_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static int64_t mono_ms(void)
-{
-    return (int64_t)(gust_clock_mono_ns() / 1000000u);
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sets the state, and since when the unit is in it; returns the state before. */
 static int set_state(struct gust_consumer *c, int state)
 {
     int was = atomic_exchange(&c->state, state);
     if (was != state) {
-        atomic_store(&c->state_since, mono_ms());
+        atomic_store(&c->state_since, gust_clock_mono_ms());
     }
     return was;
 }
@@ -129,7 +117,7 @@ static int set_state(struct gust_consumer *c, int state)
 static void set_last_error_locked(struct gust_consumer *c, const char *msg)
 {
     snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
-    c->last_error_at = wall_ms();
+    c->last_error_at = gust_clock_wall_ms();
 }
 
 static void set_last_error(struct gust_consumer *c, const char *msg)
@@ -807,7 +795,7 @@ static void *unit_thread(void *arg)
                 c->feed->ops->seek(c->feed, seq);
             } else if (what == GUST_IDLE) {
                 /* Waiting for a slice is not failing: with the bus back it runs. */
-                if (c->outlet->ops->connected(c->outlet) && mono_ms() - failed_at > RECOVER_QUIET_MS &&
+                if (c->outlet->ops->connected(c->outlet) && gust_clock_mono_ms() - failed_at > RECOVER_QUIET_MS &&
                     set_state(c, STATE_RUNNING) == STATE_FAILING) {
                     gust_info("[%s] running again", c->name);
                 }
@@ -828,7 +816,7 @@ static void *unit_thread(void *arg)
         atomic_fetch_add(&c->stats.fetches, 1);
         atomic_fetch_add(&c->stats.fetch_ns, gust_clock_mono_ns() - t0);
         if (n < 0) {
-            failed_at = mono_ms();
+            failed_at = gust_clock_mono_ms();
             if (set_state(c, STATE_FAILING) != STATE_FAILING) {
                 gust_warn("[%s] %s", c->name, why);
                 set_last_error(c, why);
@@ -840,7 +828,7 @@ static void *unit_thread(void *arg)
             continue;
         }
         /* Messages, or an idle unit's reads quiet for a while: it works again. */
-        if ((n > 0 || mono_ms() - failed_at > RECOVER_QUIET_MS) && set_state(c, STATE_RUNNING) == STATE_FAILING) {
+        if ((n > 0 || gust_clock_mono_ms() - failed_at > RECOVER_QUIET_MS) && set_state(c, STATE_RUNNING) == STATE_FAILING) {
             gust_info("[%s] reading again", c->name);
         }
         c->behind = n > 0 ? c->in[n - 1].pending : 0;
@@ -899,7 +887,7 @@ int gust_consumer_create(const struct gust_consumer_conf *conf, struct gust_feed
     c->identity = conf->identity != NULL ? strdup(conf->identity) : NULL;
     c->handler = handler;
     c->outlet = outlet;
-    atomic_store(&c->state_since, mono_ms());
+    atomic_store(&c->state_since, gust_clock_mono_ms());
     pthread_mutex_init(&c->lock, NULL);
     gust_tally_init(&c->emitted);
     pthread_cond_init(&c->acked, NULL);
@@ -1066,7 +1054,7 @@ uint64_t gust_consumer_retries(const struct gust_consumer *c)
 int64_t gust_consumer_stuck_ms(const struct gust_consumer *c)
 {
     int64_t deadline = atomic_load(&((struct gust_consumer *)c)->handler_deadline);
-    int64_t now = mono_ms();
+    int64_t now = gust_clock_mono_ms();
     return deadline > 0 && now > deadline ? now - deadline : 0;
 }
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../bus/bus.h"
 #include "../bus/feeds.h"
@@ -21,13 +20,6 @@
 #include "detect.h"
 
 #define FORMAT 1
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Lease tasks: the lease thread says whether this process holds a slice; the unit
  * thread acts on it between batches. */
@@ -252,7 +244,7 @@ static void checkpoint(struct detect *d, struct slice *s)
         snprintf(info, sizeof(info),
                  "{\"format\":%d,\"unit\":\"%s\",\"slice\":%" PRIu32 ",\"slices\":%" PRIu32
                  ",\"digest\":\"%s\",\"position\":%" PRIu64 ",\"taken_ms\":%" PRId64 "}",
-                 FORMAT, d->unit, s->index, d->nslices, vpl_program_digest(d->prog), s->pos, wall_ms());
+                 FORMAT, d->unit, s->index, d->nslices, vpl_program_digest(d->prog), s->pos, gust_clock_wall_ms());
         rc = gust_state_put(d->bus, s->store_name, info, data, len, NULL, why, sizeof(why));
     }
     free(data);

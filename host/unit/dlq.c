@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "../common/json_out.h"
 
@@ -15,10 +14,8 @@ int gust_dlq_envelope(struct gust_buf *out, const char *unit, const struct gust_
 int gust_dlq_envelope_as(struct gust_buf *out, const char *unit, const struct gust_msg *m, const char *error,
                          int omit_payload)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     char dead_at[GUST_RFC3339_SIZE], first_seen[GUST_RFC3339_SIZE];
-    gust_rfc3339_ms((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, dead_at);
+    gust_rfc3339_ms(gust_clock_wall_ms(), dead_at);
     gust_rfc3339_ms(m->stored_ns / 1000000, first_seen);
     int rc = gust_buf_append(out, "{\"unit\":", 8);
     rc = rc ? rc : gust_json_append_string(out, unit, strlen(unit));

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../common/log.h"
+#include "gust/sdk.h"
 
 #define KEEP_BUFFER 65536 /* larger buffers are freed on release, not kept per slot */
 
@@ -88,8 +89,7 @@ static void dropped(struct gust_edge *e)
 
 int gust_edge_push(struct gust_edge *e, const char *subject, const void *data, size_t len)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ns = gust_clock_wall_ns();
     size_t slen = strlen(subject), need = slen + 1 + len;
     atomic_fetch_add(&e->received, 1);
     pthread_mutex_lock(&e->lock);
@@ -113,7 +113,7 @@ int gust_edge_push(struct gust_edge *e, const char *subject, const void *data, s
     memcpy(s->buf + slen + 1, data, len);
     s->subject_len = slen;
     s->len = len;
-    s->at_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    s->at_ns = now_ns;
     s->seq = ++e->seq;
     e->count++;
     if (e->waiting) {
@@ -128,10 +128,7 @@ size_t gust_edge_take(struct gust_edge *e, struct gust_msg *msgs, size_t max, in
     pthread_mutex_lock(&e->lock);
     if (e->count == 0 && !e->woken && wait_ms > 0) {
         struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-        dl.tv_sec += wait_ms / 1000 + dl.tv_nsec / 1000000000;
-        dl.tv_nsec %= 1000000000;
+        gust_clock_deadline(wait_ms, &dl);
         e->waiting = 1;
         while (e->count == 0 && !e->woken && pthread_cond_timedwait(&e->ready, &e->lock, &dl) == 0) {
         }

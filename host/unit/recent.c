@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../common/json_out.h"
 
@@ -196,9 +195,7 @@ void gust_recent_record(struct gust_recent *r, const struct gust_batch *b, const
     if (r == NULL || b->n == 0) {
         return;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now_ms = gust_clock_wall_ms();
     /* Only the last messages of a big batch would survive in the ring anyway. */
     size_t first = b->n > GUST_RECENT_EVENTS ? b->n - GUST_RECENT_EVENTS : 0;
     pthread_mutex_lock(&r->lock);

@@ -4,20 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "../bus/delivery.h" /* GUST_DELIVERY_HEADERS_MAX */
 #include "gust/err.h"
 #include "recent.h"
 
 #define IN_SLOT (GUST_DELIVERY_HEADERS_MAX + 2)
-
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int is_trace_header(const char *name)
 {
@@ -47,7 +39,7 @@ int gust_trace_hops_begin(struct gust_trace_hops *h, const struct gust_in *in, s
         }
         h->cap = n;
     }
-    h->start_ns = wall_ns();
+    h->start_ns = gust_clock_wall_ns();
     for (size_t i = 0; i < n; i++) {
         struct gust_trace_hop *hop = &h->v[i];
         struct gust_trace_ctx parent;
@@ -137,7 +129,7 @@ void gust_trace_hops_end(struct gust_trace_hops *h, const char *kind, const char
     }
     char name[160];
     snprintf(name, sizeof(name), "%s %s", kind, unit);
-    int64_t end = wall_ns();
+    int64_t end = gust_clock_wall_ns();
     for (size_t i = 0; i < n; i++) {
         const struct gust_trace_hop *hop = &h->v[i];
         if (!hop->on) {

@@ -209,15 +209,9 @@ static void on_stored(void *ud, int status, uint64_t seq, const char *error)
 /* Waits up to ms until `need` outcomes came after settle() last looked. */
 static void wait_outcomes(struct redis_in *in, size_t need, int64_t ms)
 {
-    struct timespec until;
     uint64_t target = in->settled_at + need;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until;
+    gust_clock_deadline(ms, &until);
     pthread_mutex_lock(&in->lock);
     atomic_store(&in->wake_at, target);
     while (atomic_load(&in->outcomes) < target && !atomic_load(&in->stopping) &&

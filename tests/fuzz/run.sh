@@ -16,9 +16,9 @@ mkdir -p "$work/corpus"
 [ -n "${3:-}" ] || trap 'rm -rf "$work"' EXIT
 
 h=$root/host
-# the flow runtime: every file but the CLI's main, and the emits arena it writes into
-flow="$(ls "$h"/flow/*.c | grep -v test_flow_main.c) $h/common/emits.c"
-common="$h/common/err.c $h/common/buf.c $h/common/json_out.c $h/common/json_text.c $h/common/time.c $h/common/secret_ref.c"
+# the flow runtime: every file but the CLI's main; and the host/common files it uses
+flow="$(ls "$h"/flow/*.c | grep -v test_flow_main.c)"
+common=$(sed -e '/^#/d' -e "s|^|$h/|" "$h/flow/common_sources.txt" | tr '\n' ' ')
 inc="-I$h/include -I$here"
 libs=""
 seed() { printf "$2" >"$work/corpus/$1"; }

@@ -152,6 +152,12 @@ int64_t gust_clock_wall_ms(void);
 int64_t gust_clock_mono_ms(void);
 /* CLOCK_MONOTONIC ns, for durations measured finely (flow timeouts, latencies). */
 uint64_t gust_clock_mono_ns(void);
+/* ns since the epoch (CLOCK_REALTIME), for span times. */
+int64_t gust_clock_wall_ns(void);
+/* Sets *at to the CLOCK_REALTIME time ms from now: a deadline for pthread_cond_timedwait,
+ * whose default clock that is. */
+struct timespec;
+void gust_clock_deadline(int64_t ms, struct timespec *at);
 
 /* "2026-11-29T23:49:03.123Z": UTC, milliseconds. */
 #define GUST_RFC3339_SIZE 32
