@@ -320,11 +320,17 @@ def read_cluster(d):
 def read_detect_failover(d):
     c = cmd(d, "bench/detect-failover.sh")
     rr = d["restore_replay"]
+    # Each replay's alerts stored by the bus alone, on the same server (the floor under
+    # the replay's time: an alert is stored with its PubAck before the unit moves on).
+    floors = [r for r in rr if r.get("bus_floor")]
     row(d, "detect restore + replay at %s open runs" % d.get("lag"),
         "; ".join("%s events replayed: restore %s ms, caught up %s ms after start%s" % (
             r["replayed_events"], r["restore_ms"], r["start_to_caught_up_ms"],
             ", %s" % rate(r["replay_rate"]) if r.get("replay_rate") else "") for r in rr) +
         "; checkpoint %.0f B per open run" % rr[0]["bytes_per_open_run"], c,
+        "; ".join("the bus alone storing the %s alerts of %s events replayed: %s ms" % (
+            r["bus_floor"]["messages"], r["replayed_events"], r["bus_floor"]["ms"]) for r in floors) or None,
+        "; ".join("%.2f" % r["over_floor"] for r in floors) or None,
         tgt=target("detect-restore", lag=d.get("lag"), bytes=rr[0]["bytes_per_open_run"],
                    ms=next(r["start_to_caught_up_ms"] for r in rr if r["replayed_events"] == 20000)))
     f = d["failover"]
