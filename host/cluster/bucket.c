@@ -22,9 +22,7 @@ static void make_self(void)
     unsigned char bytes[GUST_INSTANCE_LEN / 2];
     if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
         /* no entropy at all: time and pid still differ between two processes */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+        uint64_t seed = (uint64_t)gust_clock_wall_ns() ^ ((uint64_t)getpid() << 40);
         for (size_t i = 0; i < sizeof(bytes); i++) {
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
             bytes[i] = (unsigned char)(seed >> 56);

@@ -2,8 +2,8 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
+#include "gust/sdk.h"
 #include "trace_int.h"
 
 static int hexval(char c)
@@ -95,10 +95,9 @@ static uint64_t next_random(void)
 {
     if (rng[0] == 0 && rng[1] == 0) {
         if (getrandom(rng, sizeof(rng), 0) != (ssize_t)sizeof(rng)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            rng[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&ts;
-            rng[1] = (uint64_t)ts.tv_sec ^ 0xda942042e4dd58b5ull;
+            uint64_t now = gust_clock_mono_ns();
+            rng[0] = now * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&now;
+            rng[1] = (now >> 30) ^ 0xda942042e4dd58b5ull;
         }
         rng[0] |= 1;
     }
