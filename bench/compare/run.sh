@@ -32,6 +32,10 @@
 # settings.js (no editor, no admin API) in a throwaway userDir. gust uses nats-server as
 # bench/lib.sh does (its own, on a free port, a throwaway store), one per scenario.
 #
+# COMPARE_ONLY=mqtt runs the MQTT part alone (Node-RED and gust, the same rounds), for
+# A/B runs of gust builds (BUILD=dir): the same JSON keys, those of the e2e part null,
+# written nowhere unless RESULT names a file.
+#
 # Prints one JSON object, also written to bench/results/compare.json (emit_result in
 # bench/lib.sh: RESULT=path to change, RESULT= to skip).
 source "$(dirname "$0")/../lib.sh"
@@ -45,6 +49,12 @@ WARMUP=${WARMUP:-3}
 MQTT_WARMUP=${MQTT_WARMUP:-2000}
 NODE_RED_VERSION=${NODE_RED_VERSION:-4.1.15}
 NR_DIR=$COMPARE/.node-red
+ONLY=${COMPARE_ONLY:-}
+case $ONLY in
+'') ;;
+mqtt) [ -n "${RESULT+set}" ] || export RESULT= ;; # a partial run replaces no results file
+*) echo "COMPARE_ONLY: \"$ONLY\" is not mqtt" >&2; exit 1 ;;
+esac
 
 for f in "$BUILD/plugins/mqtt.so" "$BUILD/plugins/http_out.so"; do
     [ -f "$f" ] || { echo "missing $f: build first" >&2; exit 1; }
@@ -118,12 +128,15 @@ sleep 2
 NR_IDLE=$(rss_kb "$NR_PID")
 
 # ---- gust, e2e (its own nats-server) ----
-start_nats
-E2E_NATS_PID=$NATS_PID
-start_sink gust
-G_SINK=$SINK_PORT
-G_PORT=$(free_port)
-cat >"$WORK/gust-e2e.conf" <<CONF
+# (None: what the Python report below reads for a part not run)
+G_E2E_PID=0 E2E_NATS_PID=0 G_COLD=None G_IDLE=None G_NATS_IDLE=None NR_RATE=None
+start_gust_e2e() {
+    start_nats
+    E2E_NATS_PID=$NATS_PID
+    start_sink gust
+    G_SINK=$SINK_PORT
+    G_PORT=$(free_port)
+    cat >"$WORK/gust-e2e.conf" <<CONF
 log_level warn;
 plugin_dir $BUILD/plugins;
 plugin http_out;
@@ -132,12 +145,14 @@ nats { url $NATS_URL; }
 flow orders { script $ROOT/scripts/bench_orders.lua; source ev.orders; }
 sink out { use http_out; source ev.orders.out; url http://127.0.0.1:$G_SINK/hit; }
 CONF
-start_gust "$WORK/gust-e2e.conf" "$G_PORT"
-G_E2E_PID=$GUST_PID
-G_COLD=$COLD_START_MS
-sleep 2
-G_IDLE=$(rss_kb "$G_E2E_PID")
-G_NATS_IDLE=$(rss_kb "$E2E_NATS_PID")
+    start_gust "$WORK/gust-e2e.conf" "$G_PORT"
+    G_E2E_PID=$GUST_PID
+    G_COLD=$COLD_START_MS
+    sleep 2
+    G_IDLE=$(rss_kb "$G_E2E_PID")
+    G_NATS_IDLE=$(rss_kb "$E2E_NATS_PID")
+}
+[ "$ONLY" = mqtt ] || start_gust_e2e
 
 # RSS of every process of interest, every 0.1 s, until the run ends
 # (shell builtins only: a fork per process per sample would take CPU from the systems measured)
@@ -179,25 +194,28 @@ e2e_round() {
 \"delivered_per_s\":$rate,\"cpu_ticks\":$((c1 - c0)),\"nats_cpu_ticks\":$((n1 - n0)),\"loadgen\":$lg,\"sink\":$stats}" >>"$WORK/e2e.jsonl"
 }
 
-# Warm-up: the first requests of each system pay for one-time work (Node-RED's lazy
-# loading and V8's compiler above all), which the rounds should not measure.
-e2e_round nodered 90 "$WARMUP"
-e2e_round gust 91 "$WARMUP"
-for r in $(seq 1 "$ROUNDS"); do
-    e2e_round nodered "$((2 * r))"
-    e2e_round gust "$((2 * r + 1))"
-done
-# gust held at Node-RED's own delivered rate: the latency of the same load. (Saturated,
-# gust's ingest outruns its flow and sink, and the backlog in JetStream is latency.)
-NR_RATE=$(python3 - "$WORK/e2e.jsonl" <<'PY'
+e2e_rounds() {
+    # Warm-up: the first requests of each system pay for one-time work (Node-RED's lazy
+    # loading and V8's compiler above all), which the rounds should not measure.
+    e2e_round nodered 90 "$WARMUP"
+    e2e_round gust 91 "$WARMUP"
+    for r in $(seq 1 "$ROUNDS"); do
+        e2e_round nodered "$((2 * r))"
+        e2e_round gust "$((2 * r + 1))"
+    done
+    # gust held at Node-RED's own delivered rate: the latency of the same load. (Saturated,
+    # gust's ingest outruns its flow and sink, and the backlog in JetStream is latency.)
+    NR_RATE=$(python3 - "$WORK/e2e.jsonl" <<'PY'
 import json, statistics, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 print(int(statistics.median(x["delivered_per_s"] for x in rs if x["system"] == "nodered")))
 PY
-)
-e2e_round gust_paced 99 "" "$NR_RATE"
-stop_pid "$G_E2E_PID"
-stop_pid "$E2E_NATS_PID"
+    )
+    e2e_round gust_paced 99 "" "$NR_RATE"
+    stop_pid "$G_E2E_PID"
+    stop_pid "$E2E_NATS_PID"
+}
+[ "$ONLY" = mqtt ] || e2e_rounds
 
 # ---- gust, MQTT (a second nats-server: the script's emit subject is fixed, so the
 # e2e and MQTT paths of one stream would mix) ----
@@ -285,7 +303,11 @@ json=$(python3 - "$WORK" <<PY
 import json, statistics, sys
 w = sys.argv[1]
 hz = $(getconf CLK_TCK)
-def lines(f): return [json.loads(l) for l in open(f"{w}/{f}")]
+def lines(f):
+    try:
+        return [json.loads(l) for l in open(f"{w}/{f}")]
+    except FileNotFoundError:  # COMPARE_ONLY=mqtt: no e2e rounds
+        return []
 e2e, mq = lines("e2e.jsonl"), lines("mqtt.jsonl")
 spans = {}  # "e2e-gust" -> [(start, end)] over the rounds
 for l in open(f"{w}/marks"):
@@ -303,9 +325,13 @@ def peak_any(pid):
     return max(rs) if rs else None
 med = lambda xs: round(statistics.median(xs), 1)
 ratio = lambda a, b: round(a / b, 2) if a and b else None
+pick = lambda d, *ks: (pick(d[ks[0]], *ks[1:]) if len(ks) > 1 else d[ks[0]]) if d else None
+add = lambda a, b: a + b if a is not None and b is not None else None
 
 def e2e_of(sys_):
     rs = [x for x in e2e if x["system"] == sys_]
+    if not rs:
+        return None
     rates = [x["delivered_per_s"] for x in rs]
     return {
         "delivered_per_s_median": med(rates), "delivered_per_s": [round(r) for r in rates],
@@ -330,15 +356,21 @@ def mqtt_of(sys_):
                                         for k in ("p50", "p90", "p99", "max")},
         "cpu_s": round(sum(x["cpu_ticks"] for x in rs) / hz, 2),
         "mosquitto_cpu_s": round(sum(x["mosquitto_cpu_ticks"] for x in rs) / hz, 2),
+        "cpu_us_per_round_trip": round(sum(x["cpu_ticks"] for x in rs) / hz * 1e6 / ($MQTT_N * len(rs)), 1),
+        "mosquitto_cpu_us_per_round_trip": round(sum(x["mosquitto_cpu_ticks"] for x in rs) / hz * 1e6 / ($MQTT_N * len(rs)), 1),
     }
 g_e2e, n_e2e, g_mq, n_mq = e2e_of("gust"), e2e_of("nodered"), mqtt_of("gust"), mqtt_of("nodered")
 g_mq_edge = mqtt_of("gust_edge")
 g_paced = e2e_of("gust_paced")
-g_paced["rate_held"] = $NR_RATE
-g_e2e["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust") / hz, 2)
+if g_paced:
+    g_paced["rate_held"] = $NR_RATE
+if g_e2e:
+    g_e2e["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust") / hz, 2)
 for sys_, r in (("gust", g_mq), ("gust_edge", g_mq_edge)):
     r["nats_server_cpu_s"] = round(sum(x["nats_cpu_ticks"] for x in mq if x["system"] == sys_) / hz, 2)
-g_e2e["events_per_cpu_s_with_nats_server"] = round(g_e2e["delivered_unique"] / max((sum(x["cpu_ticks"] + x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust")) / hz, 0.01))
+    r["nats_server_cpu_us_per_round_trip"] = round(r["nats_server_cpu_s"] * 1e6 / (r["messages_per_round"] * len(r["round_trips_per_s"])), 1)
+if g_e2e:
+    g_e2e["events_per_cpu_s_with_nats_server"] = round(g_e2e["delivered_unique"] / max((sum(x["cpu_ticks"] + x["nats_cpu_ticks"] for x in e2e if x["system"] == "gust")) / hz, 0.01))
 gust = {
     "cold_start_ms": $G_COLD, "rss_idle_kb": $G_IDLE,
     "rss_peak_kb": {"e2e": peak($G_E2E_PID, "e2e", "gust"), "mqtt": peak($G_MQ_PID, "mqtt", "gust")},
@@ -360,24 +392,24 @@ out = {
     "mqtt_messages": $MQTT_N, "mqtt_window": $MQTT_WINDOW, "qos": 1,
     "gust": gust, "node_red": nodered,
     "ratios_gust_to_node_red": {
-        "e2e_delivered_rate": ratio(g_e2e["delivered_per_s_median"], n_e2e["delivered_per_s_median"]),
-        "e2e_latency_p50": ratio(g_e2e["latency_ms_median_of_rounds"]["p50"], n_e2e["latency_ms_median_of_rounds"]["p50"]),
-        "e2e_latency_p99": ratio(g_e2e["latency_ms_median_of_rounds"]["p99"], n_e2e["latency_ms_median_of_rounds"]["p99"]),
-        "e2e_latency_p99_at_node_red_rate": ratio(g_paced["latency_ms_median_of_rounds"]["p99"], n_e2e["latency_ms_median_of_rounds"]["p99"]),
-        "e2e_events_per_cpu_s": ratio(g_e2e["events_per_cpu_s"], n_e2e["events_per_cpu_s"]),
-        "e2e_events_per_cpu_s_with_nats_server": ratio(g_e2e["events_per_cpu_s_with_nats_server"], n_e2e["events_per_cpu_s"]),
+        "e2e_delivered_rate": ratio(pick(g_e2e, "delivered_per_s_median"), pick(n_e2e, "delivered_per_s_median")),
+        "e2e_latency_p50": ratio(pick(g_e2e, "latency_ms_median_of_rounds", "p50"), pick(n_e2e, "latency_ms_median_of_rounds", "p50")),
+        "e2e_latency_p99": ratio(pick(g_e2e, "latency_ms_median_of_rounds", "p99"), pick(n_e2e, "latency_ms_median_of_rounds", "p99")),
+        "e2e_latency_p99_at_node_red_rate": ratio(pick(g_paced, "latency_ms_median_of_rounds", "p99"), pick(n_e2e, "latency_ms_median_of_rounds", "p99")),
+        "e2e_events_per_cpu_s": ratio(pick(g_e2e, "events_per_cpu_s"), pick(n_e2e, "events_per_cpu_s")),
+        "e2e_events_per_cpu_s_with_nats_server": ratio(pick(g_e2e, "events_per_cpu_s_with_nats_server"), pick(n_e2e, "events_per_cpu_s")),
         "mqtt_round_trip_rate": ratio(g_mq["round_trips_per_s_median"], n_mq["round_trips_per_s_median"]),
         "mqtt_latency_p50": ratio(g_mq["latency_ms_median_of_rounds"]["p50"], n_mq["latency_ms_median_of_rounds"]["p50"]),
         "mqtt_latency_p99": ratio(g_mq["latency_ms_median_of_rounds"]["p99"], n_mq["latency_ms_median_of_rounds"]["p99"]),
         "mqtt_edge_round_trip_rate": ratio(g_mq_edge["round_trips_per_s_median"], n_mq["round_trips_per_s_median"]),
         "mqtt_edge_latency_p99": ratio(g_mq_edge["latency_ms_median_of_rounds"]["p99"], n_mq["latency_ms_median_of_rounds"]["p99"]),
         "rss_idle": ratio($G_IDLE, $NR_IDLE),
-        "rss_idle_with_nats_server": ratio($G_IDLE + $G_NATS_IDLE, $NR_IDLE),
+        "rss_idle_with_nats_server": ratio(add($G_IDLE, $G_NATS_IDLE), $NR_IDLE),
         "rss_peak": ratio(gpk, npk),
         "rss_peak_with_nats_server": ratio(gnpk, npk),
         "cold_start": ratio($G_COLD, $NR_COLD),
     },
-    "checks": {"e2e_delivered_equals_accepted": all(x["delivered"] == x["accepted"] for x in e2e),
+    "checks": {"e2e_delivered_equals_accepted": all(x["delivered"] == x["accepted"] for x in e2e) if e2e else None,
                "mqtt_all_delivered_none_foreign": g_mq["all_delivered"] and g_mq_edge["all_delivered"] and n_mq["all_delivered"]},
 }
 print(json.dumps(out))

@@ -151,6 +151,7 @@ static void *run(void *arg)
     struct mqtt_in *in = arg;
 
     in_network_thread = in;
+    pthread_setname_np(pthread_self(), "mqtt_in"); /* for top -H and perf */
     mqtt_host->log(in->inst, GUST_LOG_INFO, "connecting to %s:%d%s as %s, QoS %d, MQTT %s", in->conf.host,
                    in->conf.port, in->tls ? " (TLS)" : "", in->conf.client_id, in->conf.qos, in->k.mqtt_version);
     while (!atomic_load(&in->stopping)) {

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mqtt_out.h"
 
@@ -95,6 +96,7 @@ int mqtt_out_create(struct gust_instance *inst, const struct gust_cfg *cfg, void
     }
     o->inst = inst;
     o->cfg = cfg;
+    o->wake_fd = -1;
     pthread_mutex_init(&o->lock, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gust_clock_mono_ms's clock */
@@ -266,6 +268,7 @@ static size_t settle(struct mqtt_out *o, size_t sent, uint64_t gen, char *why, s
                  o->conf.timeout_ms);
         o->connected = 0; /* no batch uses it until the network thread has dropped it */
         o->conn_gen++;
+        out_net_wake(o);
     }
     /* A late PUBACK of what is given up must not mark a message of a later batch. */
     for (size_t i = 0; i < sent; i++) {
@@ -299,6 +302,9 @@ int mqtt_out_deliver(void *ctx, const struct gust_msg *msgs, size_t n, struct gu
     pthread_mutex_unlock(&o->lock);
 
     sent = connected ? publish_all(o, msgs, n, results, gen, why, sizeof(why)) : 0;
+    if (sent > 0) {
+        out_net_wake(o); /* once per batch: the network thread writes it all (mqtt_out_net.c) */
+    }
 
     /* The PUBACKs (QoS 1) or the writes (QoS 0) of what was handed over, while the
      * connection they went out on lasts. */
@@ -334,6 +340,9 @@ void mqtt_out_destroy(void *ctx)
     }
     mqtt_out_stop(o);
     mosquitto_destroy(o->mosq);
+    if (o->wake_fd >= 0) {
+        close(o->wake_fd);
+    }
     gust_tpl_free(o->tpl);
     free(o->slot_of_mid);
     free(o->state);

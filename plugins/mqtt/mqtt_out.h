@@ -49,6 +49,7 @@ struct mqtt_out {
     struct out_guard *guard; /* of the connection under way (plain TCP), or NULL */
     pthread_t net;
     int net_started;
+    int wake_fd; /* eventfd: wakes the network thread (a batch handed over, a drop, stop) */
 
     /* The network thread's own (libmosquitto calls back on it). */
     struct mqtt_backoff backoff;
@@ -87,12 +88,24 @@ int out_wait_until(struct mqtt_out *o, int64_t at_ms);
 int out_net_start(struct mqtt_out *o, struct gust_err *err);
 /* Says DISCONNECT when connected and ends the network thread, within a second. */
 void out_net_stop(struct mqtt_out *o);
+/* Wakes the network thread: what was handed to libmosquitto goes out. Any thread. */
+void out_net_wake(struct mqtt_out *o);
 
 /* mqtt_out_guard.c. Puts a guard between libmosquitto and the broker on the connection
  * mosquitto_connect_async just began (plain TCP): a packet from the broker over the
- * limit drops the connection, with drop_why. 0, or -1 with why. Network thread. */
+ * limit drops the connection, with guard_why. 0, or -1 with why. Network thread, as are
+ * the other out_guard_* but stop (also once that thread has ended). */
 int out_guard_start(struct mqtt_out *o, char *why, size_t whysz);
-/* Ends the guard of the last connection, if any; its sockets are closed. NULL-safe. */
+/* Ends the guard of the last connection, if any: what libmosquitto wrote last goes out,
+ * its sockets are closed. Without a guard, nothing. */
 void out_guard_stop(struct mqtt_out *o);
+/* The network thread's loop, while o->guard is set. The socket to poll (the broker's),
+ * the events to poll it for; timeout_ms set to 0 when there is work without waiting. */
+int out_guard_fd(const struct mqtt_out *o, short *events, int *timeout_ms);
+/* Passes what the broker sent (readable: the socket polled readable) on to libmosquitto,
+ * packet by packet; 1 when libmosquitto has something to read (the end, too). */
+int out_guard_in(struct mqtt_out *o, int readable);
+/* Sends what libmosquitto wrote to the broker (in one send when the socket takes it). */
+void out_guard_out(struct mqtt_out *o);
 
 #endif

@@ -6,15 +6,19 @@
  * bytes in MQTT 3.1.1).
  *
  * So, on a plain TCP connection, libmosquitto's socket is swapped (dup2, right after
- * mosquitto_connect_async, before it reads anything) for one end of a socketpair, and a
- * relay thread carries the bytes between the other end and the real socket: what
- * libmosquitto writes as it is, what the broker sends packet by packet, each fixed
- * header read first. A packet over OUT_MAX_INCOMING, or a malformed length, ends the
- * relay before any of its body is taken: what came before it is passed on, then both
- * sockets are closed, libmosquitto sees the connection gone, and guard_why tells the
- * network thread why. Over TLS the bytes are
- * encrypted and libmosquitto reads them itself, unguarded (README, Known limits). */
-#define _GNU_SOURCE /* pipe2 */
+ * mosquitto_connect_async, before it reads anything) for one end of a socketpair, and the
+ * network thread carries the bytes between the other end and the real socket (out_guard_in
+ * and out_guard_out, from its loop): what libmosquitto writes as it is, what the broker
+ * sends packet by packet, each fixed header read first. A packet over OUT_MAX_INCOMING, or
+ * a malformed length, ends the relay before any of its body is taken: what came before it
+ * is passed on, then both sockets are shut down, libmosquitto sees the connection gone,
+ * and guard_why tells the network thread why. Over TLS the bytes are encrypted and
+ * libmosquitto reads them itself, unguarded (README, Known limits).
+ *
+ * The relay was a thread of its own: woken by each of libmosquitto's writes, it sent a
+ * batch to the broker a few packets at a time, and cost two system calls and a wake-up
+ * for every 2-3 messages each way. On the network thread, what libmosquitto wrote in one
+ * loop turn (a whole batch) goes out in one send. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,8 +38,7 @@ struct out_guard {
     struct mqtt_out *o;
     int real;    /* the TCP socket to the broker */
     int mine;    /* our end of the socketpair; libmosquitto has the other */
-    int quit[2]; /* a byte on quit[1] ends the relay */
-    pthread_t thread;
+    int ended;   /* both shut down: libmosquitto reads what was passed on, then the end */
     /* broker -> libmosquitto */
     unsigned char head[5]; /* a fixed header being read */
     size_t head_len;
@@ -106,68 +109,98 @@ static int flush(int fd, struct gust_buf *b, size_t *off)
     return 0;
 }
 
-static void *relay(void *arg)
+/* The relay is over (the broker closed, an error, a packet refused): libmosquitto reads
+ * what was passed on before it, then sees the connection gone. */
+static void end(struct out_guard *g)
 {
-    struct out_guard *g = arg;
-    unsigned char buf[16384];
-    for (;;) {
-        struct pollfd p[3] = {
-            {.fd = g->real, .events = (g->down.len < RELAY_BUF ? POLLIN : 0) | (g->up.len ? POLLOUT : 0)},
-            {.fd = g->mine, .events = (g->up.len < RELAY_BUF ? POLLIN : 0) | (g->down.len ? POLLOUT : 0)},
-            {.fd = g->quit[0], .events = POLLIN},
-        };
-        if (poll(p, 3, -1) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        if (p[2].revents) {
-            /* What libmosquitto wrote last (a DISCONNECT on a clean stop) still goes out. */
-            ssize_t r;
-            while ((r = recv(g->mine, buf, sizeof(buf), 0)) > 0) {
-                gust_buf_append(&g->up, buf, (size_t)r);
-            }
-            flush(g->real, &g->up, &g->up_off);
-            break;
-        }
-        if (p[0].revents & (POLLIN | POLLERR | POLLHUP)) {
-            ssize_t r = recv(g->real, buf, sizeof(buf), 0);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-                int e = r < 0 ? errno : 0, so = 0;
-                socklen_t sl = sizeof(so);
-                if (e == 0 && getsockopt(g->real, SOL_SOCKET, SO_ERROR, &so, &sl) == 0) {
-                    e = so;
-                }
-                if (e != 0) {
-                    set_drop(g->o, strerror(e)); /* "Connection refused" while connecting */
-                }
-                flush(g->mine, &g->down, &g->down_off); /* what came before the close */
-                break;
-            }
-            if (r > 0 && take(g, buf, (size_t)r) != 0) {
-                flush(g->mine, &g->down, &g->down_off); /* the packets before the bad one */
-                break;
-            }
-        }
-        if (p[1].revents & (POLLIN | POLLERR | POLLHUP)) {
-            ssize_t r = recv(g->mine, buf, sizeof(buf), 0);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-                flush(g->real, &g->up, &g->up_off); /* a DISCONNECT, say */
-                break;
-            }
-            if (r > 0) {
-                gust_buf_append(&g->up, buf, (size_t)r);
-            }
-        }
-        if (flush(g->real, &g->up, &g->up_off) != 0 || flush(g->mine, &g->down, &g->down_off) != 0) {
-            break;
-        }
-    }
-    /* libmosquitto sees its socket close: the connection is gone. */
+    g->ended = 1;
     shutdown(g->mine, SHUT_RDWR);
     shutdown(g->real, SHUT_RDWR);
-    return NULL;
+}
+
+int out_guard_fd(const struct mqtt_out *o, short *events, int *timeout_ms)
+{
+    const struct out_guard *g = o->guard;
+    *events = (short)(g->ended ? 0 : (g->down.len < RELAY_BUF ? POLLIN : 0) | (g->up.len ? POLLOUT : 0));
+    if (g->ended || g->down.len > 0 || (g->up.len < RELAY_BUF && mosquitto_want_write(o->mosq))) {
+        *timeout_ms = 0; /* bytes (or the end) wait for libmosquitto, or it has more to write */
+    }
+    return g->real;
+}
+
+int out_guard_in(struct mqtt_out *o, int readable)
+{
+    struct out_guard *g = o->guard;
+    unsigned char buf[16384];
+    int moved = g->down.len > 0; /* bytes libmosquitto has yet to read */
+
+    if (g->ended) {
+        return 1; /* until libmosquitto has read to the end */
+    }
+    if (g->down.len > 0 && flush(g->mine, &g->down, &g->down_off) != 0) {
+        end(g);
+        return 1;
+    }
+    while (readable && !g->ended && g->down.len < RELAY_BUF) {
+        ssize_t r = recv(g->real, buf, sizeof(buf), 0);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            break;
+        }
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0, so = 0;
+            socklen_t sl = sizeof(so);
+            if (e == 0 && getsockopt(g->real, SOL_SOCKET, SO_ERROR, &so, &sl) == 0) {
+                e = so;
+            }
+            if (e != 0) {
+                set_drop(o, strerror(e)); /* "Connection refused" while connecting */
+            }
+            flush(g->mine, &g->down, &g->down_off); /* what came before the close */
+            end(g);
+            return 1;
+        }
+        if (take(g, buf, (size_t)r) != 0) {
+            flush(g->mine, &g->down, &g->down_off); /* the packets before the bad one */
+            end(g);
+            return 1;
+        }
+        moved = 1;
+        if ((size_t)r < sizeof(buf)) {
+            break; /* drained: another recv would only say EAGAIN */
+        }
+    }
+    if (!g->ended && flush(g->mine, &g->down, &g->down_off) != 0) {
+        end(g);
+        return 1;
+    }
+    return moved;
+}
+
+void out_guard_out(struct mqtt_out *o)
+{
+    struct out_guard *g = o->guard;
+    unsigned char buf[16384];
+
+    if (g == NULL || g->ended) {
+        return;
+    }
+    for (;;) {
+        if (g->up.len < RELAY_BUF) {
+            ssize_t r = recv(g->mine, buf, sizeof(buf), 0);
+            if (r > 0) {
+                gust_buf_append(&g->up, buf, (size_t)r);
+                if ((size_t)r == sizeof(buf)) {
+                    continue;
+                }
+            }
+            /* 0: libmosquitto closed its end (a DISCONNECT written, say): what it wrote
+             * still goes out below, and the loop sees its socket gone. */
+        }
+        break;
+    }
+    if (flush(g->real, &g->up, &g->up_off) != 0) {
+        end(g);
+    }
 }
 
 int out_guard_start(struct mqtt_out *o, char *why, size_t whysz)
@@ -179,9 +212,9 @@ int out_guard_start(struct mqtt_out *o, char *why, size_t whysz)
         return -1;
     }
     g->o = o;
-    g->real = g->mine = g->quit[0] = g->quit[1] = -1;
+    g->real = g->mine = -1;
     if (sock < 0 || (g->real = dup(sock)) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0 ||
-        pipe2(g->quit, O_CLOEXEC) != 0 || dup2(sp[0], sock) < 0) {
+        dup2(sp[0], sock) < 0) {
         snprintf(why, whysz, "cannot set up the connection's guard: %s", strerror(errno));
         goto fail;
     }
@@ -192,10 +225,6 @@ int out_guard_start(struct mqtt_out *o, char *why, size_t whysz)
     fcntl(g->mine, F_SETFL, fcntl(g->mine, F_GETFL) | O_NONBLOCK);
     fcntl(g->real, F_SETFL, fcntl(g->real, F_GETFL) | O_NONBLOCK);
     fcntl(g->real, F_SETFD, FD_CLOEXEC);
-    if (pthread_create(&g->thread, NULL, relay, g) != 0) {
-        snprintf(why, whysz, "cannot start the connection's guard");
-        goto fail;
-    }
     o->guard = g;
     return 0;
 fail:
@@ -210,10 +239,6 @@ fail:
     if (g->real >= 0) {
         close(g->real);
     }
-    if (g->quit[0] >= 0) {
-        close(g->quit[0]);
-        close(g->quit[1]);
-    }
     free(g);
     return -1;
 }
@@ -224,13 +249,9 @@ void out_guard_stop(struct mqtt_out *o)
     if (g == NULL) {
         return;
     }
-    ssize_t w = write(g->quit[1], "", 1);
-    (void)w;
-    pthread_join(g->thread, NULL);
+    out_guard_out(o); /* what libmosquitto wrote last (the DISCONNECT of a clean stop) */
     close(g->real);
     close(g->mine);
-    close(g->quit[0]);
-    close(g->quit[1]);
     gust_buf_free(&g->down);
     gust_buf_free(&g->up);
     free(g);

@@ -8,12 +8,25 @@
  * mqtt_in's backoff (100 ms doubling up to 10 s, started over after a connection that
  * stayed up 10 s), gives an attempt `timeout` to be accepted, and stops within STOP_MS.
  * Keepalive is libmosquitto's: a PINGREQ after a keepalive period in which either side was
- * silent, the connection dropped when nothing comes back within another. */
+ * silent, the connection dropped when nothing comes back within another.
+ *
+ * The loop is mqtt_out's own too (loop_once), not mosquitto_loop(): that one also polls
+ * libmosquitto's wake-up socketpair, to which every mosquitto_publish writes a byte, and
+ * goes round once per byte (a pselect, a one-byte read and a write attempt per message).
+ * Woken by the first message of a batch while the unit's thread was still handing over
+ * the rest, it sent the batch a few packets at a time, each write waking the broker (and
+ * the guard's relay). Here nothing polls that socketpair (once full, libmosquitto's
+ * writes to it fail at once, unread): the unit's thread hands over its whole batch, then
+ * wakes this thread once through wake_fd, and one loop_write sends every queued packet. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/x509.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "mqtt_out.h"
 
@@ -31,6 +44,14 @@ int out_wait_until(struct mqtt_out *o, int64_t at_ms)
 {
     struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000};
     return pthread_cond_timedwait(&o->cond, &o->lock, &ts);
+}
+
+void out_net_wake(struct mqtt_out *o)
+{
+    uint64_t one = 1;
+    if (write(o->wake_fd, &one, sizeof(one)) < 0) {
+        /* only on overflow, and then it is readable anyway */
+    }
 }
 
 /* libmosquitto looks at errno after its callbacks return: they leave it as they found it. */
@@ -253,6 +274,52 @@ static void attempt(struct mqtt_out *o)
     went_down(o, why);
 }
 
+/* What mosquitto_loop() does, without its wake-up socketpair (see the top): waits up to
+ * LOOP_MS for the socket or wake_fd, then reads, keeps the connection alive and writes
+ * what is queued. On plain TCP the socket polled is the broker's, and the guard passes
+ * the bytes between it and libmosquitto's (mqtt_out_guard.c). Over TLS the handshake
+ * goes on in loop_read (libmosquitto's want_connect), so a socket that becomes writable
+ * before the CONNACK is read too. */
+static int loop_once(struct mqtt_out *o)
+{
+    int sock = mosquitto_socket(o->mosq), timeout = LOOP_MS, readable, wrote = 0, rc;
+    if (sock < 0) {
+        return MOSQ_ERR_NO_CONN;
+    }
+    short events = (short)(POLLIN | (mosquitto_want_write(o->mosq) ? POLLOUT : 0));
+    int fd = o->guard ? out_guard_fd(o, &events, &timeout) : sock;
+    struct pollfd p[2] = {{.fd = o->wake_fd, .events = POLLIN}, {.fd = fd, .events = events}};
+    if (poll(p, 2, timeout) < 0) {
+        return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
+    }
+    if (p[0].revents & POLLIN) {
+        uint64_t n;
+        if (read(o->wake_fd, &n, sizeof(n)) < 0) {
+            /* spurious: the eventfd is non-blocking */
+        }
+    }
+    readable = (p[1].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+    if (o->guard) {
+        readable = out_guard_in(o, readable);
+    } else if (!o->up_at && (p[1].revents & POLLOUT)) {
+        readable = 1;
+    }
+    if (readable &&
+        ((rc = mosquitto_loop_read(o->mosq, 1)) != MOSQ_ERR_SUCCESS || mosquitto_socket(o->mosq) < 0)) {
+        return rc;
+    }
+    rc = mosquitto_loop_misc(o->mosq);
+    /* Also what reading queued: PUBACKs free max_inflight slots for messages held back. */
+    if (rc == MOSQ_ERR_SUCCESS && mosquitto_want_write(o->mosq)) {
+        rc = mosquitto_loop_write(o->mosq, 1);
+        wrote = 1;
+    }
+    if (o->guard && (wrote || (p[1].revents & POLLOUT))) {
+        out_guard_out(o); /* the whole batch, in as few sends as the socket takes */
+    }
+    return rc;
+}
+
 /* One turn of the network thread while an attempt or a connection is under way. */
 static void turn(struct mqtt_out *o)
 {
@@ -269,7 +336,7 @@ static void turn(struct mqtt_out *o)
         went_down(o, "no CONNACK in time");
         return;
     }
-    int rc = mosquitto_loop(o->mosq, LOOP_MS, 1), e = errno;
+    int rc = loop_once(o), e = errno;
     if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(o->mosq) < 0) {
         pthread_mutex_lock(&o->lock); /* the guard may have said why */
         snprintf(why, sizeof(why), "%s", o->guard_why);
@@ -286,6 +353,7 @@ static void *net_run(void *arg)
     struct mqtt_out *o = arg;
 
     net_thread_of = o;
+    pthread_setname_np(pthread_self(), "mqtt_out"); /* for top -H and perf */
     for (;;) {
         pthread_mutex_lock(&o->lock);
         /* Stopping: once the DISCONNECT is out (the socket closes), or it could not be. */
@@ -316,6 +384,9 @@ int out_net_start(struct mqtt_out *o, struct gust_err *err)
     if ((rc = fresh_client(o, err)) != 0) {
         return rc;
     }
+    if ((o->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        return gust_err_set(err, GUST_EIO, "eventfd: %s", strerror(errno));
+    }
     o->client_ok = 1;
     mqtt_backoff_init(&o->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     if (pthread_create(&o->net, NULL, net_run, o) != 0) {
@@ -333,11 +404,11 @@ void out_net_stop(struct mqtt_out *o)
     pthread_mutex_lock(&o->lock);
     o->stopping = 1;
     o->stop_by = gust_clock_mono_ms() + STOP_MS;
-    /* Queues a DISCONNECT, which wakes the network thread in mosquitto_loop; once it is
-     * written (or when not connected) the thread ends. */
+    /* Queues a DISCONNECT; once it is written (or when not connected) the thread ends. */
     mosquitto_disconnect(o->mosq);
     pthread_cond_broadcast(&o->cond);
     pthread_mutex_unlock(&o->lock);
+    out_net_wake(o);
     pthread_join(o->net, NULL);
     o->net_started = 0;
     out_guard_stop(o);
