@@ -752,6 +752,41 @@ static int compile_flow(struct compiler *c, uint32_t si)
     return 0;
 }
 
+/* The alias slot (0 or 1) x reads alone, as a field of it or a member of one: -1 when
+ * it reads anything else (a bare name reads whichever event came last). */
+static int key_side(const struct expr *x)
+{
+    if (x->kind == X_ALIAS_FIELD) {
+        return x->slot == 0 || x->slot == 1 ? x->slot : -1;
+    }
+    if ((x->kind == X_MEMBER || x->kind == X_MEMO) && x->n == 1) {
+        return key_side(x->kid[0]);
+    }
+    return -1;
+}
+
+/* A join's hash key (struct window): an equality between the two sources that .on()
+ * needs true, i.e. one of its top-level `and`s. */
+static int join_keys(const struct expr *on, const struct expr *key[2])
+{
+    if (on->kind == X_MEMO && on->n == 1) {
+        return join_keys(on->kid[0], key);
+    }
+    if (on->kind != X_BINARY || on->n != 2) {
+        return 0;
+    }
+    if (on->op == 'a') {
+        return join_keys(on->kid[0], key) || join_keys(on->kid[1], key);
+    }
+    int a = key_side(on->kid[0]), b = key_side(on->kid[1]);
+    if (on->op != T_EQ || a < 0 || b < 0 || a == b) {
+        return 0;
+    }
+    key[a] = on->kid[0];
+    key[b] = on->kid[1];
+    return 1;
+}
+
 /* join(A, B).on(cond).window(D) then .where/.select/.emit over the pairs, which read
  * the two events as A.field and B.field (docs/VPL.md, Streams). */
 static int compile_join(struct compiler *c, uint32_t si)
@@ -855,6 +890,7 @@ static int compile_join(struct compiler *c, uint32_t si)
     if (!windowed) {
         return fail(c, as->line, as->col, "join(...) needs .on(condition) and .window(D)");
     }
+    join_keys(s->win->on, s->win->key);
     return 0;
 }
 

@@ -76,6 +76,11 @@ struct window {
      * holds; `layout` names the two alias slots (source 0, source 1) they are read by. */
     struct expr *on;
     struct pattern *layout;
+    /* W_JOIN: an equality of `on`'s top-level `and`s between an expression of source 0
+     * (key[0]) and one of source 1 (key[1]), each a field of its alias: the held events
+     * are indexed by it (the hash join, runtime/join.h). NULL: every held event of the
+     * other source is offered to `on`. */
+    const struct expr *key[2];
     /* .allowed_lateness(D) (aligned bins only), or -1: each bin is a window of its own,
      * kept after it closes until the clock reaches its end + D, for late events */
     int64_t lateness;

@@ -118,6 +118,7 @@ void vpl_engine_destroy(struct vpl_engine *e)
     arena_free(&e->scratch);
     buf_free(&e->out);
     buf_free(&e->key);
+    buf_free(&e->jkey);
     free(e);
 }
 

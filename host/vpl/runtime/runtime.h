@@ -55,6 +55,7 @@ struct vpl_engine {
     struct arena scratch; /* everything transient of the current input */
     struct buf out;       /* alert JSON */
     struct buf key;       /* partition key text */
+    struct buf jkey;      /* a join key (join.h) */
     struct buf *keytext;  /* per symbol, built on first use: ,"name": */
     struct buf *headtext; /* per stream, built on first use: {"event_type":"Name" */
     struct rfc3339_cache tstext; /* the alerts' "timestamp" */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "join.h"
 #include "runtime.h"
 #include "snapshot.h"
 
@@ -16,6 +17,7 @@ struct wpart {
     struct heap_item hi;   /* due: the clock value that closes the window */
     struct vpl_event **ev; /* ev[head..n) */
     uint8_t *side;         /* a join's: the source of ev[i], 0 or 1 (NULL otherwise) */
+    struct jindex *jx;     /* a hash join's index of ev[] (NULL otherwise) */
     uint32_t scap;         /* bytes of side */
     uint32_t head, n, cap;
     uint32_t size;     /* bytes of this struct with its key */
@@ -39,6 +41,8 @@ static void clear(struct vpl_engine *e, struct wpart *w)
     e->st.window_events -= held(w);
     w->head = w->n = 0;
     w->open = 0;
+    join_free(e, w->jx);
+    w->jx = NULL;
 }
 
 static void part_free(struct vpl_engine *e, uint32_t si, struct wpart *w)
@@ -141,6 +145,9 @@ static int add_side(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev,
             if (w->side != NULL) {
                 memmove(w->side, w->side + w->head, held(w));
             }
+            if (w->jx != NULL) {
+                join_slide(w->jx, w->head, held(w));
+            }
             w->n -= w->head;
             w->head = 0;
         }
@@ -162,6 +169,9 @@ static int add_side(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev,
         w->side = sd;
         w->scap = w->cap;
     }
+    if (w->jx != NULL && join_reserve(e, w->jx, w->cap) != 0) {
+        return -1;
+    }
     struct vpl_event *h = rt_hold(e, ev, NULL);
     if (h == NULL) {
         return -1;
@@ -176,6 +186,9 @@ static int add_side(struct vpl_engine *e, struct wpart *w, struct vpl_event *ev,
 
 static void drop_oldest(struct vpl_engine *e, struct wpart *w)
 {
+    if (w->jx != NULL) {
+        join_unlink_oldest(e, w->jx, w->head);
+    }
     rt_drop(e, w->ev[w->head++]);
     e->st.window_events--;
 }
@@ -390,15 +403,53 @@ void window_input(struct vpl_engine *e, uint32_t si, struct vpl_event *ev)
     }
 }
 
-/* A join: ev, of source `side`, pairs with every held event of the other source at
- * most the window apart for which .on() holds, in the order they came; then it is held
- * itself. Held events leave once an event more than the window after them has come
- * (the latest event time, not the clock of the types: a quiet source would keep the
- * other's events forever). */
-void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int side)
+/* ev (of source `side`) with the held event ev[i]: emitted when of the other source,
+ * at most the window apart, and .on() holds. */
+static void join_pair(struct vpl_engine *e, uint32_t si, struct wpart *w, uint32_t i, struct vpl_event *ev,
+                      int side)
 {
     const struct stream *s = &e->prog->streams[si];
     const struct window *win = s->win;
+    struct vpl_event *o = w->ev[i];
+    int64_t t = ev->time, d;
+    if (w->side[i] == side || __builtin_sub_overflow(t, o->time, &d) || d > win->size || d < -win->size) {
+        return;
+    }
+    union capture caps[2];
+    caps[side].ev = ev;
+    caps[1 - side].ev = o;
+    struct ectx c;
+    rt_ectx(e, &c, ev, t);
+    c.caps = caps;
+    c.pat = win->layout;
+    if (eval_true(win->on, &c)) {
+        rt_finish(e, si, s->post, s->npost, &c, 1);
+    }
+}
+
+/* Indexes the held ev[i] of source side by its key (a restore's window). */
+static int join_index(struct vpl_engine *e, const struct window *win, struct wpart *w, uint32_t i)
+{
+    uint64_t h;
+    struct jgroup *g = NULL;
+    int k = join_key(e, win, w->ev[i], w->side[i], &h);
+    if (k < 0 || (k > 0 && (g = join_make(e, w->jx, w->side[i], h)) == NULL)) {
+        return -1;
+    }
+    join_link(w->jx, i, g);
+    return 0;
+}
+
+/* A join: ev, of source `side`, pairs with every held event of the other source at
+ * most the window apart for which .on() holds, in the order they came; then it is held
+ * itself. With a key (the hash join) only the held events of the other source with
+ * ev's key are offered: for the others the equality, so .on(), is false. Held events
+ * leave once an event more than the window after them has come (the latest event
+ * time, not the clock of the types: a quiet source would keep the other's events
+ * forever). */
+void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int side)
+{
+    const struct window *win = e->prog->streams[si].win;
     struct wpart *w = part_get(e, si, ev);
     if (w == NULL) {
         return;
@@ -411,27 +462,43 @@ void window_join(struct vpl_engine *e, uint32_t si, struct vpl_event *ev, int si
     while (held(w) > 0 && w->ev[w->head]->time < w->last - win->size) {
         drop_oldest(e, w);
     }
-    uint32_t n = w->n;
-    for (uint32_t i = w->head; i < n && !e->oom; i++) {
-        struct vpl_event *o = w->ev[i];
-        int64_t d;
-        if (w->side[i] == side || __builtin_sub_overflow(t, o->time, &d) || d > win->size || d < -win->size) {
-            continue;
+    if (win->key[0] == NULL) {
+        uint32_t n = w->n;
+        for (uint32_t i = w->head; i < n && !e->oom; i++) {
+            join_pair(e, si, w, i, ev, side);
         }
-        union capture caps[2];
-        caps[side].ev = ev;
-        caps[1 - side].ev = o;
-        struct ectx c;
-        rt_ectx(e, &c, ev, t);
-        c.caps = caps;
-        c.pat = win->layout;
-        if (eval_true(win->on, &c)) {
-            rt_finish(e, si, s->post, s->npost, &c, 1);
+        if (add_side(e, w, ev, side) != 0) {
+            e->oom = 1;
         }
+        return;
     }
+    if (w->jx == NULL && (w->jx = join_new(e)) == NULL) {
+        return;
+    }
+    /* Both groups before any pair: the pairs' alerts may use e->jkey again. */
+    uint64_t h;
+    struct jgroup *other = NULL, *own = NULL;
+    int k = join_key(e, win, ev, side, &h);
+    if (k < 0 || (k > 0 && (own = join_make(e, w->jx, side, h)) == NULL)) {
+        return;
+    }
+    if (k > 0) {
+        other = join_find(w->jx, 1 - side, h, e);
+    }
+    uint32_t left = other != NULL ? join_count(other) : 0;
+    for (uint64_t n = left ? join_first(other) : 0; left > 0 && !e->oom; left--) {
+        uint64_t next = left > 1 ? join_next(w->jx, n) : 0;
+        join_pair(e, si, w, (uint32_t)(n - w->jx->base), ev, side);
+        n = next;
+    }
+    uint32_t before = held(w); /* not w->n: adding may slide the array */
     if (add_side(e, w, ev, side) != 0) {
         e->oom = 1;
+    } else if (held(w) > before) {
+        join_link(w->jx, w->n - 1, own);
+        return;
     }
+    join_drop_empty(e, w->jx, own);
 }
 
 void window_clock(struct vpl_engine *e, uint32_t si, int64_t clock, int64_t now)
@@ -546,6 +613,16 @@ int window_load(struct vpl_engine *e, uint32_t si, struct snap_r *r)
             for (uint32_t k = 0; k < w->n && !r->bad; k++) {
                 if ((w->side[k] = snap_get_u8(r)) > 1) {
                     return snap_fail(r, "stream %s: join side %u", s->name, w->side[k]);
+                }
+            }
+            if (win->key[0] != NULL && !r->bad) {
+                if ((w->jx = join_new(e)) == NULL || join_reserve(e, w->jx, cap) != 0) {
+                    return VPL_ENOMEM;
+                }
+                for (uint32_t k = 0; k < w->n; k++) {
+                    if (join_index(e, win, w, k) != 0) {
+                        return VPL_ENOMEM;
+                    }
                 }
             }
         }

@@ -20,7 +20,7 @@ mkdir -p "$work"
 CC=${CC:-clang}
 flags="-g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src"
 lib="util.c hmap.c heap.c symtab.c rfc3339.c value.c json.c lexer.c parser.c check.c
-     compile.c fold.c keep.c eval.c builtins.c runtime/engine.c runtime/ptab.c runtime/seq.c runtime/window.c runtime/snapshot.c runtime/timer.c"
+     compile.c fold.c keep.c eval.c builtins.c runtime/engine.c runtime/ptab.c runtime/seq.c runtime/window.c runtime/join.c runtime/snapshot.c runtime/timer.c"
 objs=""
 for f in $lib; do
     o="$work/$(echo "$f" | tr / _).o"
