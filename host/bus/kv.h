@@ -55,9 +55,10 @@ struct gust_kv_write {
     char why[160];
 };
 
-/* Sends every write at once and waits until each is answered or has waited
- * `wait_ms`: one round trip for all, instead of one each. The keys must be distinct.
- * Returns how many did not succeed (their rc says why). */
+/* Sends every write at once, as the bus's own publishes (bus.h), and waits until each
+ * is answered or the bus gives it up (its publish_timeout; `wait_ms` bounds the flush):
+ * one round trip for all, instead of one each. The keys must be distinct. Returns how
+ * many did not succeed (their rc says why). */
 size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, int64_t wait_ms);
 
 /* Calls fn once per key (an empty bucket: never). */

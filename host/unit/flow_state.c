@@ -62,7 +62,7 @@ struct gust_kv_state {
     size_t *key_at, *envelope_at;
     size_t *sent; /* the writes sent, as indices of the batch's */
 
-    atomic_uint_fast64_t reads, cache_hits, written, conflicts, errors, skipped;
+    atomic_uint_fast64_t reads, cache_hits, written, conflicts, errors, skipped, commit_ns;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -84,7 +84,13 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 size_t gust_kv_state_key(const char *unit, const char *key, size_t len, char *out, size_t size)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = (size_t)snprintf(out, size, "%s.", unit);
+    size_t ulen = strlen(unit);
+    if (ulen + 2 > size) {
+        ulen = size - 2;
+    }
+    memcpy(out, unit, ulen);
+    out[ulen] = '.';
+    size_t n = ulen + 1;
     for (size_t i = 0; i < len && n + 4 < size; i++) {
         unsigned char c = (unsigned char)key[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
@@ -282,13 +288,27 @@ done:
     return rc;
 }
 
+/* Appends v in decimal (a per-write path: no printf). */
+static int append_u64(struct gust_buf *out, uint64_t v)
+{
+    char digits[20];
+    return gust_buf_append(out, digits, gust_u64_dec(v, digits));
+}
+
 static int write_envelope(struct gust_buf *out, const struct gust_state_write *w, const uint64_t *ranges, size_t n)
 {
+    int64_t x = w->json != NULL ? w->expires_ms : 0;
     int rc = gust_buf_append(out, "{\"v\":", 5);
     rc = rc != 0 ? rc : w->json != NULL ? gust_buf_append(out, w->json, w->len) : gust_buf_append(out, "null", 4);
-    rc = rc != 0 ? rc : gust_buf_printf(out, ",\"x\":%" PRId64 ",\"a\":[", w->json != NULL ? w->expires_ms : 0);
+    rc = rc != 0 ? rc : gust_buf_append(out, ",\"x\":", 5);
+    rc = rc != 0 ? rc : x < 0 ? gust_buf_printf(out, "%" PRId64, x) : append_u64(out, (uint64_t)x);
+    rc = rc != 0 ? rc : gust_buf_append(out, ",\"a\":[", 6);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = gust_buf_printf(out, "%s[%" PRIu64 ",%" PRIu64 "]", i > 0 ? "," : "", ranges[2 * i], ranges[2 * i + 1]);
+        rc = gust_buf_append(out, i > 0 ? ",[" : "[", i > 0 ? 2 : 1);
+        rc = rc != 0 ? rc : append_u64(out, ranges[2 * i]);
+        rc = rc != 0 ? rc : gust_buf_append(out, ",", 1);
+        rc = rc != 0 ? rc : append_u64(out, ranges[2 * i + 1]);
+        rc = rc != 0 ? rc : gust_buf_append(out, "]", 1);
     }
     return rc != 0 ? rc : gust_buf_append(out, "]}", 2);
 }
@@ -517,7 +537,16 @@ static int reserve(struct gust_kv_state *s, size_t n, size_t ranges)
     return a != NULL && c != NULL && k != NULL && e != NULL && t != NULL && m != NULL ? 0 : GUST_ENOMEM;
 }
 
+static void commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b);
+
 void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b)
+{
+    uint64_t t0 = gust_clock_mono_ns();
+    commit(s, flow, b);
+    atomic_fetch_add(&s->commit_ns, gust_clock_mono_ns() - t0);
+}
+
+static void commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b)
 {
     const struct gust_state_write *w;
     size_t n = gust_flow_state_writes(flow, &w);
@@ -685,7 +714,8 @@ void gust_kv_state_stats(const struct gust_kv_state *s, struct gust_kv_state_sta
                                         .writes = atomic_load(&m->written),
                                         .conflicts = atomic_load(&m->conflicts),
                                         .errors = atomic_load(&m->errors),
-                                        .skipped = atomic_load(&m->skipped)};
+                                        .skipped = atomic_load(&m->skipped),
+                                        .commit_ns = atomic_load(&m->commit_ns)};
 }
 
 const char *gust_kv_state_bucket(const struct gust_kv_state *s)

@@ -67,6 +67,7 @@ struct gust_kv_state_stats {
     uint64_t conflicts;  /* compare-and-sets that found a newer revision */
     uint64_t errors;     /* reads and writes the bucket did not answer */
     uint64_t skipped;    /* operations of messages applied before (gust_kv_state_add_skipped) */
+    uint64_t commit_ns;  /* spent committing batches: the writes sent and their answers awaited */
 };
 
 struct gust_kv_state;
