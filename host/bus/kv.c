@@ -305,6 +305,40 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
     return failed;
 }
 
+int gust_kv_each(struct gust_kv *kv, const char *keys,
+                 void (*fn)(void *ud, const char *key, const char *value, size_t len, uint64_t rev), void *ud,
+                 char *why, size_t why_size)
+{
+    kvWatcher *w = NULL;
+    kvWatchOptions o;
+    kvWatchOptions_Init(&o);
+    natsStatus s = kvStore_Watch(&w, kv->store, keys, &o);
+    if (s != NATS_OK) {
+        return fail(s, why, why_size);
+    }
+    int64_t deadline = gust_clock_mono_ms() + kv->wait_ms;
+    int rc = GUST_EIO;
+    snprintf(why, why_size, "not every key within %lld ms", (long long)kv->wait_ms);
+    for (int64_t left = kv->wait_ms; left > 0; left = deadline - gust_clock_mono_ms()) {
+        kvEntry *e = NULL;
+        s = kvWatcher_Next(&e, w, left);
+        if (s != NATS_OK) {
+            rc = fail(s, why, why_size);
+            break;
+        }
+        if (e == NULL) { /* the watcher's marker: every key's last value came */
+            rc = 0;
+            break;
+        }
+        int put = kvEntry_Operation(e) == kvOp_Put;
+        fn(ud, kvEntry_Key(e), put ? kvEntry_Value(e) : NULL, put ? (size_t)kvEntry_ValueLen(e) : 0,
+           kvEntry_Revision(e));
+        kvEntry_Destroy(e);
+    }
+    kvWatcher_Destroy(w);
+    return rc;
+}
+
 int gust_kv_keys(struct gust_kv *kv, void (*fn)(void *ud, const char *key), void *ud, char *why, size_t why_size)
 {
     kvKeysList keys = {0};

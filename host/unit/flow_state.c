@@ -45,6 +45,13 @@ struct gust_kv_state {
     size_t ncache, cap_cache, cache_used;
     struct gust_keyidx cache_index;
 
+    /* The cache holds every key of the unit the bucket had when it was loaded (one read
+     * at the first miss), and what was written since: a key it lacks is absent, without
+     * asking. Only with the cache, i.e. where nothing else writes the unit's keys; a
+     * write of a key that exists after all still fails its compare-and-set. */
+    int loaded, complete;
+    uint64_t clears; /* cache_clear calls: one during the load leaves it incomplete */
+
     uint64_t floor; /* the durable consumer's ack floor, as last asked */
     int read_failed;
 
@@ -134,6 +141,8 @@ static void cache_clear(struct gust_kv_state *s)
     s->ncache = 0;
     s->cache_used = 0;
     gust_keyidx_clear(&s->cache_index);
+    s->complete = 0;
+    s->clears++;
 }
 
 static struct cache_entry *cache_find(struct gust_kv_state *s, const char *key, size_t len)
@@ -354,6 +363,77 @@ static int copy_out(const struct cache_entry *e, int64_t now_ms, int with_applie
     return 0;
 }
 
+/* The state key of a KV key (<unit>.<escaped key>) into out (at least
+ * GUST_STATE_KEY_MAX bytes); returns its length, or 0 when kvkey is none of the unit's. */
+static size_t state_key_of(const struct gust_kv_state *s, const char *kvkey, char *out)
+{
+    size_t ulen = strlen(s->unit), n = 0;
+    if (strncmp(kvkey, s->unit, ulen) != 0 || kvkey[ulen] != '.') {
+        return 0;
+    }
+    for (const char *p = kvkey + ulen + 1; *p != '\0'; p++) {
+        int c = (unsigned char)*p;
+        if (c == '=') {
+            unsigned v = 0;
+            for (int k = 1; k <= 2; k++) {
+                char h = p[k];
+                if (h == '\0') {
+                    return 0;
+                }
+                v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+            }
+            if (v > 255 || v == 0) {
+                return 0;
+            }
+            c = (int)v;
+            p += 2;
+        }
+        if (n == GUST_STATE_KEY_MAX) {
+            return 0;
+        }
+        out[n++] = (char)c;
+    }
+    return n;
+}
+
+struct load {
+    struct gust_kv_state *s;
+    int bad; /* a key or value that could not be cached */
+};
+
+static void load_one(void *ud, const char *kvkey, const char *value, size_t len, uint64_t rev)
+{
+    struct load *l = ud;
+    char key[GUST_STATE_KEY_MAX];
+    size_t klen = state_key_of(l->s, kvkey, key);
+    struct gust_state_value env = {0};
+    char why[128];
+    if (klen == 0 || (value != NULL && parse_envelope(value, len, &env, why, sizeof(why)) != 0)) {
+        l->bad = 1; /* read one at a time, as before: the read reports it */
+        return;
+    }
+    uint64_t clears = l->s->clears;
+    cache_put(l->s, key, klen, env.json, env.len, env.expires_ms, rev, env.applied, env.napplied);
+    l->bad |= l->s->clears != clears || cache_find(l->s, key, klen) == NULL;
+    free(env.json);
+    free(env.applied);
+}
+
+/* At the first miss: every key of the unit into the cache, in one read. */
+static void load_cache(struct gust_kv_state *s)
+{
+    s->loaded = 1;
+    char keys[96], why[160];
+    snprintf(keys, sizeof(keys), "%s.>", s->unit);
+    struct load l = {.s = s};
+    uint64_t clears = s->clears;
+    int rc = gust_kv_each(s->kv, keys, load_one, &l, why, sizeof(why));
+    s->complete = rc == 0 && !l.bad && s->clears == clears;
+    if (rc != 0) {
+        gust_warn("[flow_%s] state: the keys were not loaded at once (%s): read one at a time", s->unit, why);
+    }
+}
+
 static int kv_read(void *ud, const char *key, size_t key_len, int64_t now_ms, struct gust_state_value *out,
                    struct gust_err *err)
 {
@@ -373,6 +453,18 @@ static int kv_read(void *ud, const char *key, size_t key_len, int64_t now_ms, st
         return gust_err_set(err, rc, "bucket %s: %s", s->bucket, why);
     }
     if (s->missing) {
+        return 0;
+    }
+    if (hit == NULL && s->cache_bytes > 0 && !s->read_only && !s->loaded) {
+        load_cache(s);
+        hit = cache_find(s, key, key_len);
+        if (hit != NULL && hit->revision != UINT64_MAX) {
+            atomic_fetch_add(&s->cache_hits, 1);
+            return copy_out(hit, now_ms, 1, out) == 0 ? 0 : gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+    }
+    if (hit == NULL && s->complete) {
+        atomic_fetch_add(&s->cache_hits, 1); /* absent: revision 0, nothing applied */
         return 0;
     }
     gust_kv_state_key(s->unit, key, key_len, kvkey, sizeof(kvkey));
