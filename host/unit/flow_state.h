@@ -29,7 +29,10 @@
  * Values may be kept in memory between batches (cache_bytes): only where no other
  * process writes the unit's keys, since a read the cache answers is not checked (a
  * write still is: its compare-and-set fails on a stale revision, the entry is dropped
- * and the retry reads the bucket). When the cache outgrows its bytes it is emptied.
+ * and the retry reads the bucket). When the cache outgrows its bytes it is emptied. At
+ * its first miss the cache loads every key of the unit in one read (a KV watcher); while
+ * it holds them all, a key it lacks is absent without a request (its write, a
+ * compare-and-set against "no value yet", still fails if the key exists after all).
  *
  * Everything here runs on the unit's thread and blocks on the bus. */
 #ifndef GUST_UNIT_FLOW_STATE_H
