@@ -19,6 +19,14 @@
  *                          stores N messages on NAME.in, then per batch: fetch, publish each
  *                          to NAME.out async, wait for every PubAck, ack the batch (what a
  *                          gust unit does with no script); a subscriber counts the arrivals
+ *   staterelay BATCH N NAME KEYS [SIZE]
+ *                          relay with a flow's durable state (bench/flow-hop.sh's state
+ *                          variant): per batch, before its publishes, one compare-and-set
+ *                          write per key the batch touches (message number modulo KEYS) into
+ *                          a KV bucket NAME (history 1, file), all sent at once and waited
+ *                          for; the value an envelope of the size gust writes. The JetStream
+ *                          work of the state hop without gust: its rate over relay's is the
+ *                          floor of the state / flow ratio
  *   path BATCH N NAME SIZE RATE [WINDOW]
  *                          the JetStream work of gust's end-to-end path, all at once: a
  *                          publisher stores N messages on NAME.in (RATE a second, 0: as
@@ -450,7 +458,137 @@ static int check_seq(natsMsg *m, uint8_t *seen, uint64_t n)
     return 0;
 }
 
-static int run_fetch(int batch, uint64_t n, const char *name, int size, int relay)
+/* ---- staterelay: the compare-and-set writes of a flow's durable state ---- */
+
+struct kvside {
+    jsCtx *js;
+    kvStore *kv;
+    char prefix[160]; /* "$KV.<bucket>.k" */
+    size_t prefix_len;
+    int keys;
+    uint64_t *rev;    /* per key: its last revision (0: never written) */
+    uint64_t *count;  /* per key: the value written */
+    uint64_t *stamp;  /* per key: the batch that last touched it */
+    atomic_long written, conflicts;
+};
+
+static struct kvside *kvside_of; /* the PubAck handler's */
+
+static void on_kv_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+    (void)js;
+    (void)closure;
+    struct kvside *k = kvside_of;
+    const char *subj = natsMsg_GetSubject(msg);
+    long idx = strtol(subj + k->prefix_len, NULL, 10);
+    if (pa != NULL && idx >= 0 && idx < k->keys) {
+        k->rev[idx] = pa->Sequence;
+        atomic_fetch_add(&k->written, 1);
+    } else {
+        if (atomic_fetch_add(&k->conflicts, 1) == 0) {
+            fprintf(stderr, "gust-bench-bus: state write refused: %s\n",
+                    pae != NULL && pae->ErrText != NULL ? pae->ErrText : "?");
+        }
+    }
+    natsMsg_Destroy(msg);
+}
+
+static natsStatus kvside_open(struct kvside *k, natsConnection *nc, const char *name, int keys)
+{
+    memset(k, 0, sizeof(*k));
+    kvside_of = k;
+    k->keys = keys;
+    k->rev = calloc((size_t)keys, sizeof(*k->rev));
+    k->count = calloc((size_t)keys, sizeof(*k->count));
+    k->stamp = calloc((size_t)keys, sizeof(*k->stamp));
+    if (k->rev == NULL || k->count == NULL || k->stamp == NULL) {
+        return NATS_NO_MEMORY;
+    }
+    snprintf(k->prefix, sizeof(k->prefix), "$KV.%s.k", name);
+    k->prefix_len = strlen(k->prefix);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.PublishAsync.MaxPending = 4096; /* as gust's kv.c */
+    jo.PublishAsync.StallWait = WAIT_S * 1000;
+    jo.PublishAsync.AckHandler = on_kv_ack;
+    natsStatus s = natsConnection_JetStream(&k->js, nc, &jo);
+    if (s == NATS_OK) {
+        char stream[160];
+        snprintf(stream, sizeof(stream), "KV_%s", name);
+        jsErrCode jerr = 0;
+        js_DeleteStream(k->js, stream, NULL, &jerr);
+        kvConfig kc;
+        kvConfig_Init(&kc);
+        kc.Bucket = name;
+        kc.History = 1;
+        kc.StorageType = js_FileStorage;
+        s = js_CreateKeyValue(&k->kv, k->js, &kc);
+    }
+    return s;
+}
+
+/* One write per key the batch touches (its last message's), all at once, then waits for
+ * every PubAck, as gust's commit does before the batch's emits. */
+static natsStatus kvside_commit(struct kvside *k, natsConnection *nc, natsMsgList *list, uint64_t batch_no)
+{
+    int *last = malloc(sizeof(int) * (size_t)(list->Count > 0 ? list->Count : 1));
+    if (last == NULL) {
+        return NATS_NO_MEMORY;
+    }
+    int nlast = 0;
+    for (int i = list->Count - 1; i >= 0; i--) {
+        uint64_t idx = number_of(natsMsg_GetData(list->Msgs[i]), natsMsg_GetDataLength(list->Msgs[i])) % (uint64_t)k->keys;
+        if (k->stamp[idx] != batch_no) {
+            k->stamp[idx] = batch_no;
+            last[nlast++] = (int)idx;
+        }
+        k->count[idx]++;
+    }
+    natsStatus s = NATS_OK;
+    for (int j = 0; j < nlast && s == NATS_OK; j++) {
+        int idx = last[j];
+        char subject[200], value[160];
+        snprintf(subject, sizeof(subject), "%s%d", k->prefix, idx);
+        int len = snprintf(value, sizeof(value), "{\"v\":%" PRIu64 ",\"x\":0,\"a\":[[%" PRIu64 ",%" PRIu64 "]]}",
+                           k->count[idx], batch_no * 256 + 1, batch_no * 256 + 256);
+        natsMsg *m = NULL;
+        s = natsMsg_Create(&m, subject, NULL, value, len);
+        if (s == NATS_OK) {
+            jsPubOptions po;
+            jsPubOptions_Init(&po);
+            if (k->rev[idx] == 0) {
+                po.ExpectNoMessage = true;
+            } else {
+                po.ExpectLastSubjectSeq = k->rev[idx];
+            }
+            s = js_PublishMsgAsync(k->js, &m, &po);
+        }
+    }
+    free(last);
+    if (s == NATS_OK) s = natsConnection_FlushTimeout(nc, 1000);
+    jsPubOptions co;
+    jsPubOptions_Init(&co);
+    co.MaxWait = WAIT_S * 1000;
+    if (s == NATS_OK) s = js_PublishAsyncComplete(k->js, &co);
+    return s != NATS_OK ? s : atomic_load(&k->conflicts) > 0 ? NATS_ERR : NATS_OK;
+}
+
+static void kvside_close(struct kvside *k, const char *name)
+{
+    if (k->js != NULL) {
+        jsErrCode jerr = 0;
+        char stream[160];
+        snprintf(stream, sizeof(stream), "KV_%s", name);
+        kvStore_Destroy(k->kv);
+        js_DeleteStream(k->js, stream, NULL, &jerr);
+        jsCtx_Destroy(k->js);
+    }
+    free(k->rev);
+    free(k->count);
+    free(k->stamp);
+}
+
+static int run_fetch(int batch, uint64_t n, const char *name, int size, int relay, int keys)
 {
     natsConnection *nc = NULL, *cc = NULL;
     natsSubscription *sub = NULL, *counted = NULL;
@@ -475,10 +613,14 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
     if (s != NATS_OK) {
         return fail("fetch: storing the input", s);
     }
+    struct kvside kv = {0};
+    char bucket[140];
+    snprintf(bucket, sizeof(bucket), "%sKV", name);
     if (relay) {
         s = bus_connect(&cc, 0);
         if (s == NATS_OK) s = subscribe_counter(cc, &counted, out, &c);
     }
+    if (s == NATS_OK && keys > 0) s = kvside_open(&kv, nc, bucket, keys);
     if (s == NATS_OK) s = pull_subscribe(js, &sub, name, in, batch);
     if (s != NATS_OK) {
         return fail("fetch: consumer", s);
@@ -509,6 +651,12 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
         if (relay) {
             /* Publish before ack: the batch is acked only once all of it is stored. */
             uint64_t b0 = mono_ns();
+            if (keys > 0) {
+                s = kvside_commit(&kv, nc, &list, fetches);
+                if (s != NATS_OK) {
+                    return fail("staterelay: state writes", s);
+                }
+            }
             for (int i = 0; i < list.Count && s == NATS_OK; i++) {
                 s = js_PublishAsync(js, out, natsMsg_GetData(list.Msgs[i]), natsMsg_GetDataLength(list.Msgs[i]),
                                     NULL);
@@ -536,8 +684,12 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
     uint64_t end = relay && c.last_ns > t1 ? c.last_ns : t1;
     int acked = s == NATS_OK && consumer_acked(js, name, "bench", n, why, sizeof(why)) == 0;
     int64_t stored = stream_msgs(js, name);
+    uint64_t counted_sum = 0;
+    for (int i = 0; i < keys; i++) {
+        counted_sum += kv.count[i];
+    }
     int ok = got == n && bad == 0 && arrived && acked && stored == (int64_t)(relay ? 2 * n : n) &&
-             c.duplicates == 0 && c.bad == 0;
+             c.duplicates == 0 && c.bad == 0 && (keys == 0 || (counted_sum == n && atomic_load(&kv.conflicts) == 0));
     double secs = (double)(end - t0) / 1e9;
     printf("{\"batch\":%d,\"size\":%d,\"messages\":%" PRIu64 ",\"fetched\":%" PRIu64 ",\"bad_sequences\":%" PRIu64
            ",\"fetches\":%" PRIu64 ",\"all_acked\":%s,\"stream_msgs\":%" PRId64,
@@ -546,6 +698,9 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
         printf(",\"arrived_unique\":%" PRIu64 ",\"arrived_duplicates\":%" PRIu64 ",\"fetch_seconds\":%.3f"
                ",\"barrier_seconds\":%.3f",
                (uint64_t)atomic_load(&c.unique), c.duplicates, (double)fetch_ns / 1e9, (double)barrier_ns / 1e9);
+    }
+    if (keys > 0) {
+        printf(",\"keys\":%d,\"state_writes\":%ld", keys, (long)atomic_load(&kv.written));
     }
     printf(",\"store_seconds\":%.3f,\"seconds\":%.3f,\"rate\":%.0f,\"ok\":%s}\n", store_secs, secs,
            secs > 0 ? (double)n / secs : 0.0, ok ? "true" : "false");
@@ -556,6 +711,7 @@ static int run_fetch(int batch, uint64_t n, const char *name, int size, int rela
     }
     natsSubscription_Destroy(sub);
     natsSubscription_Destroy(counted);
+    kvside_close(&kv, bucket);
     jsErrCode jerr = 0;
     js_DeleteStream(js, name, NULL, &jerr);
     jsCtx_Destroy(js);
@@ -1014,6 +1170,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: gust-bench-bus URL core SIZE N | jspub SIZE N NAME [WINDOW [IDS]] |\n"
                     "       fetch BATCH N NAME [SIZE] | relay BATCH N NAME [SIZE] |\n"
+                    "       staterelay BATCH N NAME KEYS [SIZE] |\n"
                     "       path BATCH N NAME SIZE RATE [WINDOW] |\n"
                     "       bridge BATCH N NAME SIZE WINDOW | reqrep N SIZE ASAP | flood PUBS N SIZE\n");
     return 2;
@@ -1038,7 +1195,10 @@ int main(int argc, char **argv)
         rc = window > 0 ? run_jspub((int)a, (uint64_t)b, argv[5], window, argc > 7 && atoi(argv[7]) != 0) : usage();
     } else if ((strcmp(test, "fetch") == 0 || strcmp(test, "relay") == 0) && argc > 5) {
         int size = argc > 6 ? atoi(argv[6]) : 400;
-        rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r') : usage();
+        rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, test[0] == 'r', 0) : usage();
+    } else if (strcmp(test, "staterelay") == 0 && argc > 6 && atoi(argv[6]) > 0) {
+        int size = argc > 7 ? atoi(argv[7]) : 400;
+        rc = size >= 20 ? run_fetch((int)a, (uint64_t)b, argv[5], size, 1, atoi(argv[6])) : usage();
     } else if (strcmp(test, "path") == 0 && argc > 7) {
         int window = argc > 8 ? atoi(argv[8]) : 4096;
         rc = window > 0 ? run_path((int)a, (uint64_t)b, argv[5], atoi(argv[6]), strtoull(argv[7], NULL, 10), window, 1)

@@ -79,4 +79,20 @@ if "$BUILD/bench/gust-bench-bus" "nats://127.0.0.1:$FREE" core 128 10 2>"$TMP/er
 fi
 grep -q "gust-bench-bus: core" "$TMP/err" || { echo "FAIL: no clear message: $(cat "$TMP/err")"; exit 1; }
 echo "ok: $(head -1 "$TMP/err")"
+# staterelay (flow-hop.sh's bus floor): every message relayed once, and the compare-and-set
+# writes of 50 keys accepted (the tool fails on a refused write or a count that is off).
+NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+nats-server -a 127.0.0.1 -p "$NPORT" -js -sd "$TMP/nats" >"$TMP/nats.log" 2>&1 &
+NPID=$!
+trap 'kill "$NPID" 2>/dev/null; wait "$NPID" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+for _ in $(seq 1 500); do (exec 3<>"/dev/tcp/127.0.0.1/$NPORT") 2>/dev/null && break; sleep 0.01; done
+"$BUILD/bench/gust-bench-bus" "nats://127.0.0.1:$NPORT" staterelay 64 700 SR 50 >"$TMP/sr.json"
+python3 - "$TMP/sr.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+if not (r["ok"] is True and r["arrived_unique"] == 700 and r["arrived_duplicates"] == 0 and r["keys"] == 50
+        and 50 <= r["state_writes"] <= 700 and r["stream_msgs"] == 1400):
+    sys.exit("FAIL: staterelay: %s" % r)
+print("ok: staterelay %d writes, %.0f/s (not judged)" % (r["state_writes"], r["rate"]))
+PY
 echo "bus smoke test passed"

@@ -1,13 +1,12 @@
 #include "kv.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bus_int.h"
-
-/* Most writes one gust_kv_write_all has in flight; beyond, a send waits for room. */
-#define WRITE_MAX_PENDING 4096
+#include "gust/sdk.h" /* gust_u64_dec */
 
 struct gust_kv {
     struct gust_bus *bus;
@@ -18,56 +17,9 @@ struct gust_kv {
     char stream[140]; /* "KV_<bucket>": the stream behind the bucket */
     char prefix[140]; /* "$KV.<bucket>.": a key's subject is prefix + key */
     size_t prefix_len;
-    /* The writes of the gust_kv_write_all running, in key order: the PubAck callback
-     * (on a NATS thread) finds its write by subject. */
-    struct gust_kv_write **order;
-    size_t nbatch;
-    size_t cap_order;
+    struct write_slot *slots; /* gust_kv_write_all's, kept between calls */
+    size_t cap_slots;
 };
-
-static struct gust_kv_write *write_of(struct gust_kv *kv, const char *subject)
-{
-    if (subject == NULL || strncmp(subject, kv->prefix, kv->prefix_len) != 0) {
-        return NULL;
-    }
-    const char *key = subject + kv->prefix_len;
-    size_t lo = 0, hi = kv->nbatch;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        struct gust_kv_write *w = kv->order[mid];
-        int c = strcmp(key, w->key);
-        if (c == 0) {
-            return w;
-        }
-        if (c < 0) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    return NULL;
-}
-
-/* A NATS thread: the PubAck (or the failure, or the timeout) of one write. The library
- * hands the message back to be destroyed here. */
-static void on_write_done(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
-{
-    (void)js;
-    struct gust_kv *kv = closure;
-    struct gust_kv_write *w = write_of(kv, natsMsg_GetSubject(msg));
-    if (w != NULL) {
-        if (pa != NULL) {
-            w->rc = 0;
-            w->revision = pa->Sequence;
-        } else {
-            /* The server refusing the expected revision is the condition failing; a
-             * timeout or a lost connection is not knowing. */
-            w->rc = pae->ErrCode == JSStreamWrongLastSequenceErr ? GUST_EAGAIN : GUST_EIO;
-            snprintf(w->why, sizeof(w->why), "%s", pae->ErrText != NULL ? pae->ErrText : "failed");
-        }
-    }
-    natsMsg_Destroy(msg);
-}
 
 static int fail(natsStatus s, char *why, size_t why_size)
 {
@@ -99,10 +51,6 @@ static int open_bucket(struct gust_bus *bus, const char *bucket, int create, int
     jsOptions o;
     jsOptions_Init(&o);
     o.Wait = wait_ms;
-    o.PublishAsync.AckHandler = on_write_done;
-    o.PublishAsync.AckHandlerClosure = kv;
-    o.PublishAsync.MaxPending = WRITE_MAX_PENDING;
-    o.PublishAsync.StallWait = wait_ms;
     kv->bus = bus;
     kv->wait_ms = wait_ms;
     kv->nc = gust_bus__conn(bus);
@@ -152,7 +100,7 @@ void gust_kv_close(struct gust_kv *kv)
     }
     kvStore_Destroy(kv->store);
     jsCtx_Destroy(kv->js);
-    free(kv->order);
+    free(kv->slots);
     free(kv);
 }
 
@@ -246,11 +194,49 @@ int gust_kv_read(struct gust_kv *kv, const char *key, char **value, size_t *len,
     return 0;
 }
 
-static int by_key(const void *a, const void *b)
+/* One gust_kv_write_all: how many of its writes are still unanswered. */
+struct write_group {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    size_t left;
+};
+
+/* What a write's PubAck callback needs: its write and its group. */
+struct write_slot {
+    struct write_group *g;
+    struct gust_kv_write *w;
+};
+
+/* The bus's thread: a write's PubAck (or its failure, or its expiry after the bus's
+ * publish_timeout). JetStream refuses a write whose expected revision is not the key's
+ * last with "wrong last sequence" (error 10071): the condition failing; the bus hands
+ * on the description only, as puback.c reads the store being full. */
+static void on_write_done(void *ud, int status, uint64_t seq, const char *error)
 {
-    return strcmp((*(struct gust_kv_write *const *)a)->key, (*(struct gust_kv_write *const *)b)->key);
+    struct write_slot *slot = ud;
+    struct gust_kv_write *w = slot->w;
+    if (status == 0) {
+        w->rc = 0;
+        w->revision = seq;
+    } else {
+        w->rc = status == GUST_PUBLISH_REFUSED                                  ? GUST_EINVAL
+                : error != NULL && strstr(error, "wrong last sequence") != NULL ? GUST_EAGAIN
+                                                                                : GUST_EIO;
+        snprintf(w->why, sizeof(w->why), "%s", error != NULL && error[0] != '\0' ? error : "failed");
+    }
+    struct write_group *g = slot->g;
+    pthread_mutex_lock(&g->lock);
+    if (--g->left == 0) {
+        pthread_cond_signal(&g->done);
+    }
+    pthread_mutex_unlock(&g->lock);
 }
 
+/* Each write is a publish on the bus's own path (host/bus/bus.c): its header written
+ * once into the message, its PubAck read by hand on the bus's reply subscription. Through
+ * nats.c's JetStream context each cost a header map, a reply inbox and an entry in its
+ * table of pending publishes, the PubAck's JSON parsed into allocations, and the message
+ * freed on the library's collector thread. */
 size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, int64_t wait_ms)
 {
     if (n == 0) {
@@ -259,73 +245,98 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
     for (size_t i = 0; i < n; i++) {
         w[i].rc = GUST_EIO;
         w[i].revision = 0;
-        snprintf(w[i].why, sizeof(w[i].why), "no answer within %lld ms", (long long)wait_ms);
+        w[i].why[0] = '\0';
     }
-    if (n > kv->cap_order) {
-        struct gust_kv_write **o = realloc(kv->order, n * sizeof(*o));
-        if (o == NULL) {
+    if (n > kv->cap_slots) {
+        struct write_slot *v = realloc(kv->slots, n * sizeof(*v));
+        if (v == NULL) {
             for (size_t i = 0; i < n; i++) {
                 snprintf(w[i].why, sizeof(w[i].why), "out of memory");
             }
             return n;
         }
-        kv->order = o;
-        kv->cap_order = n;
+        kv->slots = v;
+        kv->cap_slots = n;
     }
+    struct write_group g = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER, .left = n};
+    size_t sent = 0;
     for (size_t i = 0; i < n; i++) {
-        kv->order[i] = &w[i];
-    }
-    qsort(kv->order, n, sizeof(*kv->order), by_key);
-    kv->nbatch = n;
-    for (size_t i = 0; i < n; i++) {
-        char subject[1200];
-        natsMsg *m = NULL;
-        natsStatus s = NATS_INVALID_ARG;
-        if ((size_t)snprintf(subject, sizeof(subject), "%s%s", kv->prefix, w[i].key) < sizeof(subject)) {
-            s = natsMsg_Create(&m, subject, NULL, w[i].value, (int)w[i].len);
+        char subject[1200], expected[24];
+        size_t klen = strlen(w[i].key);
+        if (kv->prefix_len + klen >= sizeof(subject)) {
+            w[i].rc = GUST_EINVAL;
+            snprintf(w[i].why, sizeof(w[i].why), "key too long");
+            continue;
         }
-        if (s == NATS_OK) {
-            jsPubOptions po;
-            jsPubOptions_Init(&po);
-            if (w[i].cas && w[i].expected == 0) {
-                po.ExpectNoMessage = true;
-            } else if (w[i].cas) {
-                po.ExpectLastSubjectSeq = w[i].expected;
-            }
-            s = js_PublishMsgAsync(kv->js, &m, &po);
+        memcpy(subject, kv->prefix, kv->prefix_len);
+        memcpy(subject + kv->prefix_len, w[i].key, klen + 1);
+        /* 0: the key must have no message yet (what nats.c's ExpectNoMessage sends). */
+        struct gust_header cond = {.name = "Nats-Expected-Last-Subject-Sequence", .value = expected};
+        expected[gust_u64_dec(w[i].cas ? w[i].expected : 0, expected)] = '\0';
+        struct gust_pub p = {.subject = subject,
+                             .data = w[i].value,
+                             .len = w[i].len,
+                             .headers = w[i].cas ? &cond : NULL,
+                             .nheaders = w[i].cas ? 1 : 0};
+        kv->slots[sent] = (struct write_slot){.g = &g, .w = &w[i]};
+        if (gust_bus_publish_msg(kv->bus, &p, on_write_done, &kv->slots[sent], NULL) != 0) {
+            snprintf(w[i].why, sizeof(w[i].why), "not sent: the bus is not connected or too many publishes wait");
+            continue;
         }
-        if (s != NATS_OK) {
-            /* Not sent (the library gave the message back): over the server's
-             * max_payload it never can be. */
-            w[i].rc = s == NATS_MAX_PAYLOAD ? GUST_EINVAL : GUST_EIO;
-            snprintf(w[i].why, sizeof(w[i].why), "%s", gust_bus__reason(s));
-            natsMsg_Destroy(m);
-        }
+        sent++;
     }
     /* Out now rather than when the library's flusher next runs; the PING's round trip
      * overlaps the PubAcks waited for anyway (as the consumer core's barrier does). */
     natsConnection_FlushTimeout(kv->nc, wait_ms);
-    jsPubOptions co;
-    jsPubOptions_Init(&co);
-    co.MaxWait = wait_ms;
-    if (js_PublishAsyncComplete(kv->js, &co) != NATS_OK) {
-        /* What is still pending is taken back (its rc stays "no answer"), so that no
-         * late answer reaches a batch that is over. (A timeout per write would cost
-         * the library a timer entry for each.) */
-        natsMsgList pending = {0};
-        if (js_PublishAsyncGetPendingList(&pending, kv->js) == NATS_OK) {
-            natsMsgList_Destroy(&pending);
-        }
-        /* An answer being handled as they were taken back still counts: wait for it. */
-        co.MaxWait = 1000;
-        js_PublishAsyncComplete(kv->js, &co);
+    /* Every publish the bus took completes: answered, failed, or expired by the bus's
+     * pending ring after publish_timeout (which the bucket's wait is). */
+    pthread_mutex_lock(&g.lock);
+    g.left -= n - sent;
+    while (g.left > 0) {
+        pthread_cond_wait(&g.done, &g.lock);
     }
-    kv->nbatch = 0;
+    pthread_mutex_unlock(&g.lock);
+    pthread_cond_destroy(&g.done);
+    pthread_mutex_destroy(&g.lock);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
         failed += w[i].rc != 0;
     }
     return failed;
+}
+
+int gust_kv_each(struct gust_kv *kv, const char *keys,
+                 void (*fn)(void *ud, const char *key, const char *value, size_t len, uint64_t rev), void *ud,
+                 char *why, size_t why_size)
+{
+    kvWatcher *w = NULL;
+    kvWatchOptions o;
+    kvWatchOptions_Init(&o);
+    natsStatus s = kvStore_Watch(&w, kv->store, keys, &o);
+    if (s != NATS_OK) {
+        return fail(s, why, why_size);
+    }
+    int64_t deadline = gust_clock_mono_ms() + kv->wait_ms;
+    int rc = GUST_EIO;
+    snprintf(why, why_size, "not every key within %lld ms", (long long)kv->wait_ms);
+    for (int64_t left = kv->wait_ms; left > 0; left = deadline - gust_clock_mono_ms()) {
+        kvEntry *e = NULL;
+        s = kvWatcher_Next(&e, w, left);
+        if (s != NATS_OK) {
+            rc = fail(s, why, why_size);
+            break;
+        }
+        if (e == NULL) { /* the watcher's marker: every key's last value came */
+            rc = 0;
+            break;
+        }
+        int put = kvEntry_Operation(e) == kvOp_Put;
+        fn(ud, kvEntry_Key(e), put ? kvEntry_Value(e) : NULL, put ? (size_t)kvEntry_ValueLen(e) : 0,
+           kvEntry_Revision(e));
+        kvEntry_Destroy(e);
+    }
+    kvWatcher_Destroy(w);
+    return rc;
 }
 
 int gust_kv_keys(struct gust_kv *kv, void (*fn)(void *ud, const char *key), void *ud, char *why, size_t why_size)

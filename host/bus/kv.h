@@ -55,10 +55,19 @@ struct gust_kv_write {
     char why[160];
 };
 
-/* Sends every write at once and waits until each is answered or has waited
- * `wait_ms`: one round trip for all, instead of one each. The keys must be distinct.
- * Returns how many did not succeed (their rc says why). */
+/* Sends every write at once, as the bus's own publishes (bus.h), and waits until each
+ * is answered or the bus gives it up (its publish_timeout; `wait_ms` bounds the flush):
+ * one round trip for all, instead of one each. The keys must be distinct. Returns how
+ * many did not succeed (their rc says why). */
 size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, int64_t wait_ms);
+
+/* Calls fn with the last value of every key matching `keys` (a wildcard such as
+ * "unit.>"): value NULL for a deletion or purge marker, rev the revision a
+ * compare-and-set of the key must name. One streaming read instead of a request per key.
+ * 0 once every key was seen (within the bucket's wait), else an error. */
+int gust_kv_each(struct gust_kv *kv, const char *keys,
+                 void (*fn)(void *ud, const char *key, const char *value, size_t len, uint64_t rev), void *ud,
+                 char *why, size_t why_size);
 
 /* Calls fn once per key (an empty bucket: never). */
 int gust_kv_keys(struct gust_kv *kv, void (*fn)(void *ud, const char *key), void *ud, char *why, size_t why_size);

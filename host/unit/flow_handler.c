@@ -160,8 +160,9 @@ static void flow_render_json(void *impl, struct gust_buf *out)
     gust_json_append_string(out, bucket, strlen(bucket));
     gust_buf_printf(out,
                     ",\"reads\":%" PRIu64 ",\"cache_hits\":%" PRIu64 ",\"writes\":%" PRIu64
-                    ",\"conflicts\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
-                    st.reads, st.cache_hits, st.writes, st.conflicts, st.skipped, st.errors);
+                    ",\"conflicts\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"errors\":%" PRIu64
+                    ",\"commit_seconds\":%.6f}",
+                    st.reads, st.cache_hits, st.writes, st.conflicts, st.skipped, st.errors, (double)st.commit_ns / 1e9);
 }
 
 void gust_flow_handler_memory(void *impl, uint64_t *heap_bytes, uint64_t *failures)

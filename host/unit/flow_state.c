@@ -45,6 +45,13 @@ struct gust_kv_state {
     size_t ncache, cap_cache, cache_used;
     struct gust_keyidx cache_index;
 
+    /* The cache holds every key of the unit the bucket had when it was loaded (one read
+     * at the first miss), and what was written since: a key it lacks is absent, without
+     * asking. Only with the cache, i.e. where nothing else writes the unit's keys; a
+     * write of a key that exists after all still fails its compare-and-set. */
+    int loaded, complete;
+    uint64_t clears; /* cache_clear calls: one during the load leaves it incomplete */
+
     uint64_t floor; /* the durable consumer's ack floor, as last asked */
     int read_failed;
 
@@ -62,7 +69,7 @@ struct gust_kv_state {
     size_t *key_at, *envelope_at;
     size_t *sent; /* the writes sent, as indices of the batch's */
 
-    atomic_uint_fast64_t reads, cache_hits, written, conflicts, errors, skipped;
+    atomic_uint_fast64_t reads, cache_hits, written, conflicts, errors, skipped, commit_ns;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -84,7 +91,13 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 size_t gust_kv_state_key(const char *unit, const char *key, size_t len, char *out, size_t size)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = (size_t)snprintf(out, size, "%s.", unit);
+    size_t ulen = strlen(unit);
+    if (ulen + 2 > size) {
+        ulen = size - 2;
+    }
+    memcpy(out, unit, ulen);
+    out[ulen] = '.';
+    size_t n = ulen + 1;
     for (size_t i = 0; i < len && n + 4 < size; i++) {
         unsigned char c = (unsigned char)key[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-') {
@@ -128,6 +141,8 @@ static void cache_clear(struct gust_kv_state *s)
     s->ncache = 0;
     s->cache_used = 0;
     gust_keyidx_clear(&s->cache_index);
+    s->complete = 0;
+    s->clears++;
 }
 
 static struct cache_entry *cache_find(struct gust_kv_state *s, const char *key, size_t len)
@@ -282,13 +297,27 @@ done:
     return rc;
 }
 
+/* Appends v in decimal (a per-write path: no printf). */
+static int append_u64(struct gust_buf *out, uint64_t v)
+{
+    char digits[20];
+    return gust_buf_append(out, digits, gust_u64_dec(v, digits));
+}
+
 static int write_envelope(struct gust_buf *out, const struct gust_state_write *w, const uint64_t *ranges, size_t n)
 {
+    int64_t x = w->json != NULL ? w->expires_ms : 0;
     int rc = gust_buf_append(out, "{\"v\":", 5);
     rc = rc != 0 ? rc : w->json != NULL ? gust_buf_append(out, w->json, w->len) : gust_buf_append(out, "null", 4);
-    rc = rc != 0 ? rc : gust_buf_printf(out, ",\"x\":%" PRId64 ",\"a\":[", w->json != NULL ? w->expires_ms : 0);
+    rc = rc != 0 ? rc : gust_buf_append(out, ",\"x\":", 5);
+    rc = rc != 0 ? rc : x < 0 ? gust_buf_printf(out, "%" PRId64, x) : append_u64(out, (uint64_t)x);
+    rc = rc != 0 ? rc : gust_buf_append(out, ",\"a\":[", 6);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = gust_buf_printf(out, "%s[%" PRIu64 ",%" PRIu64 "]", i > 0 ? "," : "", ranges[2 * i], ranges[2 * i + 1]);
+        rc = gust_buf_append(out, i > 0 ? ",[" : "[", i > 0 ? 2 : 1);
+        rc = rc != 0 ? rc : append_u64(out, ranges[2 * i]);
+        rc = rc != 0 ? rc : gust_buf_append(out, ",", 1);
+        rc = rc != 0 ? rc : append_u64(out, ranges[2 * i + 1]);
+        rc = rc != 0 ? rc : gust_buf_append(out, "]", 1);
     }
     return rc != 0 ? rc : gust_buf_append(out, "]}", 2);
 }
@@ -334,6 +363,77 @@ static int copy_out(const struct cache_entry *e, int64_t now_ms, int with_applie
     return 0;
 }
 
+/* The state key of a KV key (<unit>.<escaped key>) into out (at least
+ * GUST_STATE_KEY_MAX bytes); returns its length, or 0 when kvkey is none of the unit's. */
+static size_t state_key_of(const struct gust_kv_state *s, const char *kvkey, char *out)
+{
+    size_t ulen = strlen(s->unit), n = 0;
+    if (strncmp(kvkey, s->unit, ulen) != 0 || kvkey[ulen] != '.') {
+        return 0;
+    }
+    for (const char *p = kvkey + ulen + 1; *p != '\0'; p++) {
+        int c = (unsigned char)*p;
+        if (c == '=') {
+            unsigned v = 0;
+            for (int k = 1; k <= 2; k++) {
+                char h = p[k];
+                if (h == '\0') {
+                    return 0;
+                }
+                v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+            }
+            if (v > 255 || v == 0) {
+                return 0;
+            }
+            c = (int)v;
+            p += 2;
+        }
+        if (n == GUST_STATE_KEY_MAX) {
+            return 0;
+        }
+        out[n++] = (char)c;
+    }
+    return n;
+}
+
+struct load {
+    struct gust_kv_state *s;
+    int bad; /* a key or value that could not be cached */
+};
+
+static void load_one(void *ud, const char *kvkey, const char *value, size_t len, uint64_t rev)
+{
+    struct load *l = ud;
+    char key[GUST_STATE_KEY_MAX];
+    size_t klen = state_key_of(l->s, kvkey, key);
+    struct gust_state_value env = {0};
+    char why[128];
+    if (klen == 0 || (value != NULL && parse_envelope(value, len, &env, why, sizeof(why)) != 0)) {
+        l->bad = 1; /* read one at a time, as before: the read reports it */
+        return;
+    }
+    uint64_t clears = l->s->clears;
+    cache_put(l->s, key, klen, env.json, env.len, env.expires_ms, rev, env.applied, env.napplied);
+    l->bad |= l->s->clears != clears || cache_find(l->s, key, klen) == NULL;
+    free(env.json);
+    free(env.applied);
+}
+
+/* At the first miss: every key of the unit into the cache, in one read. */
+static void load_cache(struct gust_kv_state *s)
+{
+    s->loaded = 1;
+    char keys[96], why[160];
+    snprintf(keys, sizeof(keys), "%s.>", s->unit);
+    struct load l = {.s = s};
+    uint64_t clears = s->clears;
+    int rc = gust_kv_each(s->kv, keys, load_one, &l, why, sizeof(why));
+    s->complete = rc == 0 && !l.bad && s->clears == clears;
+    if (rc != 0) {
+        gust_warn("[flow_%s] state: the keys were not loaded at once (%s): read one at a time", s->unit, why);
+    }
+}
+
 static int kv_read(void *ud, const char *key, size_t key_len, int64_t now_ms, struct gust_state_value *out,
                    struct gust_err *err)
 {
@@ -353,6 +453,18 @@ static int kv_read(void *ud, const char *key, size_t key_len, int64_t now_ms, st
         return gust_err_set(err, rc, "bucket %s: %s", s->bucket, why);
     }
     if (s->missing) {
+        return 0;
+    }
+    if (hit == NULL && s->cache_bytes > 0 && !s->read_only && !s->loaded) {
+        load_cache(s);
+        hit = cache_find(s, key, key_len);
+        if (hit != NULL && hit->revision != UINT64_MAX) {
+            atomic_fetch_add(&s->cache_hits, 1);
+            return copy_out(hit, now_ms, 1, out) == 0 ? 0 : gust_err_set(err, GUST_ENOMEM, "out of memory");
+        }
+    }
+    if (hit == NULL && s->complete) {
+        atomic_fetch_add(&s->cache_hits, 1); /* absent: revision 0, nothing applied */
         return 0;
     }
     gust_kv_state_key(s->unit, key, key_len, kvkey, sizeof(kvkey));
@@ -517,7 +629,16 @@ static int reserve(struct gust_kv_state *s, size_t n, size_t ranges)
     return a != NULL && c != NULL && k != NULL && e != NULL && t != NULL && m != NULL ? 0 : GUST_ENOMEM;
 }
 
+static void commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b);
+
 void gust_kv_state_commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b)
+{
+    uint64_t t0 = gust_clock_mono_ns();
+    commit(s, flow, b);
+    atomic_fetch_add(&s->commit_ns, gust_clock_mono_ns() - t0);
+}
+
+static void commit(struct gust_kv_state *s, struct gust_flow *flow, struct gust_batch *b)
 {
     const struct gust_state_write *w;
     size_t n = gust_flow_state_writes(flow, &w);
@@ -685,7 +806,8 @@ void gust_kv_state_stats(const struct gust_kv_state *s, struct gust_kv_state_sta
                                         .writes = atomic_load(&m->written),
                                         .conflicts = atomic_load(&m->conflicts),
                                         .errors = atomic_load(&m->errors),
-                                        .skipped = atomic_load(&m->skipped)};
+                                        .skipped = atomic_load(&m->skipped),
+                                        .commit_ns = atomic_load(&m->commit_ns)};
 }
 
 const char *gust_kv_state_bucket(const struct gust_kv_state *s)

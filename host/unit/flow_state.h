@@ -29,7 +29,10 @@
  * Values may be kept in memory between batches (cache_bytes): only where no other
  * process writes the unit's keys, since a read the cache answers is not checked (a
  * write still is: its compare-and-set fails on a stale revision, the entry is dropped
- * and the retry reads the bucket). When the cache outgrows its bytes it is emptied.
+ * and the retry reads the bucket). When the cache outgrows its bytes it is emptied. At
+ * its first miss the cache loads every key of the unit in one read (a KV watcher); while
+ * it holds them all, a key it lacks is absent without a request (its write, a
+ * compare-and-set against "no value yet", still fails if the key exists after all).
  *
  * Everything here runs on the unit's thread and blocks on the bus. */
 #ifndef GUST_UNIT_FLOW_STATE_H
@@ -67,6 +70,7 @@ struct gust_kv_state_stats {
     uint64_t conflicts;  /* compare-and-sets that found a newer revision */
     uint64_t errors;     /* reads and writes the bucket did not answer */
     uint64_t skipped;    /* operations of messages applied before (gust_kv_state_add_skipped) */
+    uint64_t commit_ns;  /* spent committing batches: the writes sent and their answers awaited */
 };
 
 struct gust_kv_state;

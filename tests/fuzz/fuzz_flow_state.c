@@ -40,6 +40,20 @@ size_t gust_kv_write_all(struct gust_kv *kv, struct gust_kv_write *w, size_t n, 
     return n;
 }
 
+int gust_kv_each(struct gust_kv *kv, const char *keys,
+                 void (*fn)(void *ud, const char *key, const char *value, size_t len, uint64_t rev), void *ud,
+                 char *why, size_t why_size)
+{
+    (void)kv, (void)keys, (void)fn, (void)ud;
+    snprintf(why, why_size, "stub");
+    return GUST_EIO;
+}
+
+void gust_log(int level, const char *fmt, ...)
+{
+    (void)level, (void)fmt;
+}
+
 uint64_t gust_durable_ack_floor(struct gust_bus *bus, const char *stream, const char *durable)
 {
     (void)bus, (void)stream, (void)durable;

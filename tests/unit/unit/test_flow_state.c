@@ -163,9 +163,34 @@ static void test_cache(void)
     gust_kv_state_destroy(s);
 }
 
+/* The bulk load reads KV keys back into state keys: the inverse of gust_kv_state_key,
+ * and nothing for another unit's keys or a broken escape. */
+static void test_keys_back(void)
+{
+    struct gust_kv_state s = {.unit = "u"};
+    char kvkey[KV_KEY_MAX], back[GUST_STATE_KEY_MAX];
+    const char *keys[] = {"dev-1_A", "a.b", "a=2Eb", "sp ace", "caf\xc3\xa9", "*>", "/", "\x01\xff"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        gust_kv_state_key("u", keys[i], strlen(keys[i]), kvkey, sizeof(kvkey));
+        size_t n = state_key_of(&s, kvkey, back);
+        CHECK(n == strlen(keys[i]) && memcmp(back, keys[i], n) == 0);
+    }
+    char key[GUST_STATE_KEY_MAX];
+    memset(key, 0xfe, sizeof(key));
+    gust_kv_state_key("u", key, sizeof(key), kvkey, sizeof(kvkey));
+    CHECK(state_key_of(&s, kvkey, back) == sizeof(key) && memcmp(back, key, sizeof(key)) == 0);
+    CHECK(state_key_of(&s, "uu.a", back) == 0);
+    CHECK(state_key_of(&s, "v.a", back) == 0);
+    CHECK(state_key_of(&s, "u.a=4", back) == 0);
+    CHECK(state_key_of(&s, "u.a=", back) == 0);
+    CHECK(state_key_of(&s, "u.a=00", back) == 0);
+    CHECK(state_key_of(&s, "u.=G1", back) == 0);
+}
+
 int main(void)
 {
     test_keys();
+    test_keys_back();
     test_envelope();
     test_ranges();
     test_cache();
