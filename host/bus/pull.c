@@ -134,27 +134,34 @@ static size_t unfulfilled(natsMsg *m, size_t owed)
     return v < owed ? (size_t)v : owed;
 }
 
+/* The open requests are over (expired, or lost with the connection): nothing is owed.
+ * Returns -1 with why filled in when too many in a row ended without a word. */
+static int requests_over(struct gust_pull *p, char *why, size_t why_size)
+{
+    p->unanswered += !p->answered;
+    p->idle &= p->answered; /* the next request short: is anyone there? */
+    p->owed = 0;
+    if (p->unanswered >= UNANSWERED_MAX) {
+        p->unanswered = 0;
+        snprintf(why, why_size, "pull requests to %s unanswered: the consumer is gone", p->next_subject);
+        return -1;
+    }
+    return 0;
+}
+
 int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t linger_ms, int *status_out,
                    char *why, size_t why_size)
 {
     int64_t first_at = 0;
     *status_out = 0;
-    int64_t now = gust_clock_mono_ms();
-    if (p->owed > 0 && now >= p->deadline_ms + EXPIRY_GRACE_MS) {
-        p->unanswered += !p->answered;
-        p->idle &= p->answered; /* the next request short: is anyone there? */
-        p->owed = 0;
-        if (p->unanswered >= UNANSWERED_MAX) {
-            p->unanswered = 0;
-            snprintf(why, why_size, "pull requests to %s unanswered: the consumer is gone", p->next_subject);
-            return -1;
-        }
-    }
-    if (p->owed > 0 && !p->brought && reconnects(p) != p->reconnects) {
-        /* A server that restarted forgot the open request: ask again now, not when it
-         * would have expired (an idle one lives IDLE_EXPIRES_MS). */
-        p->owed = 0;
-        p->idle = 0;
+    /* Expired, or sent before a reconnection: a server that restarted forgot it, so
+     * ask again now rather than when it would have expired (an idle one lives
+     * IDLE_EXPIRES_MS). nats.c counts each attempt on a silent server as one too. */
+    if (p->owed > 0 &&
+        (gust_clock_mono_ms() >= p->deadline_ms + EXPIRY_GRACE_MS ||
+         (!p->brought && reconnects(p) != p->reconnects)) &&
+        requests_over(p, why, why_size) != 0) {
+        return -1;
     }
     /* Ask for the next batch while this one is taken: a unit busy with a batch then
      * finds the next one here whole when it comes back, instead of the part of a single
