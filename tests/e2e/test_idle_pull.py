@@ -4,7 +4,8 @@ soon as it is stored.
 
 Three flows, each fed one event, then left idle. A plain subscriber on the server counts
 their pull requests ($JS.API.CONSUMER.MSG.NEXT.GUST.flow_<unit>) and sees their emits:
-- over 8 s of idleness each unit sends at most 4 requests (500 ms requests made 16);
+- over 8 s of idleness each unit sends at most 4 requests (d702573 sent 32), and gust
+  reads its consumer's info at most twice (the retention pass read it 4 times a second);
 - an event stored while the units are idle is emitted within 1 s, at three moments of
   the idle requests' lives;
 - after nats-server is killed and started again (the open requests die with it), an
@@ -61,7 +62,7 @@ class Watcher:
             f = s.makefile("rb")
             f.readline()  # INFO
             s.sendall(b'CONNECT {"verbose":false}\r\nSUB $JS.API.CONSUMER.MSG.NEXT.GUST.> 1\r\n'
-                      b'SUB ev.*.out 2\r\nPING\r\n')
+                      b'SUB ev.*.out 2\r\nSUB $JS.API.CONSUMER.INFO.GUST.> 3\r\nPING\r\n')
             while self.running:
                 line = f.readline()
                 if not line:
@@ -76,8 +77,8 @@ class Watcher:
                     with self.lock:
                         self.seen.append((time.monotonic(), parts[1].decode()))
 
-    def requests(self, unit, since, until):
-        subject = "$JS.API.CONSUMER.MSG.NEXT.GUST.flow_" + unit
+    def requests(self, unit, since, until, api="MSG.NEXT"):
+        subject = "$JS.API.CONSUMER.%s.GUST.flow_%s" % (api, unit)
         with self.lock:
             return sum(1 for at, s in self.seen if s == subject and since <= at < until)
 
@@ -125,6 +126,9 @@ def main():
         print("pull requests of each idle unit in %d s: %r" % (IDLE_WINDOW_S, counts))
         t.check(all(0 < n <= IDLE_MAX_REQUESTS for n in counts.values()),
                 "an idle unit sends 1 to %d requests in %d s: %r" % (IDLE_MAX_REQUESTS, IDLE_WINDOW_S, counts))
+        infos = {u: watcher.requests(u, since, since + IDLE_WINDOW_S, api="INFO") for u in UNITS}
+        print("consumer info reads of each idle unit in %d s: %r" % (IDLE_WINDOW_S, infos))
+        t.check(all(n <= 2 for n in infos.values()), "an idle unit's consumer is read at most twice: %r" % infos)
 
         # The first event after idleness, at three moments of the open requests' lives.
         late = []
