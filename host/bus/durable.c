@@ -10,6 +10,7 @@
 #include "feeds.h"
 #include "nats_msg.h"
 #include "pull.h"
+#include "retention.h"
 
 struct durable {
     struct gust_feed feed;
@@ -75,6 +76,7 @@ static int ensure_consumer(const struct gust_durable_conf *conf, jsCtx *js, stru
         s = js_AddConsumer(&ci, js, conf->stream, &cc, NULL, &jerr);
     }
     jsConsumerInfo_Destroy(ci);
+    gust_retention_note_consumer_change(); /* what the retention pass knew of it may be stale */
     if (s != NATS_OK) {
         return gust_err_set(err, GUST_EIO, "%s: cannot create consumer on %s: %s (jetstream error %d)", conf->durable,
                             conf->filter, gust_bus__reason(s), (int)jerr);
@@ -177,5 +179,6 @@ int gust_durable_delete(struct gust_bus *bus, const char *stream, const char *du
 {
     jsErrCode jerr = 0;
     natsStatus s = js_DeleteConsumer(gust_bus__js(bus), stream, durable, NULL, &jerr);
+    gust_retention_note_consumer_change();
     return s == NATS_OK || s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr ? 0 : GUST_EIO;
 }

@@ -1,0 +1,168 @@
+"""Idle units are cheap (issue 25, part 2): a flow with nothing to read asks the server
+for messages every few seconds, not twice a second, and still gets the next event as
+soon as it is stored.
+
+Three flows, each fed one event, then left idle. A plain subscriber on the server counts
+their pull requests ($JS.API.CONSUMER.MSG.NEXT.GUST.flow_<unit>) and sees their emits:
+- over 8 s of idleness each unit sends at most 4 requests (d702573 sent 32), and gust
+  reads its consumer's info at most twice (the retention pass read it 4 times a second);
+- an event stored while the units are idle is emitted within 1 s, at three moments of
+  the idle requests' lives;
+- after nats-server is killed and started again (the open requests die with it), an
+  idle unit asks again at once: an event is emitted within 2 s of gust being healthy;
+- a stop takes well under the life of an idle request."""
+import socket
+import threading
+import time
+
+from gustlib import Checks, Gust, NatsServer, TempDir, kill_all, nats_publish, wait_for
+
+UNITS = ("f1", "f2", "f3")
+FLOW = """
+return {
+  source = "ev.%(u)s",
+  on_event = function(ev) emit("ev.%(u)s.out", { id = ev.id }) end,
+}
+"""
+CONF = """
+http { listen 127.0.0.1:@PORT@; }
+nats { url %s; }
+""" + "".join("flow %s { script %s.lua; }\n" % (u, u) for u in UNITS)
+IDLE_WINDOW_S = 8
+IDLE_MAX_REQUESTS = 4
+
+
+class Watcher:
+    """A raw NATS subscriber on the units' pull requests and their emits: (monotonic time,
+    subject) of each, in a thread, reconnecting when the server goes away."""
+
+    def __init__(self, port):
+        self.port = port
+        self.seen = []
+        self.lock = threading.Lock()
+        self.running = True
+        self.connected = threading.Event()
+        self.sock = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while self.running:
+            try:
+                self.session()
+            except OSError:
+                pass
+            self.connected.clear()
+            time.sleep(0.1)
+
+    def session(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+            s.settimeout(None)  # a read that timed out would leave the file unusable
+            self.sock = s
+            f = s.makefile("rb")
+            f.readline()  # INFO
+            s.sendall(b'CONNECT {"verbose":false}\r\nSUB $JS.API.CONSUMER.MSG.NEXT.GUST.> 1\r\n'
+                      b'SUB ev.*.out 2\r\nSUB $JS.API.CONSUMER.INFO.GUST.> 3\r\nPING\r\n')
+            while self.running:
+                line = f.readline()
+                if not line:
+                    return
+                if line.startswith(b"PING"):
+                    s.sendall(b"PONG\r\n")
+                elif line.startswith(b"PONG"):
+                    self.connected.set()
+                elif line.startswith(b"MSG"):
+                    parts = line.split()
+                    f.read(int(parts[-1]) + 2)
+                    with self.lock:
+                        self.seen.append((time.monotonic(), parts[1].decode()))
+
+    def requests(self, unit, since, until, api="MSG.NEXT"):
+        subject = "$JS.API.CONSUMER.%s.GUST.flow_%s" % (api, unit)
+        with self.lock:
+            return sum(1 for at, s in self.seen if s == subject and since <= at < until)
+
+    def emitted(self, unit, since):
+        """When the first emit of unit at or after since was seen, or None."""
+        with self.lock:
+            return next((at for at, s in self.seen if s == "ev.%s.out" % unit and at >= since), None)
+
+    def stop(self):
+        self.running = False
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # ends the blocking read
+        except (AttributeError, OSError):
+            pass
+        self.thread.join(5)
+
+
+def latency(watcher, nats, unit, ident):
+    """Stores an event for unit (the raw publish's PONG: the server has it) and waits for
+    its emit: seconds from the publish to the emit seen."""
+    t0 = time.monotonic()
+    nats_publish(nats.port, [("ev." + unit, b'{"id": %d}' % ident)])
+    wait_for(lambda: watcher.emitted(unit, t0) is not None, 15, "the emit of %s's event %d" % (unit, ident))
+    return watcher.emitted(unit, t0) - t0
+
+
+def main():
+    t = Checks()
+    tmp = TempDir()
+    for u in UNITS:
+        tmp.file(u + ".lua", FLOW % {"u": u})
+    nats = NatsServer(tmp)
+    watcher = Watcher(nats.port)
+    g = None
+    try:
+        t.check(watcher.connected.wait(10), "the watcher subscribed")
+        g = Gust(tmp, CONF % nats.url)
+        # Each unit works once, then goes idle.
+        for i, u in enumerate(UNITS):
+            latency(watcher, nats, u, i)
+        time.sleep(1)
+        since = time.monotonic()
+        time.sleep(IDLE_WINDOW_S)
+        counts = {u: watcher.requests(u, since, since + IDLE_WINDOW_S) for u in UNITS}
+        print("pull requests of each idle unit in %d s: %r" % (IDLE_WINDOW_S, counts))
+        t.check(all(0 < n <= IDLE_MAX_REQUESTS for n in counts.values()),
+                "an idle unit sends 1 to %d requests in %d s: %r" % (IDLE_MAX_REQUESTS, IDLE_WINDOW_S, counts))
+        infos = {u: watcher.requests(u, since, since + IDLE_WINDOW_S, api="INFO") for u in UNITS}
+        print("consumer info reads of each idle unit in %d s: %r" % (IDLE_WINDOW_S, infos))
+        t.check(all(n <= 2 for n in infos.values()), "an idle unit's consumer is read at most twice: %r" % infos)
+
+        # The first event after idleness, at three moments of the open requests' lives.
+        late = []
+        for i, u in enumerate(UNITS):
+            late.append(round(latency(watcher, nats, u, 100 + i), 3))
+            time.sleep(1.7)
+        print("latency of an idle unit's first event (s): %r" % late)
+        t.check(all(s < 1.0 for s in late), "an idle unit emits a new event within 1 s: %r" % late)
+
+        # A restart loses the open requests: the units ask again once reconnected.
+        time.sleep(1)
+        nats.kill()
+        time.sleep(0.5)
+        nats.start()
+        wait_for(lambda: g.healthy(), 20, "gust healthy after the restart")
+        t.check(watcher.connected.wait(10), "the watcher subscribed again")
+        # Idle again: the request sent before the restart would live on for seconds.
+        late = [round(latency(watcher, nats, u, 200 + i), 3) for i, u in enumerate(UNITS)]
+        print("latency after the restart (s): %r" % late)
+        t.check(all(s < 2.0 for s in late), "after a restart an idle unit emits within 2 s: %r" % late)
+
+        time.sleep(1.5)  # idle once more: a long request open
+        t0 = time.monotonic()
+        rc = g.stop()
+        took = time.monotonic() - t0
+        print("stop took %.2f s" % took)
+        t.eq(rc, 0, "gust's exit status")
+        t.check(took < 4.0, "an idle unit stops at once, not after its request's life: %.2f s" % took)
+    except Exception as e:  # any failure still ends with the processes stopped
+        t.check(False, "%s: %s" % (type(e).__name__, e))
+    watcher.stop()
+    kill_all([g] if g is not None else [], nats, t.failed > 0)
+    t.done()
+
+
+if __name__ == "__main__":
+    main()
