@@ -17,7 +17,7 @@ struct gust_durable_conf {
     int batch;
     int64_t ack_wait_ms;
     int64_t max_ack_pending;
-    int64_t expires_ms; /* a pull request's life (longer once idle: pull.h), and the longest wait of next() */
+    int64_t expires_ms; /* a pull request's life, and the longest wait of next() */
     /* An ordered sink's: a consumer found with messages delivered and not acked is made
      * again from its ack floor, so that they come first and in stream order (the server
      * would redeliver them after ack_wait, behind the new ones it hands out at once). */

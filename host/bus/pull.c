@@ -13,15 +13,6 @@
 /* How long past its expiry a request may still answer (its 408, or a last message)
  * before the next call sends a new one anyway. */
 #define EXPIRY_GRACE_MS 50
-/* The life of a request sent after one that ended with nothing (an idle unit). Each
- * request costs both processes a round of work (50 idle flows asking every 500 ms kept
- * a sixth of a core busy in gust and another in nats-server), and its length delays
- * nothing: a message stored meanwhile is pushed on the open request at once. What it
- * does delay is noticing a consumer that no longer answers (UNANSWERED_MAX below),
- * hence the next request after an unanswered one is short again, as is the first
- * after a reconnect (the server may have lost the open one). Well under the 30 s an
- * ordered feed's ephemeral consumer lives without requests. */
-#define IDLE_EXPIRES_MS 5000
 /* A consumer the server no longer has (a restart forgot an ephemeral one, its inactive
  * threshold passed while the unit could not pull) answers nothing at all: JetStream's
  * API subscription takes every $JS.API subject, so not even a no-responders status
@@ -34,18 +25,13 @@ struct gust_pull {
     natsSubscription *inbox;
     char inbox_subject[96];
     char next_subject[256]; /* $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable> */
-    int64_t expires_ms;      /* a request's life while messages come, and a call's longest wait */
-    int64_t idle_expires_ms; /* a request's life once one ended with nothing */
+    int64_t expires_ms;
     /* The open requests: how many messages the server may still send for them, and
      * when the newest ends. owed 0: none open. */
     size_t owed;
     int64_t deadline_ms;
     int answered;        /* anything came since the newest request was sent */
-    int brought;         /* a message came since the newest request was sent */
-    int idle;            /* the last request ended with nothing: the next one is long */
     unsigned unanswered; /* requests in a row that expired without a word */
-    natsStatistics *stats;
-    uint64_t reconnects; /* the connection's reconnections when the newest request left */
 };
 
 int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
@@ -57,13 +43,9 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
     }
     p->nc = nc;
     p->expires_ms = expires_ms;
-    p->idle_expires_ms = expires_ms > IDLE_EXPIRES_MS ? expires_ms : IDLE_EXPIRES_MS;
     snprintf(p->next_subject, sizeof(p->next_subject), "$JS.API.CONSUMER.MSG.NEXT.%s.%s", stream, consumer);
     char *inbox = NULL;
-    natsStatus s = natsStatistics_Create(&p->stats);
-    if (s == NATS_OK) {
-        s = natsInbox_Create(&inbox);
-    }
+    natsStatus s = natsInbox_Create(&inbox);
     if (s == NATS_OK) {
         snprintf(p->inbox_subject, sizeof(p->inbox_subject), "%s", inbox);
         natsInbox_Destroy(inbox);
@@ -81,30 +63,17 @@ int gust_pull_create(natsConnection *nc, const char *stream, const char *consume
     return 0;
 }
 
-/* The connection's reconnections so far (0 when it cannot say). */
-static uint64_t reconnects(struct gust_pull *p)
-{
-    uint64_t n = 0;
-    if (natsConnection_GetStats(p->nc, p->stats) != NATS_OK ||
-        natsStatistics_GetCounts(p->stats, NULL, NULL, NULL, NULL, &n) != NATS_OK) {
-        return 0;
-    }
-    return n;
-}
-
 static void request(struct gust_pull *p, size_t batch)
 {
-    int64_t life = p->idle ? p->idle_expires_ms : p->expires_ms;
     char body[96];
-    int n = snprintf(body, sizeof(body), "{\"batch\":%zu,\"expires\":%" PRId64 "}", batch, life * 1000000);
+    int n = snprintf(body, sizeof(body), "{\"batch\":%zu,\"expires\":%" PRId64 "}", batch,
+                     p->expires_ms * 1000000);
     /* A request written while the connection is down waits in nats.c's reconnect
      * buffer; what it brings later is handled like any delivery. */
     natsConnection_PublishRequest(p->nc, p->next_subject, p->inbox_subject, body, n);
     p->owed += batch;
-    p->deadline_ms = gust_clock_mono_ms() + life;
+    p->deadline_ms = gust_clock_mono_ms() + p->expires_ms;
     p->answered = 0;
-    p->brought = 0;
-    p->reconnects = reconnects(p);
 }
 
 /* A status message ends the request it answers: 404/408 (nothing more for it), 409
@@ -134,51 +103,31 @@ static size_t unfulfilled(natsMsg *m, size_t owed)
     return v < owed ? (size_t)v : owed;
 }
 
-/* The open requests are over (expired, or lost with the connection): nothing is owed.
- * Returns -1 with why filled in when too many in a row ended without a word. */
-static int requests_over(struct gust_pull *p, char *why, size_t why_size)
-{
-    p->unanswered += !p->answered;
-    p->idle &= p->answered; /* the next request short: is anyone there? */
-    p->owed = 0;
-    if (p->unanswered >= UNANSWERED_MAX) {
-        p->unanswered = 0;
-        snprintf(why, why_size, "pull requests to %s unanswered: the consumer is gone", p->next_subject);
-        return -1;
-    }
-    return 0;
-}
-
 int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t linger_ms, int *status_out,
                    char *why, size_t why_size)
 {
     int64_t first_at = 0;
     *status_out = 0;
-    /* Expired, or sent before a reconnection: a server that restarted forgot it, so
-     * ask again now rather than when it would have expired (an idle one lives
-     * IDLE_EXPIRES_MS). nats.c counts each attempt on a silent server as one too. */
-    if (p->owed > 0 &&
-        (gust_clock_mono_ms() >= p->deadline_ms + EXPIRY_GRACE_MS ||
-         (!p->brought && reconnects(p) != p->reconnects)) &&
-        requests_over(p, why, why_size) != 0) {
-        return -1;
+    if (p->owed > 0 && gust_clock_mono_ms() >= p->deadline_ms + EXPIRY_GRACE_MS) {
+        p->unanswered += !p->answered;
+        p->owed = 0;
+        if (p->unanswered >= UNANSWERED_MAX) {
+            p->unanswered = 0;
+            snprintf(why, why_size, "pull requests to %s unanswered: the consumer is gone", p->next_subject);
+            return -1;
+        }
     }
     /* Ask for the next batch while this one is taken: a unit busy with a batch then
      * finds the next one here whole when it comes back, instead of the part of a single
-     * request that arrived meanwhile (at most two batches are owed). A request that has
-     * brought nothing yet is still waiting: a call that ended before it did (its wait is
-     * shorter than an idle request's life) goes on waiting for it. */
-    if (p->owed == 0 || (p->owed <= max && p->brought)) {
+     * request that arrived meanwhile (at most two batches are owed). */
+    if (p->owed <= max) {
         request(p, max);
     }
     size_t n = 0;
     while (n < max) {
         int64_t wait = 0;
         if (n == 0) {
-            /* Bounded by expires_ms even while a longer idle request is open: the caller
-             * looks at its stop flag and its timers between calls. */
-            int64_t left = p->deadline_ms + EXPIRY_GRACE_MS - gust_clock_mono_ms();
-            wait = left < p->expires_ms + EXPIRY_GRACE_MS ? left : p->expires_ms + EXPIRY_GRACE_MS;
+            wait = p->deadline_ms + EXPIRY_GRACE_MS - gust_clock_mono_ms();
             wait = wait < 1 ? 1 : wait;
         } else if (linger_ms > 0) {
             /* A batching sink: what comes soon after the first goes in the same call. */
@@ -206,8 +155,6 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t ling
             first_at = n == 0 ? gust_clock_mono_ms() : first_at;
             msgs[n++] = m;
             p->owed -= p->owed > 0;
-            p->brought = 1;
-            p->idle = 0;
             continue;
         }
         if (status == 100) {
@@ -216,11 +163,7 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t ling
         }
         p->owed -= unfulfilled(m, p->owed);
         gust_nats_msg_free(m);
-        if (n > 0) {
-            break;
-        }
-        if (status == 404 || status == 408) {
-            p->idle = !p->brought; /* it ended with nothing: the unit is idle */
+        if (n > 0 || status == 404 || status == 408) {
             break;
         }
         *status_out = status;
@@ -269,6 +212,5 @@ void gust_pull_destroy(struct gust_pull *p)
         return;
     }
     natsSubscription_Destroy(p->inbox);
-    natsStatistics_Destroy(p->stats);
     free(p);
 }

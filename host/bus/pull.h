@@ -11,10 +11,7 @@
  * the next event without a request round trip. Each call asks for the next batch
  * before it takes this one (at most two batches owed), so a busy unit finds a whole
  * batch waiting when it comes back. A message from a request that outlived
- * its wait (a stale one, after a reconnect) is an ordinary delivery. Once a request
- * ends with nothing, the next ones live longer (pull.c: IDLE_EXPIRES_MS) until a
- * message comes: an idle unit costs a request every few seconds, not two a second,
- * and still gets the next message as soon as it is stored. */
+ * its wait (a stale one, after a reconnect) is an ordinary delivery. */
 #ifndef GUST_BUS_PULL_H
 #define GUST_BUS_PULL_H
 
@@ -27,8 +24,7 @@
 struct gust_pull;
 
 /* Subscribes an inbox on nc for consumer `consumer` of `stream` (both copied).
- * expires_ms: a request's life on the server while messages come (an idle unit's
- * requests live longer), and the longest wait of a call. */
+ * expires_ms: a request's life on the server, and the longest wait of a call. */
 int gust_pull_create(natsConnection *nc, const char *stream, const char *consumer, int64_t expires_ms,
                      struct gust_pull **out, struct gust_err *err);
 /* Waits up to expires_ms for a message, then takes those already here (or that come

@@ -1,16 +1,16 @@
-"""Idle units are cheap (issue 25, part 2): a flow with nothing to read asks the server
-for messages every few seconds, not twice a second, and still gets the next event as
-soon as it is stored.
+"""Idle units are cheap (issue 25, part 2): gust does not keep reading an idle unit's
+consumer, and an idle unit still gets the next event as soon as it is stored.
 
 Three flows, each fed one event, then left idle. A plain subscriber on the server counts
-their pull requests ($JS.API.CONSUMER.MSG.NEXT.GUST.flow_<unit>) and sees their emits:
-- over 8 s of idleness each unit sends at most 4 requests (d702573 sent 32), and gust
-  reads its consumer's info at most twice (the retention pass read it 4 times a second);
+the JetStream API calls about their consumers and sees their emits:
+- over 8 s of idleness gust reads each unit's consumer info at most twice (the retention
+  pass read it 4 times a second); the pull requests are counted and printed (an idle
+  unit asks twice a second: a longer idle request delayed noticing a frozen server);
 - an event stored while the units are idle is emitted within 1 s, at three moments of
-  the idle requests' lives;
+  the open requests' lives;
 - after nats-server is killed and started again (the open requests die with it), an
-  idle unit asks again at once: an event is emitted within 2 s of gust being healthy;
-- a stop takes well under the life of an idle request."""
+  idle unit asks again: an event is emitted within 2 s of gust being healthy;
+- a stop takes well under 4 s."""
 import socket
 import threading
 import time
@@ -29,7 +29,6 @@ http { listen 127.0.0.1:@PORT@; }
 nats { url %s; }
 """ + "".join("flow %s { script %s.lua; }\n" % (u, u) for u in UNITS)
 IDLE_WINDOW_S = 8
-IDLE_MAX_REQUESTS = 4
 
 
 class Watcher:
@@ -124,8 +123,7 @@ def main():
         time.sleep(IDLE_WINDOW_S)
         counts = {u: watcher.requests(u, since, since + IDLE_WINDOW_S) for u in UNITS}
         print("pull requests of each idle unit in %d s: %r" % (IDLE_WINDOW_S, counts))
-        t.check(all(0 < n <= IDLE_MAX_REQUESTS for n in counts.values()),
-                "an idle unit sends 1 to %d requests in %d s: %r" % (IDLE_MAX_REQUESTS, IDLE_WINDOW_S, counts))
+        t.check(all(n > 0 for n in counts.values()), "an idle unit keeps asking: %r" % counts)
         infos = {u: watcher.requests(u, since, since + IDLE_WINDOW_S, api="INFO") for u in UNITS}
         print("consumer info reads of each idle unit in %d s: %r" % (IDLE_WINDOW_S, infos))
         t.check(all(n <= 2 for n in infos.values()), "an idle unit's consumer is read at most twice: %r" % infos)
@@ -145,18 +143,17 @@ def main():
         nats.start()
         wait_for(lambda: g.healthy(), 20, "gust healthy after the restart")
         t.check(watcher.connected.wait(10), "the watcher subscribed again")
-        # Idle again: the request sent before the restart would live on for seconds.
         late = [round(latency(watcher, nats, u, 200 + i), 3) for i, u in enumerate(UNITS)]
         print("latency after the restart (s): %r" % late)
         t.check(all(s < 2.0 for s in late), "after a restart an idle unit emits within 2 s: %r" % late)
 
-        time.sleep(1.5)  # idle once more: a long request open
+        time.sleep(1.5)  # idle once more
         t0 = time.monotonic()
         rc = g.stop()
         took = time.monotonic() - t0
         print("stop took %.2f s" % took)
         t.eq(rc, 0, "gust's exit status")
-        t.check(took < 4.0, "an idle unit stops at once, not after its request's life: %.2f s" % took)
+        t.check(took < 4.0, "idle units stop at once: %.2f s" % took)
     except Exception as e:  # any failure still ends with the processes stopped
         t.check(False, "%s: %s" % (type(e).__name__, e))
     watcher.stop()
