@@ -18,6 +18,7 @@
 #include "puback.h"
 #include "reply.h"
 #include "retention.h"
+#include "retire.h"
 #include "streams.h"
 
 /* A connection and the subscription its PubAcks come back on. */
@@ -436,7 +437,6 @@ void gust_bus_destroy(struct gust_bus *bus)
     jsCtx_Destroy(bus->js);
     int links = 0;
     for (struct link *l = &bus->main; l <= &bus->now; l++) {
-        natsSubscription_Destroy(l->replies);
         if (l->nc != NULL) {
             natsConnection_Close(l->nc);
             links++;
@@ -450,6 +450,11 @@ void gust_bus_destroy(struct gust_bus *bus)
     while (bus->closed < links && pthread_cond_timedwait(&bus->wake, &bus->lock, &until) == 0) {
     }
     pthread_mutex_unlock(&bus->lock);
+    /* The connections' reader threads are joined: nothing can touch a subscription now. */
+    natsSubscription_Destroy(bus->main.replies);
+    natsSubscription_Destroy(bus->now.replies);
+    gust_retire_closed(bus->main.nc);
+    gust_retire_closed(bus->now.nc);
     natsConnection_Destroy(bus->main.nc);
     natsConnection_Destroy(bus->now.nc);
     gust_nats_child_stop(bus->child);

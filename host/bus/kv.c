@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bus_int.h"
+#include "retire.h"
 #include "gust/sdk.h" /* gust_u64_dec */
 
 struct gust_kv {
@@ -335,7 +336,7 @@ int gust_kv_each(struct gust_kv *kv, const char *keys,
            kvEntry_Revision(e));
         kvEntry_Destroy(e);
     }
-    kvWatcher_Destroy(w);
+    gust_retire_watcher(kv->nc, w);
     return rc;
 }
 

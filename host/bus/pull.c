@@ -8,6 +8,7 @@
 #include "../common/log.h"
 #include "bus.h"
 #include "nats_msg.h"
+#include "retire.h"
 #include "gust/sdk.h"
 
 /* How long past its expiry a request may still answer (its 408, or a last message)
@@ -174,9 +175,8 @@ int gust_pull_next(struct gust_pull *p, natsMsg **msgs, size_t max, int64_t ling
 
 void gust_pull_hand_back(struct gust_pull *p)
 {
-    /* Taken first, NAKed once the inbox is gone: the requests still open on the server
-     * would otherwise bring the NAKed messages straight back to this inbox, just as it is
-     * destroyed (where nats.c 3.4.1 can touch a freed subscription). */
+    /* Taken first, NAKed once the inbox is unsubscribed: the requests still open on the
+     * server would otherwise bring the NAKed messages straight back to this inbox. */
     natsMsg **taken = NULL, *m = NULL;
     size_t n = 0, cap = 0;
     char why[128];
@@ -211,6 +211,6 @@ void gust_pull_destroy(struct gust_pull *p)
     if (p == NULL) {
         return;
     }
-    natsSubscription_Destroy(p->inbox);
+    gust_retire_sub(p->nc, p->inbox);
     free(p);
 }
