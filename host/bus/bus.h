@@ -103,6 +103,9 @@ struct gust_bus_readers {
     int ready;   /* 0: not known yet (starting): nothing is removed */
     size_t n;    /* the configured units' durable consumers on the event stream */
     char names[GUST_BUS_READERS_MAX][160];
+    /* Per name: how many messages its consumer still had to deliver after a read in the
+     * last second, or -1 when it read nothing in that time. */
+    int64_t busy_behind[GUST_BUS_READERS_MAX];
     uint64_t floor; /* the lowest sequence the other readers (detect checkpoints) still
                        need: 0 unknown (nothing is removed), UINT64_MAX none */
 };

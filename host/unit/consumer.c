@@ -832,6 +832,10 @@ static void *unit_thread(void *arg)
             gust_info("[%s] reading again", c->name);
         }
         c->behind = n > 0 ? c->in[n - 1].pending : 0;
+        if (n > 0) {
+            atomic_store(&c->stats.behind, c->behind);
+            atomic_store(&c->stats.read_ms, gust_clock_mono_ms());
+        }
         if (n == 0) {
             if (stopping) {
                 break;

@@ -148,6 +148,10 @@ struct gust_unit_stats {
     atomic_uint_fast64_t fetch_ns;
     atomic_uint_fast64_t process_ns;
     atomic_uint_fast64_t barrier_ns;
+    /* Its last read that brought messages: when (monotonic ms), and how many its
+     * consumer still had to deliver after it (JetStream's count in the ack subject). */
+    atomic_int_fast64_t read_ms;
+    atomic_uint_fast64_t behind;
 };
 
 #endif

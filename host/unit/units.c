@@ -231,6 +231,7 @@ void gust_units_readers(void *ud, struct gust_bus_readers *r)
     r->ready = 1;
     r->n = 0;
     r->floor = UINT64_MAX;
+    int64_t now = gust_clock_mono_ms();
     pthread_mutex_lock(&u->lock);
     for (size_t i = 0; i < u->n; i++) {
         const struct gust_consumer *c = u->v[i];
@@ -240,6 +241,9 @@ void gust_units_readers(void *ud, struct gust_bus_readers *r)
                 r->ready = 0; /* cannot tell them all: remove nothing */
                 break;
             }
+            const struct gust_unit_stats *st = gust_consumer_stats(c);
+            int busy = now - atomic_load(&st->read_ms) < 1000;
+            r->busy_behind[r->n] = busy ? (int64_t)atomic_load(&st->behind) : -1;
             snprintf(r->names[r->n++], sizeof(r->names[0]), "%s_%s", gust_consumer_kind(c), gust_consumer_name(c));
         } else if (h->floor != NULL) {
             uint64_t f = h->floor(h->impl);

@@ -8,9 +8,12 @@ the JetStream API calls about their consumers and sees their emits:
   unit asks twice a second: a longer idle request delayed noticing a frozen server);
 - an event stored while the units are idle is emitted within 1 s, at three moments of
   the open requests' lives;
+- a unit kept busy for 4 s has its consumer info read not once after its first second,
+  and /units still shows its backlog;
 - after nats-server is killed and started again (the open requests die with it), an
   idle unit asks again: an event is emitted within 2 s of gust being healthy;
 - a stop takes well under 4 s."""
+import json
 import socket
 import threading
 import time
@@ -29,6 +32,7 @@ http { listen 127.0.0.1:@PORT@; }
 nats { url %s; }
 """ + "".join("flow %s { script %s.lua; }\n" % (u, u) for u in UNITS)
 IDLE_WINDOW_S = 8
+BUSY_S = 4.0
 
 
 class Watcher:
@@ -135,6 +139,26 @@ def main():
             time.sleep(1.7)
         print("latency of an idle unit's first event (s): %r" % late)
         t.check(all(s < 1.0 for s in late), "an idle unit emits a new event within 1 s: %r" % late)
+
+        # A busy unit's consumer is not read either (nats-server 2.9.10 then counts its
+        # pending messages again for every delivery: retention.c), yet its backlog shows.
+        t0 = time.monotonic()
+        n = 0
+        backlogs = []
+        while time.monotonic() - t0 < BUSY_S:
+            nats_publish(nats.port, [("ev.f1", b'{"id": %d}' % (1000 + n + k)) for k in range(20)])
+            n += 20
+            status, body, _ = g.request("GET", "/units")
+            unit = next((x for x in json.loads(body)["units"] if x["name"] == "f1"), {}) if status == 200 else {}
+            backlogs.append(unit.get("backlog"))
+            time.sleep(0.05)
+        busy = watcher.requests("f1", t0 + 1, t0 + BUSY_S, api="INFO")
+        print("consumer info reads of a busy unit in %.0f s: %d (%d events); backlogs %r"
+              % (BUSY_S - 1, busy, n, backlogs[-5:]))
+        t.eq(busy, 0, "a busy unit's consumer info reads")
+        t.check(all(isinstance(b, int) for b in backlogs[len(backlogs) // 2:]),
+                "a busy unit's backlog is known: %r" % backlogs)
+        wait_for(lambda: watcher.emitted("f1", t0) is not None, 15, "f1's emits")
 
         # A restart loses the open requests: the units ask again once reconnected.
         time.sleep(1)
