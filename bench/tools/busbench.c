@@ -33,7 +33,8 @@
  *                          fast as WINDOW PubAcks awaited at once allow, default 4096); a hop reads them as a gust unit does,
  *                          publishes each to NAME.out and acks once all are stored; a sink
  *                          reads NAME.out and acks. Rate, and latency from publish to the
- *                          sink's read; both consumers must end with all acked once
+ *                          sink's read; both consumers must end with all acked once.
+ *                          PATH_SINK_DELAY_MS=N starts the sink N ms late (a sink behind)
  *   bridge BATCH N NAME SIZE WINDOW
  *                          the JetStream work of a broker bridge (bench/brokers.sh: a source
  *                          plugin storing what it reads, a sink unit writing it out): path
@@ -907,10 +908,16 @@ static void *path_hop(void *arg)
     return NULL;
 }
 
-/* The sink's part: check each number once, latency from the send time, ack. */
+/* The sink's part: check each number once, latency from the send time, ack. With
+ * PATH_SINK_DELAY_MS set it starts that late, as a sink that fell behind. */
 static void *path_sink(void *arg)
 {
     struct path *pa = arg;
+    const char *delay = getenv("PATH_SINK_DELAY_MS");
+    if (delay != NULL && atoi(delay) > 0) {
+        struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
     natsMsg **msgs = calloc((size_t)pa->batch, sizeof(*msgs));
     uint64_t idle_since = mono_ns();
     while (msgs != NULL && atomic_load(&pa->delivered) < pa->n) {
