@@ -167,12 +167,15 @@ def read_run(d):
     # The baseline: the bus alone doing the path's JetStream work on the same nats-server,
     # right after gust ("bus_path").
     g, b = get(d, "sink", "rate"), get(d, "bus_path", "rate")
+    bi = get(d, "bus_path_ids", "rate")  # the same, each publish with a Nats-Msg-Id as gust's
     p50, p90, p99 = sink_latency(d)
     ok = "; delivered == accepted" if d.get("delivered_equals_accepted") else ""
     row(d, "end to end, saturated: loadgen → ingest → flow → http_out → sink",
         "%s delivered, p50 %s, p99 %s; peak RSS %.1f MB%s" % (rate(g), ms(p50), ms(p99), mb(d.get("rss_peak_kb")) or 0, ok),
         cmd(d, "bench/run.sh %s %s" % (d.get("seconds", ""), d.get("connections", ""))),
-        "the bus alone, same path: %s" % rate(b) if b else None, ratio(g, b),
+        ("the bus alone, same path: %s" % rate(b) +
+         ("; with gust's message ids %s (%.2f of it)" % (rate(bi), ratio(g, bi)) if bi and g else "")) if b else None,
+        ratio(g, b),
         target("e2e-saturated", rate=g, rss_mb=mb(d.get("rss_peak_kb"))))
     bars.append(("e2e saturated", g, b))
     lat.append(("e2e saturated", p50, p90, p99))

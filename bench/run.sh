@@ -8,8 +8,9 @@
 # The baseline, on the same nats-server once gust has stopped: the bus alone doing the
 # path's JetStream work (gust-bench-bus path: store, a publish-before-ack hop, a reading
 # sink) for as many events, at the same rate or with as many publishes in flight as
-# connections. Writes bench/results/run.json (paced: paced-RATE.json) when every event
-# arrived.
+# connections; bus_path_ids does the same with a Nats-Msg-Id on every publish, as gust's
+# ingest and flows send them (the server's duplicate check is part of gust's work).
+# Writes bench/results/run.json (paced: paced-RATE.json) when every event arrived.
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-32}
@@ -45,6 +46,7 @@ rss_peak=$(cat "$WORK/rss" 2>/dev/null || echo null)
 stop_pid "$GUST_PID"
 n_bus=${RATE:+$((RATE * SECS))}
 bus=$("$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
+bus_ids=$(PATH_MSG_IDS=1 "$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
 name=run
 [ -z "$RATE" ] || name=paced-$RATE
 emit_result "$name" "$([ "$unique" = "$accepted" ] && echo ok || echo failed)" <<JSON
@@ -54,6 +56,7 @@ emit_result "$name" "$([ "$unique" = "$accepted" ] && echo ok || echo failed)" <
  "sink":$sink,
  "accepted":$accepted,"delivered_unique":$unique,"delivered_equals_accepted":$([ "$unique" = "$accepted" ] && echo true || echo false),
  "rss_peak_kb":$rss_peak,"binary_bytes":$(stat -c %s "$GUST"),
- "bus_path":$bus}
+ "bus_path":$bus,
+ "bus_path_ids":$bus_ids}
 JSON
 [ "$unique" = "$accepted" ]

@@ -34,7 +34,8 @@
  *                          publishes each to NAME.out and acks once all are stored; a sink
  *                          reads NAME.out and acks. Rate, and latency from publish to the
  *                          sink's read; both consumers must end with all acked once.
- *                          PATH_SINK_DELAY_MS=N starts the sink N ms late (a sink behind)
+ *                          PATH_SINK_DELAY_MS=N starts the sink N ms late (a sink behind);
+ *                          PATH_MSG_IDS=1 gives every publish a Nats-Msg-Id, as gust's
  *   bridge BATCH N NAME SIZE WINDOW
  *                          the JetStream work of a broker bridge (bench/brokers.sh: a source
  *                          plugin storing what it reads, a sink unit writing it out): path
@@ -821,6 +822,7 @@ struct path {
     int size, batch;
     uint64_t n, rate; /* rate 0: as fast as the publish window allows */
     int window;       /* PubAcks the publisher may wait for at once */
+    int ids;          /* each publish carries a Nats-Msg-Id, as gust's do */
     natsStatus s;
     struct puller hop, sink;
     atomic_uint_fast64_t delivered; /* unique numbers the sink has acked */
@@ -850,7 +852,12 @@ static void *path_publish(void *arg)
         char t[24];
         snprintf(t, sizeof(t), " %020" PRIu64, mono_ns());
         memcpy(buf + 20, t, 21);
-        s = js_PublishAsync(js, pa->in, buf, pa->size, NULL);
+        char id[64];
+        jsPubOptions idopts;
+        jsPubOptions_Init(&idopts);
+        idopts.MsgId = id;
+        snprintf(id, sizeof(id), "orders:%" PRIu64, i); /* as ingest's: <source>:<event id> */
+        s = js_PublishAsync(js, pa->in, buf, pa->size, pa->ids ? &idopts : NULL);
         if (pa->rate > 0 && s == NATS_OK) s = natsConnection_Flush(nc); /* as ingest: each leaves at once */
     }
     if (s == NATS_OK) {
@@ -890,7 +897,15 @@ static void *path_hop(void *arg)
         }
         natsStatus s = NATS_OK;
         for (int i = 0; i < got && s == NATS_OK; i++) {
-            s = js_PublishAsync(pa->hop.js, pa->out, natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i]), NULL);
+            char id[64];
+            jsPubOptions idopts;
+            jsPubOptions_Init(&idopts);
+            idopts.MsgId = id;
+            /* As a flow's emit: <unit>:<input>:<emit index> (the message's number here). */
+            snprintf(id, sizeof(id), "flow_orders:%" PRIu64 ":0",
+                     number_of(natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i])));
+            s = js_PublishAsync(pa->hop.js, pa->out, natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i]),
+                                pa->ids ? &idopts : NULL);
         }
         if (s == NATS_OK && got > 0) s = natsConnection_FlushTimeout(pa->hop.nc, 1000);
         jsPubOptions po;
@@ -950,7 +965,9 @@ static void *path_sink(void *arg)
 
 static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window, int hop)
 {
-    struct path pa = {.size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK};
+    const char *ids = getenv("PATH_MSG_IDS");
+    struct path pa = {.size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK,
+                      .ids = ids != NULL && atoi(ids) > 0};
     snprintf(pa.in, sizeof(pa.in), "%s.in", name);
     snprintf(pa.out, sizeof(pa.out), "%s.out", name);
     pa.seen = calloc(n + 1, 1);
@@ -991,9 +1008,9 @@ static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t 
     double secs = (double)(pa.last_ns - pa.t0) / 1e9;
     printf("{\"batch\":%d,\"size\":%d,\"messages\":%" PRIu64 ",\"rate_target\":%" PRIu64 ",\"window\":%d,\"delivered_unique\":%" PRIu64
            ",\"duplicates\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"all_acked\":%s,\"stream_msgs\":%" PRId64
-           ",\"seconds\":%.3f,\"rate\":%.0f,\"latency_ms\":",
-           batch, size, n, rate, window, delivered, pa.duplicates, pa.bad, acked ? "true" : "false", stored, secs,
-           secs > 0 ? (double)n / secs : 0.0);
+           ",\"msg_ids\":%s,\"seconds\":%.3f,\"rate\":%.0f,\"latency_ms\":",
+           batch, size, n, rate, window, delivered, pa.duplicates, pa.bad, acked ? "true" : "false", stored,
+           pa.ids ? "true" : "false", secs, secs > 0 ? (double)n / secs : 0.0);
     print_percentiles(pa.latency_ns, delivered > 0 ? delivered : 1);
     printf(",\"ok\":%s}\n", ok ? "true" : "false");
     if (!ok) {
