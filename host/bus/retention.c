@@ -26,19 +26,6 @@ enum { EVENTS, DLQ, STATE, LEASES, FLOW_STATE, NSTREAMS };
  * after this long anyway, and whenever a consumer was made, changed or deleted since
  * (a reload may make one again under the same name). */
 #define REREAD_MS 10000
-/* Nor is a consumer read while its unit is busy taking messages, unless a purge waits
- * for its floor. nats-server 2.9.10 answers a consumer's info by counting what the
- * consumer has pending, and when the consumer is in the first half of the last file
- * block holding its subject, that count leaves the consumer's cached figure unset
- * (filestore.go filteredPendingLocked sets no "last" when it scans the messages before
- * the position). From then on the server counts again, over every message from the
- * block's start, for each message it delivers, until the consumer reaches the block's
- * second half; a consumer behind falls further behind meanwhile. On run.sh's path
- * (fresh server) 5 of 6 runs went at a quarter of their speed that way, nats-server at
- * a full core; with no info read during the load, 8 of 8 ran at full speed. A busy
- * unit's backlog comes from its own reads instead (the count JetStream puts in each
- * delivery's ack subject), its floor from the last read: a floor only rises, so an old
- * one purges less, never more. */
 
 struct stream_stat {
     char name[80];
@@ -247,6 +234,18 @@ static int read_consumers(struct gust_retention *r, uint64_t pass_last_seq, uint
             *floor = was->needs < *floor ? was->needs : *floor;
             continue;
         }
+        /* Nor is a consumer read while its unit is busy taking messages, unless a purge
+         * waits for its floor. nats-server 2.9.10 answers a consumer's info by counting
+         * what the consumer has pending; when the consumer is in the first half of the
+         * last file block holding its subject, that count leaves the consumer's cached
+         * figure unset (filestore.go filteredPendingLocked sets no "last" when it scans
+         * the messages before the position). From then on the server counts again, from
+         * the block's start, for each message it delivers, until the consumer reaches the
+         * block's second half: a consumer behind falls further behind meanwhile (run.sh
+         * ran at a quarter of its speed in 5 of 6 fresh runs, bench/NOTES.md). A busy
+         * unit's backlog comes from its own reads instead (the count JetStream puts in
+         * each delivery's ack subject), its floor from the last read: a floor only rises,
+         * so an old one purges less, never more. */
         if (rd->busy_behind[i] >= 0) {
             const struct backlog *prior = last_read(r, i);
             int known_floor = prior != NULL && prior->pending >= 0 && prior->needs > 0 && prior->changes == changes;
