@@ -45,8 +45,9 @@ unique=$(json_field '["unique"]' "$sink")
 rss_peak=$(cat "$WORK/rss" 2>/dev/null || echo null)
 stop_pid "$GUST_PID"
 n_bus=${RATE:+$((RATE * SECS))}
-bus=$("$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
-bus_ids=$(PATH_MSG_IDS=1 "$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS")
+bus_path() { "$TOOLS/gust-bench-bus" "$NATS_URL" path 256 "${n_bus:-$accepted}" BUSPATH 308 "${RATE:-0}" "$CONNS"; }
+bus=$(bus_path)
+bus_ids=$(PATH_MSG_IDS=1 bus_path)
 name=run
 [ -z "$RATE" ] || name=paced-$RATE
 emit_result "$name" "$([ "$unique" = "$accepted" ] && echo ok || echo failed)" <<JSON

@@ -330,6 +330,15 @@ static int64_t stream_msgs(jsCtx *js, const char *name)
     return n;
 }
 
+/* An async JetStream publish, with id as its Nats-Msg-Id unless id is NULL. */
+static natsStatus publish_id(jsCtx *js, const char *subject, const void *data, int len, const char *id)
+{
+    jsPubOptions o;
+    jsPubOptions_Init(&o);
+    o.MsgId = id;
+    return js_PublishAsync(js, subject, data, len, id != NULL ? &o : NULL);
+}
+
 /* Publishes n messages numbered 1.. to subject, each with a Nats-Msg-Id when ids;
  * waits for every PubAck. */
 static natsStatus publish_all_ids(jsCtx *js, const char *subject, int size, uint64_t n, int ids)
@@ -340,14 +349,13 @@ static natsStatus publish_all_ids(jsCtx *js, const char *subject, int size, uint
     }
     natsStatus s = NATS_OK;
     char id[64];
-    jsPubOptions idopts;
-    jsPubOptions_Init(&idopts);
-    idopts.MsgId = id;
     for (uint64_t i = 1; i <= n && s == NATS_OK; i++) {
         number(buf, i);
         /* Shaped like an alert's: <unit>:<digest>:<slice>:<input seq>:<index>. */
-        snprintf(id, sizeof(id), "seq:0123456789ab:0:%" PRIu64 ":%" PRIu64, i / 8, i % 8);
-        s = js_PublishAsync(js, subject, buf, size, ids ? &idopts : NULL);
+        if (ids) {
+            snprintf(id, sizeof(id), "seq:0123456789ab:0:%" PRIu64 ":%" PRIu64, i / 8, i % 8);
+        }
+        s = publish_id(js, subject, buf, size, ids ? id : NULL);
     }
     if (s == NATS_OK) {
         jsPubOptions po;
@@ -823,6 +831,7 @@ struct path {
     uint64_t n, rate; /* rate 0: as fast as the publish window allows */
     int window;       /* PubAcks the publisher may wait for at once */
     int ids;          /* each publish carries a Nats-Msg-Id, as gust's do */
+    int sink_delay_ms; /* the sink starts this late */
     natsStatus s;
     struct puller hop, sink;
     atomic_uint_fast64_t delivered; /* unique numbers the sink has acked */
@@ -853,11 +862,10 @@ static void *path_publish(void *arg)
         snprintf(t, sizeof(t), " %020" PRIu64, mono_ns());
         memcpy(buf + 20, t, 21);
         char id[64];
-        jsPubOptions idopts;
-        jsPubOptions_Init(&idopts);
-        idopts.MsgId = id;
-        snprintf(id, sizeof(id), "orders:%" PRIu64, i); /* as ingest's: <source>:<event id> */
-        s = js_PublishAsync(js, pa->in, buf, pa->size, pa->ids ? &idopts : NULL);
+        if (pa->ids) {
+            snprintf(id, sizeof(id), "orders:%" PRIu64, i); /* as ingest's: <source>:<event id> */
+        }
+        s = publish_id(js, pa->in, buf, pa->size, pa->ids ? id : NULL);
         if (pa->rate > 0 && s == NATS_OK) s = natsConnection_Flush(nc); /* as ingest: each leaves at once */
     }
     if (s == NATS_OK) {
@@ -897,15 +905,13 @@ static void *path_hop(void *arg)
         }
         natsStatus s = NATS_OK;
         for (int i = 0; i < got && s == NATS_OK; i++) {
+            const char *data = natsMsg_GetData(msgs[i]);
+            int len = natsMsg_GetDataLength(msgs[i]);
             char id[64];
-            jsPubOptions idopts;
-            jsPubOptions_Init(&idopts);
-            idopts.MsgId = id;
-            /* As a flow's emit: <unit>:<input>:<emit index> (the message's number here). */
-            snprintf(id, sizeof(id), "flow_orders:%" PRIu64 ":0",
-                     number_of(natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i])));
-            s = js_PublishAsync(pa->hop.js, pa->out, natsMsg_GetData(msgs[i]), natsMsg_GetDataLength(msgs[i]),
-                                pa->ids ? &idopts : NULL);
+            if (pa->ids) { /* as a flow's emit: <unit>:<input>:<emit index> (its number here) */
+                snprintf(id, sizeof(id), "flow_orders:%" PRIu64 ":0", number_of(data, len));
+            }
+            s = publish_id(pa->hop.js, pa->out, data, len, pa->ids ? id : NULL);
         }
         if (s == NATS_OK && got > 0) s = natsConnection_FlushTimeout(pa->hop.nc, 1000);
         jsPubOptions po;
@@ -928,9 +934,8 @@ static void *path_hop(void *arg)
 static void *path_sink(void *arg)
 {
     struct path *pa = arg;
-    const char *delay = getenv("PATH_SINK_DELAY_MS");
-    if (delay != NULL && atoi(delay) > 0) {
-        struct timespec ts = {atoi(delay) / 1000, (long)(atoi(delay) % 1000) * 1000000};
+    if (pa->sink_delay_ms > 0) {
+        struct timespec ts = {pa->sink_delay_ms / 1000, (long)(pa->sink_delay_ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
     }
     natsMsg **msgs = calloc((size_t)pa->batch, sizeof(*msgs));
@@ -965,9 +970,9 @@ static void *path_sink(void *arg)
 
 static int run_path(int batch, uint64_t n, const char *name, int size, uint64_t rate, int window, int hop)
 {
-    const char *ids = getenv("PATH_MSG_IDS");
+    const char *ids = getenv("PATH_MSG_IDS"), *delay = getenv("PATH_SINK_DELAY_MS");
     struct path pa = {.size = size, .batch = batch, .n = n, .rate = rate, .window = window, .s = NATS_OK,
-                      .ids = ids != NULL && atoi(ids) > 0};
+                      .ids = ids != NULL && atoi(ids) > 0, .sink_delay_ms = delay != NULL ? atoi(delay) : 0};
     snprintf(pa.in, sizeof(pa.in), "%s.in", name);
     snprintf(pa.out, sizeof(pa.out), "%s.out", name);
     pa.seen = calloc(n + 1, 1);

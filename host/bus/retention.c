@@ -202,12 +202,9 @@ static const struct backlog *last_read(const struct gust_retention *r, size_t i)
 static const struct backlog *still(const struct gust_retention *r, size_t i, uint64_t pass_last_seq,
                                    uint64_t changes, int64_t now)
 {
-    if (i >= r->nbacklog) {
-        return NULL;
-    }
-    const struct backlog *b = &r->backlog[i];
-    return b->done && b->last_seq == pass_last_seq && b->changes == changes && now - b->read_ms < REREAD_MS &&
-                   strcmp(b->name, r->readers.names[i]) == 0
+    const struct backlog *b = last_read(r, i);
+    return b != NULL && b->done && b->last_seq == pass_last_seq && b->changes == changes &&
+                   now - b->read_ms < REREAD_MS
                ? b
                : NULL;
 }

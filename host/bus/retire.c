@@ -55,7 +55,7 @@ static void retire(natsConnection *nc, natsSubscription *sub, kvWatcher *w)
 {
     int64_t now = gust_clock_mono_ms();
     destroy_list(take(now, NULL));
-    struct retired *r = calloc(1, sizeof(*r));
+    struct retired *r = malloc(sizeof(*r));
     if (r == NULL) {
         return; /* leaked rather than freed under a reader */
     }
