@@ -29,6 +29,10 @@ const char *gust_schema_type_name(enum gust_type t)
         return "addr";
     case GUST_T_NAME:
         return "name";
+    case GUST_T_RATE:
+        return "rate";
+    case GUST_T_URL:
+        return "url";
     }
     return "?";
 }
@@ -68,6 +72,8 @@ const char *gust_schema_bounds_text(const struct gust_schema_key *k, char *buf, 
     buf[0] = '\0';
     if (k->choices != NULL && k->type == GUST_T_STR) {
         snprintf(buf, size, "one of %s", k->choices);
+    } else if (k->choices != NULL && k->type == GUST_T_URL) {
+        snprintf(buf, size, "a URL of scheme %s", k->choices);
     } else if ((k->flags & GUST_K_RANGE) &&
                (k->type == GUST_T_INT || k->type == GUST_T_SIZE || k->type == GUST_T_DURATION)) {
         fmt_amount(k->type, k->min, lo, sizeof(lo));

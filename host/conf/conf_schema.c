@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gust/sdk.h" /* gust_rate_parse */
 #include "subject.h"
 #include "value.h"
 
@@ -70,6 +71,14 @@ static int describe(enum gust_type type, const char **noun, const char **hint)
         *noun = "name";
         *hint = "1 to 64 letters, digits, '_' and '-': NATS takes it as it is";
         return 0;
+    case GUST_T_RATE:
+        *noun = "rate";
+        *hint = "N/s, N/m or N/h with N > 0, e.g. 200/s, 0.5/s, 10/m";
+        return 0;
+    case GUST_T_URL:
+        *noun = "URL";
+        *hint = "scheme://[user[:password]@]host[:port][/path]";
+        return 0;
     }
     return GUST_EINVAL;
 }
@@ -114,6 +123,8 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
     int64_t v = 0;
     int port;
     int ok;
+    double per_sec;
+    char scheme[32];
 
     switch (type) {
     case GUST_T_INT:
@@ -137,6 +148,12 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
         break;
     case GUST_T_NAME:
         ok = gust_name_valid(text);
+        break;
+    case GUST_T_RATE:
+        ok = gust_rate_parse(text, &per_sec) == 0;
+        break;
+    case GUST_T_URL:
+        ok = gust_parse_url(text, scheme, sizeof(scheme)) == 0;
         break;
     case GUST_T_PATH:
         if (text[0] == '\0') {
@@ -181,6 +198,10 @@ static int within_bounds(const struct gust_schema_key *k, const char *text, int6
     }
     if (k->choices != NULL && k->type == GUST_T_STR) {
         return word_in(k->choices, text);
+    }
+    if (k->choices != NULL && k->type == GUST_T_URL) {
+        char scheme[32];
+        return gust_parse_url(text, scheme, sizeof(scheme)) == 0 && word_in(k->choices, scheme);
     }
     return 1;
 }
@@ -397,6 +418,10 @@ static int apply_statement(struct gust_cfg *cfg, const struct gust_schema_key *s
         int rc = add_value(v, st->args[i], st->file);
         if (rc == GUST_ECONFIG) {
             describe(v->type, &noun, &hint);
+            if (v->type == GUST_T_URL) { /* it may hold a password: not repeated */
+                return gust_err_set(err, GUST_ECONFIG, "%s:%d: invalid %s for '%s' (%s)", st->file, st->line, noun,
+                                    st->name, hint);
+            }
             return gust_err_set(err, GUST_ECONFIG, "%s:%d: invalid %s '%s' for '%s' (%s)", st->file,
                                 st->line, noun, st->args[i], st->name, hint);
         }
@@ -408,6 +433,10 @@ static int apply_statement(struct gust_cfg *cfg, const struct gust_schema_key *s
     for (size_t i = 0; i < v->nitems; i++) {
         if (!within_bounds(k, v->items[i], v->num)) {
             char bounds[96];
+            if (v->type == GUST_T_URL) {
+                return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s must be %s in %s", st->file, st->line, st->name,
+                                    gust_schema_bounds_text(k, bounds, sizeof(bounds)), what);
+            }
             return gust_err_set(err, GUST_ECONFIG, "%s:%d: %s must be %s in %s, not '%s'", st->file, st->line,
                                 st->name, gust_schema_bounds_text(k, bounds, sizeof(bounds)), what,
                                 st->args[i < st->nargs ? i : 0]);
@@ -554,34 +583,49 @@ fail:
     return rc;
 }
 
+/* The value of a key the accessors read. A checked cfg holds every key its schema
+ * declares, given or not, so a key missing from it is one no table declares: a bug in
+ * the code reading it (a typo, or a key moved to another block), which would otherwise
+ * read as "not set" for ever. It aborts so that any test reaching that read fails. */
+static const struct cfg_val *declared_val(const struct gust_cfg *cfg, const char *key)
+{
+    const struct cfg_val *v = find_val(cfg, key);
+    if (v == NULL && cfg != NULL) {
+        fprintf(stderr, "gust: bug: key '%s' read from %s, whose schema does not declare it\n", key,
+                cfg->where != NULL ? cfg->where : "a block");
+        abort();
+    }
+    return v;
+}
+
 /* For a LIST this is the first item, handy for keys that are usually given once. */
 const char *gust_cfg_str(const struct gust_cfg *cfg, const char *key)
 {
-    const struct cfg_val *v = find_val(cfg, key);
+    const struct cfg_val *v = declared_val(cfg, key);
     return v != NULL && v->nitems > 0 ? v->items[0] : NULL;
 }
 
 int64_t gust_cfg_int(const struct gust_cfg *cfg, const char *key)
 {
-    const struct cfg_val *v = find_val(cfg, key);
+    const struct cfg_val *v = declared_val(cfg, key);
     return v != NULL ? v->num : 0;
 }
 
 size_t gust_cfg_count(const struct gust_cfg *cfg, const char *key)
 {
-    const struct cfg_val *v = find_val(cfg, key);
+    const struct cfg_val *v = declared_val(cfg, key);
     return v != NULL ? v->nitems : 0;
 }
 
 const char *gust_cfg_item(const struct gust_cfg *cfg, const char *key, size_t i)
 {
-    const struct cfg_val *v = find_val(cfg, key);
+    const struct cfg_val *v = declared_val(cfg, key);
     return v != NULL && i < v->nitems ? v->items[i] : NULL;
 }
 
 const char *gust_cfg_where(const struct gust_cfg *cfg, const char *key)
 {
-    const struct cfg_val *v = find_val(cfg, key);
+    const struct cfg_val *v = declared_val(cfg, key);
     if (cfg == NULL) {
         return NULL;
     }
@@ -615,6 +659,14 @@ int gust_cfg_bind(const struct gust_cfg *cfg, const struct gust_schema_key *sche
         case GUST_T_BOOL: {
             int b = v->num != 0;
             memcpy(field, &b, sizeof(b));
+            break;
+        }
+        case GUST_T_RATE: {
+            double per_sec = 0;
+            if (v->nitems > 0) {
+                (void)gust_rate_parse(v->items[0], &per_sec); /* checked when the block was */
+            }
+            memcpy(field, &per_sec, sizeof(per_sec));
             break;
         }
         case GUST_T_LIST: {

@@ -163,3 +163,55 @@ int gust_name_valid(const char *s)
     }
     return n >= 1 && n <= 64;
 }
+
+/* The authority of a URL, [user[:password]@]host[:port], as the bytes [s, end). */
+static int authority_valid(const char *s, const char *end)
+{
+    const char *at = NULL;
+    for (const char *p = s; p < end; p++) {
+        at = *p == '@' ? p : at;
+    }
+    const char *host = at != NULL ? at + 1 : s;
+    const char *colon = NULL;
+    if (host < end && *host == '[') {
+        const char *rb = memchr(host, ']', (size_t)(end - host));
+        if (rb == NULL || rb == host + 1 || (rb + 1 < end && rb[1] != ':')) {
+            return 0;
+        }
+        colon = rb + 1 < end ? rb + 1 : NULL;
+    } else {
+        colon = memchr(host, ':', (size_t)(end - host));
+        if ((colon != NULL ? colon : end) == host) {
+            return 0; /* no host */
+        }
+    }
+    if (colon == NULL) {
+        return 1;
+    }
+    int64_t port;
+    const char *digits_end;
+    return parse_digits(colon + 1, &digits_end, &port) == 0 && digits_end == end && port >= 1 && port <= 65535;
+}
+
+int gust_parse_url(const char *s, char *scheme, size_t scheme_size)
+{
+#define LETTERS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    /* A scheme: a letter, then letters, digits, '+', '.' and '-'. */
+    size_t n = strspn(s, LETTERS) > 0 ? strspn(s, LETTERS "0123456789+.-") : 0;
+#undef LETTERS
+    if (n == 0 || strncmp(s + n, "://", 3) != 0 || n >= scheme_size) {
+        return GUST_EINVAL;
+    }
+    for (const char *p = s; *p != '\0'; p++) {
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p == 0x7f) {
+            return GUST_EINVAL; /* spaces and control characters are %-encoded in a URL */
+        }
+    }
+    const char *auth = s + n + 3;
+    if (!authority_valid(auth, auth + strcspn(auth, "/?#"))) {
+        return GUST_EINVAL;
+    }
+    memcpy(scheme, s, n); /* as written: the libraries behind the keys match it that way */
+    scheme[n] = '\0';
+    return 0;
+}

@@ -5,6 +5,7 @@
 #ifndef GUST_VALUE_H
 #define GUST_VALUE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Decimal integer with an optional '-', within int64 range. */
@@ -27,5 +28,12 @@ int gust_name_valid(const char *s);
 /* host:port or [ipv6]:port with port 1..65535; *port receives the port. The host is
  * checked for shape only (no spaces, no '/'), never resolved. */
 int gust_parse_addr(const char *s, int *port);
+
+/* scheme://[user[:password]@]host[:port][/path][?query][#fragment] (GUST_T_URL): a
+ * scheme of letters, digits, '+', '.' and '-'; a host (a name, an address or [ipv6]);
+ * a port 1..65535 when given; no spaces or control characters anywhere. The rest is
+ * the scheme's business (its library parses it). The scheme, as written, is copied to
+ * scheme (GUST_EINVAL when it does not fit scheme_size). */
+int gust_parse_url(const char *s, char *scheme, size_t scheme_size);
 
 #endif

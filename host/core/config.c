@@ -151,8 +151,8 @@ const struct gust_schema_key gust_nats_schema[] = {
 };
 
 const struct gust_schema_key gust_otlp_schema[] = {
-    OTLP(endpoint, STR, NULL, 0,
-         "OTLP/HTTP JSON traces URL of a collector, http://HOST:PORT/v1/traces (needed in an otlp block); spans of "
+    GUST_KEY_URL(struct gust_otlp_keys, endpoint, NULL, 0, "http",
+         "OTLP/HTTP JSON traces URL of a collector, http://HOST:PORT/v1/traces (needed in an otlp block; no https); spans of "
          "ingest, flows, detect and sinks go there, batched at least every second, dropped (and counted) when it "
          "is down"),
     OTLP(sample, STR, "1.0", 0,
@@ -290,7 +290,8 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
     return 0;
 }
 
-/* The two otlp values a string key cannot check: a ratio and an http:// URL. */
+/* The otlp values their types cannot check: a ratio, and the endpoint as the exporter
+ * reads it (a host that fits). */
 static int check_otlp(struct gust_config *c, struct gust_err *err)
 {
     if (gust_trace_parse_ratio(c->otlp.sample, &c->otlp_sample) != 0) {

@@ -12,8 +12,8 @@
 
 /* All reloadable: a reload builds the store anew (host/secret/store.c). */
 const struct gust_schema_key gust_secrets_schema[] = {
-    SEC(vault_addr, STR, NULL, R,
-        "Vault KV v2 store: http://HOST:PORT or https://HOST:PORT; {secret:PATH#KEY} is data.data.KEY of "
+    GUST_KEY_URL(struct gust_secrets_keys, vault_addr, NULL, R, "http|https",
+        "Vault KV v2 store, e.g. https://vault:8200; {secret:PATH#KEY} is data.data.KEY of "
         "GET /v1/<vault_mount>/data/PATH"),
     SEC(vault_token_file, PATH, NULL, GUST_K_SECRET | R,
         "file holding the Vault token sent as X-Vault-Token (read again at each reload)"),

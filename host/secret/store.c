@@ -94,26 +94,21 @@ static void store_clear(struct secret_store *s)
     *s = (struct secret_store){0};
 }
 
-/* "http://host:port" or "https://host:port" (a path after it is ignored). */
+/* Splits "http://host:port" or "https://host:port" (a path after it is ignored), whose
+ * scheme, host and port the schema has checked (GUST_T_URL). Returns 1 for https, -1
+ * for a URL with credentials (Vault takes its token from vault_token_file). */
 static int parse_addr(const char *addr, struct secret_store *s, char *why, size_t whysz)
 {
     int tls = strncmp(addr, "https://", 8) == 0;
-    if (!tls && strncmp(addr, "http://", 7) != 0) {
-        snprintf(why, whysz, "vault_addr: \"%s\" is not http://HOST:PORT or https://HOST:PORT", addr);
-        return -1;
-    }
     const char *h = addr + (tls ? 8 : 7);
     size_t hl = strcspn(h, ":/");
-    s->vault_port = tls ? 443 : 80;
-    if (h[hl] == ':') {
-        s->vault_port = atoi(h + hl + 1);
-    }
-    if (hl == 0 || s->vault_port <= 0 || s->vault_port > 65535) {
-        snprintf(why, whysz, "vault_addr: \"%s\" has no host or a bad port", addr);
+    if (memchr(h, '@', strcspn(h, "/?#")) != NULL) {
+        snprintf(why, whysz, "vault_addr: no credentials in the URL: the token comes from vault_token_file");
         return -1;
     }
+    s->vault_port = h[hl] == ':' ? atoi(h + hl + 1) : tls ? 443 : 80;
     s->vault_host = strndup(h, hl);
-    return tls ? 1 : 0;
+    return tls;
 }
 
 /* The store k describes, made anew (the token file read again). A problem with it

@@ -14,11 +14,7 @@ int amqp_conf_load(struct amqp_conf *c, const struct amqp_keys *k, const struct 
     struct amqp_connection_info info;
 
     memset(c, 0, sizeof(*c));
-    /* The URL may hold a password: no error repeats it. */
-    if (strncmp(k->url, "amqp://", 7) != 0 && strncmp(k->url, "amqps://", 8) != 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: url: not an amqp:// or amqps:// URL",
-                            h->cfg_where(cfg, "url"));
-    }
+    /* The URL may hold a password: no error repeats it. The schema has checked its scheme. */
     if (!(c->url_copy = strdup(k->url))) {
         return gust_err_set(err, GUST_ENOMEM, "out of memory");
     }

@@ -44,8 +44,8 @@ struct amqp_keys {
 #define AMQP_KEY_RANGE(S, f, T, def, flags, lo, hi, help) \
     {#f, GUST_T_##T, def, (flags) | GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, common.f, T), lo, hi, NULL}
 #define AMQP_COMMON_KEYS(S)                                                                                \
-    AMQP_KEY(S, url, STR, NULL, GUST_K_REQUIRED | GUST_K_SECRET,                                           \
-             "amqp[s]://[user[:password]@]host[:port][/vhost] (vhost \"/\" is %2f)"),                     \
+    GUST_KEY_URL_AS(S, common.url, "url", NULL, GUST_K_REQUIRED | GUST_K_SECRET, "amqp|amqps",            \
+                    "amqp[s]://[user[:password]@]host[:port][/vhost] (vhost \"/\" is %2f)"),              \
     AMQP_KEY(S, password_file, PATH, NULL, GUST_K_SECRET,                                                 \
              "file whose first line is the password (instead of the URL's)"),                              \
     AMQP_KEY(S, tls_ca, PATH, NULL, 0, "amqps://: the CA file that signed the broker's certificate"),     \

@@ -126,9 +126,9 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
         }
         if (fit < 1.0) {
             host->log(h->inst, GUST_LOG_WARN,
-                      "rate %s is below one request per %lld ms (a third of nats ack_wait): messages "
+                      "rate %g/s is below one request per %lld ms (a third of nats ack_wait): messages "
                       "waiting for it are delivered again meanwhile; raise ack_wait",
-                      c->k.rate, (long long)(l->ack_wait_ms / 3));
+                      c->rate, (long long)(l->ack_wait_ms / 3));
         }
     }
 }

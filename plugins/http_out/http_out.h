@@ -53,7 +53,7 @@ struct http_out_keys {
     int64_t batch_linger;
     const char *batch_format;
     const char *batch_wrap;
-    const char *rate;
+    double rate; /* per second; 0: none */
     int64_t rate_burst;
     const char *rate_key;
     const char *reply_to;

@@ -12,8 +12,8 @@
 #define KEY(f, T, def, flags, help) GUST_KEY(struct http_out_keys, f, T, def, flags, help)
 #define KEY_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct http_out_keys, f, T, def, flags, lo, hi, help)
 const struct gust_schema_key http_out_schema[] = {
-    KEY(url, STR, NULL, GUST_K_REQUIRED,
-        "where to send each message (http:// or https://); its path and query may hold templates "
+    GUST_KEY_URL(struct http_out_keys, url, NULL, GUST_K_REQUIRED, "http|https",
+        "where to send each message; its path and query may hold templates "
         "(\"http://api/orders/{payload.country}\", values percent-encoded; quote a value with '{')"),
     KEY(method, STR, "POST", 0, "POST, PUT or PATCH, or a template rendering to one of them"),
     KEY(header, LIST, NULL, GUST_K_SECRET | GUST_K_TEMPLATE,
@@ -50,8 +50,8 @@ const struct gust_schema_key http_out_schema[] = {
     KEY(batch_wrap, STR, NULL, 0,
         "a json_array batch's body around its array, written as the array \"[...]\": "
         "'{\"records\": [...]}' (default: the array alone)"),
-    KEY(rate, STR, NULL, 0,
-        "most requests a second (a batch is one): N/s, N/m or N/h, over all connections of this sink, in "
+    KEY(rate, RATE, NULL, 0,
+        "most requests (a batch is one) per second, minute or hour, over all connections of this sink, in "
         "this process (a cluster of P processes sends up to P times it)"),
     KEY_RANGE(rate_burst, INT, "0", GUST_K_ZERO_OFF, 1, 1000000000,
               "requests sent at once after a quiet spell (0: one second of the rate)"),
@@ -229,11 +229,8 @@ static int load_batch_rate(struct http_out_conf *conf, const struct gust_host_ap
     }
     conf->wrap_post_len = strlen(conf->wrap_post);
     conf->batch_overhead = conf->ndjson ? 1 : conf->wrap_pre_len + conf->wrap_post_len;
-    if (k->rate != NULL && gust_rate_parse(k->rate, &conf->rate) != 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: rate: \"%s\" is not a rate (N/s, N/m or N/h, N > 0)",
-                            api->cfg_where(cfg, "rate"), k->rate);
-    }
-    if ((k->rate_burst > 0 || k->rate_key != NULL) && k->rate == NULL) {
+    conf->rate = k->rate;
+    if ((k->rate_burst > 0 || k->rate_key != NULL) && k->rate <= 0) {
         return gust_err_set(err, GUST_ECONFIG, "%s: %s needs a rate", api->cfg_where(cfg, k->rate_key ? "rate_key" : "rate_burst"),
                             k->rate_key ? "rate_key" : "rate_burst");
     }

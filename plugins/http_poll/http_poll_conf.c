@@ -40,7 +40,7 @@ static int parse_url(struct http_poll_conf *conf, const char *url)
 #define KEY(f, T, def, flags, help) GUST_KEY(struct http_poll_keys, f, T, def, flags, help)
 #define KEY_RANGE(f, T, def, flags, lo, hi, help) GUST_KEY_RANGE(struct http_poll_keys, f, T, def, flags, lo, hi, help)
 const struct gust_schema_key http_poll_schema[] = {
-    KEY(url, STR, NULL, GUST_K_REQUIRED, "what to GET (http:// or https://)"),
+    GUST_KEY_URL(struct http_poll_keys, url, NULL, GUST_K_REQUIRED, "http|https", "what to GET"),
     KEY(subject, SUBJECT, NULL, GUST_K_REQUIRED, "where to publish the body"),
     KEY_RANGE(interval, DURATION, "10s", 0, 10, INT64_MAX, "time between polls; the first is at start"),
     KEY_RANGE(timeout, DURATION, "5s", 0, 10, INT64_MAX, "limit for one request, connecting included"),

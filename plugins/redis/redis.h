@@ -37,8 +37,8 @@ struct redis_keys {
 #define REDIS_KEY_RANGE(S, f, T, def, lo, hi, help) \
     {#f, GUST_T_##T, def, GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, common.f, T), lo, hi, NULL}
 #define REDIS_COMMON_KEYS(S)                                                                               \
-    REDIS_KEY(S, url, STR, NULL, GUST_K_REQUIRED,                                                          \
-              "redis://[user@]host[:port][/db] (no rediss://: hiredis 0.14 has no TLS)"),                  \
+    GUST_KEY_URL_AS(S, common.url, "url", NULL, GUST_K_REQUIRED, "redis|rediss",                           \
+                    "redis://[user@]host[:port][/db] (no rediss://: hiredis 0.14 has no TLS)"),            \
     REDIS_KEY(S, user, STR, NULL, 0, "ACL user name (Redis 6+): AUTH user password"),                      \
     REDIS_KEY(S, password_file, PATH, NULL, GUST_K_SECRET, "file whose first line is the password"),       \
     REDIS_KEY_RANGE(S, db, INT, "0", 0, 1000000, "database number (SELECT); 0: the URL's /N, else 0"),     \

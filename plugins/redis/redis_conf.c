@@ -18,11 +18,7 @@ static int parse_url(struct redis_conf *c, const char *url, const char **user, c
                  "which has no TLS: use redis:// on a trusted network or a TLS tunnel (stunnel, spiped)");
         return -1;
     }
-    if (strncmp(url, "redis://", 8) != 0) {
-        snprintf(why, whysz, "\"%s\" is not a redis:// URL", url);
-        return -1;
-    }
-    p = url + 8;
+    p = url + 8; /* the schema let redis:// and rediss:// through */
     slash = strchr(p, '/');
     at = strchr(p, '@');
     if (at && (!slash || at < slash)) {

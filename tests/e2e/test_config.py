@@ -81,6 +81,12 @@ include conf.d/*.conf;
         ("nats { url http://127.0.0.1:4222; }\n", p + ":1: url http://127.0.0.1:4222: only nats:// and tls://",
          "an http:// bus URL"),
         ("nats { url nats://127.0.0.1:42x; }\n", p + ":1: url nats://127.0.0.1:42x: bad port", "bad port"),
+        ("secrets {\n  vault_addr vault.example:8200;\n}\n", p + ":2: invalid URL for 'vault_addr'",
+         "a vault_addr without a scheme"),
+        ("secrets {\n  vault_addr ftp://vault.example:8200;\n}\n",
+         p + ":2: vault_addr must be a URL of scheme http|https in secrets", "a vault_addr of another scheme"),
+        ("otlp {\n  endpoint http://collector:99999/v1/traces;\n}\n", p + ":2: invalid URL for 'endpoint'",
+         "an otlp endpoint with a bad port"),
     ]
     for conf, want, what in bad:
         rc, err = gust_t(tmp, conf)

@@ -107,7 +107,7 @@ def check_config(t, tmp):
     base = "plugin_dir %s;\nplugin http_poll;\nsource p {\n    use http_poll;\n    subject ev.p;\n" % PLUGINS
     cases = [
         ("", 3, "url", "missing url"),
-        ("    url ftp://127.0.0.1/x;\n", 6, "url: not an http:// or https:// URL", "ftp url"),
+        ("    url ftp://127.0.0.1/x;\n", 6, "url must be a URL of scheme http|https in source 'p'", "ftp url"),
         ("    url http://127.0.0.1/x;\n    interval 0;\n", 7, "interval must be at least 10ms", "interval 0"),
         ("    url http://127.0.0.1/x;\n    interval 2 s;\n", 7, "interval", "interval 2 s"),
         ("    url http://127.0.0.1/x;\n    timeout 1;\n", 7, "timeout must be at least 10ms", "timeout 1"),

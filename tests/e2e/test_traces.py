@@ -61,7 +61,7 @@ def main():
     try:
         check_config_errors(t, tmp, nats, "http_out", [
             ("otlp { endpoint http://127.0.0.1:4318/v1/traces; sample 2; }", "otlp.sample: expected a number"),
-            ("otlp { endpoint https://collector/v1/traces; }", "endpoint must start with http://"),
+            ("otlp { endpoint https://collector/v1/traces; }", "endpoint must be a URL of scheme http in otlp"),
             ("otlp { sample 0.5; }", "otlp: endpoint is required"),
         ], "-t")
         g = Gust(tmp, CONF % {"nats": nats.url, "far": far.port, "script": script, "calc": calc,

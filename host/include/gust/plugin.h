@@ -37,7 +37,7 @@
 #include "gust/schema.h"
 
 #define GUST_ABI_MAJOR 1
-#define GUST_ABI_MINOR 7
+#define GUST_ABI_MINOR 8
 #define GUST_PLUGIN_ENTRY gust_plugin_entry
 #define GUST_PLUGIN_ENTRY_NAME "gust_plugin_entry"
 

@@ -30,6 +30,14 @@ enum gust_type {
      * 1 to 64 letters, digits, '_' and '-'. Refused, never renamed: a renamed name could
      * collide with another (a"b and a_b). */
     GUST_T_NAME,
+    /* ABI 1.8: requests or events over time, N/s, N/m or N/h (N > 0, a decimal number
+     * allowed: 0.5/s); binds to a double, per second. */
+    GUST_T_RATE,
+    /* ABI 1.8: scheme://[user[:password]@]host[:port][/path...]; `choices` lists the
+     * schemes the key accepts ("http|https"; NULL: any). The host checks the shape and
+     * the scheme, the plugin's library the rest. Its errors never repeat the value: a
+     * URL may hold a password. */
+    GUST_T_URL,
 };
 
 enum {
@@ -60,8 +68,9 @@ enum {
 };
 
 /* Where a bound value goes, by type:
- *   STR PATH SUBJECT FILTER ADDR NAME  const char *   (NULL when absent without a default)
+ *   STR PATH SUBJECT FILTER ADDR NAME URL  const char *  (NULL when absent without a default)
  *   INT SIZE DURATION             int64_t        (SIZE in bytes, DURATION in ms)
+ *   RATE                          double         (per second; 0 when absent)
  *   BOOL                          int            (0 or 1)
  *   LIST                          struct gust_list
  * Strings point into the checked configuration and live as long as it does. */
@@ -80,7 +89,7 @@ struct gust_schema_key {
     size_t offset; /* with GUST_K_BOUND: offsetof(owner struct, field) */
     /* ABI 1.3 (older tables end before it and read as zero: no bounds, no choices). */
     int64_t min, max;    /* with GUST_K_RANGE, in the normalised unit: bytes, ms */
-    const char *choices; /* a STR key: the words it accepts, '|'-separated ("text|json") */
+    const char *choices; /* a STR key: the words it accepts, a URL key: its schemes, '|'-separated ("text|json") */
 };
 
 /* A table ends with an entry whose key is NULL. */
@@ -93,6 +102,8 @@ struct gust_schema_key {
 #define GUST__CTYPE_FILTER const char *
 #define GUST__CTYPE_ADDR const char *
 #define GUST__CTYPE_NAME const char *
+#define GUST__CTYPE_URL const char *
+#define GUST__CTYPE_RATE double
 #define GUST__CTYPE_INT int64_t
 #define GUST__CTYPE_SIZE int64_t
 #define GUST__CTYPE_DURATION int64_t
@@ -115,12 +126,18 @@ struct gust_schema_key {
  * Add GUST_K_ZERO_OFF to flags to accept 0 as well. */
 #define GUST_KEY_RANGE(S, field, T, def, flags, lo, hi, help) \
     {#field, GUST_T_##T, def, (flags) | GUST_K_BOUND | GUST_K_RANGE, help, GUST__AT(S, field, T), lo, hi, NULL}
+/* A bound URL key that accepts the '|'-separated schemes of `schemes`. */
+#define GUST_KEY_URL_AS(S, field, name, def, flags, schemes, help) \
+    {name, GUST_T_URL, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, URL), 0, 0, schemes}
+#define GUST_KEY_URL(S, field, def, flags, schemes, help) GUST_KEY_URL_AS(S, field, #field, def, flags, schemes, help)
 /* A bound STR key that accepts one of the '|'-separated words of `words`. */
 #define GUST_KEY_ENUM(S, field, def, flags, words, help) \
     {#field, GUST_T_STR, def, (flags) | GUST_K_BOUND, help, GUST__AT(S, field, STR), 0, 0, words}
 
 /* A checked set of values for one block. Values are read through these
  * accessors; a key that is absent and has no default reads as NULL / 0 / 0 items.
+ * Reading a key the block's schema does not declare is a bug and aborts the process
+ * (with the key and the block on stderr), so any test that reaches the read fails.
  * Numbers come back normalised: SIZE in bytes, DURATION in milliseconds, BOOL 0/1. */
 struct gust_cfg;
 const char *gust_cfg_str(const struct gust_cfg *cfg, const char *key);

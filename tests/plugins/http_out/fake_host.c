@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gust/sdk.h" /* gust_rate_parse */
+
 #define MAX_PAIRS 32
 
 struct gust_cfg {
@@ -139,6 +141,14 @@ static int cfg_bind(const struct gust_cfg *ccfg, const struct gust_schema_key *s
         case GUST_T_LIST: {
             struct gust_list l = list(cfg, k);
             memcpy(field, &l, sizeof(l));
+            break;
+        }
+        case GUST_T_RATE: {
+            double per_sec = 0;
+            if (v && gust_rate_parse(v, &per_sec) != 0) {
+                fatal("key \"%s\": \"%s\" is not a rate", k->key, v);
+            }
+            memcpy(field, &per_sec, sizeof(per_sec));
             break;
         }
         default:

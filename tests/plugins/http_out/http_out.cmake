@@ -6,7 +6,7 @@ set(http_out_dir ${PROJECT_SOURCE_DIR}/plugins/http_out)
 add_library(http_out_test_host STATIC ${CMAKE_CURRENT_LIST_DIR}/fake_host.c ${CMAKE_CURRENT_LIST_DIR}/server_proc.c)
 target_include_directories(http_out_test_host PUBLIC ${PROJECT_SOURCE_DIR}/host/include)
 target_compile_options(http_out_test_host PUBLIC -Wall -Wextra)
-target_link_libraries(http_out_test_host PUBLIC ${CMAKE_DL_LIBS})
+target_link_libraries(http_out_test_host PUBLIC gust_sdk ${CMAKE_DL_LIBS})
 set_target_properties(http_out_test_host PROPERTIES C_STANDARD 11)
 
 add_executable(test_http_out ${CMAKE_CURRENT_LIST_DIR}/test_http_out.c)

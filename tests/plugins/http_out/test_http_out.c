@@ -165,9 +165,6 @@ static void test_bad_config(void)
     check_refused("header", "Transfer-Encoding: chunked", "owns");
     check_refused("header", "content-length: 3", "owns");
     check_refused("timeout", "0", "timeout");
-    check_refused("rate", "200", "N/s, N/m or N/h");
-    check_refused("rate", "0/s", "is not a rate");
-    check_refused("rate", "5/d", "is not a rate");
     check_refused("rate_key", "{payload.tenant}", "rate_key needs a rate");
     check_refused("rate_burst", "10", "rate_burst needs a rate");
     check_refused("method", "DELETE", "PATCH");

@@ -2,7 +2,7 @@
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_XOPEN_SOURCE=700 \
  *       -Ihost/include -Ihost/conf tests/unit/conf/fuzz_conf.c \
- *       $(find host/conf -name '*.c') host/common/err.c -o /tmp/fuzz_conf
+ *       $(find host/conf -name '*.c') host/common/{err,rate,time}.c -o /tmp/fuzz_conf
  *   mkdir -p /tmp/fuzz-corpus && /tmp/fuzz_conf -max_total_time=300 /tmp/fuzz-corpus \
  *       $PWD/tests/unit/conf/data
  *
@@ -22,6 +22,7 @@
 #include "conf.h"
 #include "conf_schema.h"
 #include "subject.h"
+#include "value.h"
 
 static const struct gust_schema_key schema[] = {
     {"s", GUST_T_STR, "x", 0, "", 0},
@@ -34,6 +35,8 @@ static const struct gust_schema_key schema[] = {
     {"f", GUST_T_FILTER, "a.>", 0, "", 0},
     {"l", GUST_T_LIST, "a b", 0, "", 0},
     {"a", GUST_T_ADDR, "h:1", 0, "", 0},
+    {"r", GUST_T_RATE, "1/s", 0, "", 0},
+    {"u", GUST_T_URL, "http://h:1/x", 0, "", 0, 0, 0, "http|https"},
     GUST_KEY_END,
 };
 
@@ -90,6 +93,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gust_err err;
 
     gust_subject_valid((const char *)data, size, 1);
+    /* The URL shape check on the whole input too: the schema reaches it only through the
+     * lexer, which keeps most bytes out of a value. */
+    char text[1024], scheme[32];
+    if (size < sizeof(text)) {
+        memcpy(text, data, size);
+        text[size] = '\0';
+        (void)gust_parse_url(text, scheme, sizeof(scheme));
+    }
     if (names_outside(data, size)) {
         return 0;
     }

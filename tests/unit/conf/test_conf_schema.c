@@ -1,7 +1,10 @@
 /* gust_cfg_check: every type with good and bad values, defaults, the structural errors
  * (unknown, duplicate, arity, blocks, missing), the accessors and the help table. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../check.h"
 #include "conf.h"
@@ -101,10 +104,8 @@ static void test_values(void)
     CHECK_STR(gust_cfg_where(cfg, "urls"), "conf/t.conf:10", "where of a repeated list");
     CHECK_STR(gust_cfg_where(cfg, "token"), "conf/t.conf:1", "where of a defaulted key");
     CHECK_STR(gust_cfg_str(cfg, "token"), "s3cret", "default still there");
-    CHECK_STR(gust_cfg_str(cfg, "nope"), NULL, "unknown key reads NULL");
-    CHECK_INT(gust_cfg_int(cfg, "nope"), 0, "unknown key reads 0");
-    CHECK_INT(gust_cfg_count(cfg, "nope"), 0, "unknown key counts 0");
-    CHECK_STR(gust_cfg_where(cfg, "nope"), "conf/t.conf:1", "unknown key where is the block");
+    CHECK_STR(gust_cfg_str(NULL, "nope"), NULL, "no block reads NULL");
+    CHECK_INT(gust_cfg_count(NULL, "nope"), 0, "no block counts 0");
 
     /* The same values bound into the struct, field by field. */
     struct keys k;
@@ -122,6 +123,61 @@ static void test_values(void)
     CHECK_STR(k.urls.items[2], "z", "bound list item");
     CHECK_STR(k.listen, "[::1]:9000", "bound addr");
     CHECK_STR(k.token, "s3cret", "bound default");
+    gust_cfg_destroy(cfg);
+}
+
+/* Reads key through `accessor` (0 str, 1 int, 2 count, 3 item, 4 where) in a child
+ * process; returns what it wrote on stderr, or "" when it exited normally. */
+static const char *read_in_child(const struct gust_cfg *cfg, int accessor, const char *key)
+{
+    static char out[512];
+    int fd[2];
+    out[0] = '\0';
+    if (pipe(fd) != 0) {
+        return "pipe failed";
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], STDERR_FILENO);
+        switch (accessor) {
+        case 0: (void)gust_cfg_str(cfg, key); break;
+        case 1: (void)gust_cfg_int(cfg, key); break;
+        case 2: (void)gust_cfg_count(cfg, key); break;
+        case 3: (void)gust_cfg_item(cfg, key, 0); break;
+        default: (void)gust_cfg_where(cfg, key); break;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(fd[0], out + n, sizeof(out) - 1 - n)) > 0) {
+        n += (size_t)r;
+    }
+    out[n] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
+        return "";
+    }
+    return out;
+}
+
+/* The schema is the only place a key is declared: reading one it does not declare is a
+ * bug that must fail whatever test reaches it, not read as "not set". */
+static void test_undeclared(void)
+{
+    struct gust_conf *conf;
+    struct gust_cfg *cfg;
+    struct gust_err err = {""};
+    CHECK_INT(check_text("f {\n name orders;\n}", schema, &conf, &cfg, &err), 0, "%s", err.msg);
+    for (int a = 0; a < 5; a++) {
+        CHECK_STR(read_in_child(cfg, a, "nmae"),
+                  "gust: bug: key 'nmae' read from conf/t.conf:1, whose schema does not declare it\n",
+                  "accessor %d aborts on an undeclared key", a);
+        CHECK_STR(read_in_child(cfg, a, "timeout"), "", "accessor %d reads a declared key", a);
+    }
     gust_cfg_destroy(cfg);
 }
 
@@ -366,6 +422,8 @@ struct bounded {
     int64_t cache;
     const char *format;
     const char *node;
+    double rate;
+    const char *endpoint;
 };
 
 #define BKEY_RANGE(f, T, def, flags, lo, hi) GUST_KEY_RANGE(struct bounded, f, T, def, flags, lo, hi, #f)
@@ -375,6 +433,8 @@ static const struct gust_schema_key bounded_schema[] = {
     BKEY_RANGE(cache, SIZE, "8m", GUST_K_ZERO_OFF, 64 * 1024, 1 << 30),
     GUST_KEY_ENUM(struct bounded, format, "text", 0, "text|json", "how lines look"),
     GUST_KEY(struct bounded, node, NAME, NULL, 0, "a NATS name"),
+    GUST_KEY(struct bounded, rate, RATE, NULL, 0, "how often"),
+    GUST_KEY_URL(struct bounded, endpoint, "http://127.0.0.1:4318/v1/traces", 0, "http|https", "where to"),
     GUST_KEY_END,
 };
 
@@ -391,9 +451,28 @@ static void test_bounds(void)
                           "takes it as it is)"},
         {"node a.b;", "conf/t.conf:3: invalid name 'a.b' for 'node' (1 to 64 letters, digits, '_' and '-': NATS takes "
                       "it as it is)"},
+        {"rate 200;", "conf/t.conf:3: invalid rate '200' for 'rate' (N/s, N/m or N/h with N > 0, e.g. 200/s, 0.5/s, "
+                      "10/m)"},
+        {"rate 0/s;", "conf/t.conf:3: invalid rate '0/s' for 'rate' (N/s, N/m or N/h with N > 0, e.g. 200/s, 0.5/s, "
+                      "10/m)"},
+        {"rate 5/d;", "conf/t.conf:3: invalid rate '5/d' for 'rate' (N/s, N/m or N/h with N > 0, e.g. 200/s, 0.5/s, "
+                      "10/m)"},
+        /* A URL is never repeated: it may hold a password. */
+        {"endpoint ftp://u:secret@h/x;", "conf/t.conf:3: endpoint must be a URL of scheme http|https in flow 'orders'"},
+        {"endpoint HTTP://h/x;", "conf/t.conf:3: endpoint must be a URL of scheme http|https in flow 'orders'"},
+        {"endpoint h:4318/x;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http:///x;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http://h:0/;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http://h:65536/;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http://h:/;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http://[::1/;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint 'http://h/a b';", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
+        {"endpoint http://u:p@:80/;", "conf/t.conf:3: invalid URL for 'endpoint' (scheme://[user[:password]@]host[:port][/path])"},
     };
     static const char *const good[] = {"slices 1;", "slices 1024;", "wait 10ms;", "wait 2h;", "cache 0;",
-                                       "cache 64k;", "cache 1g;", "format json;", "format text;", "node gust-1_a;"};
+                                       "cache 64k;", "cache 1g;", "format json;", "format text;", "node gust-1_a;",
+                                       "rate 200/s;", "rate 0.5/s;", "rate 10/h;", "endpoint https://h/x;",
+                                       "endpoint 'http://u:p@[::1]:8443/v1/{payload.x}?a=b#f';", "endpoint http://h:1;"};
     struct gust_conf *conf;
     struct gust_cfg *cfg;
     struct gust_err err = {""};
@@ -419,6 +498,17 @@ static void test_bounds(void)
     CHECK_STR(err.msg, "schema of flow 'orders': default '0' of key 'slices' is not a valid integer",
               "default out of bounds");
 
+    struct bounded b;
+    CHECK_INT(check_text("b {\n rate 10/m;\n}", bounded_schema, &conf, &cfg, &err), 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_bind(cfg, bounded_schema, sizeof(bounded_schema[0]), &b, &err), 0, "%s", err.msg);
+    CHECK(b.rate > 0.16666 && b.rate < 0.16667, "a rate binds per second: %g", b.rate);
+    CHECK_STR(b.endpoint, "http://127.0.0.1:4318/v1/traces", "a URL binds as written");
+    gust_cfg_destroy(cfg);
+    CHECK_INT(check_text("b { }", bounded_schema, &conf, &cfg, &err), 0, "%s", err.msg);
+    CHECK_INT(gust_cfg_bind(cfg, bounded_schema, sizeof(bounded_schema[0]), &b, &err), 0, "%s", err.msg);
+    CHECK(b.rate == 0, "no rate binds as 0: %g", b.rate);
+    gust_cfg_destroy(cfg);
+
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -432,6 +522,7 @@ static void test_bounds(void)
     CHECK_CONTAINS(buf, "wait (at least 10ms)", "help at least");
     CHECK_CONTAINS(buf, "cache (0 (off) or within 64k..1g)", "help zero off");
     CHECK_CONTAINS(buf, "how lines look (one of text|json)", "help choices");
+    CHECK_CONTAINS(buf, "where to (a URL of scheme http|https)", "help schemes");
     free(buf);
 }
 
@@ -469,5 +560,6 @@ int main(void)
     test_help();
     test_bounds();
     test_prefix();
+    test_undeclared();
     return check_result("test_conf_schema");
 }
