@@ -286,7 +286,7 @@ static int run(const char *config_path)
     signal(SIGPIPE, SIG_IGN);
     /* After the mask: the exporter's thread must not take SIGTERM either. */
     struct gust_trace_conf tc = {
-        .endpoint = c->otlp.endpoint, .sample = c->otlp_sample, .service_name = c->otlp.service_name};
+        .endpoint = c->otlp.endpoint, .sample = c->otlp.sample, .service_name = c->otlp.service_name};
     if (gust_trace_start(&tc, &err) != 0) {
         gust_error("%s", err.msg);
         gust_host_release(host);

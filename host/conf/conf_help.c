@@ -33,6 +33,8 @@ const char *gust_schema_type_name(enum gust_type t)
         return "rate";
     case GUST_T_URL:
         return "url";
+    case GUST_T_RATIO:
+        return "ratio";
     }
     return "?";
 }

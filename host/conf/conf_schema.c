@@ -79,6 +79,10 @@ static int describe(enum gust_type type, const char **noun, const char **hint)
         *noun = "URL";
         *hint = "scheme://[user[:password]@]host[:port][/path]";
         return 0;
+    case GUST_T_RATIO:
+        *noun = "ratio";
+        *hint = "a decimal from 0 to 1, e.g. 1.0, 0.01";
+        return 0;
     }
     return GUST_EINVAL;
 }
@@ -123,7 +127,7 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
     int64_t v = 0;
     int port;
     int ok;
-    double per_sec;
+    double real;
     char scheme[32];
 
     switch (type) {
@@ -150,7 +154,10 @@ static int parse_value(enum gust_type type, const char *text, const char *file, 
         ok = gust_name_valid(text);
         break;
     case GUST_T_RATE:
-        ok = gust_rate_parse(text, &per_sec) == 0;
+        ok = gust_rate_parse(text, &real) == 0;
+        break;
+    case GUST_T_RATIO:
+        ok = gust_parse_ratio(text, &real) == 0;
         break;
     case GUST_T_URL:
         ok = gust_parse_url(text, scheme, sizeof(scheme)) == 0;
@@ -661,12 +668,15 @@ int gust_cfg_bind(const struct gust_cfg *cfg, const struct gust_schema_key *sche
             memcpy(field, &b, sizeof(b));
             break;
         }
-        case GUST_T_RATE: {
-            double per_sec = 0;
+        case GUST_T_RATE:
+        case GUST_T_RATIO: {
+            /* Parsed again from the text, which was checked with the block. */
+            double real = 0;
             if (v->nitems > 0) {
-                (void)gust_rate_parse(v->items[0], &per_sec); /* checked when the block was */
+                (void)(k->type == GUST_T_RATE ? gust_rate_parse(v->items[0], &real)
+                                              : gust_parse_ratio(v->items[0], &real));
             }
-            memcpy(field, &per_sec, sizeof(per_sec));
+            memcpy(field, &real, sizeof(real));
             break;
         }
         case GUST_T_LIST: {

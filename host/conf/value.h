@@ -29,6 +29,10 @@ int gust_name_valid(const char *s);
  * checked for shape only (no spaces, no '/'), never resolved. */
 int gust_parse_addr(const char *s, int *port);
 
+/* A share from 0 to 1 as a plain decimal (GUST_T_RATIO): "1.0", "0.01", "1"; no sign,
+ * exponent or locale. */
+int gust_parse_ratio(const char *s, double *out);
+
 /* scheme://[user[:password]@]host[:port][/path][?query][#fragment] (GUST_T_URL): a
  * scheme of letters, digits, '+', '.' and '-'; a host (a name, an address or [ipv6]);
  * a port 1..65535 when given; no spaces or control characters anywhere. The rest is

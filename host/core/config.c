@@ -155,7 +155,7 @@ const struct gust_schema_key gust_otlp_schema[] = {
          "OTLP/HTTP JSON traces URL of a collector, http://HOST:PORT/v1/traces (needed in an otlp block; no https); spans of "
          "ingest, flows, detect and sinks go there, batched at least every second, dropped (and counted) when it "
          "is down"),
-    OTLP(sample, STR, "1.0", 0,
+    OTLP(sample, RATIO, "1.0", 0,
          "share (0 to 1, e.g. 0.01) of requests without a traceparent that start a new trace at ingest; a "
          "traceparent that came in keeps its own sampled flag"),
     OTLP(service_name, STR, "gust", 0, "service.name of the exported spans"),
@@ -290,14 +290,9 @@ static int check_subjects(struct gust_config *c, struct gust_err *err)
     return 0;
 }
 
-/* The otlp values their types cannot check: a ratio, and the endpoint as the exporter
- * reads it (a host that fits). */
+/* The otlp endpoint as the exporter reads it (a host that fits), beyond its type. */
 static int check_otlp(struct gust_config *c, struct gust_err *err)
 {
-    if (gust_trace_parse_ratio(c->otlp.sample, &c->otlp_sample) != 0) {
-        return gust_err_set(err, GUST_ECONFIG, "%s: otlp.sample: expected a number from 0 to 1 (1.0, 0.01), not '%s'",
-                            gust_cfg_where(c->otlp_cfg, "sample"), c->otlp.sample);
-    }
     struct gust_err why = {{0}};
     if (c->otlp.endpoint != NULL && gust_trace_endpoint_check(c->otlp.endpoint, &why) != 0) {
         return gust_err_set(err, GUST_ECONFIG, "%s: otlp.endpoint: %s", gust_cfg_where(c->otlp_cfg, "endpoint"),

@@ -48,7 +48,7 @@ struct gust_http_keys {
 /* The otlp block: where spans go (trace/trace.h). */
 struct gust_otlp_keys {
     const char *endpoint; /* NULL: no otlp block, no export */
-    const char *sample;
+    double sample;
     const char *service_name;
 };
 
@@ -170,7 +170,6 @@ struct gust_config {
     struct gust_http_keys http;
     struct gust_nats_keys nats;
     struct gust_otlp_keys otlp;
-    double otlp_sample;       /* otlp.sample, parsed */
     struct gust_cfg *top_cfg; /* owned: the checked blocks the above point into */
     struct gust_cfg *http_cfg;
     struct gust_cfg *nats_cfg;

@@ -62,8 +62,6 @@ struct gust_trace_conf {
     const char *service_name;
 };
 
-/* Parses a sample ratio ("1.0", "0.01", "1"): 0 or -1. */
-int gust_trace_parse_ratio(const char *s, double *out);
 /* Parses an endpoint (http:// only): 0, or GUST_ECONFIG with err saying why. */
 int gust_trace_endpoint_check(const char *url, struct gust_err *err);
 

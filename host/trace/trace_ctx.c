@@ -146,29 +146,3 @@ int gust_trace_start_root(struct gust_trace_ctx *out)
     return 1;
 }
 
-int gust_trace_parse_ratio(const char *s, double *out)
-{
-    /* A decimal in [0, 1], without strtod's locale, exponents and hex. */
-    double v = 0, scale = 1;
-    int digits = 0, dot = 0;
-    for (const char *p = s; *p != '\0'; p++) {
-        if (*p == '.' && !dot) {
-            dot = 1;
-        } else if (*p >= '0' && *p <= '9' && digits < 12) {
-            digits++;
-            if (dot) {
-                scale /= 10;
-                v += (*p - '0') * scale;
-            } else {
-                v = v * 10 + (*p - '0');
-            }
-        } else {
-            return -1;
-        }
-    }
-    if (digits == 0 || v > 1.0) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}

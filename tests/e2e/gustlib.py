@@ -624,14 +624,30 @@ class RabbitMQ:
         return ["setpriv", "--reuid=rabbitmq", "--regid=rabbitmq", "--init-groups"] + list(cmd)
 
     def start(self):
-        self.proc = subprocess.Popen(self._as_rabbitmq(os.path.join(self.BIN, "rabbitmq-server")), env=self.env,
-                                     stdout=self.log, stderr=self.log, cwd=self.dir)
-        deadline = time.monotonic() + 120
-        while not port_open(self.port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("rabbitmq-server on %d did not start; its log:\n%s" % (self.port,
-                                                                                          self.logs()[-3000:]))
-            time.sleep(0.2)
+        # The distribution port was free when picked, but nothing holds it: a test running
+        # beside this one may listen there first (CI once saw dist_port_already_used). The
+        # broker then stops at once, and starts again on another port.
+        for attempt in range(3):
+            since = os.path.getsize(self.log.name)
+            self.proc = subprocess.Popen(self._as_rabbitmq(os.path.join(self.BIN, "rabbitmq-server")), env=self.env,
+                                         stdout=self.log, stderr=self.log, cwd=self.dir)
+            deadline = time.monotonic() + 120
+            while not port_open(self.port):
+                if self.proc.poll() is not None and attempt < 2 and b"dist_port_already_used" in self._stdout(since):
+                    self.dist_port = free_port()
+                    self.env["RABBITMQ_DIST_PORT"] = str(self.dist_port)
+                    break
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("rabbitmq-server on %d did not start; its log:\n%s" % (self.port,
+                                                                                              self.logs()[-3000:]))
+                time.sleep(0.2)
+            else:
+                return
+
+    def _stdout(self, since):
+        with open(self.log.name, "rb") as f:
+            f.seek(since)
+            return f.read()
 
     def ctl(self, *args, timeout=60):
         return subprocess.run(self._as_rabbitmq(os.path.join(self.BIN, "rabbitmqctl"), "-n", self.node, *args),

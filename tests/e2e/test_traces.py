@@ -60,7 +60,7 @@ def main():
     procs = []
     try:
         check_config_errors(t, tmp, nats, "http_out", [
-            ("otlp { endpoint http://127.0.0.1:4318/v1/traces; sample 2; }", "otlp.sample: expected a number"),
+            ("otlp { endpoint http://127.0.0.1:4318/v1/traces; sample 2; }", "invalid ratio '2' for 'sample' (a decimal from 0 to 1"),
             ("otlp { endpoint https://collector/v1/traces; }", "endpoint must be a URL of scheme http in otlp"),
             ("otlp { sample 0.5; }", "otlp: endpoint is required"),
         ], "-t")

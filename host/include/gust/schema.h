@@ -38,6 +38,8 @@ enum gust_type {
      * the scheme, the plugin's library the rest. Its errors never repeat the value: a
      * URL may hold a password. */
     GUST_T_URL,
+    /* ABI 1.8: a share from 0 to 1 as a plain decimal (1.0, 0.01); binds to a double. */
+    GUST_T_RATIO,
 };
 
 enum {
@@ -70,7 +72,7 @@ enum {
 /* Where a bound value goes, by type:
  *   STR PATH SUBJECT FILTER ADDR NAME URL  const char *  (NULL when absent without a default)
  *   INT SIZE DURATION             int64_t        (SIZE in bytes, DURATION in ms)
- *   RATE                          double         (per second; 0 when absent)
+ *   RATE RATIO                    double         (RATE per second; 0 when absent)
  *   BOOL                          int            (0 or 1)
  *   LIST                          struct gust_list
  * Strings point into the checked configuration and live as long as it does. */
@@ -104,6 +106,7 @@ struct gust_schema_key {
 #define GUST__CTYPE_NAME const char *
 #define GUST__CTYPE_URL const char *
 #define GUST__CTYPE_RATE double
+#define GUST__CTYPE_RATIO double
 #define GUST__CTYPE_INT int64_t
 #define GUST__CTYPE_SIZE int64_t
 #define GUST__CTYPE_DURATION int64_t

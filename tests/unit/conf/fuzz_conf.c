@@ -37,6 +37,7 @@ static const struct gust_schema_key schema[] = {
     {"a", GUST_T_ADDR, "h:1", 0, "", 0},
     {"r", GUST_T_RATE, "1/s", 0, "", 0},
     {"u", GUST_T_URL, "http://h:1/x", 0, "", 0, 0, 0, "http|https"},
+    {"q", GUST_T_RATIO, "0.5", 0, "", 0},
     GUST_KEY_END,
 };
 

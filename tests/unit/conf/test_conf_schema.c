@@ -424,6 +424,7 @@ struct bounded {
     const char *node;
     double rate;
     const char *endpoint;
+    double share;
 };
 
 #define BKEY_RANGE(f, T, def, flags, lo, hi) GUST_KEY_RANGE(struct bounded, f, T, def, flags, lo, hi, #f)
@@ -435,6 +436,7 @@ static const struct gust_schema_key bounded_schema[] = {
     GUST_KEY(struct bounded, node, NAME, NULL, 0, "a NATS name"),
     GUST_KEY(struct bounded, rate, RATE, NULL, 0, "how often"),
     GUST_KEY_URL(struct bounded, endpoint, "http://127.0.0.1:4318/v1/traces", 0, "http|https", "where to"),
+    GUST_KEY(struct bounded, share, RATIO, "1.0", 0, "how much"),
     GUST_KEY_END,
 };
 
@@ -457,6 +459,8 @@ static void test_bounds(void)
                       "10/m)"},
         {"rate 5/d;", "conf/t.conf:3: invalid rate '5/d' for 'rate' (N/s, N/m or N/h with N > 0, e.g. 200/s, 0.5/s, "
                       "10/m)"},
+        {"share 1.5;", "conf/t.conf:3: invalid ratio '1.5' for 'share' (a decimal from 0 to 1, e.g. 1.0, 0.01)"},
+        {"share 1e-2;", "conf/t.conf:3: invalid ratio '1e-2' for 'share' (a decimal from 0 to 1, e.g. 1.0, 0.01)"},
         /* A URL is never repeated: it may hold a password. */
         {"endpoint ftp://u:secret@h/x;", "conf/t.conf:3: endpoint must be a URL of scheme http|https in flow 'orders'"},
         {"endpoint HTTP://h/x;", "conf/t.conf:3: endpoint must be a URL of scheme http|https in flow 'orders'"},
@@ -472,7 +476,7 @@ static void test_bounds(void)
     static const char *const good[] = {"slices 1;", "slices 1024;", "wait 10ms;", "wait 2h;", "cache 0;",
                                        "cache 64k;", "cache 1g;", "format json;", "format text;", "node gust-1_a;",
                                        "rate 200/s;", "rate 0.5/s;", "rate 10/h;", "endpoint https://h/x;",
-                                       "endpoint 'http://u:p@[::1]:8443/v1/{payload.x}?a=b#f';", "endpoint http://h:1;"};
+                                       "endpoint 'http://u:p@[::1]:8443/v1/{payload.x}?a=b#f';", "endpoint http://h:1;", "share 0;", "share 0.25;"};
     struct gust_conf *conf;
     struct gust_cfg *cfg;
     struct gust_err err = {""};
@@ -503,6 +507,7 @@ static void test_bounds(void)
     CHECK_INT(gust_cfg_bind(cfg, bounded_schema, sizeof(bounded_schema[0]), &b, &err), 0, "%s", err.msg);
     CHECK(b.rate > 0.16666 && b.rate < 0.16667, "a rate binds per second: %g", b.rate);
     CHECK_STR(b.endpoint, "http://127.0.0.1:4318/v1/traces", "a URL binds as written");
+    CHECK(b.share == 1.0, "a ratio binds as a double: %g", b.share);
     gust_cfg_destroy(cfg);
     CHECK_INT(check_text("b { }", bounded_schema, &conf, &cfg, &err), 0, "%s", err.msg);
     CHECK_INT(gust_cfg_bind(cfg, bounded_schema, sizeof(bounded_schema[0]), &b, &err), 0, "%s", err.msg);

@@ -1,4 +1,4 @@
-/* Value syntaxes: subjects and filters, int, bool, size, duration, addr. */
+/* Value syntaxes: subjects and filters, int, bool, size, duration, addr, ratio. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +183,19 @@ static void test_addr(void)
     }
 }
 
+static void test_ratio(void)
+{
+    double v = -1;
+    CHECK(gust_parse_ratio("1.0", &v) == 0 && v == 1.0);
+    CHECK(gust_parse_ratio("0.01", &v) == 0 && v > 0.0099 && v < 0.0101);
+    CHECK(gust_parse_ratio("0", &v) == 0 && v == 0.0);
+    CHECK(gust_parse_ratio("1.5", &v) != 0);
+    CHECK(gust_parse_ratio("-0.1", &v) != 0);
+    CHECK(gust_parse_ratio("1e-2", &v) != 0);
+    CHECK(gust_parse_ratio(".", &v) != 0);
+    CHECK(gust_parse_ratio("", &v) != 0);
+}
+
 int main(void)
 {
     test_subjects();
@@ -191,5 +204,6 @@ int main(void)
     RUN_NUM("size", gust_parse_size, size_cases);
     RUN_NUM("duration", gust_parse_duration, duration_cases);
     test_addr();
+    test_ratio();
     return check_result("test_conf_value");
 }
