@@ -81,8 +81,8 @@ static void on_reply(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
         snprintf(why, sizeof(why), "no stream takes this subject");
     } else {
         status = gust_puback_parse(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), &ack, why, sizeof(why));
-        if (ack.full) {
-            gust_retention_note_full();
+        if (ack.full && (ack.stream[0] == '\0' || strcmp(ack.stream, bus->conf.stream) == 0)) {
+            gust_retention_note_full(); /* the event stream's bound: /healthz names store_full */
         } else if (ack.for_good) {
             status = GUST_PUBLISH_REFUSED;
         }

@@ -326,6 +326,7 @@ struct fields {
     uint64_t seq;
     int has_seq, has_stream, has_duplicate, has_error, duplicate;
     struct error_fields error;
+    char stream[128];
 };
 
 static int ack_member(struct cur *c, const char *key, void *ud)
@@ -352,7 +353,6 @@ static int ack_member(struct cur *c, const char *key, void *ud)
         return 0;
     }
     if (strcmp(key, "stream") == 0) {
-        char name[2];
         int whole;
         if (f->has_stream) {
             return failed(c, "\"stream\" given twice");
@@ -361,10 +361,13 @@ static int ack_member(struct cur *c, const char *key, void *ud)
         if (c->p >= c->end || *c->p != '"') {
             return failed(c, "\"stream\" is not a string");
         }
-        if (string(c, name, sizeof(name), &whole) != 0) {
+        if (string(c, f->stream, sizeof(f->stream), &whole) != 0) {
             return -1;
         }
-        return name[0] == '\0' && whole ? failed(c, "\"stream\" is empty") : 0;
+        if (!whole) {
+            f->stream[0] = '\0'; /* longer than any stream gust names */
+        }
+        return f->stream[0] == '\0' && whole ? failed(c, "\"stream\" is empty") : 0;
     }
     if (strcmp(key, "duplicate") == 0) {
         if (f->has_duplicate) {
@@ -413,7 +416,9 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     ack->duplicate = 0;
     ack->full = 0;
     ack->for_good = 0;
+    ack->stream[0] = '\0';
     int rc = members(&c, ack_member, &f);
+    memcpy(ack->stream, f.stream, sizeof(ack->stream));
     if (rc == 0) {
         skip_ws(&c);
         if (c.p != c.end) {

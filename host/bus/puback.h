@@ -18,6 +18,9 @@ struct gust_puback {
     /* Why JetStream refused it (GUST_EIO): */
     int full;     /* the store is full (why: "store full"): it may take it later */
     int for_good; /* it will never take this message (too large for the stream) */
+    /* The stream that answered, "" when the answer named none (or a longer name): a
+     * refusal names it too, so a full KV bucket is not taken for the event stream. */
+    char stream[128];
 };
 
 /* 0 and ack filled when data (len bytes) is a PubAck of a stored message;

@@ -2,8 +2,8 @@
 events with gust killed -9 at two random points counts each event exactly once; so do
 two processes of a cluster sharing the flow, one of them killed -9 mid-run (and they
 conflict on the few keys, and retry); a conflict made on purpose is retried and counted;
-expiry, delete, a value over the limit (retried, then dead-lettered with the reason) and
-keys with odd bytes, as stored in the bucket."""
+expiry, delete, a value over the limit (retried, then dead-lettered with the reason),
+keys with odd bytes, as stored in the bucket, and a bucket an operator bounded, full."""
 import http.client
 import json
 import os
@@ -12,7 +12,8 @@ import signal
 import subprocess
 import time
 
-from gustlib import STREAM_READ, Checks, Gust, NatsServer, TempDir, free_port, kill_all, nats_publish, wait_for
+from gustlib import (STREAM_READ, Checks, Gust, NatsServer, TempDir, free_port, js_api, kill_all, nats_publish,
+                     wait_for)
 
 BUCKET = "GUST_FLOW_STATE"
 
@@ -337,6 +338,43 @@ def payload_limit(t, tmp):
         nats.stop()
 
 
+def bucket_full(t, tmp):
+    """The state bucket bounded by an operator (max_bytes, which a KV bucket enforces by
+    refusing writes) and full: the flow's writes fail, the unit says why and retries its
+    batches, and /healthz does not say the event stream is full, which it is not; once
+    the bound is raised, every event is processed and its emit stored, none dead-lettered.
+    (The counts themselves are not compared: nats-server 2.9 lets an update of a key
+    that a full bucket holds through and then drops the bucket's oldest values to fit.)"""
+    nats = NatsServer(tmp)
+    script = tmp.file("count_full.lua", COUNT)
+    g = start(tmp, nats, "full", script)
+    try:
+        nats_publish(nats.port, [("ev.count", json.dumps({"device": "first", "i": -1}).encode())])
+        wait_for(lambda: counters(nats).get("first") == 1, 10, "the bucket made by the first write")
+        info = js_api(nats.port, "STREAM.INFO.KV_" + BUCKET)
+        cfg = info["config"]
+        t.eq(cfg.get("discard"), "new", "a KV bucket refuses writes past its bound")
+        bound = cfg["max_bytes"]
+        cfg["max_bytes"] = info["state"]["bytes"] + 400
+        t.check("error" not in js_api(nats.port, "STREAM.UPDATE.KV_" + BUCKET, cfg), "bucket bounded")
+        msgs, _ = events(300, 300, 7)
+        nats_publish(nats.port, msgs)
+        # Its last error is "store full" or, between them, the conflict of a retried write.
+        wait_for(lambda: "store full" in (units(g)["count"]["last_error"] or ""), 20,
+                 "the unit saying its writes are refused")
+        status, body, _ = g.request("GET", "/healthz")
+        t.check(b"store_full" not in body, "a full state bucket is not the event stream full: %d %s" % (status, body))
+        metrics = g.request("GET", "/metrics")[1].decode()
+        t.check("\ngust_store_full 0\n" in metrics, "gust_store_full stays 0")
+        cfg["max_bytes"] = bound
+        t.check("error" not in js_api(nats.port, "STREAM.UPDATE.KV_" + BUCKET, cfg), "bound raised")
+        wait_for(lambda: units(g)["count"]["events_ok"] == 301, 30, "every event processed once the bucket has room")
+        t.eq(sorted(p["i"] for p in nats.payloads("ev.counted")), list(range(-1, 300)), "one emit stored per event")
+        t.eq(units(g)["count"]["dead_letters"], 0, "none dead-lettered")
+    finally:
+        kill_all([g], nats, t.failed)
+
+
 SLOW = """
 return { on_event = function(ev, meta)
   if ev.slow and meta.attempt == 1 then
@@ -402,6 +440,7 @@ def main():
     try:
         edges(t, tmp)
         payload_limit(t, tmp)
+        bucket_full(t, tmp)
         slow_batch(t, tmp)
         crash_and_restart(t, tmp)
         cluster(t, tmp)

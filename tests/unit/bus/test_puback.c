@@ -40,6 +40,18 @@ static void check_refusal(const char *data, int want_full, int want_for_good)
     }
 }
 
+/* The stream an answer names ("" for none, or one longer than any gust names). */
+static void check_stream(const char *data, const char *want)
+{
+    struct gust_puback ack = {0};
+    char why[256];
+    (void)gust_puback_parse(data, strlen(data), &ack, why, sizeof(why));
+    if (strcmp(ack.stream, want) != 0) {
+        printf("FAIL: %s -> stream '%s', want '%s'\n", data, ack.stream, want);
+        failures++;
+    }
+}
+
 /* The subject a server names when it refuses a publish as not permitted. */
 static void check_refused_subject(const char *text, const char *want)
 {
@@ -74,6 +86,15 @@ int main(void)
     check_refusal("{\"error\":{\"code\":400,\"err_code\":10054,\"description\":\"message size exceeds maximum "
                   "allowed\"}}", 0, 1);
     check_refusal("{\"error\":{\"code\":503,\"description\":\"stream is offline\"}}", 0, 0);
+    /* A refusal names its stream too: a full KV bucket is not the event stream. */
+    check_stream("{\"error\":{\"code\":503,\"err_code\":10077,\"description\":\"maximum bytes exceeded\"},"
+                 "\"stream\":\"KV_GUST_FLOW_STATE\",\"seq\":0}",
+                 "KV_GUST_FLOW_STATE");
+    check_stream("{\"stream\":\"GUST\",\"seq\":12}", "GUST");
+    check_stream("{\"error\":{\"code\":503,\"description\":\"maximum bytes exceeded\"}}", "");
+    check_stream("{\"stream\":\"S234567890123456789012345678901234567890123456789012345678901234567890123456789"
+                 "01234567890123456789012345678901234567890123456789\",\"seq\":1}",
+                 "");
     check(" \r\n\t{ \"seq\" : 18446744073709551615 , \"stream\" : \"S\" } \n", 0, UINT64_MAX, 0, NULL);
     check("{\"stream\":\"GUST\",\"seq\":5,\"extra\":{\"a\":[1,2.5e3,null,true,\"x\"]}}", 0, 5, 0, NULL);
 
