@@ -418,7 +418,7 @@ int gust_puback_parse(const char *data, size_t len, struct gust_puback *ack, cha
     ack->for_good = 0;
     ack->stream[0] = '\0';
     int rc = members(&c, ack_member, &f);
-    memcpy(ack->stream, f.stream, strlen(f.stream) + 1); /* per PubAck: the name's bytes only */
+    memcpy(ack->stream, f.stream, sizeof(ack->stream));
     if (rc == 0) {
         skip_ws(&c);
         if (c.p != c.end) {

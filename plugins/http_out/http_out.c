@@ -81,7 +81,7 @@ static int http_out_start(void *ctx, struct gust_err *err)
         host->log(h->inst, GUST_LOG_INFO, "%s %s, connections %zu, pipeline %zu, max_inflight %zu%s%s%s%s",
                   h->conf.k.method, h->conf.url, h->conf.connections, h->conf.pipeline, h->conf.max_inflight,
                   h->conf.batching ? ", batches of " : "", h->conf.batching ? h->conf.k.batch_format : "",
-                  h->conf.k.rate > 0 ? ", rate limited" : "",
+                  h->conf.rate > 0 ? ", rate limited" : "",
                   h->conf.order == GUST_ORDER_STREAM ? ", in stream order (one request in flight)"
                   : h->conf.order == GUST_ORDER_KEY  ? ", in order per ordered_by key"
                                                      : "");
@@ -115,12 +115,12 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
         l->max = per * (l->max / per > 0 ? l->max / per : 1);
         l->linger_ms = c->batch_linger_ms;
     }
-    if (c->k.rate > 0) {
+    if (c->rate > 0) {
         /* The host asks for the next fetch while one is delivered: a message may wait two
          * of them. Two fetches sent at the rate take two thirds of ack_wait at most. */
         /* A batch bounded by bytes may hold a single message: count one per request. */
         double per_request = c->batching && c->batch_bytes == 0 ? (double)c->batch_max : 1.0;
-        double fit = c->k.rate * per_request * (double)l->ack_wait_ms / 1000.0 / 3.0;
+        double fit = c->rate * per_request * (double)l->ack_wait_ms / 1000.0 / 3.0;
         if (fit < (double)l->max) {
             l->max = fit >= 1.0 ? (size_t)fit : 1;
         }
@@ -128,7 +128,7 @@ static void http_out_fetch_limits(void *ctx, struct gust_fetch_limits *l)
             host->log(h->inst, GUST_LOG_WARN,
                       "rate %g/s is below one request per %lld ms (a third of nats ack_wait): messages "
                       "waiting for it are delivered again meanwhile; raise ack_wait",
-                      c->k.rate, (long long)(l->ack_wait_ms / 3));
+                      c->rate, (long long)(l->ack_wait_ms / 3));
         }
     }
 }

@@ -98,7 +98,8 @@ struct http_out_conf {
     const char *wrap_pre, *wrap_post;
     size_t wrap_pre_len, wrap_post_len;
     size_t batch_overhead; /* a batch's bytes besides its messages and their separators */
-    /* The burst a rate's bucket holds (the rate itself is k.rate). */
+    /* Rate: requests a second (a batch is one), 0: none; the burst a bucket holds. */
+    double rate;
     double rate_burst;
     struct http_out_tpl *tpl; /* owned: the templates of url, method, header, rate_key */
     /* The header key as pairs (owned), nhdr of them, and their "Name: value" lines: the
@@ -235,7 +236,7 @@ struct http_out_client;
 int http_out_client_create(struct http_out_client **out, const struct http_out_conf *conf,
                            struct gust_err *err);
 /* Sends every msgs[i] and fills results[i] (see gust_plugin_type.deliver), in batches
- * when conf->batching, at conf->k.rate. Returns 0. */
+ * when conf->batching, at conf->rate. Returns 0. */
 int http_out_client_deliver(struct http_out_client *cl, const struct gust_msg *msgs, size_t n,
                             struct gust_result *results);
 /* A call waits for the outage pause's next probe up to a third of ack_wait_ms (nats

@@ -668,7 +668,7 @@ static int conn_add(struct http_out_client *cl, struct conn *c, size_t g, int64_
 static int64_t take_token(struct http_out_client *cl, size_t g, int64_t now)
 {
     const struct grp *gr = &cl->grps[g];
-    if (cl->conf->k.rate <= 0) {
+    if (cl->conf->rate <= 0) {
         return 0;
     }
     if (cl->limiter != NULL) {
@@ -1292,9 +1292,9 @@ int http_out_client_create(struct http_out_client **out, const struct http_out_c
         }
         http_out_resp_reset(&c->resp);
     }
-    if (conf->k.rate > 0) {
-        gust_bucket_init(&cl->bucket, conf->k.rate, conf->rate_burst, gust_clock_mono_ms());
-        if (conf->k.rate_key != NULL && gust_limiter_create(&cl->limiter, conf->k.rate, conf->rate_burst,
+    if (conf->rate > 0) {
+        gust_bucket_init(&cl->bucket, conf->rate, conf->rate_burst, gust_clock_mono_ms());
+        if (conf->k.rate_key != NULL && gust_limiter_create(&cl->limiter, conf->rate, conf->rate_burst,
                                                             RATE_KEYS_MAX) != 0) {
             goto fail;
         }

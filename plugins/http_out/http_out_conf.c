@@ -229,11 +229,12 @@ static int load_batch_rate(struct http_out_conf *conf, const struct gust_host_ap
     }
     conf->wrap_post_len = strlen(conf->wrap_post);
     conf->batch_overhead = conf->ndjson ? 1 : conf->wrap_pre_len + conf->wrap_post_len;
+    conf->rate = k->rate;
     if ((k->rate_burst > 0 || k->rate_key != NULL) && k->rate <= 0) {
         return gust_err_set(err, GUST_ECONFIG, "%s: %s needs a rate", api->cfg_where(cfg, k->rate_key ? "rate_key" : "rate_burst"),
                             k->rate_key ? "rate_key" : "rate_burst");
     }
-    conf->rate_burst = k->rate_burst > 0 ? (double)k->rate_burst : (k->rate >= 1 ? k->rate : 1);
+    conf->rate_burst = k->rate_burst > 0 ? (double)k->rate_burst : (conf->rate >= 1 ? conf->rate : 1);
     return 0;
 }
 
